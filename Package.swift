@@ -1,0 +1,60 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Satchel: an open-source Swift platform for protected video.
+// The module layout follows ../shared/DESIGN.md; lower layers never import higher ones.
+let package = Package(
+    name: "Satchel",
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17)],
+    products: [
+        .library(name: "SatchelBytes", targets: ["SatchelBytes"]),
+        .library(name: "SatchelFairPlay", targets: ["SatchelFairPlay"]),
+        .executable(name: "satchel", targets: ["satchel"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+    ],
+    targets: [
+        // Layer 0: the shared bounds-checked big-endian reader/writer, hex, secure random, constant-time compare.
+        .target(name: "SatchelBytes"),
+        // Layer 0: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector.
+        .target(
+            name: "SatchelFairPlay",
+            dependencies: [
+                "SatchelBytes",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        // Layer 5: the thin command-line tool.
+        .executableTarget(
+            name: "satchel",
+            dependencies: [
+                "SatchelBytes",
+                "SatchelFairPlay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Benchmarks: their own executable; tests never assert on time.
+        .executableTarget(
+            name: "SatchelBenchmarks",
+            dependencies: [
+                "SatchelBytes",
+                "SatchelFairPlay",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
+        .testTarget(
+            name: "SatchelFairPlayTests",
+            dependencies: [
+                "SatchelBytes",
+                "SatchelFairPlay",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,43 @@
+/// An append-only big-endian byte buffer, the counterpart of ``ByteReader``.
+public struct ByteWriter: Sendable {
+    /// The bytes written so far.
+    public private(set) var bytes: [UInt8]
+
+    /// Creates an empty writer, optionally reserving capacity.
+    public init(capacity: Int = 0) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// The number of bytes written.
+    public var count: Int { bytes.count }
+
+    /// Appends one byte.
+    public mutating func writeUInt8(_ value: UInt8) { bytes.append(value) }
+
+    /// Appends a big-endian 16-bit integer.
+    public mutating func writeUInt16(_ value: UInt16) { writeInteger(UInt64(value), byteCount: 2) }
+
+    /// Appends a big-endian 24-bit integer (the top byte of `value` is dropped).
+    public mutating func writeUInt24(_ value: UInt32) { writeInteger(UInt64(value), byteCount: 3) }
+
+    /// Appends a big-endian 32-bit integer.
+    public mutating func writeUInt32(_ value: UInt32) { writeInteger(UInt64(value), byteCount: 4) }
+
+    /// Appends a big-endian 64-bit integer.
+    public mutating func writeUInt64(_ value: UInt64) { writeInteger(value, byteCount: 8) }
+
+    /// Appends the low `byteCount` bytes (at most 8) of `value`, most significant first.
+    public mutating func writeInteger(_ value: UInt64, byteCount: Int) {
+        var shift = (min(max(byteCount, 0), 8) - 1) * 8
+        while shift >= 0 {
+            bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+            shift -= 8
+        }
+    }
+
+    /// Appends raw bytes.
+    public mutating func writeBytes<S: Sequence>(_ data: S) where S.Element == UInt8 {
+        bytes.append(contentsOf: data)
+    }
+}
