@@ -47,6 +47,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
+        // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
+        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay"]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

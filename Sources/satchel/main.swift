@@ -1,1 +1,25 @@
-print("x")
+import ArgumentParser
+import Foundation
+import SatchelFairPlay
+
+// Thin entry point: parse, run, and turn any failure into one line on stderr and a non-zero exit.
+do {
+    var command = try SatchelCommand.parseAsRoot()
+    try command.run()
+} catch let error as FairPlayError {
+    fail(error.description)
+} catch let error as CLIError {
+    fail(error.description)
+} catch {
+    let code = SatchelCommand.exitCode(for: error)
+    if code == .success {
+        SatchelCommand.exit(withError: error)  // --help and --version
+    }
+    fail(SatchelCommand.message(for: error), code: code.rawValue)
+}
+
+func fail(_ message: String, code: Int32 = 1) -> Never {
+    let line = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+    FileHandle.standardError.write(Data("satchel: error: \(line)\n".utf8))
+    exit(code)
+}
