@@ -1,1 +1,21 @@
-print("x")
+import Crypto
+import CryptoExtras
+import Foundation
+import SatchelBytes
+import SatchelFairPlay
+
+// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [--seconds N] [--parts]
+// Every figure is printed next to its reference measured in the same run; nothing here asserts.
+
+let arguments = CommandLine.arguments.dropFirst()
+let seconds = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[arguments.index(after: $0)]) } ?? 3
+let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil }
+
+if suites.isEmpty || suites.contains("fairplay") {
+    do {
+        try FairPlayBenchmark(seconds: seconds, parts: arguments.contains("--parts")).run()
+    } catch {
+        FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
+}

@@ -65,9 +65,13 @@ public struct ByteReader: Sendable {
     public mutating func readInteger(byteCount: Int) throws(ByteReaderError) -> UInt64 {
         guard (0...8).contains(byteCount) else { throw .invalidLength(byteCount, at: offset) }
         try require(byteCount)
-        var value: UInt64 = 0
-        for index in offset..<(offset + byteCount) {
-            value = (value << 8) | UInt64(bytes[index])
+        let start = offset
+        let value = bytes.withUnsafeBufferPointer { buffer in
+            var value: UInt64 = 0
+            for index in start..<(start + byteCount) {  // in bounds: checked by require above
+                value = (value << 8) | UInt64(buffer[index])
+            }
+            return value
         }
         offset += byteCount
         return value

@@ -64,9 +64,9 @@ public struct CKC: Sendable {
         self.iv = iv
         self.tllvs = tllvs
         guard let keyBlock = tllvs[.encryptedContentKey] else { throw .invalidCKC("no encrypted content key TLLV") }
-        guard keyBlock.value.count == 32 else { throw .invalidCKC("encrypted content key TLLV value is \(keyBlock.value.count) bytes, needs 32") }
-        contentIV = Array(keyBlock.value[0..<16])
-        contentKey = SecretBytes(try FairPlayCrypto.ecbDecryptBlock(Array(keyBlock.value[16..<32]), key: sessionKey.bytes))
+        guard keyBlock.valueLength == 32 else { throw .invalidCKC("encrypted content key TLLV value is \(keyBlock.valueLength) bytes, needs 32") }
+        contentIV = Array(keyBlock.valueBytes.prefix(16))
+        contentKey = SecretBytes(try FairPlayCrypto.ecbDecryptBlock(Array(keyBlock.valueBytes.suffix(16)), key: sessionKey.bytes))
         guard let r1Block = tllvs[.r1] else { throw .invalidCKC("no R1 TLLV") }
         r1 = r1Block.value
         duration = try tllvs[.contentKeyDuration].map { (block) throws(FairPlayError) in try ContentKeyDuration(tllv: block) }
@@ -76,7 +76,7 @@ public struct CKC: Sendable {
         }
         hdcp = try tllvs[.hdcpEnforcement].map { (block) throws(FairPlayError) in
             var reader = ByteReader(block.value)
-            guard block.value.count == 8, let raw = try? reader.readUInt64(), let value = HDCPRequirement(rawValue64: raw) else {
+            guard block.valueLength == 8, let raw = try? reader.readUInt64(), let value = HDCPRequirement(rawValue64: raw) else {
                 throw .invalidCKC("HDCP enforcement TLLV has an undefined value")
             }
             return value

@@ -32,33 +32,41 @@ public struct CKCBuilder: Sendable {
 
     /// Builds the CKC bytes and reports what went into them.
     public func buildWithSummary(for spc: SPC, policy: ContentKeyPolicy) throws(FairPlayError) -> (ckc: [UInt8], summary: Summary) {
+        var random = SecureRandom.Pool(capacity: 256)  // about what one CKC draws
         let withhold = policy.withholdKeyWhilePlaying && spc.playbackState?.state == .playingOrPaused
-        let key = withhold ? SecureRandom.bytes(16) : policy.contentKey.bytes
+        let key = withhold ? random.take(16) : policy.contentKey.bytes
         let encryptedKey = try FairPlayCrypto.ecbEncryptBlock(key, key: spc.session.sessionKey.bytes)
 
         var generated = [
-            block(.encryptedContentKey, policy.contentIV + encryptedKey),
-            block(.r1, spc.session.r1),
+            block(.encryptedContentKey, policy.contentIV + encryptedKey, &random),
+            block(.r1, spc.session.r1, &random),
         ]
         let durationOmitted = policy.duration != nil && spc.playbackState == nil
         if let duration = policy.duration, spc.playbackState != nil {
-            generated.append(block(.contentKeyDuration, duration.value))
+            generated.append(block(.contentKeyDuration, duration.value, &random))
         }
         if let hdcp = policy.hdcp {
             var writer = ByteWriter(capacity: 8)
             writer.writeUInt64(hdcp.rawValue64)
-            generated.append(block(.hdcpEnforcement, writer.bytes))
+            generated.append(block(.hdcpEnforcement, writer.bytes, &random))
         }
         if let offline = policy.offlineKey {
-            generated.append(block(.offlineKey, offline.value))
+            generated.append(block(.offlineKey, offline.value, &random))
         }
-        generated = SecureRandom.shuffled(generated)
-        let returned = SecureRandom.shuffled(try spc.blocksToReturn())
-        let all = try TLLVList(generated + returned)  // rejects a returned tag that collides with a generated one
+        generated.shuffle(using: &random)
+        var returned = try spc.blocksToReturn()
+        returned.shuffle(using: &random)
+        // A returned tag must not collide with a generated one: each tag appears once per payload.
+        for block in returned where generated.contains(where: { $0.tag == block.tag }) { throw .duplicateTag(block.tag) }
 
-        let payload = TLLVCodec.encode(all.blocks)
+        let payloadLength = generated.reduce(0) { $0 + TLLV.headerSize + $1.blockLength }
+            + returned.reduce(0) { $0 + TLLV.headerSize + $1.blockLength }
+        var payloadWriter = ByteWriter(capacity: payloadLength)
+        for block in generated { block.write(to: &payloadWriter) }
+        for block in returned { block.write(to: &payloadWriter) }
+        let payload = payloadWriter.bytes
         let arKey = try FairPlayCrypto.antiReplayKey(r1: spc.session.r1, seed: spc.antiReplaySeed)
-        let iv = SecureRandom.bytes(16)
+        let iv = random.take(16)
         let encrypted = try FairPlayCrypto.cbcEncrypt(payload, key: arKey, iv: iv)
 
         var writer = ByteWriter(capacity: Self.headerSize + encrypted.count)
@@ -72,9 +80,8 @@ public struct CKCBuilder: Sendable {
         return (writer.bytes, summary)
     }
 
-    private func block(_ tag: TLLVTag, _ value: [UInt8]) -> TLLV {
-        var generator = SystemRandomNumberGenerator()
-        let extra = extraPaddingBlocks.isEmpty ? 0 : Int.random(in: extraPaddingBlocks, using: &generator)
-        return TLLV(tag: tag, value: value, extraBlocks: extra)
+    private func block(_ tag: TLLVTag, _ value: [UInt8], _ random: inout SecureRandom.Pool) -> TLLV {
+        let extra = Int.random(in: extraPaddingBlocks, using: &random)
+        return TLLV(tag: tag, value: value, extraBlocks: extra, random: &random)
     }
 }

@@ -111,7 +111,7 @@ public struct ContentKeyDuration: Sendable, Equatable {
             keyType = KeyType(rawValue: try reader.readUInt32())
             reserved = try reader.readUInt32()
         } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.value.count) bytes, needs 16")
+            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 16")
         }
     }
 
@@ -184,7 +184,7 @@ public struct OfflineKeyPolicy: Sendable, Equatable {
             storageSeconds = try reader.readUInt32()
             playbackSeconds = try reader.readUInt32()
         } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.value.count) bytes, needs 32")
+            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 32")
         }
     }
 

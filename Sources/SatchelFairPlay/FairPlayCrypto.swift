@@ -18,7 +18,7 @@ enum FairPlayCrypto {
     }
 
     /// AES-128-CBC decryption without padding; `data` must be whole blocks.
-    static func cbcDecrypt(_ data: [UInt8], key: [UInt8], iv: [UInt8]) throws(FairPlayError) -> [UInt8] {
+    static func cbcDecrypt<Bytes: DataProtocol>(_ data: Bytes, key: [UInt8], iv: [UInt8]) throws(FairPlayError) -> [UInt8] {
         guard data.count % 16 == 0 else { throw .payloadNotBlockAligned(length: data.count) }
         if data.isEmpty { return [] }
         do {

@@ -21,7 +21,7 @@ public struct InspectionReport: Sendable, Codable, Equatable {
         init(_ tllv: TLLV) {
             tag = tllv.tag.description
             name = tllv.tag.name
-            valueLength = tllv.value.count
+            valueLength = tllv.valueLength
             blockLength = tllv.blockLength
             value = Hex.encode(tllv.value)
         }

@@ -109,7 +109,7 @@ public struct SPC: Sendable {
         usedVersion = try tllvs[.protocolVersionUsed].map { (block) throws(FairPlayError) in
             let words = try Self.words(block)
             guard words.count == 1 else {
-                throw .invalidTLLVValue(block.tag, reason: "value is \(block.value.count) bytes, needs 4")
+                throw .invalidTLLVValue(block.tag, reason: "value is \(block.valueLength) bytes, needs 4")
             }
             return words[0]
         }
@@ -122,8 +122,8 @@ public struct SPC: Sendable {
         sync = try tllvs[.sync].map { (block) throws(FairPlayError) in try SyncInfo(tllv: block) }
         var request: [TLLVTag] = []
         if let block = tllvs[.tagReturnRequest] {
-            guard block.value.count % 8 == 0 else {
-                throw .invalidTLLVValue(block.tag, reason: "value is \(block.value.count) bytes, not a list of 8-byte tags")
+            guard block.valueLength % 8 == 0 else {
+                throw .invalidTLLVValue(block.tag, reason: "value is \(block.valueLength) bytes, not a list of 8-byte tags")
             }
             var reader = ByteReader(block.value)
             while !reader.isAtEnd, let raw = try? reader.readUInt64() {
@@ -136,15 +136,15 @@ public struct SPC: Sendable {
 
     private static func fixed(_ tllvs: TLLVList, _ tag: TLLVTag, length: Int) throws(FairPlayError) -> [UInt8] {
         let block = try tllvs.required(tag)
-        guard block.value.count == length else {
-            throw .invalidTLLVValue(tag, reason: "value is \(block.value.count) bytes, needs \(length)")
+        guard block.valueLength == length else {
+            throw .invalidTLLVValue(tag, reason: "value is \(block.valueLength) bytes, needs \(length)")
         }
         return block.value
     }
 
     private static func words(_ block: TLLV) throws(FairPlayError) -> [UInt32] {
-        guard block.value.count % 4 == 0, !block.value.isEmpty else {
-            throw .invalidTLLVValue(block.tag, reason: "value is \(block.value.count) bytes, not a list of 4-byte versions")
+        guard block.valueLength % 4 == 0, block.valueLength > 0 else {
+            throw .invalidTLLVValue(block.tag, reason: "value is \(block.valueLength) bytes, not a list of 4-byte versions")
         }
         var reader = ByteReader(block.value)
         var words: [UInt32] = []

@@ -100,7 +100,7 @@ public struct MediaPlaybackState: Sendable, Equatable {
             state = PlaybackState(rawValue: try reader.readUInt32())
             sessionID = try reader.readUInt64()
         } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.value.count) bytes, needs 16")
+            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 16")
         }
     }
 
@@ -147,7 +147,7 @@ public struct Capabilities: Sendable, Equatable {
             high = try reader.readUInt64()
             low = try reader.readUInt64()
         } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.value.count) bytes, needs 16")
+            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 16")
         }
     }
 
@@ -192,7 +192,7 @@ public struct SyncInfo: Sendable, Equatable {
             contentID = try reader.readBytes(16)
             durationToExpiry = try reader.readUInt32()
         } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.value.count) bytes, needs 28")
+            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 28")
         }
     }
 

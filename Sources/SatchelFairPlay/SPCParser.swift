@@ -16,7 +16,7 @@ public struct SPCParser: Sendable {
     }
 
     /// Reads the fixed header and returns it with the encrypted payload.
-    public static func readHeader(_ bytes: [UInt8]) throws(FairPlayError) -> (SPC.Header, [UInt8]) {
+    public static func readHeader(_ bytes: [UInt8]) throws(FairPlayError) -> (SPC.Header, ArraySlice<UInt8>) {
         guard bytes.count >= headerSize else { throw .spcTruncated(length: bytes.count, needed: headerSize) }
         var reader = ByteReader(bytes)
         do {
@@ -32,7 +32,7 @@ public struct SPCParser: Sendable {
             }
             guard length == reader.remaining else { throw FairPlayError.spcTrailingBytes(count: reader.remaining - length) }
             guard length % 16 == 0 else { throw FairPlayError.payloadNotBlockAligned(length: length) }
-            let payload = try reader.readBytes(length)
+            let payload = bytes[reader.offset..<(reader.offset + length)]
             let header = SPC.Header(version: version, reserved: reserved, iv: iv, encryptedKey: encryptedKey,
                                     certificateHash: hash, payloadLength: length)
             return (header, payload)
@@ -46,20 +46,18 @@ public struct SPCParser: Sendable {
     /// Parses, decrypts and integrity-checks an SPC.
     public func parse(_ bytes: [UInt8]) throws(FairPlayError) -> SPC {
         let (header, encrypted) = try Self.readHeader(bytes)
-        let candidates = credentials.filter { $0.matches(certificateHash: header.certificateHash) }
-        guard !candidates.isEmpty else { throw .unknownCertificate(hashHex: Hex.encode(header.certificateHash)) }
-        var lastError = FairPlayError.spcKeyDecryptionFailed
-        for credential in candidates {
+        var lastError: FairPlayError?
+        for credential in credentials where credential.matches(certificateHash: header.certificateHash) {
             do {
                 return try parse(header: header, encrypted: encrypted, credential: credential)
             } catch {
                 lastError = error
             }
         }
-        throw lastError
+        throw lastError ?? .unknownCertificate(hashHex: Hex.encode(header.certificateHash))
     }
 
-    private func parse(header: SPC.Header, encrypted: [UInt8], credential: FairPlayCredential) throws(FairPlayError) -> SPC {
+    private func parse(header: SPC.Header, encrypted: ArraySlice<UInt8>, credential: FairPlayCredential) throws(FairPlayError) -> SPC {
         let spck = try credential.decryptSPCKey(header.encryptedKey)
         let payload = try FairPlayCrypto.cbcDecrypt(encrypted, key: spck, iv: header.iv)
         let tllvs = try TLLVCodec.parse(payload)
@@ -70,18 +68,18 @@ public struct SPCParser: Sendable {
     /// Decrypts [SK...R1] with DASk = D(R2) and checks it against the integrity TLLV.
     static func openSessionBlock(_ tllvs: TLLVList, dFunction: any DFunction) throws(FairPlayError) -> SPC.SessionValues {
         let block = try tllvs.required(.sessionKeyR1)
-        guard block.value.count == 112 else {
-            throw .invalidTLLVValue(.sessionKeyR1, reason: "value is \(block.value.count) bytes, needs 112")
+        guard block.valueLength == 112 else {
+            throw .invalidTLLVValue(.sessionKeyR1, reason: "value is \(block.valueLength) bytes, needs 112")
         }
         let integrityBlock = try tllvs.required(.sessionKeyR1Integrity)
-        guard integrityBlock.value.count == 16 else {
-            throw .invalidTLLVValue(.sessionKeyR1Integrity, reason: "value is \(integrityBlock.value.count) bytes, needs 16")
+        guard integrityBlock.valueLength == 16 else {
+            throw .invalidTLLVValue(.sessionKeyR1Integrity, reason: "value is \(integrityBlock.valueLength) bytes, needs 16")
         }
         let r2 = try tllvs.required(.r2).value
         let dask = try dFunction.derivedApplicationSecret(r2: r2)
-        let plain = try FairPlayCrypto.cbcDecrypt(Array(block.value[16..<112]), key: dask.bytes, iv: Array(block.value[0..<16]))
+        let plain = try FairPlayCrypto.cbcDecrypt(block.valueBytes.dropFirst(16), key: dask.bytes, iv: Array(block.valueBytes.prefix(16)))
         let integrity = Array(plain[80..<96])
-        guard ConstantTime.equals(integrity, integrityBlock.value) else { throw .integrityCheckFailed }
+        guard ConstantTime.equals(integrity, integrityBlock.valueBytes) else { throw .integrityCheckFailed }
         return SPC.SessionValues(sessionKey: SecretBytes(Array(plain[0..<16])), hu: Array(plain[16..<36]),
                                  r1: Array(plain[36..<80]), integrity: integrity)
     }

@@ -11,6 +11,7 @@ public enum TLLVCodec {
         guard payload.count % 16 == 0 else { throw .payloadNotBlockAligned(length: payload.count) }
         var reader = ByteReader(payload)
         var blocks: [TLLV] = []
+        blocks.reserveCapacity(32)
         while !reader.isAtEnd {
             let start = reader.offset
             do {
@@ -26,9 +27,9 @@ public enum TLLVCodec {
                 guard blockLength <= reader.remaining else {
                     throw FairPlayError.tllvTruncated(tag, offset: start)
                 }
-                let value = try reader.readBytes(valueLength)
-                let padding = try reader.readBytes(blockLength - valueLength)
-                blocks.append(TLLV(tag: tag, value: value, padding: padding))
+                let blockStart = reader.offset
+                try reader.skip(blockLength)
+                blocks.append(TLLV(tag: tag, block: payload[blockStart..<reader.offset], valueLength: valueLength))
             } catch let error as FairPlayError {
                 throw error
             } catch {
