@@ -15,40 +15,26 @@ public enum KeyType: Sendable, Equatable, Hashable, CustomStringConvertible {
     /// A value the guide does not define.
     case other(UInt32)
 
+    private static let table: [(type: KeyType, value: UInt32, name: String)] = [
+        (.leaseOnly, 0x1a4b_de7e, "lease"), (.rentalOnly, 0x3dfe_45a0, "rental"),
+        (.leaseAndRental, 0x27b5_9bde, "lease-and-rental"), (.persistableUnlimited, 0x3df2_d9fb, "persistable"),
+        (.persistableLimited, 0x18f0_6048, "persistable-limited"),
+    ]
+
     /// Classifies a raw key type.
     public init(rawValue: UInt32) {
-        switch rawValue {
-        case 0x1a4b_de7e: self = .leaseOnly
-        case 0x3dfe_45a0: self = .rentalOnly
-        case 0x27b5_9bde: self = .leaseAndRental
-        case 0x3df2_d9fb: self = .persistableUnlimited
-        case 0x18f0_6048: self = .persistableLimited
-        default: self = .other(rawValue)
-        }
+        self = Self.table.first { $0.value == rawValue }?.type ?? .other(rawValue)
     }
 
     /// The raw value in the TLLV.
     public var rawValue: UInt32 {
-        switch self {
-        case .leaseOnly: return 0x1a4b_de7e
-        case .rentalOnly: return 0x3dfe_45a0
-        case .leaseAndRental: return 0x27b5_9bde
-        case .persistableUnlimited: return 0x3df2_d9fb
-        case .persistableLimited: return 0x18f0_6048
-        case let .other(value): return value
-        }
+        if case let .other(value) = self { return value }
+        return Self.table.first { $0.type == self }?.value ?? 0
     }
 
     /// A short name for reports.
     public var description: String {
-        switch self {
-        case .leaseOnly: return "lease"
-        case .rentalOnly: return "rental"
-        case .leaseAndRental: return "lease-and-rental"
-        case .persistableUnlimited: return "persistable"
-        case .persistableLimited: return "persistable-limited"
-        case let .other(value): return "unknown-0x\(String(value, radix: 16))"
-        }
+        Self.table.first { $0.type == self }?.name ?? "unknown-0x\(String(rawValue, radix: 16))"
     }
 }
 
@@ -104,14 +90,8 @@ public struct ContentKeyDuration: Sendable, Equatable {
     }
 
     init(tllv: TLLV) throws(FairPlayError) {
-        var reader = ByteReader(tllv.value)
-        do {
-            leaseSeconds = try reader.readUInt32()
-            rentalSeconds = try reader.readUInt32()
-            keyType = KeyType(rawValue: try reader.readUInt32())
-            reserved = try reader.readUInt32()
-        } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 16")
+        (leaseSeconds, rentalSeconds, keyType, reserved) = try tllv.decodeValue(needs: 16) { (reader) throws(ByteReaderError) in
+            (try reader.readUInt32(), try reader.readUInt32(), KeyType(rawValue: try reader.readUInt32()), try reader.readUInt32())
         }
     }
 
@@ -176,15 +156,8 @@ public struct OfflineKeyPolicy: Sendable, Equatable {
     }
 
     init(tllv: TLLV) throws(FairPlayError) {
-        var reader = ByteReader(tllv.value)
-        do {
-            version = try reader.readUInt32()
-            reserved = try reader.readUInt32()
-            contentID = try reader.readBytes(16)
-            storageSeconds = try reader.readUInt32()
-            playbackSeconds = try reader.readUInt32()
-        } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 32")
+        (version, reserved, contentID, storageSeconds, playbackSeconds) = try tllv.decodeValue(needs: 32) { (reader) throws(ByteReaderError) in
+            (try reader.readUInt32(), try reader.readUInt32(), try reader.readBytes(16), try reader.readUInt32(), try reader.readUInt32())
         }
     }
 

@@ -200,15 +200,12 @@ public struct InspectionReport: Sendable, Codable, Equatable {
         blocks.map { "  \($0.tag) \($0.name ?? "(undefined)"): value \($0.valueLength), block \($0.blockLength): \($0.value)" }
     }
 
-    private static func hex64(_ value: UInt64) -> String {
-        var writer = ByteWriter()
-        writer.writeUInt64(value)
-        return Hex.encode(writer.bytes)
-    }
+    private static func hex64(_ value: UInt64) -> String { hex(value, bytes: 8) }
+    private static func hex32(_ value: UInt32) -> String { hex(UInt64(value), bytes: 4) }
 
-    private static func hex32(_ value: UInt32) -> String {
+    private static func hex(_ value: UInt64, bytes: Int) -> String {
         var writer = ByteWriter()
-        writer.writeUInt32(value)
+        writer.writeInteger(value, byteCount: bytes)
         return Hex.encode(writer.bytes)
     }
 }

@@ -46,34 +46,25 @@ public enum PlaybackState: Sendable, Equatable, Hashable, CustomStringConvertibl
     /// A value the guide does not define; treated like state 1.
     case other(UInt32)
 
+    private static let table: [(state: PlaybackState, value: UInt32, name: String)] = [
+        (.readyToStart, 0xf4de_e5a2, "ready-to-start"), (.playingOrPaused, 0xa5d6_739e, "playing-or-paused"),
+        (.leaseExpiring, 0x4f83_4330, "lease-expiring"),
+    ]
+
     /// Classifies a raw state value.
     public init(rawValue: UInt32) {
-        switch rawValue {
-        case 0xf4de_e5a2: self = .readyToStart
-        case 0xa5d6_739e: self = .playingOrPaused
-        case 0x4f83_4330: self = .leaseExpiring
-        default: self = .other(rawValue)
-        }
+        self = Self.table.first { $0.value == rawValue }?.state ?? .other(rawValue)
     }
 
     /// The raw value in the TLLV.
     public var rawValue: UInt32 {
-        switch self {
-        case .readyToStart: return 0xf4de_e5a2
-        case .playingOrPaused: return 0xa5d6_739e
-        case .leaseExpiring: return 0x4f83_4330
-        case let .other(value): return value
-        }
+        if case let .other(value) = self { return value }
+        return Self.table.first { $0.state == self }?.value ?? 0
     }
 
     /// A short name for reports.
     public var description: String {
-        switch self {
-        case .readyToStart: return "ready-to-start"
-        case .playingOrPaused: return "playing-or-paused"
-        case .leaseExpiring: return "lease-expiring"
-        case let .other(value): return "unknown-0x\(String(value, radix: 16))"
-        }
+        Self.table.first { $0.state == self }?.name ?? "unknown-0x\(String(rawValue, radix: 16))"
     }
 }
 
@@ -94,13 +85,8 @@ public struct MediaPlaybackState: Sendable, Equatable {
     }
 
     init(tllv: TLLV) throws(FairPlayError) {
-        var reader = ByteReader(tllv.value)
-        do {
-            creationDate = try reader.readUInt32()
-            state = PlaybackState(rawValue: try reader.readUInt32())
-            sessionID = try reader.readUInt64()
-        } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 16")
+        (creationDate, state, sessionID) = try tllv.decodeValue(needs: 16) { (reader) throws(ByteReaderError) in
+            (try reader.readUInt32(), PlaybackState(rawValue: try reader.readUInt32()), try reader.readUInt64())
         }
     }
 
@@ -142,12 +128,8 @@ public struct Capabilities: Sendable, Equatable {
     public var offlineKey: Bool { low & Self.offlineKeyBit != 0 }
 
     init(tllv: TLLV) throws(FairPlayError) {
-        var reader = ByteReader(tllv.value)
-        do {
-            high = try reader.readUInt64()
-            low = try reader.readUInt64()
-        } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 16")
+        (high, low) = try tllv.decodeValue(needs: 16) { (reader) throws(ByteReaderError) in
+            (try reader.readUInt64(), try reader.readUInt64())
         }
     }
 
@@ -185,14 +167,8 @@ public struct SyncInfo: Sendable, Equatable {
     public var isValid: Bool { version == 1 && contentID.count == 16 }
 
     init(tllv: TLLV) throws(FairPlayError) {
-        var reader = ByteReader(tllv.value)
-        do {
-            version = try reader.readUInt32()
-            reserved = try reader.readUInt32()
-            contentID = try reader.readBytes(16)
-            durationToExpiry = try reader.readUInt32()
-        } catch {
-            throw .invalidTLLVValue(tllv.tag, reason: "value is \(tllv.valueLength) bytes, needs 28")
+        (version, reserved, contentID, durationToExpiry) = try tllv.decodeValue(needs: 28) { (reader) throws(ByteReaderError) in
+            (try reader.readUInt32(), try reader.readUInt32(), try reader.readBytes(16), try reader.readUInt32())
         }
     }
 

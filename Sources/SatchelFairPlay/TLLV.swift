@@ -80,3 +80,16 @@ public struct TLLV: Sendable, Equatable {
         lhs.tag == rhs.tag && lhs.valueLength == rhs.valueLength && lhs.storage.elementsEqual(rhs.storage)
     }
 }
+
+extension TLLV {
+    /// Decodes a fixed-layout value with `body`; a value shorter than `length` bytes becomes a
+    /// typed error naming the tag.
+    func decodeValue<T>(needs length: Int, _ body: (inout ByteReader) throws(ByteReaderError) -> T) throws(FairPlayError) -> T {
+        var reader = ByteReader(value)
+        do {
+            return try body(&reader)
+        } catch {
+            throw .invalidTLLVValue(tag, reason: "value is \(valueLength) bytes, needs \(length)")
+        }
+    }
+}
