@@ -120,7 +120,7 @@ public struct SPC: Sendable {
         playbackState = try tllvs[.mediaPlaybackState].map { (block) throws(FairPlayError) in try MediaPlaybackState(tllv: block) }
         capabilities = try tllvs[.capabilities].map { (block) throws(FairPlayError) in try Capabilities(tllv: block) }
         sync = try tllvs[.sync].map { (block) throws(FairPlayError) in try SyncInfo(tllv: block) }
-        var request: [TLLVTag] = []
+        var request: [TLLVTag] = [], seen: Set<TLLVTag> = []
         if let block = tllvs[.tagReturnRequest] {
             guard block.valueLength % 8 == 0 else {
                 throw .invalidTLLVValue(block.tag, reason: "value is \(block.valueLength) bytes, not a list of 8-byte tags")
@@ -128,7 +128,7 @@ public struct SPC: Sendable {
             var reader = ByteReader(block.value)
             while !reader.isAtEnd, let raw = try? reader.readUInt64() {
                 let tag = TLLVTag(raw)
-                if !request.contains(tag) { request.append(tag) }
+                if seen.insert(tag).inserted { request.append(tag) }
             }
         }
         returnRequest = request

@@ -20,8 +20,9 @@ enum FileIO {
         guard descriptor >= 0 else { throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))") }
         var written = 0
         let ok = bytes.withUnsafeBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return fsync(descriptor) == 0 }  // empty file
             while written < buffer.count {
-                let result = Foundation.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                let result = Foundation.write(descriptor, base + written, buffer.count - written)
                 if result <= 0 { return false }
                 written += result
             }

@@ -81,3 +81,18 @@ struct TLLVCodecTests {
         #expect(!TLLVTag(0x1234).isDefined)
     }
 }
+
+@Suite("TLLV lists at scale")
+struct TLLVListScaleTests {
+    @Test("thousands of blocks and return tags stay fast and exact (hash index above 64 blocks)")
+    func largeLists() throws {
+        let blocks = (0..<5000).map { TLLV(tag: TLLVTag(UInt64($0) &* 0x9E37_79B9), value: [UInt8(truncatingIfNeeded: $0)]) }
+        let list = try TLLVCodec.parse(TLLVCodec.encode(blocks))
+        #expect(list.blocks.count == 5000)
+        for probe in [0, 63, 64, 4999] {
+            #expect(list[TLLVTag(UInt64(probe) &* 0x9E37_79B9)]?.value == [UInt8(truncatingIfNeeded: probe)])
+        }
+        #expect(list[TLLVTag(1)] == nil)
+        #expect(throws: FairPlayError.duplicateTag(blocks[10].tag)) { try TLLVList(blocks + [blocks[10]]) }
+    }
+}
