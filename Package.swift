@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "SatchelBytes", targets: ["SatchelBytes"]),
         .library(name: "SatchelFairPlay", targets: ["SatchelFairPlay"]),
+        .library(name: "SatchelMedia", targets: ["SatchelMedia"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -18,6 +19,8 @@ let package = Package(
     targets: [
         // Layer 0: the shared bounds-checked big-endian reader/writer, hex, secure random, constant-time compare.
         .target(name: "SatchelBytes"),
+        // Layer 0: media formats: ISO BMFF, MPEG-TS, H.264/AAC helpers, HLS, DASH, Smooth. Pure value logic.
+        .target(name: "SatchelMedia", dependencies: ["SatchelBytes"]),
         // Layer 0: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector.
         .target(
             name: "SatchelFairPlay",
@@ -47,6 +50,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
+        .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay"]),
         .testTarget(

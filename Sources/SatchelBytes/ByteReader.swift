@@ -7,11 +7,35 @@ public struct ByteReader: Sendable {
     public let bytes: [UInt8]
     /// The offset of the next byte to read.
     public private(set) var offset: Int
+    /// The offset one past the last byte this reader may read.
+    public let end: Int
 
     /// Creates a reader positioned at the first byte.
     public init(_ bytes: [UInt8]) {
         self.bytes = bytes
         self.offset = 0
+        self.end = bytes.count
+    }
+
+    /// Creates a reader limited to `range` of `bytes` (clamped to the array), without copying.
+    public init(_ bytes: [UInt8], range: Range<Int>) {
+        self.bytes = bytes
+        let lower = min(max(range.lowerBound, 0), bytes.count)
+        self.offset = lower
+        self.end = max(lower, min(range.upperBound, bytes.count))
+    }
+
+    /// A reader over the next `count` bytes, which this reader skips.
+    public mutating func subReader(_ count: Int) throws(ByteReaderError) -> ByteReader {
+        try require(count)
+        defer { offset += count }
+        return ByteReader(bytes, range: offset..<(offset + count))
+    }
+
+    /// Moves to an absolute offset within this reader's range.
+    public mutating func seek(to position: Int) throws(ByteReaderError) {
+        guard position >= 0, position <= end else { throw .invalidLength(position, at: offset) }
+        offset = position
     }
 
     /// Creates a reader over any byte sequence.
@@ -20,10 +44,10 @@ public struct ByteReader: Sendable {
     }
 
     /// The number of bytes left to read.
-    public var remaining: Int { bytes.count - offset }
+    public var remaining: Int { end - offset }
 
     /// True when every byte has been read.
-    public var isAtEnd: Bool { offset >= bytes.count }
+    public var isAtEnd: Bool { offset >= end }
 
     /// Throws unless at least `count` bytes remain.
     public func require(_ count: Int) throws(ByteReaderError) {
@@ -87,9 +111,16 @@ public struct ByteReader: Sendable {
 
     /// Reads every remaining byte.
     public mutating func readRemaining() -> [UInt8] {
-        let slice = Array(bytes[min(offset, bytes.count)...])
-        offset = bytes.count
+        let slice = Array(bytes[min(offset, end)..<end])
+        offset = end
         return slice
+    }
+
+    /// The next `count` bytes as a slice of the underlying array (no copy).
+    public mutating func readSlice(_ count: Int) throws(ByteReaderError) -> ArraySlice<UInt8> {
+        try require(count)
+        defer { offset += count }
+        return bytes[offset..<(offset + count)]
     }
 
     /// Skips `count` bytes.

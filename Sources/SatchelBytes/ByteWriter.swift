@@ -36,6 +36,12 @@ public struct ByteWriter: Sendable {
         }
     }
 
+    /// Overwrites four bytes at `offset` with a big-endian 32-bit value (no-op when out of range).
+    public mutating func patchUInt32(_ value: UInt32, at offset: Int) {
+        guard offset >= 0, offset + 4 <= bytes.count else { return }
+        for index in 0..<4 { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(index))) }
+    }
+
     /// Appends raw bytes.
     public mutating func writeBytes<S: Sequence>(_ data: S) where S.Element == UInt8 {
         bytes.append(contentsOf: data)

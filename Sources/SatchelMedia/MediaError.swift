@@ -1,0 +1,24 @@
+import SatchelBytes
+
+/// Why media bytes could not be read or written. Cases say where and what, so a user can act.
+public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The input ended inside a structure.
+    case truncated(String)
+    /// A structure is malformed.
+    case malformed(String)
+    /// The input is valid but uses something Satchel does not handle.
+    case unsupported(String)
+
+    /// Wraps a byte-reader failure with what was being read.
+    static func reading(_ what: String, _ error: ByteReaderError) -> MediaError {
+        .truncated("\(what): \(error)")
+    }
+
+    public var description: String {
+        switch self {
+        case let .truncated(what): return "truncated input: \(what)"
+        case let .malformed(what): return "malformed input: \(what)"
+        case let .unsupported(what): return "unsupported: \(what)"
+        }
+    }
+}
