@@ -1,0 +1,334 @@
+import Foundation
+
+/// A DASH segment template ($Number$ / $Time$ with an optional SegmentTimeline).
+public struct DASHSegmentTemplate: Sendable, Equatable {
+    /// Ticks per second.
+    public var timescale: UInt64
+    /// The init segment template.
+    public var initialization: String?
+    /// The media segment template.
+    public var media: String?
+    /// First $Number$.
+    public var startNumber: UInt64
+    /// Segment duration in ticks without a timeline.
+    public var duration: UInt64?
+    /// Timeline entries: start time (nil = continue), duration, repeat count.
+    public var timeline: [(t: UInt64?, d: UInt64, r: Int)]
+
+    /// Creates a template.
+    public init(timescale: UInt64, initialization: String?, media: String?, startNumber: UInt64 = 1, duration: UInt64? = nil,
+                timeline: [(t: UInt64?, d: UInt64, r: Int)] = []) {
+        self.timescale = timescale
+        self.initialization = initialization
+        self.media = media
+        self.startNumber = startNumber
+        self.duration = duration
+        self.timeline = timeline
+    }
+
+    public static func == (lhs: DASHSegmentTemplate, rhs: DASHSegmentTemplate) -> Bool {
+        lhs.timescale == rhs.timescale && lhs.initialization == rhs.initialization && lhs.media == rhs.media
+            && lhs.startNumber == rhs.startNumber && lhs.duration == rhs.duration
+            && lhs.timeline.elementsEqual(rhs.timeline) { $0.t == $1.t && $0.d == $1.d && $0.r == $1.r }
+    }
+
+    /// Media segments as (number, start time, duration), expanding the timeline or, without one,
+    /// dividing `presentationDuration` seconds into fixed durations. At most `limit` segments.
+    public func segments(presentationDuration: Double?, limit: Int = 1_000_000) -> [(number: UInt64, time: UInt64, duration: UInt64)] {
+        var out: [(UInt64, UInt64, UInt64)] = []
+        var number = startNumber
+        if !timeline.isEmpty {
+            var time: UInt64 = 0
+            for entry in timeline {
+                if let t = entry.t { time = t }
+                for _ in 0...max(entry.r, 0) where out.count < limit {
+                    out.append((number, time, entry.d))
+                    time += entry.d
+                    number += 1
+                }
+            }
+        } else if let duration, duration > 0, let total = presentationDuration {
+            let count = min(Int((total * Double(timescale) / Double(duration)).rounded(.up)), limit)
+            for index in 0..<max(count, 0) {
+                out.append((number, UInt64(index) * duration, duration))
+                number += 1
+            }
+        }
+        return out
+    }
+
+    /// Expands $RepresentationID$, $Bandwidth$, $Number$ and $Time$ (with %0Nd widths) in `template`.
+    public static func expand(_ template: String, representationID: String, bandwidth: Int, number: UInt64?, time: UInt64?) -> String {
+        var out = ""
+        var rest = Substring(template)
+        while let start = rest.firstIndex(of: "$") {
+            out += rest[..<start]
+            let afterStart = rest.index(after: start)
+            guard let end = rest[afterStart...].firstIndex(of: "$") else { out += rest[start...]; return out }
+            let token = rest[afterStart..<end]
+            let parts = token.split(separator: "%", maxSplits: 1)
+            let name = parts.first.map(String.init) ?? ""
+            let width = parts.count > 1 ? Int(parts[1].dropFirst().dropLast()) ?? 0 : 0
+            func padded(_ value: UInt64) -> String {
+                let digits = String(value)
+                return String(repeating: "0", count: max(width - digits.count, 0)) + digits
+            }
+            switch name {
+            case "": out += "$"
+            case "RepresentationID": out += representationID
+            case "Bandwidth": out += padded(UInt64(max(bandwidth, 0)))
+            case "Number": out += number.map(padded) ?? ""
+            case "Time": out += time.map(padded) ?? ""
+            default: out += "$\(token)$"
+            }
+            rest = rest[rest.index(after: end)...]
+        }
+        return out + rest
+    }
+}
+
+/// A DASH ContentProtection element.
+public struct DASHContentProtection: Sendable, Equatable {
+    /// schemeIdUri.
+    public var schemeIDURI: String
+    /// value ("cenc", "cbcs").
+    public var value: String?
+    /// cenc:default_KID as written.
+    public var defaultKID: String?
+    /// cenc:pssh (base64), if present.
+    public var pssh: String?
+
+    /// Creates a ContentProtection element.
+    public init(schemeIDURI: String, value: String? = nil, defaultKID: String? = nil, pssh: String? = nil) {
+        self.schemeIDURI = schemeIDURI
+        self.value = value
+        self.defaultKID = defaultKID
+        self.pssh = pssh
+    }
+}
+
+/// A DASH Representation.
+public struct DASHRepresentation: Sendable, Equatable {
+    public var id: String
+    public var bandwidth: Int
+    public var codecs: String?
+    public var mimeType: String?
+    public var width: Int?
+    public var height: Int?
+    public var frameRate: String?
+    public var audioSamplingRate: Int?
+    public var audioChannels: Int?
+    public var baseURL: String?
+    public var segmentTemplate: DASHSegmentTemplate?
+    /// SegmentList: the init URL and media URLs with optional byte ranges.
+    public var segmentList: (initialization: String?, segments: [(url: String?, range: String?)])?
+    /// SegmentBase: indexRange and initialization range within BaseURL.
+    public var segmentBase: (indexRange: String?, initializationRange: String?)?
+
+    /// Creates a representation.
+    public init(id: String, bandwidth: Int, codecs: String? = nil, mimeType: String? = nil, width: Int? = nil, height: Int? = nil,
+                frameRate: String? = nil, audioSamplingRate: Int? = nil, audioChannels: Int? = nil, baseURL: String? = nil,
+                segmentTemplate: DASHSegmentTemplate? = nil) {
+        self.id = id
+        self.bandwidth = bandwidth
+        self.codecs = codecs
+        self.mimeType = mimeType
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+        self.audioSamplingRate = audioSamplingRate
+        self.audioChannels = audioChannels
+        self.baseURL = baseURL
+        self.segmentTemplate = segmentTemplate
+    }
+
+    public static func == (lhs: DASHRepresentation, rhs: DASHRepresentation) -> Bool {
+        lhs.id == rhs.id && lhs.bandwidth == rhs.bandwidth && lhs.codecs == rhs.codecs && lhs.mimeType == rhs.mimeType
+            && lhs.width == rhs.width && lhs.height == rhs.height && lhs.baseURL == rhs.baseURL && lhs.segmentTemplate == rhs.segmentTemplate
+    }
+}
+
+/// A DASH AdaptationSet.
+public struct DASHAdaptationSet: Sendable, Equatable {
+    public var contentType: String?
+    public var mimeType: String?
+    public var language: String?
+    public var contentProtection: [DASHContentProtection]
+    public var segmentTemplate: DASHSegmentTemplate?
+    public var representations: [DASHRepresentation]
+
+    /// Creates an adaptation set.
+    public init(contentType: String?, mimeType: String?, language: String? = nil, contentProtection: [DASHContentProtection] = [],
+                segmentTemplate: DASHSegmentTemplate? = nil, representations: [DASHRepresentation]) {
+        self.contentType = contentType
+        self.mimeType = mimeType
+        self.language = language
+        self.contentProtection = contentProtection
+        self.segmentTemplate = segmentTemplate
+        self.representations = representations
+    }
+
+    /// "video", "audio" or "text", from contentType or mimeType.
+    public var kind: String {
+        contentType ?? (mimeType ?? representations.first?.mimeType ?? "").split(separator: "/").first.map(String.init) ?? ""
+    }
+}
+
+/// A DASH media presentation description (static or dynamic).
+public struct DASHManifest: Sendable, Equatable {
+    /// "static" (on demand) or "dynamic" (live).
+    public var type: String
+    /// mediaPresentationDuration in seconds.
+    public var duration: Double?
+    /// MPD-level BaseURL.
+    public var baseURL: String?
+    /// Adaptation sets of the first period (multi-period inputs keep only the first).
+    public var adaptationSets: [DASHAdaptationSet]
+
+    /// Creates a manifest.
+    public init(type: String = "static", duration: Double?, baseURL: String? = nil, adaptationSets: [DASHAdaptationSet]) {
+        self.type = type
+        self.duration = duration
+        self.baseURL = baseURL
+        self.adaptationSets = adaptationSets
+    }
+
+    /// Parses an MPD.
+    public init(parsing text: String) throws(MediaError) {
+        let root = try MarkupElement.parse(text)
+        guard root.name == "MPD" else { throw .malformed("not a DASH MPD (root element \(root.name))") }
+        type = root.attributes["type"] ?? "static"
+        duration = root.attributes["mediaPresentationDuration"].flatMap(Self.parseDuration)
+        baseURL = root.child("BaseURL")?.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let period = root.child("Period") else { throw .malformed("MPD has no Period") }
+        if duration == nil { duration = period.attributes["duration"].flatMap(Self.parseDuration) }
+        adaptationSets = period.children("AdaptationSet").map { set in
+            let setTemplate = set.child("SegmentTemplate").map(Self.template)
+            return DASHAdaptationSet(
+                contentType: set.attributes["contentType"], mimeType: set.attributes["mimeType"], language: set.attributes["lang"],
+                contentProtection: set.children("ContentProtection").map(Self.protection),
+                segmentTemplate: setTemplate,
+                representations: set.children("Representation").map { rep in
+                    var r = DASHRepresentation(
+                        id: rep.attributes["id"] ?? "", bandwidth: rep.attributes["bandwidth"].flatMap { Int($0) } ?? 0,
+                        codecs: rep.attributes["codecs"] ?? set.attributes["codecs"], mimeType: rep.attributes["mimeType"] ?? set.attributes["mimeType"],
+                        width: rep.attributes["width"].flatMap { Int($0) }, height: rep.attributes["height"].flatMap { Int($0) },
+                        frameRate: rep.attributes["frameRate"] ?? set.attributes["frameRate"],
+                        audioSamplingRate: (rep.attributes["audioSamplingRate"] ?? set.attributes["audioSamplingRate"]).flatMap { Int($0) },
+                        audioChannels: (rep.child("AudioChannelConfiguration") ?? set.child("AudioChannelConfiguration"))?.attributes["value"].flatMap { Int($0) },
+                        baseURL: rep.child("BaseURL")?.text.trimmingCharacters(in: .whitespacesAndNewlines),
+                        segmentTemplate: rep.child("SegmentTemplate").map(Self.template) ?? setTemplate)
+                    if let list = rep.child("SegmentList") ?? set.child("SegmentList") {
+                        r.segmentList = (list.child("Initialization")?.attributes["sourceURL"],
+                                         list.children("SegmentURL").map { ($0.attributes["media"], $0.attributes["mediaRange"]) })
+                    }
+                    if let base = rep.child("SegmentBase") ?? set.child("SegmentBase") {
+                        r.segmentBase = (base.attributes["indexRange"], base.child("Initialization")?.attributes["range"])
+                    }
+                    return r
+                })
+        }
+    }
+
+    private static func template(_ element: MarkupElement) -> DASHSegmentTemplate {
+        let timeline = element.child("SegmentTimeline")?.children("S").compactMap { s -> (t: UInt64?, d: UInt64, r: Int)? in
+            guard let d = s.attributes["d"].flatMap({ UInt64($0) }) else { return nil }
+            return (s.attributes["t"].flatMap { UInt64($0) }, d, s.attributes["r"].flatMap { Int($0) } ?? 0)
+        } ?? []
+        return DASHSegmentTemplate(timescale: element.attributes["timescale"].flatMap { UInt64($0) } ?? 1,
+                                   initialization: element.attributes["initialization"], media: element.attributes["media"],
+                                   startNumber: element.attributes["startNumber"].flatMap { UInt64($0) } ?? 1,
+                                   duration: element.attributes["duration"].flatMap { UInt64($0) }, timeline: timeline)
+    }
+
+    private static func protection(_ element: MarkupElement) -> DASHContentProtection {
+        DASHContentProtection(schemeIDURI: element.attributes["schemeIdUri"] ?? "", value: element.attributes["value"],
+                              defaultKID: element.attributes["default_KID"],
+                              pssh: element.child("pssh")?.text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Parses an ISO 8601 duration such as PT1H2M3.5S into seconds.
+    public static func parseDuration(_ text: String) -> Double? {
+        guard text.hasPrefix("P") else { return nil }
+        var seconds = 0.0, number = "", inTime = false
+        for char in text.dropFirst() {
+            switch char {
+            case "T": inTime = true
+            case "0"..."9", ".": number.append(char)
+            default:
+                guard let value = Double(number) else { return nil }
+                switch (char, inTime) {
+                case ("D", false): seconds += value * 86_400
+                case ("H", true): seconds += value * 3_600
+                case ("M", true): seconds += value * 60
+                case ("S", true): seconds += value
+                default: return nil
+                }
+                number = ""
+            }
+        }
+        return number.isEmpty ? seconds : nil
+    }
+
+    /// The MPD text (static, one period).
+    public var text: String {
+        var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
+        var mpd = "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" xmlns:cenc=\"urn:mpeg:cenc:2013\" profiles=\"urn:mpeg:dash:profile:isoff-live:2011\" type=\"\(type)\" minBufferTime=\"PT2S\""
+        if let duration { mpd += " mediaPresentationDuration=\"PT\(formatDecimal(duration, places: 3))S\"" }
+        lines.append(mpd + ">")
+        if let baseURL { lines.append("  <BaseURL>\(xmlEscape(baseURL))</BaseURL>") }
+        lines.append("  <Period id=\"0\" start=\"PT0S\">")
+        for (index, set) in adaptationSets.enumerated() {
+            var open = "    <AdaptationSet id=\"\(index)\""
+            if let contentType = set.contentType { open += " contentType=\"\(contentType)\"" }
+            if let mimeType = set.mimeType { open += " mimeType=\"\(mimeType)\"" }
+            if let language = set.language { open += " lang=\"\(xmlEscape(language))\"" }
+            lines.append(open + " segmentAlignment=\"true\" startWithSAP=\"1\">")
+            for cp in set.contentProtection {
+                var element = "      <ContentProtection schemeIdUri=\"\(cp.schemeIDURI)\""
+                if let value = cp.value { element += " value=\"\(value)\"" }
+                if let kid = cp.defaultKID { element += " cenc:default_KID=\"\(kid)\"" }
+                if let pssh = cp.pssh {
+                    lines.append(element + ">")
+                    lines.append("        <cenc:pssh>\(pssh)</cenc:pssh>")
+                    lines.append("      </ContentProtection>")
+                } else {
+                    lines.append(element + "/>")
+                }
+            }
+            for rep in set.representations {
+                var element = "      <Representation id=\"\(xmlEscape(rep.id))\" bandwidth=\"\(rep.bandwidth)\""
+                if let codecs = rep.codecs { element += " codecs=\"\(codecs)\"" }
+                if let width = rep.width, let height = rep.height { element += " width=\"\(width)\" height=\"\(height)\"" }
+                if let frameRate = rep.frameRate { element += " frameRate=\"\(frameRate)\"" }
+                if let rate = rep.audioSamplingRate { element += " audioSamplingRate=\"\(rate)\"" }
+                lines.append(element + ">")
+                if let channels = rep.audioChannels {
+                    lines.append("        <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(channels)\"/>")
+                }
+                if let t = rep.segmentTemplate {
+                    var template = "        <SegmentTemplate timescale=\"\(t.timescale)\" startNumber=\"\(t.startNumber)\""
+                    if let initialization = t.initialization { template += " initialization=\"\(xmlEscape(initialization))\"" }
+                    if let media = t.media { template += " media=\"\(xmlEscape(media))\"" }
+                    if let duration = t.duration { template += " duration=\"\(duration)\"" }
+                    if t.timeline.isEmpty {
+                        lines.append(template + "/>")
+                    } else {
+                        lines.append(template + ">")
+                        lines.append("          <SegmentTimeline>")
+                        for s in t.timeline {
+                            lines.append("            <S" + (s.t.map { " t=\"\($0)\"" } ?? "") + " d=\"\(s.d)\"" + (s.r > 0 ? " r=\"\(s.r)\"" : "") + "/>")
+                        }
+                        lines.append("          </SegmentTimeline>")
+                        lines.append("        </SegmentTemplate>")
+                    }
+                }
+                lines.append("      </Representation>")
+            }
+            lines.append("    </AdaptationSet>")
+        }
+        lines.append("  </Period>")
+        lines.append("</MPD>")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

@@ -1,0 +1,401 @@
+/// An EXT-X-KEY or EXT-X-SESSION-KEY.
+public struct HLSKey: Sendable, Equatable {
+    /// NONE, AES-128, SAMPLE-AES or SAMPLE-AES-CTR.
+    public var method: String
+    /// The key URI (skd://…, https://…, data:…).
+    public var uri: String?
+    /// The IV as written (0x…), if any.
+    public var iv: String?
+    /// KEYFORMAT ("identity", "com.apple.streamingkeydelivery", …).
+    public var keyFormat: String?
+    /// KEYFORMATVERSIONS.
+    public var keyFormatVersions: String?
+
+    /// Creates a key tag.
+    public init(method: String, uri: String? = nil, iv: String? = nil, keyFormat: String? = nil, keyFormatVersions: String? = nil) {
+        self.method = method
+        self.uri = uri
+        self.iv = iv
+        self.keyFormat = keyFormat
+        self.keyFormatVersions = keyFormatVersions
+    }
+
+    init(_ attributes: HLSAttributes) {
+        self.init(method: attributes["METHOD"] ?? "NONE", uri: attributes["URI"], iv: attributes["IV"],
+                  keyFormat: attributes["KEYFORMAT"], keyFormatVersions: attributes["KEYFORMATVERSIONS"])
+    }
+
+    var attributes: HLSAttributes {
+        var a = HLSAttributes()
+        a.add("METHOD", method)
+        a.add("URI", uri, quoted: true)
+        a.add("IV", iv)
+        a.add("KEYFORMAT", keyFormat, quoted: true)
+        a.add("KEYFORMATVERSIONS", keyFormatVersions, quoted: true)
+        return a
+    }
+}
+
+/// A byte range of a segment or map (EXT-X-BYTERANGE).
+public struct HLSByteRange: Sendable, Equatable {
+    /// Length in bytes.
+    public var length: Int
+    /// Start offset; nil means "after the previous range".
+    public var offset: Int?
+
+    /// Creates a byte range.
+    public init(length: Int, offset: Int?) {
+        self.length = length
+        self.offset = offset
+    }
+
+    init?(_ text: String) {
+        let parts = text.split(separator: "@")
+        guard let length = parts.first.flatMap({ Int($0) }), length >= 0 else { return nil }
+        self.length = length
+        self.offset = parts.count > 1 ? Int(parts[1]) : nil
+    }
+
+    var text: String { offset.map { "\(length)@\($0)" } ?? "\(length)" }
+}
+
+/// One media segment.
+public struct HLSSegment: Sendable, Equatable {
+    /// Duration in seconds.
+    public var duration: Double
+    /// The segment URI.
+    public var uri: String
+    /// Byte range within the URI.
+    public var byteRange: HLSByteRange?
+    /// Keys in force for this segment (the EXT-X-KEY tags that precede it); empty = unchanged.
+    public var keys: [HLSKey]
+    /// The EXT-X-MAP in force, if it changed here.
+    public var map: HLSMap?
+    /// A discontinuity precedes this segment.
+    public var discontinuity: Bool
+
+    /// Creates a segment.
+    public init(duration: Double, uri: String, byteRange: HLSByteRange? = nil, keys: [HLSKey] = [], map: HLSMap? = nil, discontinuity: Bool = false) {
+        self.duration = duration
+        self.uri = uri
+        self.byteRange = byteRange
+        self.keys = keys
+        self.map = map
+        self.discontinuity = discontinuity
+    }
+}
+
+/// EXT-X-MAP: the init segment of fMP4 media.
+public struct HLSMap: Sendable, Equatable {
+    /// The init segment URI.
+    public var uri: String
+    /// Byte range within the URI.
+    public var byteRange: HLSByteRange?
+
+    /// Creates a map.
+    public init(uri: String, byteRange: HLSByteRange? = nil) {
+        self.uri = uri
+        self.byteRange = byteRange
+    }
+}
+
+/// A media playlist.
+public struct HLSMediaPlaylist: Sendable, Equatable {
+    /// EXT-X-VERSION.
+    public var version: Int
+    /// EXT-X-TARGETDURATION.
+    public var targetDuration: Int
+    /// EXT-X-MEDIA-SEQUENCE.
+    public var mediaSequence: Int
+    /// EXT-X-PLAYLIST-TYPE (VOD, EVENT) if present.
+    public var playlistType: String?
+    /// EXT-X-INDEPENDENT-SEGMENTS.
+    public var independentSegments: Bool
+    /// EXT-X-ENDLIST: the playlist is complete (not live).
+    public var endList: Bool
+    /// The segments in order.
+    public var segments: [HLSSegment]
+
+    /// Creates a media playlist.
+    public init(version: Int = 6, targetDuration: Int, mediaSequence: Int = 0, playlistType: String? = "VOD",
+                independentSegments: Bool = true, endList: Bool = true, segments: [HLSSegment]) {
+        self.version = version
+        self.targetDuration = targetDuration
+        self.mediaSequence = mediaSequence
+        self.playlistType = playlistType
+        self.independentSegments = independentSegments
+        self.endList = endList
+        self.segments = segments
+    }
+
+    /// The playlist text.
+    public var text: String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:\(version)", "#EXT-X-TARGETDURATION:\(targetDuration)",
+                     "#EXT-X-MEDIA-SEQUENCE:\(mediaSequence)"]
+        if let playlistType { lines.append("#EXT-X-PLAYLIST-TYPE:\(playlistType)") }
+        if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
+        for segment in segments {
+            if segment.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
+            for key in segment.keys { lines.append("#EXT-X-KEY:\(key.attributes.text)") }
+            if let map = segment.map {
+                var a = HLSAttributes()
+                a.add("URI", map.uri, quoted: true)
+                a.add("BYTERANGE", map.byteRange?.text, quoted: true)
+                lines.append("#EXT-X-MAP:\(a.text)")
+            }
+            lines.append("#EXTINF:\(formatDuration(segment.duration)),")
+            if let range = segment.byteRange { lines.append("#EXT-X-BYTERANGE:\(range.text)") }
+            lines.append(segment.uri)
+        }
+        if endList { lines.append("#EXT-X-ENDLIST") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Parses a media playlist.
+    public init(parsing text: String) throws(MediaError) {
+        let lines = try HLSLines(text)
+        version = 1
+        targetDuration = 0
+        mediaSequence = 0
+        playlistType = nil
+        independentSegments = false
+        endList = false
+        segments = []
+        var pendingKeys: [HLSKey] = []
+        var pendingMap: HLSMap?
+        var pendingDuration: Double?
+        var pendingRange: HLSByteRange?
+        var discontinuity = false
+        for line in lines.lines {
+            if let value = line.value("#EXT-X-VERSION:") { version = Int(value) ?? version }
+            else if let value = line.value("#EXT-X-TARGETDURATION:") {
+                guard let target = Int(value) else { throw .malformed("EXT-X-TARGETDURATION \(value)") }
+                targetDuration = target
+            }
+            else if let value = line.value("#EXT-X-MEDIA-SEQUENCE:") { mediaSequence = Int(value) ?? 0 }
+            else if let value = line.value("#EXT-X-PLAYLIST-TYPE:") { playlistType = String(value) }
+            else if line == "#EXT-X-INDEPENDENT-SEGMENTS" { independentSegments = true }
+            else if line == "#EXT-X-ENDLIST" { endList = true }
+            else if line == "#EXT-X-DISCONTINUITY" { discontinuity = true }
+            else if let value = line.value("#EXT-X-KEY:") { pendingKeys.append(HLSKey(HLSAttributes(parsing: value))) }
+            else if let value = line.value("#EXT-X-MAP:") {
+                let a = HLSAttributes(parsing: value)
+                guard let uri = a["URI"] else { throw .malformed("EXT-X-MAP without URI") }
+                pendingMap = HLSMap(uri: uri, byteRange: a["BYTERANGE"].flatMap(HLSByteRange.init))
+            }
+            else if let value = line.value("#EXTINF:") {
+                guard let duration = Double(value.split(separator: ",", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""),
+                      duration >= 0, duration.isFinite else { throw .malformed("EXTINF \(value)") }
+                pendingDuration = duration
+            }
+            else if let value = line.value("#EXT-X-BYTERANGE:") {
+                guard let range = HLSByteRange(String(value)) else { throw .malformed("EXT-X-BYTERANGE \(value)") }
+                pendingRange = range
+            }
+            else if !line.hasPrefix("#") {
+                guard let duration = pendingDuration else { throw .malformed("segment \(line) has no EXTINF") }
+                segments.append(HLSSegment(duration: duration, uri: String(line), byteRange: pendingRange, keys: pendingKeys,
+                                           map: pendingMap, discontinuity: discontinuity))
+                pendingKeys = []
+                pendingMap = nil
+                pendingDuration = nil
+                pendingRange = nil
+                discontinuity = false
+            }
+        }
+    }
+}
+
+/// An alternative rendition (EXT-X-MEDIA).
+public struct HLSRendition: Sendable, Equatable {
+    /// AUDIO, VIDEO, SUBTITLES or CLOSED-CAPTIONS.
+    public var type: String
+    /// GROUP-ID.
+    public var groupID: String
+    /// NAME.
+    public var name: String
+    /// LANGUAGE.
+    public var language: String?
+    /// DEFAULT=YES.
+    public var isDefault: Bool
+    /// AUTOSELECT=YES.
+    public var autoselect: Bool
+    /// CHANNELS.
+    public var channels: String?
+    /// The media playlist URI.
+    public var uri: String?
+
+    /// Creates a rendition.
+    public init(type: String, groupID: String, name: String, language: String? = nil, isDefault: Bool = false,
+                autoselect: Bool = true, channels: String? = nil, uri: String?) {
+        self.type = type
+        self.groupID = groupID
+        self.name = name
+        self.language = language
+        self.isDefault = isDefault
+        self.autoselect = autoselect
+        self.channels = channels
+        self.uri = uri
+    }
+}
+
+/// A variant stream (EXT-X-STREAM-INF).
+public struct HLSVariant: Sendable, Equatable {
+    /// BANDWIDTH (peak bits per second).
+    public var bandwidth: Int
+    /// AVERAGE-BANDWIDTH.
+    public var averageBandwidth: Int?
+    /// CODECS.
+    public var codecs: String?
+    /// RESOLUTION as width and height.
+    public var resolution: (width: Int, height: Int)?
+    /// FRAME-RATE.
+    public var frameRate: Double?
+    /// AUDIO group.
+    public var audioGroup: String?
+    /// SUBTITLES group.
+    public var subtitlesGroup: String?
+    /// The media playlist URI.
+    public var uri: String
+
+    /// Creates a variant.
+    public init(bandwidth: Int, averageBandwidth: Int? = nil, codecs: String? = nil, resolution: (width: Int, height: Int)? = nil,
+                frameRate: Double? = nil, audioGroup: String? = nil, subtitlesGroup: String? = nil, uri: String) {
+        self.bandwidth = bandwidth
+        self.averageBandwidth = averageBandwidth
+        self.codecs = codecs
+        self.resolution = resolution
+        self.frameRate = frameRate
+        self.audioGroup = audioGroup
+        self.subtitlesGroup = subtitlesGroup
+        self.uri = uri
+    }
+
+    public static func == (lhs: HLSVariant, rhs: HLSVariant) -> Bool {
+        lhs.bandwidth == rhs.bandwidth && lhs.averageBandwidth == rhs.averageBandwidth && lhs.codecs == rhs.codecs
+            && lhs.resolution?.width == rhs.resolution?.width && lhs.resolution?.height == rhs.resolution?.height
+            && lhs.frameRate == rhs.frameRate && lhs.audioGroup == rhs.audioGroup && lhs.subtitlesGroup == rhs.subtitlesGroup
+            && lhs.uri == rhs.uri
+    }
+}
+
+/// A master (multivariant) playlist.
+public struct HLSMasterPlaylist: Sendable, Equatable {
+    /// EXT-X-VERSION.
+    public var version: Int
+    /// EXT-X-INDEPENDENT-SEGMENTS.
+    public var independentSegments: Bool
+    /// EXT-X-SESSION-KEY tags (offline FairPlay preloads them).
+    public var sessionKeys: [HLSKey]
+    /// EXT-X-MEDIA renditions.
+    public var renditions: [HLSRendition]
+    /// EXT-X-STREAM-INF variants.
+    public var variants: [HLSVariant]
+
+    /// Creates a master playlist.
+    public init(version: Int = 6, independentSegments: Bool = true, sessionKeys: [HLSKey] = [], renditions: [HLSRendition] = [],
+                variants: [HLSVariant]) {
+        self.version = version
+        self.independentSegments = independentSegments
+        self.sessionKeys = sessionKeys
+        self.renditions = renditions
+        self.variants = variants
+    }
+
+    /// True when `text` is a master playlist rather than a media playlist.
+    public static func isMaster(_ text: String) -> Bool { text.contains("#EXT-X-STREAM-INF") }
+
+    /// The playlist text.
+    public var text: String {
+        var lines = ["#EXTM3U", "#EXT-X-VERSION:\(version)"]
+        if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
+        for key in sessionKeys { lines.append("#EXT-X-SESSION-KEY:\(key.attributes.text)") }
+        for r in renditions {
+            var a = HLSAttributes()
+            a.add("TYPE", r.type)
+            a.add("GROUP-ID", r.groupID, quoted: true)
+            a.add("NAME", r.name, quoted: true)
+            a.add("LANGUAGE", r.language, quoted: true)
+            a.add("DEFAULT", r.isDefault ? "YES" : "NO")
+            a.add("AUTOSELECT", r.autoselect ? "YES" : "NO")
+            a.add("CHANNELS", r.channels, quoted: true)
+            a.add("URI", r.uri, quoted: true)
+            lines.append("#EXT-X-MEDIA:\(a.text)")
+        }
+        for v in variants {
+            var a = HLSAttributes()
+            a.add("BANDWIDTH", String(v.bandwidth))
+            a.add("AVERAGE-BANDWIDTH", v.averageBandwidth.map(String.init))
+            a.add("CODECS", v.codecs, quoted: true)
+            a.add("RESOLUTION", v.resolution.map { "\($0.width)x\($0.height)" })
+            a.add("FRAME-RATE", v.frameRate.map { formatDecimal($0, places: 3) })
+            a.add("AUDIO", v.audioGroup, quoted: true)
+            a.add("SUBTITLES", v.subtitlesGroup, quoted: true)
+            lines.append("#EXT-X-STREAM-INF:\(a.text)")
+            lines.append(v.uri)
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Parses a master playlist.
+    public init(parsing text: String) throws(MediaError) {
+        let lines = try HLSLines(text)
+        version = 1
+        independentSegments = false
+        sessionKeys = []
+        renditions = []
+        variants = []
+        var pending: HLSAttributes?
+        for line in lines.lines {
+            if let value = line.value("#EXT-X-VERSION:") { version = Int(value) ?? version }
+            else if line == "#EXT-X-INDEPENDENT-SEGMENTS" { independentSegments = true }
+            else if let value = line.value("#EXT-X-SESSION-KEY:") { sessionKeys.append(HLSKey(HLSAttributes(parsing: value))) }
+            else if let value = line.value("#EXT-X-MEDIA:") {
+                let a = HLSAttributes(parsing: value)
+                guard let type = a["TYPE"], let group = a["GROUP-ID"] else { throw .malformed("EXT-X-MEDIA without TYPE or GROUP-ID") }
+                renditions.append(HLSRendition(type: type, groupID: group, name: a["NAME"] ?? group, language: a["LANGUAGE"],
+                                               isDefault: a["DEFAULT"] == "YES", autoselect: a["AUTOSELECT"] == "YES",
+                                               channels: a["CHANNELS"], uri: a["URI"]))
+            }
+            else if let value = line.value("#EXT-X-STREAM-INF:") { pending = HLSAttributes(parsing: value) }
+            else if !line.hasPrefix("#"), let a = pending {
+                guard let bandwidth = a["BANDWIDTH"].flatMap({ Int($0) }) else { throw .malformed("EXT-X-STREAM-INF without BANDWIDTH") }
+                let resolution = a["RESOLUTION"].flatMap { text -> (Int, Int)? in
+                    let parts = text.split(separator: "x").compactMap { Int($0) }
+                    return parts.count == 2 ? (parts[0], parts[1]) : nil
+                }
+                variants.append(HLSVariant(bandwidth: bandwidth, averageBandwidth: a["AVERAGE-BANDWIDTH"].flatMap { Int($0) },
+                                           codecs: a["CODECS"], resolution: resolution, frameRate: a["FRAME-RATE"].flatMap { Double($0) },
+                                           audioGroup: a["AUDIO"], subtitlesGroup: a["SUBTITLES"], uri: String(line)))
+                pending = nil
+            }
+        }
+    }
+}
+
+/// The non-empty lines of a playlist, checked to start with #EXTM3U.
+struct HLSLines {
+    let lines: [Substring]
+
+    init(_ text: String) throws(MediaError) {
+        lines = text.split(whereSeparator: \.isNewline).map { $0.drop { $0 == " " || $0 == "\t" } }.filter { !$0.isEmpty }
+        guard lines.first?.hasPrefix("#EXTM3U") == true else { throw .malformed("not an HLS playlist (no #EXTM3U)") }
+    }
+}
+
+extension Substring {
+    /// The text after `prefix`, when the line starts with it.
+    func value(_ prefix: String) -> Substring? { hasPrefix(prefix) ? dropFirst(prefix.count) : nil }
+}
+
+/// Seconds with up to six decimals and no trailing zeros ("6.006", "4").
+func formatDuration(_ value: Double) -> String { formatDecimal(value, places: 6) }
+
+func formatDecimal(_ value: Double, places: Int) -> String {
+    var scale = 1.0
+    for _ in 0..<places { scale *= 10 }
+    let rounded = (value * scale).rounded() / scale
+    var text = String(rounded)
+    if text.hasSuffix(".0") { text.removeLast(2) }
+    return text
+}

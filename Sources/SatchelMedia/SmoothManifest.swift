@@ -1,0 +1,85 @@
+import Foundation
+
+/// A Microsoft Smooth Streaming client manifest (SmoothStreamingMedia).
+public struct SmoothManifest: Sendable, Equatable {
+    /// One quality level of a stream.
+    public struct QualityLevel: Sendable, Equatable {
+        public var index: Int
+        public var bitrate: Int
+        public var fourCC: String?
+        public var maxWidth: Int?
+        public var maxHeight: Int?
+        public var samplingRate: Int?
+        public var channels: Int?
+        public var codecPrivateData: String?
+    }
+
+    /// One StreamIndex: a video, audio or text stream.
+    public struct StreamIndex: Sendable, Equatable {
+        /// "video", "audio" or "text".
+        public var type: String
+        public var name: String?
+        public var language: String?
+        /// Fragment URL template, e.g. `QualityLevels({bitrate})/Fragments(video={start time})`.
+        public var url: String
+        public var qualityLevels: [QualityLevel]
+        /// Fragment start times (in the manifest timescale), expanded from the `c` elements.
+        public var fragmentTimes: [UInt64]
+        /// Fragment durations, parallel to `fragmentTimes`.
+        public var fragmentDurations: [UInt64]
+
+        /// The URL of one fragment for a quality level.
+        public func fragmentURL(bitrate: Int, startTime: UInt64) -> String {
+            url.replacingOccurrences(of: "{bitrate}", with: String(bitrate)).replacingOccurrences(of: "{Bitrate}", with: String(bitrate))
+                .replacingOccurrences(of: "{start time}", with: String(startTime)).replacingOccurrences(of: "{start_time}", with: String(startTime))
+        }
+    }
+
+    /// Ticks per second (default 10,000,000).
+    public var timescale: UInt64
+    /// Duration in ticks.
+    public var duration: UInt64
+    /// True for a live presentation.
+    public var isLive: Bool
+    /// The streams.
+    public var streams: [StreamIndex]
+    /// The PlayReady protection header (base64), if present.
+    public var protectionHeader: String?
+
+    /// Parses a manifest.
+    public init(parsing text: String) throws(MediaError) {
+        let root = try MarkupElement.parse(text)
+        guard root.name == "SmoothStreamingMedia" else { throw .malformed("not a Smooth Streaming manifest (root \(root.name))") }
+        timescale = root.attributes["TimeScale"].flatMap { UInt64($0) } ?? 10_000_000
+        duration = root.attributes["Duration"].flatMap { UInt64($0) } ?? 0
+        isLive = root.attributes["IsLive"]?.uppercased() == "TRUE"
+        protectionHeader = root.child("Protection")?.child("ProtectionHeader")?.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        streams = []
+        for stream in root.children("StreamIndex") {
+            guard let url = stream.attributes["Url"] else { throw .malformed("StreamIndex without Url") }
+            var times: [UInt64] = [], durations: [UInt64] = []
+            var next: UInt64 = 0
+            for c in stream.children("c") {
+                let t = c.attributes["t"].flatMap { UInt64($0) } ?? next
+                let d = c.attributes["d"].flatMap { UInt64($0) } ?? 0
+                let repeats = max((c.attributes["r"].flatMap { Int($0) } ?? 1), 1)
+                guard times.count + repeats <= 1_000_000 else { throw .malformed("too many Smooth fragments") }
+                var start = t
+                for _ in 0..<repeats {
+                    times.append(start)
+                    durations.append(d)
+                    start += d
+                }
+                next = start
+            }
+            let levels = stream.children("QualityLevel").map { q in
+                QualityLevel(index: q.attributes["Index"].flatMap { Int($0) } ?? 0, bitrate: q.attributes["Bitrate"].flatMap { Int($0) } ?? 0,
+                             fourCC: q.attributes["FourCC"], maxWidth: q.attributes["MaxWidth"].flatMap { Int($0) },
+                             maxHeight: q.attributes["MaxHeight"].flatMap { Int($0) }, samplingRate: q.attributes["SamplingRate"].flatMap { Int($0) },
+                             channels: q.attributes["Channels"].flatMap { Int($0) }, codecPrivateData: q.attributes["CodecPrivateData"])
+            }
+            streams.append(StreamIndex(type: stream.attributes["Type"] ?? "", name: stream.attributes["Name"], language: stream.attributes["Language"],
+                                       url: url, qualityLevels: levels, fragmentTimes: times, fragmentDurations: durations))
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import SatchelBytes
+
+/// One elementary stream of a transport stream.
+public struct TSStream: Sendable, Equatable {
+    /// The packet ID.
+    public var pid: UInt16
+    /// PES stream_id (0xE0 video, 0xC0 audio, 0xBD private).
+    public var streamID: UInt8
+    /// PMT stream_type (0x1B H.264, 0x0F AAC, 0xDB / 0xCF for SAMPLE-AES, …).
+    public var streamType: UInt8
+    /// ES_info descriptors for the PMT.
+    public var descriptors: [UInt8]
+
+    /// Creates a stream description.
+    public init(pid: UInt16, streamID: UInt8, streamType: UInt8, descriptors: [UInt8] = []) {
+        self.pid = pid
+        self.streamID = streamID
+        self.streamType = streamType
+        self.descriptors = descriptors
+    }
+
+    /// The usual H.264 video stream on PID 0x100.
+    public static let h264 = TSStream(pid: 0x100, streamID: 0xE0, streamType: 0x1B)
+    /// The usual AAC (ADTS) audio stream on PID 0x101.
+    public static let aac = TSStream(pid: 0x101, streamID: 0xC0, streamType: 0x0F)
+    /// AC-3 audio on PID 0x101.
+    public static let ac3 = TSStream(pid: 0x101, streamID: 0xBD, streamType: 0x81)
+    /// E-AC-3 audio on PID 0x101.
+    public static let eac3 = TSStream(pid: 0x101, streamID: 0xBD, streamType: 0x87)
+}
+
+/// Writes MPEG-2 transport stream packets (ISO/IEC 13818-1): PAT, PMT and PES.
+///
+/// Continuity counters live in the muxer, so one muxer per rendition keeps them running across segments.
+public struct TSMuxer: Sendable {
+    /// Size of a TS packet.
+    public static let packetSize = 188
+    /// The PMT's PID.
+    public static let pmtPID: UInt16 = 0x1000
+
+    /// The streams, in PMT order.
+    public let streams: [TSStream]
+    /// The PID that carries the PCR.
+    public let pcrPID: UInt16
+    private var continuity: [UInt16: UInt8] = [:]
+
+    /// A muxer for `streams`; the first stream carries the PCR.
+    public init(streams: [TSStream]) {
+        self.streams = streams
+        self.pcrPID = streams.first?.pid ?? 0x100
+    }
+
+    /// PAT and PMT packets; write them at the start of every segment.
+    public mutating func tables() -> [UInt8] {
+        var pat = ByteWriter()
+        pat.writeUInt16(1)  // program_number
+        pat.writeUInt16(0xE000 | Self.pmtPID)
+        var pmt = ByteWriter()
+        pmt.writeUInt16(0xE000 | pcrPID)
+        pmt.writeUInt16(0xF000)  // program_info_length 0
+        for stream in streams {
+            pmt.writeUInt8(stream.streamType)
+            pmt.writeUInt16(0xE000 | stream.pid)
+            pmt.writeUInt16(0xF000 | UInt16(stream.descriptors.count))
+            pmt.writeBytes(stream.descriptors)
+        }
+        return sectionPacket(pid: 0, tableID: 0x00, tableIDExtension: 1, body: pat.bytes)
+            + sectionPacket(pid: Self.pmtPID, tableID: 0x02, tableIDExtension: 1, body: pmt.bytes)
+    }
+
+    private mutating func sectionPacket(pid: UInt16, tableID: UInt8, tableIDExtension: UInt16, body: [UInt8]) -> [UInt8] {
+        var section = ByteWriter()
+        section.writeUInt8(tableID)
+        section.writeUInt16(0xB000 | UInt16(body.count + 9))  // syntax 1, reserved, length incl. header rest and CRC
+        section.writeUInt16(tableIDExtension)
+        section.writeUInt8(0xC1)  // version 0, current
+        section.writeUInt8(0)
+        section.writeUInt8(0)
+        section.writeBytes(body)
+        section.writeUInt32(MPEG2CRC32.checksum(section.bytes))
+        var packet = ByteWriter(capacity: Self.packetSize)
+        packet.writeUInt8(0x47)
+        packet.writeUInt16(0x4000 | pid)
+        packet.writeUInt8(0x10 | nextContinuity(pid))
+        packet.writeUInt8(0)  // pointer_field
+        packet.writeBytes(section.bytes.prefix(Self.packetSize - 5))
+        packet.writeBytes(repeatElement(0xFF, count: max(Self.packetSize - packet.count, 0)))
+        return packet.bytes
+    }
+
+    private mutating func nextContinuity(_ pid: UInt16) -> UInt8 {
+        let value = continuity[pid, default: 0x0F] &+ 1
+        continuity[pid] = value & 0x0F
+        return value & 0x0F
+    }
+
+    /// Packets of one PES packet carrying `payload`, timestamps in 90 kHz units.
+    ///
+    /// - Parameters:
+    ///   - pcr: a PCR (90 kHz base) to put in the first packet's adaptation field.
+    ///   - randomAccess: sets random_access_indicator (keyframes).
+    public mutating func pes(_ stream: TSStream, pts: Int64, dts: Int64?, payload: [UInt8], pcr: Int64? = nil,
+                             randomAccess: Bool = false, into out: inout [UInt8]) {
+        var header = ByteWriter(capacity: 19)
+        header.writeBytes([0, 0, 1, stream.streamID])
+        let hasDTS = dts != nil && dts != pts
+        let headerDataLength = hasDTS ? 10 : 5
+        let length = 3 + headerDataLength + payload.count
+        header.writeUInt16(stream.streamID >= 0xE0 && stream.streamID <= 0xEF || length > 0xFFFF ? 0 : UInt16(length))
+        header.writeUInt8(0x80)
+        header.writeUInt8(hasDTS ? 0xC0 : 0x80)
+        header.writeUInt8(UInt8(headerDataLength))
+        Self.writeTimestamp(&header, prefix: hasDTS ? 0x3 : 0x2, value: pts)
+        if hasDTS, let dts { Self.writeTimestamp(&header, prefix: 0x1, value: dts) }
+
+        let data = header.bytes + payload
+        var offset = 0
+        var first = true
+        out.reserveCapacity(out.count + (data.count / 184 + 2) * Self.packetSize)
+        while offset < data.count {
+            var adaptation: [UInt8] = []
+            if first && (pcr != nil || randomAccess) {
+                var flags: UInt8 = randomAccess ? 0x40 : 0
+                var fields: [UInt8] = []
+                if let pcr, stream.pid == pcrPID {
+                    flags |= 0x10
+                    let base = UInt64(max(pcr, 0)) & 0x1_FFFF_FFFF
+                    fields = [UInt8(truncatingIfNeeded: base >> 25), UInt8(truncatingIfNeeded: base >> 17), UInt8(truncatingIfNeeded: base >> 9),
+                              UInt8(truncatingIfNeeded: base >> 1), UInt8(truncatingIfNeeded: (base & 1) << 7 | 0x7E), 0]
+                }
+                adaptation = [UInt8(1 + fields.count), flags] + fields
+            }
+            let remaining = data.count - offset
+            var capacity = 184 - adaptation.count
+            if remaining < capacity {
+                // Stuff through the adaptation field so the packet is exactly 188 bytes.
+                let stuffing = capacity - remaining
+                if adaptation.isEmpty {
+                    adaptation = stuffing == 1 ? [0] : [UInt8(stuffing - 1), 0] + Array(repeating: 0xFF, count: stuffing - 2)
+                } else {
+                    adaptation[0] += UInt8(stuffing)
+                    adaptation += Array(repeating: 0xFF, count: stuffing)
+                }
+                capacity = remaining
+            }
+            out.append(0x47)
+            out.append(UInt8((first ? 0x40 : 0) | UInt8(stream.pid >> 8)))
+            out.append(UInt8(stream.pid & 0xFF))
+            out.append((adaptation.isEmpty ? 0x10 : 0x30) | nextContinuity(stream.pid))
+            out += adaptation
+            out += data[offset..<(offset + capacity)]
+            offset += capacity
+            first = false
+        }
+    }
+
+    private static func writeTimestamp(_ writer: inout ByteWriter, prefix: UInt8, value: Int64) {
+        let v = UInt64(max(value, 0)) & 0x1_FFFF_FFFF
+        writer.writeUInt8(prefix << 4 | UInt8((v >> 29) & 0x0E) | 1)
+        writer.writeUInt8(UInt8((v >> 22) & 0xFF))
+        writer.writeUInt8(UInt8((v >> 14) & 0xFE) | 1)
+        writer.writeUInt8(UInt8((v >> 7) & 0xFF))
+        writer.writeUInt8(UInt8((v << 1) & 0xFE) | 1)
+    }
+}
+
+/// PMT descriptors.
+public enum TSDescriptor {
+    /// private_data_indicator_descriptor (tag 0x0F) with a four-character code ('zavc', 'aacd', …).
+    public static func privateDataIndicator(_ code: FourCC) -> [UInt8] { [0x0F, 4] + code.bytes }
+
+    /// registration_descriptor (tag 0x05) with a format identifier and additional bytes.
+    public static func registration(_ format: FourCC, additional: [UInt8] = []) -> [UInt8] {
+        [0x05, UInt8(4 + additional.count)] + format.bytes + additional
+    }
+}
