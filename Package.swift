@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "SatchelBytes", targets: ["SatchelBytes"]),
         .library(name: "SatchelFairPlay", targets: ["SatchelFairPlay"]),
         .library(name: "SatchelMedia", targets: ["SatchelMedia"]),
+        .library(name: "SatchelProtection", targets: ["SatchelProtection"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -21,6 +22,15 @@ let package = Package(
         .target(name: "SatchelBytes"),
         // Layer 0: media formats: ISO BMFF, MPEG-TS, H.264/AAC helpers, HLS, DASH, Smooth. Pure value logic.
         .target(name: "SatchelMedia", dependencies: ["SatchelBytes"]),
+        // Layer 1: content encryption and decryption: AES-128, SAMPLE-AES, CENC cenc/cbcs, pssh, Clear Key.
+        .target(
+            name: "SatchelProtection",
+            dependencies: [
+                "SatchelBytes", "SatchelMedia",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Layer 0: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector.
         .target(
             name: "SatchelFairPlay",
@@ -51,6 +61,7 @@ let package = Package(
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
         .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia"]),
+        .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay"]),
         .testTarget(

@@ -1,0 +1,140 @@
+import Crypto
+import SatchelBytes
+import SatchelMedia
+
+/// ISO/IEC 23001-7 Common Encryption of fMP4 samples: 'cenc' (AES-CTR) and 'cbcs' (AES-CBC, 1:9 pattern).
+public struct CommonEncryption: Sendable {
+    /// The protection scheme.
+    public enum Scheme: String, Sendable, Codable {
+        case cenc, cbcs
+        /// The scheme as a four-character code.
+        public var fourCC: FourCC { FourCC(rawValue) }
+    }
+
+    /// The scheme.
+    public let scheme: Scheme
+    private let key: SymmetricKey
+    private let constantIV: [UInt8]
+
+    /// Bytes kept clear at the start of every video slice NAL unit (NAL header and slice header):
+    /// the length prefix plus 32 bytes, which covers the slice headers encoders produce.
+    static let sliceLeader = 32
+
+    /// A transform for `scheme` with the content key; `iv` is the constant IV for cbcs.
+    public init(scheme: Scheme, key: SecretBytes, iv: [UInt8]) throws(ProtectionError) {
+        guard key.count == 16 else { throw .invalidLength(what: "content key", expected: 16, actual: key.count) }
+        guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
+        self.scheme = scheme
+        self.key = SymmetricKey(data: key.bytes)
+        self.constantIV = iv
+    }
+
+    /// The tenc / senc settings for a track of `kind`.
+    public func protection(keyID: KeyID, kind: MediaKind, psshBoxes: [[UInt8]]) -> FMP4Protection {
+        switch scheme {
+        case .cenc:
+            return FMP4Protection(scheme: scheme.fourCC, keyID: keyID.bytes, perSampleIVSize: 8, psshBoxes: psshBoxes)
+        case .cbcs:
+            return FMP4Protection(scheme: scheme.fourCC, keyID: keyID.bytes, perSampleIVSize: 0, constantIV: constantIV,
+                                  cryptByteBlock: kind == .video ? 1 : 0, skipByteBlock: kind == .video ? 9 : 0, psshBoxes: psshBoxes)
+        }
+    }
+
+    /// The subsample map of a video sample: length prefixes, NAL headers, slice headers and
+    /// non-slice NAL units clear; slice data protected in whole 16-byte blocks.
+    public static func videoSubsamples(_ sample: ArraySlice<UInt8>, codec: MediaCodec, lengthSize: Int = 4) throws(ProtectionError) -> [Subsample] {
+        let units: [ArraySlice<UInt8>]
+        do { units = try NALUnit.splitLengthPrefixed(sample, lengthSize: lengthSize) } catch { throw .malformed("video sample: \(error)") }
+        var subsamples: [Subsample] = []
+        var clear = 0
+        for unit in units {
+            clear += lengthSize
+            let isSlice: Bool
+            if let header = unit.first {
+                isSlice = codec == .hevc ? NALUnit.hevcType(header) < 32 : (1...5).contains(NALUnit.h264Type(header))
+            } else {
+                isSlice = false
+            }
+            let leader = sliceLeader + (codec == .hevc ? 1 : 0)
+            guard isSlice, unit.count > leader + 16 else {
+                clear += unit.count
+                continue
+            }
+            let protected = (unit.count - leader) / 16 * 16
+            clear += unit.count - protected
+            while clear > Int(UInt16.max) {
+                subsamples.append(Subsample(clear: UInt16.max, protected: 0))
+                clear -= Int(UInt16.max)
+            }
+            subsamples.append(Subsample(clear: UInt16(clear), protected: UInt32(protected)))
+            clear = 0
+        }
+        if clear > 0 || subsamples.isEmpty {
+            while clear > Int(UInt16.max) {
+                subsamples.append(Subsample(clear: UInt16.max, protected: 0))
+                clear -= Int(UInt16.max)
+            }
+            subsamples.append(Subsample(clear: UInt16(clear), protected: 0))
+        }
+        return subsamples
+    }
+
+    /// Encrypts a sample in place. `subsamples` empty means the whole sample is protected (audio).
+    /// `iv` is the 8-byte per-sample IV for cenc (ignored for cbcs).
+    public func encrypt(_ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], isVideo: Bool) throws(ProtectionError) {
+        try transform(&sample, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: true)
+    }
+
+    /// Decrypts a sample in place.
+    public func decrypt(_ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], isVideo: Bool) throws(ProtectionError) {
+        try transform(&sample, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: false)
+    }
+
+    private func transform(_ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], isVideo: Bool, encrypt: Bool) throws(ProtectionError) {
+        // Protected ranges of the sample.
+        var ranges: [Range<Int>] = []
+        if subsamples.isEmpty {
+            ranges = [0..<sample.count]
+        } else {
+            var position = 0
+            for sub in subsamples {
+                position += Int(sub.clear)
+                let end = position + Int(sub.protected)
+                guard end <= sample.count else { throw .malformed("subsamples cover \(end) bytes of a \(sample.count)-byte sample") }
+                if sub.protected > 0 { ranges.append(position..<end) }
+                position = end
+            }
+            guard position == sample.count else { throw .malformed("subsamples cover \(position) bytes of a \(sample.count)-byte sample") }
+        }
+        switch scheme {
+        case .cenc:
+            guard iv.count == 8 || iv.count == 16 else { throw .invalidLength(what: "per-sample IV", expected: 8, actual: iv.count) }
+            let counter = iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 8)
+            var gathered: [UInt8] = []
+            gathered.reserveCapacity(ranges.reduce(0) { $0 + $1.count })
+            for range in ranges { gathered += sample[range] }
+            let result = try BlockCipher.ctr(gathered, key: key, counter: counter)
+            var offset = 0
+            for range in ranges {
+                sample.replaceSubrange(range, with: result[offset..<(offset + range.count)])
+                offset += range.count
+            }
+        case .cbcs:
+            // Pattern 1:9 for video; every whole block for audio. CBC restarts with the constant IV per subsample.
+            for range in ranges {
+                let blocks = range.count / 16
+                let indices = isVideo ? stride(from: 0, to: blocks, by: 10).map { $0 } : Array(0..<blocks)
+                guard !indices.isEmpty else { continue }
+                var gathered: [UInt8] = []
+                gathered.reserveCapacity(indices.count * 16)
+                for block in indices { gathered += sample[(range.lowerBound + block * 16)..<(range.lowerBound + block * 16 + 16)] }
+                let result = encrypt ? try BlockCipher.cbcEncrypt(gathered, key: key, iv: constantIV)
+                    : try BlockCipher.cbcDecrypt(gathered, key: key, iv: constantIV)
+                for (index, block) in indices.enumerated() {
+                    let start = range.lowerBound + block * 16
+                    sample.replaceSubrange(start..<(start + 16), with: result[(index * 16)..<(index * 16 + 16)])
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Crypto
+import SatchelBytes
+import SatchelMedia
+
+/// Apple's MPEG-2 Stream Encryption Format for HLS (METHOD=SAMPLE-AES in MPEG-TS).
+///
+/// H.264: NAL types 1 and 5 only; the NAL header and 31 bytes stay clear, then one 16-byte
+/// block in every 160 is encrypted (AES-128-CBC chained through the encrypted blocks and
+/// restarting at every NAL), the last 1-16 bytes stay clear, and emulation prevention is applied
+/// to the result. AAC (ADTS): header and 16 bytes clear, then every whole block encrypted.
+public struct SampleAES: Sendable {
+    private let key: SymmetricKey
+    private let iv: [UInt8]
+
+    /// A transform with the content key and IV.
+    public init(key: SecretBytes, iv: [UInt8]) throws(ProtectionError) {
+        guard key.count == 16 else { throw .invalidLength(what: "content key", expected: 16, actual: key.count) }
+        guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
+        self.key = SymmetricKey(data: key.bytes)
+        self.iv = iv
+    }
+
+    /// Offsets of the encrypted 16-byte blocks of a NAL of `length` bytes.
+    static func videoBlockOffsets(length: Int) -> [Int] {
+        var offsets: [Int] = []
+        var position = 32
+        while length - position > 16 {
+            offsets.append(position)
+            position += 16 + 144
+        }
+        return offsets
+    }
+
+    /// Encrypts one H.264 NAL unit (as it appears in the stream) and re-applies emulation prevention.
+    public func encryptVideoNAL<C: Collection>(_ nal: C) throws(ProtectionError) -> [UInt8] where C.Element == UInt8 {
+        var bytes = Array(nal)
+        guard let header = bytes.first, [1, 5].contains(NALUnit.h264Type(header)) else { return bytes }
+        let offsets = Self.videoBlockOffsets(length: bytes.count)
+        guard !offsets.isEmpty else { return bytes }
+        try transformBlocks(&bytes, offsets: offsets, encrypt: true)
+        return NALUnit.addEmulationPrevention(bytes)
+    }
+
+    /// Decrypts one protected NAL unit: removes one level of emulation prevention, then decrypts.
+    /// Like ffmpeg's decryptor, slice NALs of 48 bytes or fewer in the stream are left as they are
+    /// (the encryptor never touches them).
+    public func decryptVideoNAL<C: Collection>(_ nal: C) throws(ProtectionError) -> [UInt8] where C.Element == UInt8 {
+        guard nal.count > 48, let header = nal.first, [1, 5].contains(NALUnit.h264Type(header)) else { return Array(nal) }
+        var bytes = NALUnit.removeEmulationPrevention(nal)
+        let offsets = Self.videoBlockOffsets(length: bytes.count)
+        guard !offsets.isEmpty else { return Array(nal) }
+        try transformBlocks(&bytes, offsets: offsets, encrypt: false)
+        return bytes
+    }
+
+    /// Encrypts the payload of one ADTS frame (header included in `frame`, left clear).
+    public func encryptAudioFrame(_ frame: [UInt8], headerLength: Int) throws(ProtectionError) -> [UInt8] {
+        try audio(frame, headerLength: headerLength, encrypt: true)
+    }
+
+    /// Decrypts one ADTS frame.
+    public func decryptAudioFrame(_ frame: [UInt8], headerLength: Int) throws(ProtectionError) -> [UInt8] {
+        try audio(frame, headerLength: headerLength, encrypt: false)
+    }
+
+    private func audio(_ frame: [UInt8], headerLength: Int, encrypt: Bool) throws(ProtectionError) -> [UInt8] {
+        var bytes = frame
+        let start = headerLength + 16
+        guard bytes.count - start >= 16 else { return bytes }
+        let blocks = (bytes.count - start) / 16
+        try transformBlocks(&bytes, offsets: (0..<blocks).map { start + 16 * $0 }, encrypt: encrypt)
+        return bytes
+    }
+
+    /// Gathers the blocks at `offsets`, runs one CBC call over them, and scatters the result back.
+    private func transformBlocks(_ bytes: inout [UInt8], offsets: [Int], encrypt: Bool) throws(ProtectionError) {
+        var gathered: [UInt8] = []
+        gathered.reserveCapacity(offsets.count * 16)
+        for offset in offsets { gathered += bytes[offset..<(offset + 16)] }
+        let result = encrypt ? try BlockCipher.cbcEncrypt(gathered, key: key, iv: iv) : try BlockCipher.cbcDecrypt(gathered, key: key, iv: iv)
+        for (index, offset) in offsets.enumerated() {
+            bytes.replaceSubrange(offset..<(offset + 16), with: result[(index * 16)..<(index * 16 + 16)])
+        }
+    }
+
+    /// PMT settings for SAMPLE-AES streams (stream types 0xDB / 0xCF / 0xC1 / 0xC2 with their descriptors).
+    public static func tsStream(for track: MediaTrack, base: TSStream) -> TSStream {
+        var stream = base
+        switch track.codec {
+        case .h264:
+            stream.streamType = 0xDB
+            stream.descriptors = TSDescriptor.privateDataIndicator("zavc")
+        case .aac, .ac3, .eac3:
+            let (type, indicator, audioType): (UInt8, FourCC, FourCC) = switch track.codec {
+            case .ac3: (0xC1, "ac3d", "zac3")
+            case .eac3: (0xC2, "ec3d", "zec3")
+            default: (0xCF, "aacd", "zaac")
+            }
+            stream.streamType = type
+            var setup = audioType.bytes + [0, 0, 1]  // priming 0, version 1
+            setup.append(UInt8(clamping: track.codecConfiguration.count))
+            setup += track.codecConfiguration
+            stream.descriptors = TSDescriptor.privateDataIndicator(indicator) + TSDescriptor.registration("apad", additional: setup)
+        case .hevc:
+            break
+        }
+        return stream
+    }
+}
