@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "SatchelFairPlay", targets: ["SatchelFairPlay"]),
         .library(name: "SatchelMedia", targets: ["SatchelMedia"]),
         .library(name: "SatchelProtection", targets: ["SatchelProtection"]),
+        .library(name: "SatchelPackager", targets: ["SatchelPackager"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -31,6 +32,8 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Layer 2: media files in, protected HLS / DASH packages out.
+        .target(name: "SatchelPackager", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
         // Layer 0: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector.
         .target(
             name: "SatchelFairPlay",
@@ -46,6 +49,8 @@ let package = Package(
             dependencies: [
                 "SatchelBytes",
                 "SatchelFairPlay",
+                "SatchelProtection",
+                "SatchelPackager",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -6,7 +6,7 @@ struct SatchelCommand: ParsableCommand {
         commandName: "satchel",
         abstract: "Satchel: package, protect, license, download and play protected video.",
         version: "0.1.0",
-        subcommands: [FPSCommand.self])
+        subcommands: [PackageCommand.self, FPSCommand.self])
 }
 
 /// `satchel fps`: FairPlay Streaming key server tools.

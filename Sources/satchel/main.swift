@@ -1,12 +1,18 @@
 import ArgumentParser
 import Foundation
 import SatchelFairPlay
+import SatchelPackager
+import SatchelProtection
 
 // Thin entry point: parse, run, and turn any failure into one line on stderr and a non-zero exit.
 do {
     var command = try SatchelCommand.parseAsRoot()
     try command.run()
 } catch let error as FairPlayError {
+    fail(error.description)
+} catch let error as PackagerError {
+    fail(error.description)
+} catch let error as ProtectionError {
     fail(error.description)
 } catch let error as CLIError {
     fail(error.description)

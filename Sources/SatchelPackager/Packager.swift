@@ -1,0 +1,291 @@
+import Foundation
+import SatchelBytes
+import SatchelMedia
+import SatchelProtection
+
+/// What a finished package holds.
+public struct PackageSummary: Sendable {
+    /// The output directory.
+    public var output: String
+    /// Renditions written ("video_0", "audio_0", …).
+    public var renditions: [String]
+    /// Segments written, all renditions together.
+    public var segmentCount: Int
+    /// Presentation duration in seconds.
+    public var duration: Double
+    /// Bytes of input media read.
+    public var inputBytes: Int
+    /// Bytes written.
+    public var outputBytes: Int
+    /// Key IDs used (never the keys).
+    public var keyIDs: [KeyID]
+}
+
+/// Turns media files into a protected HLS (MPEG-TS or CMAF) and DASH package.
+public struct Packager: Sendable {
+    /// The options.
+    public let options: PackageOptions
+
+    /// A packager for `options`.
+    public init(options: PackageOptions) {
+        self.options = options
+    }
+
+    /// Builds the package. `progress` receives the fraction done, 0 to 1.
+    public func run(progress: @Sendable (Double) -> Void = { _ in }) throws(PackagerError) -> PackageSummary {
+        try options.validate()
+        var inputs: [(path: String, tracks: [MediaTrack])] = []
+        var inputBytes = 0
+        for path in options.inputs {
+            let tracks = try InputReader.tracks(of: path)
+            inputBytes += tracks.reduce(0) { $0 + $1.byteCount }
+            inputs.append((path, tracks))
+        }
+        let renditions = try plan(inputs)
+        let directory = try PackageDirectory(destination: options.output)
+        do {
+            let summary = try write(renditions, to: directory, inputBytes: inputBytes, progress: progress)
+            try directory.commit()
+            return summary
+        } catch {
+            directory.discard()
+            throw error
+        }
+    }
+
+    /// Video renditions from every input's video track; audio from audio-only inputs, or else from the first input with audio.
+    private func plan(_ inputs: [(path: String, tracks: [MediaTrack])]) throws(PackagerError) -> [Rendition] {
+        let videos = inputs.compactMap { input in input.tracks.first { $0.kind == .video } }
+        var audios = inputs.filter { !$0.tracks.contains { $0.kind == .video } }.compactMap { $0.tracks.first { $0.kind == .audio } }
+        if audios.isEmpty, let first = inputs.lazy.compactMap({ $0.tracks.first { $0.kind == .audio } }).first { audios = [first] }
+        guard !videos.isEmpty || !audios.isEmpty else {
+            throw .input(file: inputs.first?.path ?? "", reason: "no video or audio track")
+        }
+        var renditions: [Rendition] = []
+        for (index, video) in videos.enumerated() {
+            renditions.append(Rendition(name: "video_\(index)", track: video, segments: SegmentPlanner.videoSegments(video, target: options.segmentDuration)))
+        }
+        let boundaries = renditions.first?.segmentStartTimes
+        for (index, audio) in audios.enumerated() {
+            renditions.append(Rendition(name: "audio_\(index)", track: audio,
+                                        segments: SegmentPlanner.audioSegments(audio, boundaries: boundaries, target: options.segmentDuration)))
+        }
+        return renditions
+    }
+
+    /// The keys: one for the asset, or one per rotation period.
+    private func keys(segmentCount: Int) -> [(ContentKey, Int)] {
+        guard options.scheme != .clear else { return [] }
+        let first = options.key ?? ContentKey.random()
+        guard let rotation = options.keyRotationSegments else { return [(first, 0)] }
+        return stride(from: 0, to: max(segmentCount, 1), by: rotation).map { start in (start == 0 ? first : ContentKey.random(), start) }
+    }
+
+    private func keyURI(_ template: String?, _ key: ContentKey) -> String? {
+        template?.replacingOccurrences(of: "{kid}", with: key.keyID.hex)
+    }
+
+    /// The EXT-X-KEY tags for `key` under this scheme.
+    private func keyTags(_ key: ContentKey) -> [HLSKey] {
+        let iv = "0x" + Hex.encode(key.iv)
+        let identityURI = keyURI(options.keyURI ?? PackageOptions.defaultKeyURI, key)
+        switch options.scheme {
+        case .clear: return []
+        case .aes128: return [HLSKey(method: "AES-128", uri: identityURI, iv: iv)]
+        case .sampleAES, .cbcs:
+            var tags: [HLSKey] = []
+            if let fairPlay = keyURI(options.fairPlayURI, key) {
+                tags.append(HLSKey(method: "SAMPLE-AES", uri: fairPlay, keyFormat: "com.apple.streamingkeydelivery", keyFormatVersions: "1"))
+            }
+            if options.keyURI != nil || options.fairPlayURI == nil {
+                tags.append(HLSKey(method: "SAMPLE-AES", uri: identityURI, iv: iv, keyFormat: "identity", keyFormatVersions: "1"))
+            }
+            return tags
+        case .cenc: return [HLSKey(method: "SAMPLE-AES-CTR", uri: identityURI, iv: iv, keyFormat: "identity", keyFormatVersions: "1")]
+        }
+    }
+
+    private struct Written {
+        var playlist: HLSMediaPlaylist
+        var peakBitrate: Int
+        var averageBitrate: Int
+        var codecs: String
+    }
+
+    private func write(_ renditions: [Rendition], to directory: PackageDirectory, inputBytes: Int,
+                       progress: @Sendable (Double) -> Void) throws(PackagerError) -> PackageSummary {
+        let maxSegments = renditions.map(\.segments.count).max() ?? 0
+        let keys = keys(segmentCount: maxSegments)
+        let totalSamples = max(renditions.reduce(0) { $0 + $1.track.samples.count }, 1)
+        var doneSamples = 0
+        var outputBytes = 0
+        var written: [String: Written] = [:]
+        for rendition in renditions {
+            var segments: [HLSSegment] = []
+            var peak = 0
+            var bytesTotal = 0
+            let extension_ = options.format == .hlsTS ? "ts" : "m4s"
+            var tsWriter: TSSegmentWriter?
+            var cmafWriter: CMAFSegmentWriter?
+            let startDTS = rendition.track.samples.first?.dts ?? 0
+            switch options.format {
+            case .hlsTS:
+                tsWriter = try TSSegmentWriter(track: rendition.track, sampleAES: options.scheme == .sampleAES, firstDTS: startDTS)
+            case .cmaf:
+                let scheme: CommonEncryption.Scheme? = options.scheme == .cbcs ? .cbcs : options.scheme == .cenc ? .cenc : nil
+                let writer = try CMAFSegmentWriter(track: rendition.track, scheme: scheme, key: keys.first?.0)
+                let estimate = UInt32(clamping: Int(Double(rendition.track.byteCount * 8) / max(rendition.track.durationSeconds, 0.001)))
+                let initBytes = writer.initSegment(averageBitrate: estimate)
+                try directory.write(initBytes, to: "\(rendition.name)/init.mp4")
+                outputBytes += initBytes.count
+                cmafWriter = writer
+            }
+            var currentKey: ContentKey?
+            for (index, range) in rendition.segments.enumerated() {
+                let samples = rendition.track.samples[range]
+                let key = keys.last { $0.1 <= index }?.0
+                var bytes: [UInt8]
+                if var writer = tsWriter {
+                    let sampleAES = options.scheme == .sampleAES ? try key.map { (k) throws(PackagerError) in
+                        do { return try SampleAES(key: k.key, iv: k.iv) } catch { throw .invalidOptions("\(error)") }
+                    } : nil
+                    bytes = try writer.segment(samples, sampleAES: sampleAES)
+                    tsWriter = writer
+                    if options.scheme == .aes128, let key {
+                        do { bytes = try SegmentCipher(key: key.key).encrypt(bytes, iv: key.iv) } catch { throw .invalidOptions("\(error)") }
+                    }
+                } else if var writer = cmafWriter {
+                    bytes = try writer.segment(samples)
+                    cmafWriter = writer
+                } else {
+                    bytes = []
+                }
+                let number = options.format == .cmaf ? index + 1 : index
+                let uri = "segment_\(number).\(extension_)"
+                try directory.write(bytes, to: "\(rendition.name)/\(uri)")
+                outputBytes += bytes.count
+                bytesTotal += bytes.count
+                let duration = rendition.duration(of: range)
+                peak = max(peak, Int(Double(bytes.count * 8) / max(duration, 0.001)))
+                var segment = HLSSegment(duration: duration, uri: uri)
+                if let key, key.keyID != currentKey?.keyID {
+                    segment.keys = keyTags(key)
+                    currentKey = key
+                }
+                if index == 0, options.format == .cmaf { segment.map = HLSMap(uri: "init.mp4") }
+                segments.append(segment)
+                doneSamples += range.count
+                progress(Double(doneSamples) / Double(totalSamples))
+            }
+            let total = rendition.track.durationSeconds
+            let target = Int((segments.map(\.duration).max() ?? options.segmentDuration).rounded(.up))
+            let playlist = HLSMediaPlaylist(version: options.format == .cmaf ? 7 : 5, targetDuration: max(target, 1), segments: segments)
+            try directory.write(playlist.text, to: "\(rendition.name)/index.m3u8")
+            written[rendition.name] = Written(playlist: playlist, peakBitrate: peak,
+                                              averageBitrate: Int(Double(bytesTotal * 8) / max(total, 0.001)),
+                                              codecs: codecsString(rendition.track))
+        }
+        try writeMaster(renditions, written, to: directory, keys: keys)
+        if options.format == .cmaf { try writeMPD(renditions, written, to: directory, key: keys.first?.0) }
+        if !keys.isEmpty {
+            let file = KeyFile(scheme: options.scheme.rawValue, fairPlayURI: options.fairPlayURI, keys: keys)
+            try directory.write(file.data, to: "keys.json", mode: 0o600)
+        }
+        return PackageSummary(output: directory.destination.path, renditions: renditions.map(\.name),
+                              segmentCount: renditions.reduce(0) { $0 + $1.segments.count },
+                              duration: renditions.map(\.track.durationSeconds).max() ?? 0,
+                              inputBytes: inputBytes, outputBytes: outputBytes, keyIDs: keys.map(\.0.keyID))
+    }
+
+    private func codecsString(_ track: MediaTrack) -> String {
+        switch track.codec {
+        case .h264: return (try? AVCDecoderConfiguration(track.codecConfiguration).codecsString) ?? "avc1"
+        case .hevc: return "hvc1"
+        case .aac: return (try? AudioSpecificConfig(track.codecConfiguration).codecsString) ?? "mp4a.40.2"
+        case .ac3: return "ac-3"
+        case .eac3: return "ec-3"
+        }
+    }
+
+    private func writeMaster(_ renditions: [Rendition], _ written: [String: Written], to directory: PackageDirectory,
+                             keys: [(ContentKey, Int)]) throws(PackagerError) {
+        let videos = renditions.filter { $0.track.kind == .video }
+        let audios = renditions.filter { $0.track.kind == .audio }
+        let audioGroup = audios.isEmpty || videos.isEmpty ? nil : "audio"
+        let media = audios.enumerated().map { index, audio in
+            HLSRendition(type: "AUDIO", groupID: "audio", name: audio.track.language ?? "audio \(index)", language: audio.track.language,
+                         isDefault: index == 0, channels: audio.track.channelCount.map(String.init), uri: "\(audio.name)/index.m3u8")
+        }
+        let audioPeak = audios.compactMap { written[$0.name]?.peakBitrate }.max() ?? 0
+        let audioAverage = audios.compactMap { written[$0.name]?.averageBitrate }.max() ?? 0
+        let audioCodecs = audios.first.flatMap { written[$0.name]?.codecs }
+        var variants: [HLSVariant] = videos.compactMap { video in
+            guard let w = written[video.name] else { return nil }
+            let frameRate = Double(video.track.samples.count) / max(video.track.durationSeconds, 0.001)
+            return HLSVariant(bandwidth: w.peakBitrate + audioPeak, averageBandwidth: w.averageBitrate + audioAverage,
+                              codecs: ([w.codecs] + (audioCodecs.map { [$0] } ?? [])).joined(separator: ","),
+                              resolution: video.track.width.flatMap { width in video.track.height.map { (width, $0) } },
+                              frameRate: (frameRate * 1000).rounded() / 1000, audioGroup: audioGroup, uri: "\(video.name)/index.m3u8")
+        }
+        if videos.isEmpty {
+            variants = audios.compactMap { audio in
+                written[audio.name].map { HLSVariant(bandwidth: $0.peakBitrate, averageBandwidth: $0.averageBitrate, codecs: $0.codecs,
+                                                     uri: "\(audio.name)/index.m3u8") }
+            }
+        }
+        variants.sort { $0.bandwidth < $1.bandwidth }
+        // Offline FairPlay: declare every key in the master playlist so clients can preload them.
+        let sessionKeys = options.scheme == .clear ? [] : keys.flatMap { keyTags($0.0) }
+        let master = HLSMasterPlaylist(version: options.format == .cmaf ? 7 : 5, sessionKeys: sessionKeys,
+                                       renditions: videos.isEmpty ? [] : media, variants: variants)
+        try directory.write(master.text, to: "master.m3u8")
+    }
+
+    private func writeMPD(_ renditions: [Rendition], _ written: [String: Written], to directory: PackageDirectory,
+                          key: ContentKey?) throws(PackagerError) {
+        var sets: [DASHAdaptationSet] = []
+        for kind in [MediaKind.video, .audio] {
+            let members = renditions.filter { $0.track.kind == kind }
+            guard !members.isEmpty else { continue }
+            var protection: [DASHContentProtection] = []
+            if let key, options.scheme == .cenc || options.scheme == .cbcs {
+                protection = [
+                    DASHContentProtection(schemeIDURI: "urn:mpeg:dash:mp4protection:2011", value: options.scheme.rawValue, defaultKID: key.keyID.uuidString),
+                    DASHContentProtection(schemeIDURI: "urn:uuid:1077efec-c0b2-4d02-ace3-3c1e52e2fb4b",
+                                          pssh: Data(PSSH.box(keyIDs: [key.keyID])).base64EncodedString()),
+                ]
+            }
+            let representations = members.map { rendition -> DASHRepresentation in
+                let track = rendition.track
+                var timeline: [(t: UInt64?, d: UInt64, r: Int)] = []
+                let origin = track.samples.first?.dts ?? 0
+                for range in rendition.segments {
+                    let start = UInt64(max(track.samples[range.lowerBound].dts - origin, 0))
+                    let duration = UInt64(track.samples[range].reduce(Int64(0)) { $0 + Int64($1.duration) })
+                    if let last = timeline.last, last.d == duration {
+                        timeline[timeline.count - 1].r += 1
+                    } else {
+                        timeline.append((timeline.isEmpty ? start : nil, duration, 0))
+                    }
+                }
+                let template = DASHSegmentTemplate(timescale: UInt64(track.timescale), initialization: "\(rendition.name)/init.mp4",
+                                                   media: "\(rendition.name)/segment_$Number$.m4s", startNumber: 1, timeline: timeline)
+                let frameRate = Double(track.samples.count) / max(track.durationSeconds, 0.001)
+                return DASHRepresentation(id: rendition.name, bandwidth: written[rendition.name]?.peakBitrate ?? 0,
+                                          codecs: written[rendition.name]?.codecs, width: track.width, height: track.height,
+                                          frameRate: kind == .video ? formatRate(frameRate) : nil,
+                                          audioSamplingRate: track.sampleRate, audioChannels: track.channelCount, segmentTemplate: template)
+            }
+            sets.append(DASHAdaptationSet(contentType: kind.rawValue, mimeType: kind == .video ? "video/mp4" : "audio/mp4",
+                                          language: kind == .audio ? members.first?.track.language : nil,
+                                          contentProtection: protection, representations: representations))
+        }
+        let duration = renditions.map(\.track.durationSeconds).max()
+        try directory.write(DASHManifest(duration: duration, adaptationSets: sets).text, to: "manifest.mpd")
+    }
+
+    private func formatRate(_ rate: Double) -> String {
+        let rounded = (rate * 1000).rounded() / 1000
+        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+    }
+}

@@ -1,0 +1,20 @@
+import SatchelMedia
+import SatchelProtection
+
+/// Why packaging failed; names the input file where one is at fault. Never carries key material.
+public enum PackagerError: Error, Sendable, CustomStringConvertible {
+    /// An input file cannot be read or parsed.
+    case input(file: String, reason: String)
+    /// The options do not make sense together.
+    case invalidOptions(String)
+    /// Writing the output failed.
+    case output(String)
+
+    public var description: String {
+        switch self {
+        case let .input(file, reason): return "\(file): \(reason)"
+        case let .invalidOptions(reason): return reason
+        case let .output(reason): return "cannot write the package: \(reason)"
+        }
+    }
+}

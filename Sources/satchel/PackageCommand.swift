@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import SatchelBytes
+import SatchelPackager
+import SatchelProtection
+
+extension PackageFormat: ExpressibleByArgument {}
+extension PackageScheme: ExpressibleByArgument {}
+
+/// `satchel package`: media files in, a protected HLS / DASH package out.
+struct PackageCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "package", abstract: "Package media files as protected HLS (MPEG-TS or CMAF) and DASH.")
+
+    @Argument(help: "Input media files (MP4, MOV, MPEG-TS); several files make a bitrate ladder, audio-only files the audio group.")
+    var inputs: [String]
+    @Option(help: "Output directory (replaced atomically).") var out: String
+    @Option(help: "hls-ts or cmaf.") var format: PackageFormat
+    @Option(help: "clear, aes-128, sample-aes (hls-ts); cbcs, cenc (cmaf).") var scheme: PackageScheme = .clear
+    @Option(name: .customLong("key-id"), help: "Key ID, 32 hex digits (generated if omitted).") var keyID: String?
+    @Option(help: "Content key, 32 hex digits (generated if omitted).") var key: String?
+    @Option(help: "IV, 32 hex digits (generated if omitted).") var iv: String?
+    @Option(name: .customLong("key-uri"), help: "Key URI for AES-128 / identity key tags; {kid} becomes the key ID (default /keys/{kid}).")
+    var keyURI: String?
+    @Option(name: .customLong("fairplay-uri"), help: "FairPlay key URI (skd://…); {kid} becomes the key ID.") var fairPlayURI: String?
+    @Option(name: .customLong("segment-duration"), help: "Target segment duration in seconds.") var segmentDuration: Double = 6
+    @Option(name: .customLong("key-rotation"), help: "Use a new key every N segments (hls-ts).") var keyRotation: Int?
+
+    func validate() throws {
+        if (key == nil) != (keyID == nil) { throw ValidationError("--key-id and --key go together") }
+        if iv != nil && key == nil { throw ValidationError("--iv needs --key-id and --key") }
+    }
+
+    func run() throws {
+        var contentKey: ContentKey?
+        if let keyID, let key {
+            contentKey = try ContentKey(keyID: KeyID(hex: keyID), key: SecretBytes(hexOption(key, count: 16, name: "--key")),
+                                        iv: iv.map { try hexOption($0, count: 16, name: "--iv") } ?? SecureRandom.bytes(16))
+        }
+        let options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
+                                     fairPlayURI: fairPlayURI, segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
+        let bar = ProgressBar(label: "packaging")
+        let start = Date()
+        let summary = try Packager(options: options).run { bar.update($0) }
+        bar.finish()
+        let seconds = Date().timeIntervalSince(start)
+        let mb = Double(summary.inputBytes) / 1_000_000
+        print(String(format: "packaged %@: %d renditions, %d segments, %.1f s of media, %.1f MB in %.2f s (%.0f MB/s), scheme %@%@",
+                     summary.output, summary.renditions.count, summary.segmentCount, summary.duration, mb, seconds, mb / max(seconds, 0.001),
+                     scheme.rawValue, summary.keyIDs.isEmpty ? "" : ", keys in keys.json"))
+    }
+}
+
+/// A one-line progress bar on stderr, drawn only when stderr is a terminal.
+final class ProgressBar: @unchecked Sendable {
+    private let label: String
+    private let enabled = isatty(STDERR_FILENO) == 1
+    private let lock = NSLock()
+    private var lastPercent = -1
+
+    init(label: String) { self.label = label }
+
+    func update(_ fraction: Double) {
+        guard enabled else { return }
+        let percent = Int((min(max(fraction, 0), 1) * 100).rounded(.down))
+        lock.lock()
+        defer { lock.unlock() }
+        guard percent != lastPercent else { return }
+        lastPercent = percent
+        let filled = percent * 30 / 100
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
+        FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(percent)%".utf8))
+    }
+
+    func finish() {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
