@@ -65,7 +65,11 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
-        .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia"]),
+        // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
+        .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport"),
+        .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelPackagerTests",
+                    dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay"]),

@@ -8,8 +8,9 @@ public enum TSDemuxer {
         var payload: [UInt8]
     }
 
-    /// Demuxes `bytes`.
-    public static func demux(_ bytes: [UInt8]) throws(MediaError) -> [MediaTrack] {
+    /// Demuxes `bytes`. With `allowSampleAES`, SAMPLE-AES streams (0xDB, 0xCF) are read as H.264 and
+    /// AAC so that a client can decrypt their samples; otherwise they are refused.
+    public static func demux(_ bytes: [UInt8], allowSampleAES: Bool = false) throws(MediaError) -> [MediaTrack] {
         guard bytes.count >= TSMuxer.packetSize else { throw .truncated("MPEG-TS shorter than one packet") }
         var pmtPID: UInt16?
         var streamTypes: [UInt16: UInt8] = [:]
@@ -51,12 +52,43 @@ public enum TSDemuxer {
             switch type {
             case 0x1B: tracks.append(try videoTrack(pid: pid, pes))
             case 0x0F: tracks.append(try audioTrack(pid: pid, pes))
+            case 0xDB where allowSampleAES: tracks.append(try videoTrack(pid: pid, pes))
+            case 0xCF where allowSampleAES: tracks.append(try audioTrack(pid: pid, pes))
             case 0xDB, 0xCF, 0xC1, 0xC2: throw .unsupported("the transport stream is already SAMPLE-AES encrypted")
             default: continue
             }
         }
         guard !tracks.isEmpty else { throw .unsupported("no H.264 or AAC stream in the transport stream") }
         return tracks
+    }
+
+    /// The streams the first PMT of `bytes` declares: PID, stream type and ES descriptors.
+    public static func programStreams(_ bytes: [UInt8]) throws(MediaError) -> [(pid: UInt16, streamType: UInt8, descriptors: [UInt8])] {
+        var pmtPID: UInt16?
+        var offset = 0
+        while offset + TSMuxer.packetSize <= bytes.count {
+            let pusi = bytes[offset + 1] & 0x40 != 0
+            let pid = UInt16(bytes[offset + 1] & 0x1F) << 8 | UInt16(bytes[offset + 2])
+            let payload = bytes[(offset + 4)..<(offset + TSMuxer.packetSize)]
+            offset += TSMuxer.packetSize
+            if pid == 0, pusi { pmtPID = try parsePAT(payload) }
+            else if pid == pmtPID, pusi {
+                let body = try sectionBody(payload)
+                guard body.count >= 4 else { throw .truncated("PMT") }
+                let infoLength = Int(body[body.startIndex + 2] & 0x0F) << 8 | Int(body[body.startIndex + 3])
+                var index = body.startIndex + 4 + infoLength
+                var streams: [(UInt16, UInt8, [UInt8])] = []
+                while index + 5 <= body.endIndex {
+                    let esLength = Int(body[index + 3] & 0x0F) << 8 | Int(body[index + 4])
+                    guard index + 5 + esLength <= body.endIndex else { throw .truncated("PMT ES info") }
+                    streams.append((UInt16(body[index + 1] & 0x1F) << 8 | UInt16(body[index + 2]), body[index],
+                                    Array(body[(index + 5)..<(index + 5 + esLength)])))
+                    index += 5 + esLength
+                }
+                return streams
+            }
+        }
+        throw .malformed("no PMT in the transport stream")
     }
 
     private static func sectionBody(_ payload: ArraySlice<UInt8>) throws(MediaError) -> ArraySlice<UInt8> {

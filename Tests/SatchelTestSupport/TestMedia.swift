@@ -1,9 +1,8 @@
 import Foundation
-import Testing
 
 /// Test media made with ffmpeg at test time (testsrc2 video, sine audio); never committed.
-enum TestMedia {
-    static let directory: URL = {
+public enum TestMedia {
+    public static let directory: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-media-\(ProcessInfo.processInfo.processIdentifier)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
@@ -11,7 +10,7 @@ enum TestMedia {
 
     /// Runs a tool and returns its standard output; throws with its standard error on failure.
     @discardableResult
-    static func run(_ tool: String, _ arguments: [String]) throws -> String {
+    public static func run(_ tool: String, _ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [tool] + arguments
@@ -28,10 +27,14 @@ enum TestMedia {
         return String(decoding: output, as: UTF8.self)
     }
 
-    struct ToolError: Error, CustomStringConvertible { let message: String; var description: String { message } }
+    /// A tool that failed, with the end of its error output.
+    public struct ToolError: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { message }
+    }
 
     /// An H.264 + AAC file; `name` keys a cache so each variant is made once per run.
-    static func make(_ name: String, seconds: Int = 6, size: String = "320x240", rate: Int = 25, extra: [String] = [],
+    public static func make(_ name: String, seconds: Int = 6, size: String = "320x240", rate: Int = 25, extra: [String] = [],
                      audio: Bool = true, video: Bool = true, container: String = "mp4") throws -> URL {
         let url = directory.appendingPathComponent("\(name).\(container)")
         if FileManager.default.fileExists(atPath: url.path) { return url }
@@ -40,21 +43,41 @@ enum TestMedia {
         if audio { arguments += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)"] }
         if video { arguments += ["-c:v", "libx264", "-preset", "veryfast", "-g", "\(rate * 2)", "-pix_fmt", "yuv420p"] }
         if audio { arguments += ["-c:a", "aac", "-b:a", "96k", "-ac", "2"] }
+        if container == "ts" { arguments += ["-f", "mpegts"] }
         arguments += extra + [url.path]
         try run("ffmpeg", arguments)
         return url
     }
 
     /// Per-stream packet counts from ffprobe.
-    static func packetCounts(_ url: URL) throws -> [String: Int] {
+    public static func packetCounts(_ url: URL) throws -> [String: Int] {
         let out = try run("ffprobe", ["-v", "error", "-count_packets", "-show_entries", "stream=codec_type,nb_read_packets", "-of", "csv=p=0", url.path])
         var counts: [String: Int] = [:]
         for line in out.split(separator: "\n") {
             let parts = line.split(separator: ",")
-            if parts.count == 2, let n = Int(parts[1]) { counts[String(parts[0]), default: 0] += n }
+            if parts.count == 2, let n = Int(parts[1]) { counts[String(parts[0])] = n }  // TS lists streams again under their program
         }
         return counts
     }
 
-    static func bytes(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
+    public static func bytes(_ url: URL) throws -> [UInt8] { Array(try Data(contentsOf: url)) }
+}
+
+extension TestMedia {
+    /// A fresh temporary directory.
+    public static func temporaryDirectory(_ label: String) throws -> URL {
+        let url = directory.appendingPathComponent("\(label)-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// ffmpeg's framemd5 of every packet of `input` as "dts,pts,size,hash" lines (stream-copy, no decode).
+    public static func packetHashes(_ input: String, extra: [String] = []) throws -> [String] {
+        let hls = input.hasSuffix(".m3u8") ? ["-allowed_extensions", "ALL"] : []
+        let out = try run("ffmpeg", ["-v", "error"] + hls + extra + ["-i", input, "-map", "0", "-c", "copy", "-f", "framemd5", "-"])
+        return out.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            return fields.count >= 6 ? [fields[1], fields[2], fields[4], fields[5]].joined(separator: ",") : String(line)
+        }
+    }
 }

@@ -1,0 +1,118 @@
+import SatchelBytes
+import SatchelMedia
+
+/// Decrypts CENC ('cenc' / 'cbcs') fragmented MP4 media segments, given the init segment.
+public struct FMP4Decryptor: Sendable {
+    /// The track's protection settings, read from the init segment's 'tenc'.
+    public let scheme: CommonEncryption.Scheme
+    /// The default key ID.
+    public let keyID: KeyID
+    /// Per-sample IV size (0 with a constant IV).
+    public let perSampleIVSize: Int
+    /// The constant IV, if any.
+    public let constantIV: [UInt8]?
+    /// True for a video track (pattern encryption applies in cbcs).
+    public let isVideo: Bool
+
+    /// Reads the protection settings of the (single) track of `initSegment`.
+    public init(initSegment bytes: [UInt8]) throws(ProtectionError) {
+        do {
+            let top = try MP4Box.children(of: bytes, in: 0..<bytes.count)
+            guard let moov = top.first("moov"),
+                  let trak = try moov.children(in: bytes).first("trak"),
+                  let mdia = try trak.children(in: bytes).first("mdia"),
+                  let minf = try mdia.children(in: bytes).first("minf"),
+                  let stbl = try minf.children(in: bytes).first("stbl"),
+                  let stsd = try stbl.children(in: bytes).first("stsd"),
+                  let entry = try stsd.children(in: bytes, skip: 8).first else { throw ProtectionError.malformed("init segment has no sample entry") }
+            guard entry.type == "encv" || entry.type == "enca" else { throw ProtectionError.malformed("track is not encrypted ('\(entry.type)')") }
+            isVideo = entry.type == "encv"
+            let skip = isVideo ? 78 : 28
+            guard let sinf = try entry.children(in: bytes, skip: skip).first("sinf") else { throw ProtectionError.malformed("no 'sinf'") }
+            let sinfChildren = try sinf.children(in: bytes)
+            guard let schm = sinfChildren.first("schm"), let schi = sinfChildren.first("schi"),
+                  let tenc = try schi.children(in: bytes).first("tenc") else { throw ProtectionError.malformed("no 'schm' or 'tenc'") }
+            var (_, _, schmReader) = try schm.fullBoxReader(in: bytes)
+            let type = FourCC(rawValue: try schmReader.readUInt32())
+            guard let scheme = CommonEncryption.Scheme(rawValue: type.description) else { throw ProtectionError.malformed("scheme '\(type)'") }
+            self.scheme = scheme
+            var (_, _, reader) = try tenc.fullBoxReader(in: bytes)
+            try reader.skip(2)
+            _ = try reader.readUInt8()
+            perSampleIVSize = Int(try reader.readUInt8())
+            keyID = try KeyID(try reader.readBytes(16))
+            constantIV = perSampleIVSize == 0 ? try reader.readBytes(Int(try reader.readUInt8())) : nil
+        } catch let error as ProtectionError {
+            throw error
+        } catch {
+            throw .malformed("init segment: \(error)")
+        }
+    }
+
+    /// Decrypts every sample of a media segment in place and returns the segment bytes.
+    /// The boxes are left as they are; only the sample data changes.
+    public func decrypt(segment: [UInt8], key: SecretBytes) throws(ProtectionError) -> [UInt8] {
+        let iv = constantIV ?? [UInt8](repeating: 0, count: 16)
+        let cipher = try CommonEncryption(scheme: scheme, key: key, iv: iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 16 - iv.count))
+        var out = segment
+        do {
+            let top = try MP4Box.children(of: segment, in: 0..<segment.count)
+            for moof in top.all("moof") {
+                for traf in try moof.children(in: segment).all("traf") {
+                    let children = try traf.children(in: segment)
+                    guard let trun = children.first("trun") else { continue }
+                    let (sizes, dataOffset) = try Self.sampleSizes(trun, segment)
+                    let entries = try children.first("senc").map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, segment, count: sizes.count) } ?? []
+                    var position = moof.offset + dataOffset
+                    for (index, size) in sizes.enumerated() {
+                        guard position + size <= segment.count else { throw ProtectionError.malformed("sample runs past the segment") }
+                        var sample = Array(out[position..<(position + size)])
+                        let entry = index < entries.count ? entries[index] : ([], [])
+                        try cipher.decrypt(&sample, subsamples: entry.1, iv: entry.0, isVideo: isVideo)
+                        out.replaceSubrange(position..<(position + size), with: sample)
+                        position += size
+                    }
+                }
+            }
+        } catch let error as ProtectionError {
+            throw error
+        } catch {
+            throw .malformed("media segment: \(error)")
+        }
+        return out
+    }
+
+    private static func sampleSizes(_ trun: MP4Box, _ bytes: [UInt8]) throws -> ([Int], Int) {
+        var (_, flags, reader) = try trun.fullBoxReader(in: bytes)
+        let count = Int(try reader.readUInt32())
+        let offset = flags & 0x1 != 0 ? Int(Int32(bitPattern: try reader.readUInt32())) : 0
+        if flags & 0x4 != 0 { _ = try reader.readUInt32() }
+        guard flags & 0x200 != 0 else { throw ProtectionError.malformed("'trun' without per-sample sizes") }
+        var sizes: [Int] = []
+        for _ in 0..<count {
+            if flags & 0x100 != 0 { _ = try reader.readUInt32() }
+            sizes.append(Int(try reader.readUInt32()))
+            if flags & 0x400 != 0 { _ = try reader.readUInt32() }
+            if flags & 0x800 != 0 { _ = try reader.readUInt32() }
+        }
+        return (sizes, offset)
+    }
+
+    private func senc(_ box: MP4Box, _ bytes: [UInt8], count: Int) throws -> [([UInt8], [Subsample])] {
+        var (_, flags, reader) = try box.fullBoxReader(in: bytes)
+        let samples = Int(try reader.readUInt32())
+        guard samples == count else { throw ProtectionError.malformed("'senc' has \(samples) entries for \(count) samples") }
+        var entries: [([UInt8], [Subsample])] = []
+        for _ in 0..<samples {
+            let iv = try reader.readBytes(perSampleIVSize)
+            var subsamples: [Subsample] = []
+            if flags & 0x2 != 0 {
+                for _ in 0..<Int(try reader.readUInt16()) {
+                    subsamples.append(Subsample(clear: try reader.readUInt16(), protected: try reader.readUInt32()))
+                }
+            }
+            entries.append((iv, subsamples))
+        }
+        return entries
+    }
+}
