@@ -60,6 +60,8 @@ let package = Package(
             dependencies: [
                 "SatchelBytes",
                 "SatchelFairPlay",
+                "SatchelProtection",
+                "SatchelPackager",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]

@@ -4,7 +4,7 @@ import Foundation
 import SatchelBytes
 import SatchelFairPlay
 
-// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [--seconds N] [--parts]
+// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [--seconds N] [--parts]
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -16,6 +16,15 @@ if suites.isEmpty || suites.contains("fairplay") {
         try FairPlayBenchmark(seconds: seconds, parts: arguments.contains("--parts")).run()
     } catch {
         FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if suites.isEmpty || suites.contains("packaging") {
+    do {
+        try PackagingBenchmark().run()
+    } catch {
+        FileHandle.standardError.write(Data("packaging benchmark failed: \(error)\n".utf8))
         exit(1)
     }
 }

@@ -53,14 +53,14 @@ public struct FragmentSample: Sendable {
     /// Sync sample.
     public var isSync: Bool
     /// The (possibly encrypted) sample bytes.
-    public var data: [UInt8]
+    public var data: ArraySlice<UInt8>
     /// The per-sample IV ('cenc'), empty with a constant IV.
     public var iv: [UInt8]
     /// Subsamples; empty means the whole sample is one protected range (or the track is clear).
     public var subsamples: [Subsample]
 
     /// Creates a fragment sample.
-    public init(duration: UInt32, ctsOffset: Int32, isSync: Bool, data: [UInt8], iv: [UInt8] = [], subsamples: [Subsample] = []) {
+    public init(duration: UInt32, ctsOffset: Int32, isSync: Bool, data: ArraySlice<UInt8>, iv: [UInt8] = [], subsamples: [Subsample] = []) {
         self.duration = duration
         self.ctsOffset = ctsOffset
         self.isSync = isSync
@@ -147,7 +147,8 @@ public enum FMP4Writer {
     /// A media segment ('moof' + 'mdat') with `samples`, starting at `baseDecodeTime`.
     public static func mediaSegment(sequenceNumber: UInt32, baseDecodeTime: UInt64, samples: [FragmentSample],
                                     protection: FMP4Protection?) -> [UInt8] {
-        var w = MP4BoxWriter()
+        let total = samples.reduce(0) { $0 + $1.data.count }
+        var w = MP4BoxWriter(capacity: total + 256 + samples.count * 40)
         let moofStart = w.count
         var dataOffsetField = 0
         var auxiliaryDataStart = 0
@@ -195,7 +196,6 @@ public enum FMP4Writer {
             }
         }
         w.patchUInt32(UInt32(w.count - moofStart + 8), at: dataOffsetField)
-        let total = samples.reduce(0) { $0 + $1.data.count }
         w.u32(UInt32(total + 8))
         w.fourCC("mdat")
         for sample in samples { w.bytes(sample.data) }

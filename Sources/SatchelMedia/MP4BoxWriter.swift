@@ -6,8 +6,8 @@ public struct MP4BoxWriter: Sendable {
     public private(set) var writer = ByteWriter()
     private var open: [Int] = []
 
-    /// An empty writer.
-    public init() {}
+    /// An empty writer, optionally reserving capacity.
+    public init(capacity: Int = 0) { writer = ByteWriter(capacity: capacity) }
 
     /// The bytes written so far.
     public var bytes: [UInt8] { writer.bytes }

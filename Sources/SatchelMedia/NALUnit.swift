@@ -61,33 +61,43 @@ public enum NALUnit {
 
     /// Removes emulation prevention bytes (the 03 of 00 00 03) to give the RBSP.
     public static func removeEmulationPrevention<C: Collection>(_ bytes: C) -> [UInt8] where C.Element == UInt8 {
+        let input = Array(bytes)
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var zeros = 0
-        for byte in bytes {
-            if zeros >= 2 && byte == 3 {
-                zeros = 0
-                continue
+        out.reserveCapacity(input.count)
+        var runStart = 0
+        var index = 2
+        while index < input.count {
+            // Escapes are rare: skip quickly while the byte two back is not zero.
+            if input[index] == 3 && input[index - 1] == 0 && input[index - 2] == 0 {
+                out += input[runStart..<index]
+                runStart = index + 1
+                index += 3  // the byte after an escape starts a new zero count
+            } else {
+                index += input[index - 1] == 0 || input[index] == 0 ? 1 : 2
             }
-            out.append(byte)
-            zeros = byte == 0 ? zeros + 1 : 0
         }
+        out += input[min(runStart, input.count)...]
         return out
     }
 
     /// Inserts emulation prevention bytes: 03 after 00 00 when the next byte is 00-03.
     public static func addEmulationPrevention<C: Collection>(_ bytes: C) -> [UInt8] where C.Element == UInt8 {
+        let input = Array(bytes)
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + bytes.count / 64 + 4)
+        out.reserveCapacity(input.count + input.count / 64 + 4)
         var zeros = 0
-        for byte in bytes {
+        var runStart = 0
+        for index in input.indices {
+            let byte = input[index]
             if zeros >= 2 && byte <= 3 {
+                out += input[runStart..<index]
                 out.append(3)
+                runStart = index
                 zeros = 0
             }
-            out.append(byte)
             zeros = byte == 0 ? zeros + 1 : 0
         }
+        out += input[runStart...]
         return out
     }
 }

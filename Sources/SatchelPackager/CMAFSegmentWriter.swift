@@ -41,7 +41,7 @@ struct CMAFSegmentWriter {
         var fragmentSamples: [FragmentSample] = []
         fragmentSamples.reserveCapacity(samples.count)
         for sample in samples {
-            var data = Array(sample.data)
+            var data = sample.data
             var iv: [UInt8] = []
             var subsamples: [Subsample] = []
             if let cipher {
@@ -53,7 +53,9 @@ struct CMAFSegmentWriter {
                         iv = (0..<8).map { UInt8(truncatingIfNeeded: nextIV >> (56 - 8 * UInt64($0))) }
                         nextIV &+= 1
                     }
-                    try cipher.encrypt(&data, subsamples: subsamples, iv: iv, isVideo: track.kind == .video)
+                    var encrypted = Array(sample.data)
+                    try cipher.encrypt(&encrypted, subsamples: subsamples, iv: iv, isVideo: track.kind == .video)
+                    data = encrypted[...]
                 } catch {
                     throw .input(file: "track \(track.id)", reason: "sample at \(sample.dts): \(error)")
                 }

@@ -3,15 +3,30 @@ import SatchelMedia
 
 /// Reads input files and demuxes them into tracks.
 enum InputReader {
+    /// The whole file, read with one copy from the page cache into the array.
+    static func readFile(_ path: String) throws(PackagerError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .input(file: path, reason: "cannot open the file: \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw .input(file: path, reason: "not a regular file") }
+        let size = Int(info.st_size)
+        var failed = false
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = 0
+            guard let base = buffer.baseAddress else { return }
+            while count < size {
+                let result = read(descriptor, base + count, size - count)
+                if result > 0 { count += result } else if result == 0 || errno != EINTR { failed = result != 0; break }
+            }
+        }
+        if failed { throw .input(file: path, reason: "cannot read the file") }
+        return bytes
+    }
+
     /// The tracks of one input file, sniffing MP4/MOV or MPEG-TS.
     static func tracks(of path: String) throws(PackagerError) -> [MediaTrack] {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe)
-        } catch {
-            throw .input(file: path, reason: "cannot read the file")
-        }
-        let bytes = [UInt8](data)
+        let bytes = try readFile(path)
         guard bytes.count >= 8 else { throw .input(file: path, reason: "the file is too short to be media") }
         do {
             if bytes[0] == 0x47 && (bytes.count < 189 || bytes[188] == 0x47) {

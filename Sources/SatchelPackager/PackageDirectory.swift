@@ -17,21 +17,29 @@ struct PackageDirectory {
         }
     }
 
-    /// Writes `bytes` to `relativePath` inside the package.
-    func write(_ bytes: [UInt8], to relativePath: String, mode: Int? = nil) throws(PackagerError) {
+    /// Writes `bytes` to `relativePath` inside the package, straight from the array's buffer.
+    /// No per-file rename is needed: the whole directory is renamed into place by ``commit()``.
+    func write(_ bytes: [UInt8], to relativePath: String, mode: Int = 0o644) throws(PackagerError) {
         let url = temporary.appendingPathComponent(relativePath)
-        do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            var attributes: [FileAttributeKey: Any]?
-            if let mode { attributes = [.posixPermissions: mode] }
-            guard FileManager.default.createFile(atPath: url.path, contents: Data(bytes), attributes: attributes) else {
-                throw PackagerError.output("cannot write \(relativePath)")
+        let parent = url.deletingLastPathComponent()
+        if !FileManager.default.fileExists(atPath: parent.path) {
+            do { try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true) } catch {
+                throw .output("cannot create \(parent.lastPathComponent)")
             }
-        } catch let error as PackagerError {
-            throw error
-        } catch {
-            throw .output("cannot write \(relativePath)")
         }
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
+        guard descriptor >= 0 else { throw .output("cannot create \(relativePath): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        let failure: Int32? = bytes.withUnsafeBytes { buffer in
+            guard let base = buffer.baseAddress else { return nil }
+            var written = 0
+            while written < buffer.count {
+                let result = Foundation.write(descriptor, base + written, buffer.count - written)
+                if result > 0 { written += result } else if errno != EINTR { return errno }
+            }
+            return nil
+        }
+        if let failure { throw .output("cannot write \(relativePath): \(String(cString: strerror(failure)))") }
     }
 
     /// Text convenience.

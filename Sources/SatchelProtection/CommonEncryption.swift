@@ -110,29 +110,52 @@ public struct CommonEncryption: Sendable {
         case .cenc:
             guard iv.count == 8 || iv.count == 16 else { throw .invalidLength(what: "per-sample IV", expected: 8, actual: iv.count) }
             let counter = iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 8)
-            var gathered: [UInt8] = []
-            gathered.reserveCapacity(ranges.reduce(0) { $0 + $1.count })
-            for range in ranges { gathered += sample[range] }
-            let result = try BlockCipher.ctr(gathered, key: key, counter: counter)
-            var offset = 0
-            for range in ranges {
-                sample.replaceSubrange(range, with: result[offset..<(offset + range.count)])
-                offset += range.count
-            }
+            let result = try BlockCipher.ctr(Gather.collect(sample, ranges), key: key, counter: counter)
+            Gather.scatter(result, into: &sample, ranges)
         case .cbcs:
             // Pattern 1:9 for video; every whole block for audio. CBC restarts with the constant IV per subsample.
             for range in ranges {
                 let blocks = range.count / 16
-                let indices = isVideo ? stride(from: 0, to: blocks, by: 10).map { $0 } : Array(0..<blocks)
-                guard !indices.isEmpty else { continue }
-                var gathered: [UInt8] = []
-                gathered.reserveCapacity(indices.count * 16)
-                for block in indices { gathered += sample[(range.lowerBound + block * 16)..<(range.lowerBound + block * 16 + 16)] }
+                guard blocks > 0 else { continue }
+                let pieces: [Range<Int>] = isVideo
+                    ? stride(from: 0, to: blocks, by: 10).map { (range.lowerBound + $0 * 16)..<(range.lowerBound + $0 * 16 + 16) }
+                    : [range.lowerBound..<(range.lowerBound + blocks * 16)]
+                let gathered = Gather.collect(sample, pieces)
                 let result = encrypt ? try BlockCipher.cbcEncrypt(gathered, key: key, iv: constantIV)
                     : try BlockCipher.cbcDecrypt(gathered, key: key, iv: constantIV)
-                for (index, block) in indices.enumerated() {
-                    let start = range.lowerBound + block * 16
-                    sample.replaceSubrange(start..<(start + 16), with: result[(index * 16)..<(index * 16 + 16)])
+                Gather.scatter(result, into: &sample, pieces)
+            }
+        }
+    }
+}
+
+/// Copies scattered byte ranges into one buffer and back, so one cipher call covers them.
+enum Gather {
+    /// The bytes of `ranges` of `bytes`, concatenated.
+    static func collect(_ bytes: [UInt8], _ ranges: [Range<Int>]) -> [UInt8] {
+        let total = ranges.reduce(0) { $0 + $1.count }
+        return [UInt8](unsafeUninitializedCapacity: total) { out, count in
+            bytes.withUnsafeBufferPointer { source in
+                var offset = 0
+                for range in ranges {
+                    guard let to = out.baseAddress, let from = source.baseAddress else { break }
+                    (to + offset).update(from: from + range.lowerBound, count: range.count)
+                    offset += range.count
+                }
+                count = offset
+            }
+        }
+    }
+
+    /// Writes `gathered` back over `ranges` of `bytes`.
+    static func scatter(_ gathered: [UInt8], into bytes: inout [UInt8], _ ranges: [Range<Int>]) {
+        gathered.withUnsafeBufferPointer { source in
+            bytes.withUnsafeMutableBufferPointer { target in
+                var offset = 0
+                for range in ranges {
+                    guard let to = target.baseAddress, let from = source.baseAddress, offset + range.count <= source.count else { break }
+                    (to + range.lowerBound).update(from: from + offset, count: range.count)
+                    offset += range.count
                 }
             }
         }

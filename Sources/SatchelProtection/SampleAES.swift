@@ -74,13 +74,10 @@ public struct SampleAES: Sendable {
 
     /// Gathers the blocks at `offsets`, runs one CBC call over them, and scatters the result back.
     private func transformBlocks(_ bytes: inout [UInt8], offsets: [Int], encrypt: Bool) throws(ProtectionError) {
-        var gathered: [UInt8] = []
-        gathered.reserveCapacity(offsets.count * 16)
-        for offset in offsets { gathered += bytes[offset..<(offset + 16)] }
+        let ranges = offsets.map { $0..<($0 + 16) }
+        let gathered = Gather.collect(bytes, ranges)
         let result = encrypt ? try BlockCipher.cbcEncrypt(gathered, key: key, iv: iv) : try BlockCipher.cbcDecrypt(gathered, key: key, iv: iv)
-        for (index, offset) in offsets.enumerated() {
-            bytes.replaceSubrange(offset..<(offset + 16), with: result[(index * 16)..<(index * 16 + 16)])
-        }
+        Gather.scatter(result, into: &bytes, ranges)
     }
 
     /// PMT settings for SAMPLE-AES streams (stream types 0xDB / 0xCF / 0xC1 / 0xC2 with their descriptors).

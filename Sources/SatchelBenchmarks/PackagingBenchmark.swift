@@ -1,0 +1,123 @@
+import Foundation
+import SatchelBytes
+import SatchelPackager
+import SatchelProtection
+
+/// Packaging throughput (MB of input per second) for every scheme, next to ffmpeg producing the
+/// same kind of output from the same input in the same run, and openssl's AES-128-CBC bandwidth.
+struct PackagingBenchmark {
+    let workDirectory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("satchel-bench")
+    let key = "00112233445566778899aabbccddeeff"
+    let keyID = "0123456789abcdef0123456789abcdef"
+    let iv = "0f0e0d0c0b0a09080706050403020100"
+
+    func run() throws {
+        try FileManager.default.createDirectory(at: workDirectory, withIntermediateDirectories: true)
+        let input = try makeInput()
+        let size = Double((try FileManager.default.attributesOfItem(atPath: input.path)[.size] as? Int) ?? 0) / 1_000_000
+        print(String(format: "Packaging %.0f MB of H.264/AAC (best of 3 runs each)", size))
+        let keyInfo = try writeKeyInfo()
+        let cases: [(String, PackageFormat, PackageScheme, [String]?)] = [
+            ("hls-ts clear", .hlsTS, .clear, ["-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod"]),
+            ("hls-ts aes-128", .hlsTS, .aes128, ["-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod", "-hls_key_info_file", keyInfo]),
+            ("hls-ts sample-aes", .hlsTS, .sampleAES, nil),
+            ("cmaf clear", .cmaf, .clear, ["-f", "mp4", "-movflags", "+frag_keyframe+empty_moov+default_base_moof"]),
+            ("cmaf cbcs", .cmaf, .cbcs, nil),
+            ("cmaf cenc", .cmaf, .cenc, ["-f", "mp4", "-movflags", "+frag_keyframe+empty_moov+default_base_moof",
+                                          "-encryption_scheme", "cenc-aes-ctr", "-encryption_key", key, "-encryption_kid", keyID]),
+        ]
+        print("scheme".padding(toLength: 20, withPad: " ", startingAt: 0) + "   Satchel MB/s    ffmpeg MB/s    ratio")
+        var cbcsRate = 0.0
+        for (name, format, scheme, ffmpegArguments) in cases {
+            let satchel = try best { try packageWithSatchel(input, format: format, scheme: scheme) }
+            let rate = size / satchel
+            if scheme == .cbcs { cbcsRate = rate }
+            var line = name.padding(toLength: 20, withPad: " ", startingAt: 0) + String(format: "%15.0f", rate)
+            if let ffmpegArguments {
+                let ffmpeg = try best { try packageWithFFmpeg(input, arguments: ffmpegArguments, name: name) }
+                line += String(format: "%15.0f %8.2fx", size / ffmpeg, ffmpeg / satchel)
+            } else {
+                line += "    (ffmpeg cannot produce this)"
+            }
+            print(line)
+        }
+        if let openssl = opensslCBCRate() {
+            print(String(format: "openssl speed aes-128-cbc encrypt: %.0f MB/s; cbcs packaging is %.2fx slower (target ≤ 3x)", openssl, openssl / max(cbcsRate, 0.001)))
+        }
+    }
+
+    private func makeInput() throws -> URL {
+        let url = workDirectory.appendingPathComponent("input.mp4")
+        if let size = try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int, size >= 100_000_000 { return url }
+        print("generating a 100+ MB input with ffmpeg (once)…")
+        try tool("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30:duration=90", "-f", "lavfi",
+                            "-i", "sine=frequency=440:sample_rate=48000:duration=90", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "14",
+                            "-g", "60", "-pix_fmt", "yuv420p", "-c:a", "aac", "-b:a", "128k", url.path])
+        return url
+    }
+
+    private func writeKeyInfo() throws -> String {
+        let keyFile = workDirectory.appendingPathComponent("bench.key")
+        try Data(try Hex.decode(key)).write(to: keyFile)
+        let info = workDirectory.appendingPathComponent("keyinfo.txt")
+        try "bench.key\n\(keyFile.path)\n\(iv)\n".write(to: info, atomically: true, encoding: .utf8)
+        return info.path
+    }
+
+    private func packageWithSatchel(_ input: URL, format: PackageFormat, scheme: PackageScheme) throws {
+        let out = workDirectory.appendingPathComponent("satchel-out")
+        let key = scheme == .clear ? nil : try ContentKey(keyID: KeyID(hex: keyID), key: SecretBytes(hex: key, count: 16), iv: Hex.decode(iv, count: 16))
+        _ = try Packager(options: PackageOptions(inputs: [input.path], output: out.path, format: format, scheme: scheme, key: key,
+                                                 keyURI: "bench.key")).run()
+    }
+
+    private func packageWithFFmpeg(_ input: URL, arguments: [String], name: String) throws {
+        let out = workDirectory.appendingPathComponent("ffmpeg-out")
+        try? FileManager.default.removeItem(at: out)
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        let target = out.appendingPathComponent(arguments.contains("hls") ? "index.m3u8" : "out.mp4").path
+        try tool("ffmpeg", ["-v", "error", "-y", "-i", input.path, "-map", "0", "-c", "copy"] + arguments + [target])
+    }
+
+    /// The best wall time of three runs, in seconds.
+    private func best(_ body: () throws -> Void) throws -> Double {
+        var times: [Double] = []
+        for _ in 0..<3 {
+            let start = Date()
+            try body()
+            times.append(Date().timeIntervalSince(start))
+        }
+        return times.min() ?? 1
+    }
+
+    private func tool(_ name: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [name] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchmarkError(message: "\(name) failed (\(process.terminationStatus))") }
+    }
+
+    /// MB/s of AES-128-CBC encryption at 16 KiB blocks from `openssl speed`.
+    private func opensslCBCRate() -> Double? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["openssl", "speed", "-seconds", "2", "-bytes", "16384", "-evp", "aes-128-cbc"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard let line = output.split(separator: "\n").last(where: { $0.lowercased().hasPrefix("aes-128-cbc") }),
+              let value = line.split(separator: " ").last.flatMap({ Double($0.replacingOccurrences(of: "k", with: "")) }) else { return nil }
+        return value * 1000 / 1_000_000  // openssl prints thousands of bytes per second
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
