@@ -9,8 +9,25 @@ public struct ByteWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// An empty writer that takes over `buffer`'s storage (cleared, capacity kept), so a caller
+    /// writing many similar messages allocates once.
+    public init(reusing buffer: inout [UInt8]) {
+        bytes = []
+        swap(&bytes, &buffer)
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    /// Moves the written bytes into `buffer` without copying; the writer is left empty.
+    public mutating func finish(into buffer: inout [UInt8]) {
+        buffer = []
+        swap(&bytes, &buffer)
+    }
+
     /// The number of bytes written.
     public var count: Int { bytes.count }
+
+    /// Reserves room for `count` more bytes.
+    public mutating func reserve(_ count: Int) { bytes.reserveCapacity(bytes.count + count) }
 
     /// Appends one byte.
     public mutating func writeUInt8(_ value: UInt8) { bytes.append(value) }

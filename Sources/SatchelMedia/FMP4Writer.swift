@@ -147,8 +147,17 @@ public enum FMP4Writer {
     /// A media segment ('moof' + 'mdat') with `samples`, starting at `baseDecodeTime`.
     public static func mediaSegment(sequenceNumber: UInt32, baseDecodeTime: UInt64, samples: [FragmentSample],
                                     protection: FMP4Protection?) -> [UInt8] {
+        var buffer: [UInt8] = []
+        mediaSegment(sequenceNumber: sequenceNumber, baseDecodeTime: baseDecodeTime, samples: samples, protection: protection, into: &buffer)
+        return buffer
+    }
+
+    /// The same, written into `buffer` (its capacity is reused).
+    public static func mediaSegment(sequenceNumber: UInt32, baseDecodeTime: UInt64, samples: [FragmentSample],
+                                    protection: FMP4Protection?, into buffer: inout [UInt8]) {
         let total = samples.reduce(0) { $0 + $1.data.count }
-        var w = MP4BoxWriter(capacity: total + 256 + samples.count * 40)
+        var w = MP4BoxWriter(reusing: &buffer)
+        w.reserve(total + 256 + samples.count * 40)
         let moofStart = w.count
         var dataOffsetField = 0
         var auxiliaryDataStart = 0
@@ -199,7 +208,7 @@ public enum FMP4Writer {
         w.u32(UInt32(total + 8))
         w.fourCC("mdat")
         for sample in samples { w.bytes(sample.data) }
-        return w.bytes
+        w.finish(into: &buffer)
     }
 
     private static func writeMatrix(_ w: inout MP4BoxWriter) {

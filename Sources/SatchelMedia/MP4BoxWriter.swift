@@ -9,6 +9,12 @@ public struct MP4BoxWriter: Sendable {
     /// An empty writer, optionally reserving capacity.
     public init(capacity: Int = 0) { writer = ByteWriter(capacity: capacity) }
 
+    /// An empty writer that takes over `buffer`'s storage (cleared, capacity kept); give it back with ``finish(into:)``.
+    public init(reusing buffer: inout [UInt8]) { writer = ByteWriter(reusing: &buffer) }
+
+    /// Moves the written bytes into `buffer` without copying.
+    public mutating func finish(into buffer: inout [UInt8]) { writer.finish(into: &buffer) }
+
     /// The bytes written so far.
     public var bytes: [UInt8] { writer.bytes }
 
@@ -42,6 +48,9 @@ public struct MP4BoxWriter: Sendable {
         guard let start = open.popLast() else { return }
         writer.patchUInt32(UInt32(truncatingIfNeeded: writer.count - start), at: start)
     }
+
+    /// Reserves room for `count` more bytes.
+    public mutating func reserve(_ count: Int) { writer.reserve(count) }
 
     /// Appends a 8-bit value.
     public mutating func u8(_ value: UInt8) { writer.writeUInt8(value) }

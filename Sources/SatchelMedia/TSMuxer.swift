@@ -101,11 +101,18 @@ public struct TSMuxer: Sendable {
     ///   - randomAccess: sets random_access_indicator (keyframes).
     public mutating func pes(_ stream: TSStream, pts: Int64, dts: Int64?, payload: [UInt8], pcr: Int64? = nil,
                              randomAccess: Bool = false, into out: inout [UInt8]) {
+        pes(stream, pts: pts, dts: dts, parts: [payload[...]], pcr: pcr, randomAccess: randomAccess, into: &out)
+    }
+
+    /// The same, with the payload given as consecutive parts (no need to join them first).
+    public mutating func pes(_ stream: TSStream, pts: Int64, dts: Int64?, parts: [ArraySlice<UInt8>], pcr: Int64? = nil,
+                             randomAccess: Bool = false, into out: inout [UInt8]) {
+        let payloadCount = parts.reduce(0) { $0 + $1.count }
         var header = ByteWriter(capacity: 19)
         header.writeBytes([0, 0, 1, stream.streamID])
         let hasDTS = dts != nil && dts != pts
         let headerDataLength = hasDTS ? 10 : 5
-        let length = 3 + headerDataLength + payload.count
+        let length = 3 + headerDataLength + payloadCount
         header.writeUInt16(stream.streamID >= 0xE0 && stream.streamID <= 0xEF || length > 0xFFFF ? 0 : UInt16(length))
         header.writeUInt8(0x80)
         header.writeUInt8(hasDTS ? 0xC0 : 0x80)
@@ -113,11 +120,14 @@ public struct TSMuxer: Sendable {
         Self.writeTimestamp(&header, prefix: hasDTS ? 0x3 : 0x2, value: pts)
         if hasDTS, let dts { Self.writeTimestamp(&header, prefix: 0x1, value: dts) }
 
-        let data = header.bytes + payload
+        let pieces = [header.bytes[...]] + parts.filter { !$0.isEmpty }
+        let total = pieces.reduce(0) { $0 + $1.count }
+        var piece = 0
+        var pieceOffset = 0
         var offset = 0
         var first = true
-        out.reserveCapacity(out.count + (data.count / 184 + 2) * Self.packetSize)
-        while offset < data.count {
+        out.reserveCapacity(out.count + (total / 184 + 2) * Self.packetSize)
+        while offset < total {
             var adaptation: [UInt8] = []
             if first && (pcr != nil || randomAccess) {
                 var flags: UInt8 = randomAccess ? 0x40 : 0
@@ -130,7 +140,7 @@ public struct TSMuxer: Sendable {
                 }
                 adaptation = [UInt8(1 + fields.count), flags] + fields
             }
-            let remaining = data.count - offset
+            let remaining = total - offset
             var capacity = 184 - adaptation.count
             if remaining < capacity {
                 // Stuff through the adaptation field so the packet is exactly 188 bytes.
@@ -147,8 +157,21 @@ public struct TSMuxer: Sendable {
             out.append(UInt8((first ? 0x40 : 0) | UInt8(stream.pid >> 8)))
             out.append(UInt8(stream.pid & 0xFF))
             out.append((adaptation.isEmpty ? 0x10 : 0x30) | nextContinuity(stream.pid))
-            out += adaptation
-            out += data[offset..<(offset + capacity)]
+            if !adaptation.isEmpty { out += adaptation }
+            // The PES header and the payload parts, copied straight into the packet.
+            var needed = capacity
+            while needed > 0 && piece < pieces.count {
+                let current = pieces[piece]
+                let take = min(needed, current.count - pieceOffset)
+                let start = current.startIndex + pieceOffset
+                out += current[start..<(start + take)]
+                needed -= take
+                pieceOffset += take
+                if pieceOffset == current.count {
+                    piece += 1
+                    pieceOffset = 0
+                }
+            }
             offset += capacity
             first = false
         }

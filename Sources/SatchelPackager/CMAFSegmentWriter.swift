@@ -35,8 +35,8 @@ struct CMAFSegmentWriter {
         FMP4Writer.initSegment(for: track, protection: protection, averageBitrate: averageBitrate)
     }
 
-    /// One media segment.
-    mutating func segment(_ samples: ArraySlice<MediaSample>) throws(PackagerError) -> [UInt8] {
+    /// One media segment, written into `out` (its capacity is reused from segment to segment).
+    mutating func segment(_ samples: ArraySlice<MediaSample>, into out: inout [UInt8]) throws(PackagerError) {
         sequence += 1
         var fragmentSamples: [FragmentSample] = []
         fragmentSamples.reserveCapacity(samples.count)
@@ -64,6 +64,6 @@ struct CMAFSegmentWriter {
                                                   data: data, iv: iv, subsamples: subsamples))
         }
         let base = UInt64(max(samples.first.map { $0.dts - (track.samples.first?.dts ?? 0) } ?? 0, 0))
-        return FMP4Writer.mediaSegment(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: protection)
+        FMP4Writer.mediaSegment(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: protection, into: &out)
     }
 }

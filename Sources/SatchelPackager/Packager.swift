@@ -141,24 +141,22 @@ public struct Packager: Sendable {
                 cmafWriter = writer
             }
             var currentKey: ContentKey?
+            var bytes: [UInt8] = []  // one buffer per rendition, reused for every segment
             for (index, range) in rendition.segments.enumerated() {
                 let samples = rendition.track.samples[range]
                 let key = keys.last { $0.1 <= index }?.0
-                var bytes: [UInt8]
                 if var writer = tsWriter {
                     let sampleAES = options.scheme == .sampleAES ? try key.map { (k) throws(PackagerError) in
                         do { return try SampleAES(key: k.key, iv: k.iv) } catch { throw .invalidOptions("\(error)") }
                     } : nil
-                    bytes = try writer.segment(samples, sampleAES: sampleAES)
+                    try writer.segment(samples, sampleAES: sampleAES, into: &bytes)
                     tsWriter = writer
                     if options.scheme == .aes128, let key {
                         do { bytes = try SegmentCipher(key: key.key).encrypt(bytes, iv: key.iv) } catch { throw .invalidOptions("\(error)") }
                     }
                 } else if var writer = cmafWriter {
-                    bytes = try writer.segment(samples)
+                    try writer.segment(samples, into: &bytes)
                     cmafWriter = writer
-                } else {
-                    bytes = []
                 }
                 let number = options.format == .cmaf ? index + 1 : index
                 let uri = "segment_\(number).\(extension_)"

@@ -47,13 +47,15 @@ struct TSSegmentWriter {
         (value - firstDTS) * 90_000 / Int64(max(track.timescale, 1)) + Self.timestampOffset
     }
 
-    /// One segment's bytes (before any whole-segment encryption).
-    mutating func segment(_ samples: ArraySlice<MediaSample>, sampleAES: SampleAES?) throws(PackagerError) -> [UInt8] {
-        var out = muxer.tables()
+    /// One segment's bytes (before any whole-segment encryption), written into `out`, whose
+    /// capacity is reused from segment to segment.
+    mutating func segment(_ samples: ArraySlice<MediaSample>, sampleAES: SampleAES?, into out: inout [UInt8]) throws(PackagerError) {
+        out.removeAll(keepingCapacity: true)
+        out += muxer.tables()
         out.reserveCapacity(samples.reduce(0) { $0 + $1.data.count } * 105 / 100 + 4096)
         for sample in samples {
             let dts = ticks90k(sample.dts), pts = ticks90k(sample.pts)
-            let payload: [UInt8]
+            let parts: [ArraySlice<UInt8>]
             do {
                 switch track.codec {
                 case .h264:
@@ -62,22 +64,25 @@ struct TSSegmentWriter {
                     if let sampleAES {
                         units = try units.map { try sampleAES.encryptVideoNAL($0)[...] }
                     }
-                    payload = H264AnnexB.accessUnit(units, configuration: avc, isSync: sample.isSync)
+                    parts = H264AnnexB.accessUnitParts(units, configuration: avc, isSync: sample.isSync)
                 case .aac:
                     guard let audioConfig else { throw PackagerError.invalidOptions("missing AudioSpecificConfig") }
-                    let frame = audioConfig.adtsHeader(payloadLength: sample.data.count) + sample.data
-                    payload = try sampleAES.map { try $0.encryptAudioFrame(frame, headerLength: 7) } ?? frame
+                    let header = audioConfig.adtsHeader(payloadLength: sample.data.count)
+                    if let sampleAES {
+                        parts = [try sampleAES.encryptAudioFrame(header + sample.data, headerLength: 7)[...]]
+                    } else {
+                        parts = [header[...], sample.data]
+                    }
                 default:
-                    payload = Array(sample.data)
+                    parts = [sample.data]
                 }
             } catch let error as PackagerError {
                 throw error
             } catch {
                 throw .input(file: "track \(track.id)", reason: "sample at \(sample.dts): \(error)")
             }
-            muxer.pes(stream, pts: pts, dts: track.kind == .video ? dts : nil, payload: payload,
+            muxer.pes(stream, pts: pts, dts: track.kind == .video ? dts : nil, parts: parts,
                       pcr: dts - 63_000, randomAccess: sample.isSync && track.kind == .video, into: &out)
         }
-        return out
     }
 }
