@@ -33,19 +33,26 @@ public enum TestMedia {
         public var description: String { message }
     }
 
-    /// An H.264 + AAC file; `name` keys a cache so each variant is made once per run.
+    private static let lock = NSLock()
+
+    /// An H.264 + AAC file; `name` keys a cache so each variant is made once per run. Safe to call
+    /// from parallel tests: files are made under a lock and renamed into place when complete.
     public static func make(_ name: String, seconds: Int = 6, size: String = "320x240", rate: Int = 25, extra: [String] = [],
                      audio: Bool = true, video: Bool = true, container: String = "mp4") throws -> URL {
         let url = directory.appendingPathComponent("\(name).\(container)")
+        lock.lock()
+        defer { lock.unlock() }
         if FileManager.default.fileExists(atPath: url.path) { return url }
+        let partial = directory.appendingPathComponent("partial-\(name).\(container)")
         var arguments = ["-v", "error", "-y"]
         if video { arguments += ["-f", "lavfi", "-i", "testsrc2=size=\(size):rate=\(rate):duration=\(seconds)"] }
         if audio { arguments += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)"] }
         if video { arguments += ["-c:v", "libx264", "-preset", "veryfast", "-g", "\(rate * 2)", "-pix_fmt", "yuv420p"] }
         if audio { arguments += ["-c:a", "aac", "-b:a", "96k", "-ac", "2"] }
         if container == "ts" { arguments += ["-f", "mpegts"] }
-        arguments += extra + [url.path]
+        arguments += extra + [partial.path]
         try run("ffmpeg", arguments)
+        try FileManager.default.moveItem(at: partial, to: url)
         return url
     }
 
