@@ -101,15 +101,7 @@ struct FairPlayBenchmark {
 
     /// Private-key operations per second from `openssl speed rsa1024` on one core, if openssl is installed.
     private func opensslRSA1024DecryptRate() -> Double? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "speed", "-seconds", String(Int(max(seconds, 1))), "rsa1024"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        guard let output = Tool.output(["openssl", "speed", "-seconds", String(Int(max(seconds, 1))), "rsa1024"]) else { return nil }
         // "rsa 1024 bits 0.000045s 0.000003s  22000.0 330000.0": the first rate is sign (private-key) ops.
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("rsa 1024 bits") }) else { return nil }
         let fields = line.split(separator: " ").compactMap { Double($0) }

@@ -102,16 +102,8 @@ struct PackagingBenchmark {
 
     /// MB/s of AES-128-CBC encryption at 16 KiB blocks from `openssl speed`.
     private func opensslCBCRate() -> Double? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["openssl", "speed", "-seconds", "2", "-bytes", "16384", "-evp", "aes-128-cbc"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard let line = output.split(separator: "\n").last(where: { $0.lowercased().hasPrefix("aes-128-cbc") }),
+        guard let output = Tool.output(["openssl", "speed", "-seconds", "2", "-bytes", "16384", "-evp", "aes-128-cbc"]),
+              let line = output.split(separator: "\n").last(where: { $0.lowercased().hasPrefix("aes-128-cbc") }),
               let value = line.split(separator: " ").last.flatMap({ Double($0.replacingOccurrences(of: "k", with: "")) }) else { return nil }
         return value * 1000 / 1_000_000  // openssl prints thousands of bytes per second
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelTestSupport
 import Testing
 
 /// Runs the `satchel` binary that `swift test` built beside the test bundle.
@@ -28,18 +29,8 @@ enum CLIRunner {
 
     static func run(_ arguments: [String]) throws -> Result {
         let binary = try #require(binary, "the satchel binary was not built")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        let result = try ProcessRunner.run(binary, arguments)
+        return Result(status: result.status, stdout: result.stdout, stderr: result.stderr)
     }
 
     static func temporaryDirectory() throws -> URL {

@@ -11,20 +11,9 @@ public enum TestMedia {
     /// Runs a tool and returns its standard output; throws with its standard error on failure.
     @discardableResult
     public static func run(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        let error = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw ToolError(message: "\(tool) failed: \(String(decoding: error, as: UTF8.self).suffix(600))")
-        }
-        return String(decoding: output, as: UTF8.self)
+        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), [tool] + arguments)
+        guard result.status == 0 else { throw ToolError(message: "\(tool) failed: \(result.stderr.suffix(600))") }
+        return result.stdout
     }
 
     /// A tool that failed, with the end of its error output.
@@ -86,5 +75,46 @@ extension TestMedia {
             let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             return fields.count >= 6 ? [fields[1], fields[2], fields[4], fields[5]].joined(separator: ",") : String(line)
         }
+    }
+}
+
+/// Runs a program to completion and collects its exit status and output.
+public enum ProcessRunner {
+    /// The outcome of a run.
+    public struct Result: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+    }
+
+    /// Runs `executable` with `arguments`.
+    public static func run(_ executable: URL, _ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // Read stderr on another thread so that neither pipe can fill up and block the child.
+        let errorData = ErrorCollector()
+        let reader = Thread { errorData.data = err.fileHandleForReading.readDataToEndOfFile() }
+        reader.start()
+        let output = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !errorData.done { usleep(1000) }
+        return Result(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
+                      stderr: String(decoding: errorData.data, as: UTF8.self))
+    }
+
+    private final class ErrorCollector: @unchecked Sendable {
+        private let lock = NSLock()
+        private var stored = Data()
+        private var finished = false
+        var data: Data {
+            get { lock.withLock { stored } }
+            set { lock.withLock { stored = newValue; finished = true } }
+        }
+        var done: Bool { lock.withLock { finished } }
     }
 }
