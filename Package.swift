@@ -17,6 +17,14 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/vapor/fluent-kit.git", from: "1.57.0"),
+        .package(url: "https://github.com/vapor/fluent-sqlite-driver.git", from: "4.9.0"),
+        .package(url: "https://github.com/vapor/fluent-postgres-driver.git", from: "2.14.0"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
     ],
     targets: [
         // Layer 0: the shared bounds-checked big-endian reader/writer, hex, secure random, constant-time compare.
@@ -34,6 +42,29 @@ let package = Package(
         ),
         // Layer 2: media files in, protected HLS / DASH packages out.
         .target(name: "SatchelPackager", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
+        // Layer 2: keys, policies, entitlements, license issuance and audit; FluentKit storage.
+        .target(
+            name: "SatchelLicensing",
+            dependencies: [
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
+                .product(name: "FluentPostgresDriver", package: "fluent-postgres-driver"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Layer 4: the HTTP application (license endpoints, health, metrics).
+        .target(
+            name: "SatchelServer",
+            dependencies: [
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         // Layer 0: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector.
         .target(
             name: "SatchelFairPlay",
@@ -51,7 +82,11 @@ let package = Package(
                 "SatchelFairPlay",
                 "SatchelProtection",
                 "SatchelPackager",
+                "SatchelLicensing",
+                "SatchelServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Benchmarks: their own executable; tests never assert on time.
@@ -70,6 +105,13 @@ let package = Package(
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport"),
         .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelServerTests",
+            dependencies: [
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer",
+                "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
         .testTarget(name: "SatchelPackagerTests",
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),

@@ -8,7 +8,7 @@ extension PackageFormat: ExpressibleByArgument {}
 extension PackageScheme: ExpressibleByArgument {}
 
 /// `satchel package`: media files in, a protected HLS / DASH package out.
-struct PackageCommand: ParsableCommand {
+struct PackageCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "package", abstract: "Package media files as protected HLS (MPEG-TS or CMAF) and DASH.")
 
@@ -25,13 +25,17 @@ struct PackageCommand: ParsableCommand {
     @Option(name: .customLong("fairplay-uri"), help: "FairPlay key URI (skd://…); {kid} becomes the key ID.") var fairPlayURI: String?
     @Option(name: .customLong("segment-duration"), help: "Target segment duration in seconds.") var segmentDuration: Double = 6
     @Option(name: .customLong("key-rotation"), help: "Use a new key every N segments (hls-ts).") var keyRotation: Int?
+    @Flag(help: "Import the keys into the key store (as satchel keys import would) once the package is written.") var register = false
+    @Option(name: .customLong("asset-id"), help: "With --register: the asset ID (default: the output directory's name).") var assetID: String?
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var policy: PolicyOptions
 
     func validate() throws {
         if (key == nil) != (keyID == nil) { throw ValidationError("--key-id and --key go together") }
         if iv != nil && key == nil { throw ValidationError("--iv needs --key-id and --key") }
     }
 
-    func run() throws {
+    func execute() async throws {
         var contentKey: ContentKey?
         if let keyID, let key {
             contentKey = try ContentKey(keyID: KeyID(hex: keyID), key: SecretBytes(hexOption(key, count: 16, name: "--key")),
@@ -48,6 +52,19 @@ struct PackageCommand: ParsableCommand {
         print(String(format: "packaged %@: %d renditions, %d segments, %.1f s of media, %.1f MB in %.2f s (%.0f MB/s), scheme %@%@",
                      summary.output, summary.renditions.count, summary.segmentCount, summary.duration, mb, seconds, mb / max(seconds, 0.001),
                      scheme.rawValue, summary.keyIDs.isEmpty ? "" : ", keys in keys.json"))
+        guard register else { return }
+        guard scheme != .clear else { throw CLIError("--register needs a protected --scheme") }
+        let asset = assetID ?? URL(fileURLWithPath: out).lastPathComponent
+        let keys = try KeyFile.read(URL(fileURLWithPath: summary.output).appendingPathComponent("keys.json").path).contentKeys()
+        let (keyStore, database) = try await store.open()
+        do {
+            try await keyStore.importKeys(keys, assetID: asset, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy())
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+        print("registered \(keys.count) key\(keys.count == 1 ? "" : "s") for asset \(asset)")
     }
 }
 

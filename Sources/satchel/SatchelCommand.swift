@@ -1,12 +1,12 @@
 import ArgumentParser
 
 /// `satchel`: the root command.
-struct SatchelCommand: ParsableCommand {
+struct SatchelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "satchel",
         abstract: "Satchel: package, protect, license, download and play protected video.",
         version: "0.1.0",
-        subcommands: [PackageCommand.self, FPSCommand.self])
+        subcommands: [ServeCommand.self, PackageCommand.self, KeysCommand.self, FPSCommand.self])
 }
 
 /// `satchel fps`: FairPlay Streaming key server tools.
@@ -15,4 +15,14 @@ struct FPSCommand: ParsableCommand {
         commandName: "fps",
         abstract: "FairPlay Streaming: build CKCs, inspect SPC/CKC pairs, simulate a device.",
         subcommands: [FPSCKCCommand.self, FPSInspectCommand.self, FPSSimulateCommand.self, FPSRoundTripCommand.self])
+}
+
+/// A command with asynchronous work. `execute()` is what main calls: naming it apart from
+/// `run()` keeps overload resolution from picking ArgumentParser's synchronous default.
+protocol SatchelAsyncCommand: AsyncParsableCommand {
+    func execute() async throws
+}
+
+extension SatchelAsyncCommand {
+    func run() async throws { try await execute() }
 }

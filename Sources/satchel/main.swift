@@ -1,13 +1,20 @@
 import ArgumentParser
 import Foundation
 import SatchelFairPlay
+import SatchelLicensing
 import SatchelPackager
 import SatchelProtection
 
 // Thin entry point: parse, run, and turn any failure into one line on stderr and a non-zero exit.
 do {
-    var command = try SatchelCommand.parseAsRoot()
-    try command.run()
+    var command = try await SatchelCommand.asyncParseAsRoot()
+    if let asyncCommand = command as? any SatchelAsyncCommand {
+        try await asyncCommand.execute()
+    } else {
+        try command.run()
+    }
+} catch let error as LicensingError {
+    fail(error.description)
 } catch let error as FairPlayError {
     fail(error.description)
 } catch let error as PackagerError {

@@ -1,0 +1,102 @@
+import Foundation
+import JWTKit
+
+/// The claims of an entitlement token issued by the content provider's backend.
+public struct Entitlement: JWTPayload, Equatable {
+    /// The user or device.
+    public var sub: SubjectClaim
+    /// The asset ID, or "*" for every asset.
+    public var asset: String
+    /// Expiry.
+    public var exp: ExpirationClaim
+    /// Whether persistent (offline) licenses may be issued.
+    public var persistent: Bool?
+    /// Policy overrides.
+    public var policy: PolicyOverrides?
+
+    /// Creates claims.
+    public init(subject: String, asset: String, expires: Date, persistent: Bool? = nil, policy: PolicyOverrides? = nil) {
+        sub = SubjectClaim(value: subject)
+        self.asset = asset
+        exp = ExpirationClaim(value: expires)
+        self.persistent = persistent
+        self.policy = policy
+    }
+
+    public func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+    }
+
+    /// True when the token names `assetID` (or every asset).
+    public func covers(_ assetIDs: [String]) -> Bool { asset == "*" || assetIDs.contains(asset) }
+}
+
+/// Verifies entitlement tokens against a JSON Web Key Set: HS256 (kty "oct"), ES256 and RS256 keys.
+public struct EntitlementVerifier: Sendable {
+    private let keys: JWTKeyCollection
+
+    /// A verifier for the keys of a JWKS document.
+    public init(jwks: Data) async throws(LicensingError) {
+        guard let object = try? JSONSerialization.jsonObject(with: jwks) as? [String: Any], let list = object["keys"] as? [[String: Any]], !list.isEmpty else {
+            throw .configuration("the JWKS must be a JSON object with a non-empty \"keys\" array")
+        }
+        let collection = JWTKeyCollection()
+        for entry in list {
+            let kid = (entry["kid"] as? String).map { JWKIdentifier(string: $0) }
+            do {
+                switch entry["kty"] as? String {
+                case "oct":
+                    guard let k = (entry["k"] as? String).flatMap(Self.base64URL), k.count >= Self.minimumSecretLength else {
+                        throw LicensingError.configuration("an \"oct\" key needs \"k\" of at least 32 bytes (HS256)")
+                    }
+                    await collection.add(hmac: HMACKey(from: k), digestAlgorithm: .sha256, kid: kid)
+                case "RSA", "EC":
+                    var jwk = entry
+                    if jwk["kid"] == nil { jwk["kid"] = "default" }
+                    let data = try JSONSerialization.data(withJSONObject: jwk)
+                    try await collection.add(jwk: JSONDecoder().decode(JWK.self, from: data))
+                default:
+                    throw LicensingError.configuration("unsupported JWK kty \(entry["kty"] as? String ?? "(none)") (use oct, EC or RSA)")
+                }
+            } catch let error as LicensingError {
+                throw error
+            } catch {
+                throw .configuration("a JWKS key cannot be used: \(error)")
+            }
+        }
+        keys = collection
+    }
+
+    /// HS256 secrets shorter than the hash output are refused (jwt-kit traps on them).
+    static let minimumSecretLength = 32
+
+    /// A verifier with one HS256 secret of at least 32 bytes (tests and simple setups).
+    public init(hmacSecret: [UInt8]) async throws(LicensingError) {
+        guard hmacSecret.count >= Self.minimumSecretLength else { throw .configuration("an HS256 secret must be at least 32 bytes") }
+        let collection = JWTKeyCollection()
+        await collection.add(hmac: HMACKey(from: hmacSecret), digestAlgorithm: .sha256)
+        keys = collection
+    }
+
+    /// Verifies a token and returns its claims.
+    public func verify(_ token: String) async throws(LicensingError) -> Entitlement {
+        do {
+            return try await keys.verify(token, as: Entitlement.self)
+        } catch let error as JWTError where "\(error)".contains("exp") {
+            throw .invalidEntitlement("the token has expired")
+        } catch {
+            throw .invalidEntitlement("the token is not valid for this server")
+        }
+    }
+
+    /// Signs claims with the collection's default key (development and tests).
+    public func sign(_ entitlement: Entitlement) async throws -> String {
+        try await keys.sign(entitlement)
+    }
+
+    static func base64URL(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map(Array.init)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import SatchelBytes
+import SatchelFairPlay
+import SatchelProtection
+
+/// Issues keys and licenses: FairPlay CKCs, W3C Clear Key licenses and HLS AES-128 keys, each
+/// only against a valid entitlement and within the asset's policy, and each recorded for audit.
+public struct LicenseService: Sendable {
+    /// The key store.
+    public let store: KeyStore
+    /// The FairPlay KSM, when FairPlay credentials are configured.
+    public let ksm: KeySecurityModule?
+    /// The entitlement verifier; nil only in the insecure development mode.
+    public let verifier: EntitlementVerifier?
+
+    /// Creates the service.
+    public init(store: KeyStore, ksm: KeySecurityModule?, verifier: EntitlementVerifier?) {
+        self.store = store
+        self.ksm = ksm
+        self.verifier = verifier
+    }
+
+    /// A FairPlay license: what the endpoint returns.
+    public struct FairPlayLicense: Sendable {
+        /// The CKC.
+        public var ckc: [UInt8]
+        /// The asset.
+        public var assetID: String
+        /// True when the SPC was a Sync SPC (recorded).
+        public var wasSync: Bool
+    }
+
+    /// Verifies the token (or, in development mode, lets every request through as "anonymous").
+    public func entitlement(_ token: String?) async throws(LicensingError) -> Entitlement {
+        guard let verifier else {
+            return Entitlement(subject: "anonymous", asset: "*", expires: Date().addingTimeInterval(60), persistent: true)
+        }
+        guard let token, !token.isEmpty else { throw .missingEntitlement }
+        return try await verifier.verify(token)
+    }
+
+    private func authorize(_ entitlement: Entitlement, _ key: StoredKey, now: Date) throws(LicensingError) {
+        guard entitlement.covers([key.assetID, key.fairPlayAssetID]) else {
+            throw .notEntitled("the token is for asset \"\(entitlement.asset.prefix(100))\", not \"\(key.assetID)\"")
+        }
+        try key.policy.checkWindow(at: now)
+    }
+
+    /// Answers an SPC. `assetHint` (from the request body or the skd URI) is used when the SPC's asset ID is not text.
+    public func fairPlay(spc bytes: [UInt8], assetHint: String? = nil, token: String?, now: Date = Date()) async throws -> FairPlayLicense {
+        guard let ksm else { throw LicensingError.configuration("FairPlay is not configured on this server (no --fps-certificate)") }
+        let entitlement = try await entitlement(token)
+        let spc = try ksm.parse(bytes)
+        let asset = spc.assetIDString ?? assetHint ?? Hex.encode(spc.assetID)
+        let key = try await store.key(asset: asset)
+        try authorize(entitlement, key, now: now)
+        var policy = key.policy.applying(entitlement.policy)
+        if entitlement.persistent == false { policy.persist = false }
+        let contentPolicy = try policy.fairPlayPolicy(contentKey: key.key.key, iv: key.key.iv)
+        _ = try ksm.check(spc, now: now)
+        try ksm.authorize(spc, policy: contentPolicy)
+        let (ckc, _) = try ksm.configuration.builder.buildWithSummary(for: spc, policy: contentPolicy)
+        let subject = entitlement.sub.value
+        if spc.isSyncSPC, let sync = spc.sync {
+            try await store.recordSync(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
+        }
+        try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: subject,
+                                      type: spc.isSyncSPC ? "fairplay-sync" : "fairplay", at: now)
+        return FairPlayLicense(ckc: ckc, assetID: key.assetID, wasSync: spc.isSyncSPC)
+    }
+
+    /// Answers a W3C Clear Key license request with the keys the token entitles.
+    public func clearKey(_ request: ClearKey.Request, token: String?, now: Date = Date()) async throws -> [UInt8] {
+        let entitlement = try await entitlement(token)
+        var keys: [StoredKey] = []
+        for keyID in request.keyIDs {
+            let key = try await store.key(id: keyID)
+            try authorize(entitlement, key, now: now)
+            if request.type == "persistent-license" {
+                guard key.policy.offline else { throw LicensingError.policyDenied("persistent licenses are not allowed for \(key.assetID)") }
+                guard entitlement.persistent == true else { throw LicensingError.notEntitled("the token does not allow persistent licenses") }
+            }
+            keys.append(key)
+        }
+        for key in keys {
+            try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: entitlement.sub.value,
+                                          type: "clearkey-\(request.type)", at: now)
+        }
+        return ClearKey.response(keys: keys.map { ($0.key.keyID, $0.key.key) }, type: request.type)
+    }
+
+    /// The raw 16-byte key for HLS AES-128 (`GET /keys/{keyId}`).
+    public func aes128Key(_ keyID: KeyID, token: String?, now: Date = Date()) async throws -> [UInt8] {
+        let entitlement = try await entitlement(token)
+        let key = try await store.key(id: keyID)
+        try authorize(entitlement, key, now: now)
+        try await store.recordLicense(assetID: key.assetID, keyID: keyID.hex, subject: entitlement.sub.value, type: "aes-128", at: now)
+        return key.key.key.bytes
+    }
+}

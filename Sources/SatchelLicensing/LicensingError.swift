@@ -1,0 +1,46 @@
+/// Why a key or license operation failed. Never carries key material.
+public enum LicensingError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// No entitlement token was given.
+    case missingEntitlement
+    /// The token is malformed, badly signed or expired.
+    case invalidEntitlement(String)
+    /// The token does not cover this asset or license type.
+    case notEntitled(String)
+    /// No key or asset is known by this identifier.
+    case unknownAsset(String)
+    /// The asset's policy forbids the license now (dates, offline, …).
+    case policyDenied(String)
+    /// The request is malformed.
+    case badRequest(String)
+    /// The configuration is unusable (KEK, database, JWKS).
+    case configuration(String)
+    /// The store failed.
+    case storage(String)
+
+    /// A stable identifier, used as the problem type and metric label.
+    public var code: String {
+        switch self {
+        case .missingEntitlement: return "missing-entitlement"
+        case .invalidEntitlement: return "invalid-entitlement"
+        case .notEntitled: return "not-entitled"
+        case .unknownAsset: return "unknown-asset"
+        case .policyDenied: return "policy-denied"
+        case .badRequest: return "bad-request"
+        case .configuration: return "configuration"
+        case .storage: return "storage"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .missingEntitlement: return "an entitlement token is required (Authorization: Bearer … or \"token\" in the body)"
+        case let .invalidEntitlement(reason): return "invalid entitlement token: \(reason)"
+        case let .notEntitled(reason): return "not entitled: \(reason)"
+        case let .unknownAsset(id): return "unknown asset or key \(id)"
+        case let .policyDenied(reason): return "the asset's policy does not allow this: \(reason)"
+        case let .badRequest(reason): return "bad request: \(reason)"
+        case let .configuration(reason): return "configuration: \(reason)"
+        case let .storage(reason): return "key store: \(reason)"
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import SatchelBytes
+import SatchelFairPlay
+import SatchelLicensing
+import SatchelServer
+
+/// `satchel serve`: the license service.
+struct ServeCommand: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve FairPlay, Clear Key and AES-128 licenses.")
+
+    @OptionGroup var store: StoreOptions
+    @Option(help: "Port.") var port: Int = 8080
+    @Option(help: "Address to listen on.") var bind: String = "127.0.0.1"
+    @Option(name: .customLong("fps-certificate"), help: "FairPlay Application Certificate (DER); repeat for several.") var certificates: [String] = []
+    @Option(name: .customLong("fps-private-key"), help: "Its private key (PEM); one per certificate.") var privateKeys: [String] = []
+    @Option(name: .customLong("fps-dask"), help: "Development DASk (hex); the first certificates use these.") var dasks: [String] = []
+    @Option(name: .customLong("fps-ask"), help: "Production ASk (hex); the remaining certificates use these.") var asks: [String] = []
+    @Option(help: "JSON Web Key Set that verifies entitlement tokens (HS256 oct, ES256, RS256 keys).") var jwks: String?
+    @Flag(name: .customLong("insecure-no-entitlement"), help: "Development only: issue licenses without entitlement tokens.") var insecure = false
+
+    func validate() throws {
+        guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
+            throw ValidationError("give one --fps-private-key and one --fps-dask or --fps-ask per --fps-certificate")
+        }
+        guard jwks != nil || insecure else { throw ValidationError("give --jwks, or --insecure-no-entitlement for local testing") }
+    }
+
+    func execute() async throws {
+        var logger = Logger(label: "satchel.serve")
+        logger.logLevel = .info
+        var credentials: [FairPlayCredential] = []
+        for (index, path) in certificates.enumerated() {
+            let function: any DFunction
+            do {
+                function = index < dasks.count ? try DevelopmentDFunction(dask: SecretBytes(hex: dasks[index], count: 16))
+                    : try ProductionDFunction(ask: SecretBytes(hex: asks[index - dasks.count], count: 16))
+            } catch {
+                throw CLIError("--fps-dask / --fps-ask must be 32 hex digits")
+            }
+            credentials.append(try FairPlayCredential(certificate: FileIO.read(path, what: "certificate"),
+                                                      privateKey: FileIO.read(privateKeys[index], what: "private key"), dFunction: function))
+        }
+        var verifier: EntitlementVerifier?
+        if let jwks {
+            verifier = try await EntitlementVerifier(jwks: Data(try FileIO.read(jwks, what: "JWKS")))
+        } else {
+            logger.warning("INSECURE: --insecure-no-entitlement: licenses are issued to anyone who asks. Never use this in production.")
+        }
+        let (keyStore, database) = try await store.open()
+        let ksm = credentials.isEmpty ? nil : KeySecurityModule(configuration: .init(credentials: credentials))
+        let service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
+        let app = LicenseServer.application(service: service, certificate: credentials.first?.certificate, host: bind, port: port, logger: logger)
+        logger.info("satchel serve on http://\(bind):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s))")
+        do {
+            try await app.runService()
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+}

@@ -1,0 +1,73 @@
+import SatchelFairPlay
+typealias SatchelFairPlayHDCP = HDCPRequirement
+import ArgumentParser
+import Foundation
+import SatchelLicensing
+
+/// `--data-dir`, `--database-url`, `--kek-file`: where keys live and how they are sealed.
+struct StoreOptions: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: "Data directory (SQLite database, generated KEK). Default: $SATCHEL_DATA_DIR or ./satchel-data.")
+    var dataDirectory: String?
+    @Option(name: .customLong("database-url"), help: "postgres://user:password@host:port/db instead of SQLite (or $SATCHEL_DATABASE_URL).")
+    var databaseURL: String?
+    @Option(name: .customLong("kek-file"), help: "Key-encryption key file (64 hex digits); or $SATCHEL_KEK; default <data-dir>/kek.key, created on first use.")
+    var kekFile: String?
+
+    var resolvedDataDirectory: String {
+        dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data"
+    }
+
+    /// Opens the database and the key store.
+    func open() async throws -> (KeyStore, LicensingDatabase) {
+        let url = databaseURL ?? ProcessInfo.processInfo.environment["SATCHEL_DATABASE_URL"]
+        let (kek, created) = try KeyEncryptionKey.load(file: kekFile, dataDirectory: resolvedDataDirectory)
+        if let created {
+            FileHandle.standardError.write(Data("satchel: created a new key-encryption key in \(created); back it up: without it the stored keys cannot be opened\n".utf8))
+        }
+        let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url)
+        return (KeyStore(database: database.database, kek: kek), database)
+    }
+}
+
+/// Policy options shared by `keys import` and `package --register`.
+struct PolicyOptions: ParsableArguments {
+    @Option(name: .customLong("fairplay-asset-id"), help: "The asset ID inside FairPlay SPCs (default: the asset ID).") var fairPlayAssetID: String?
+    @Option(name: .customLong("not-before"), help: "No licenses before this date (ISO 8601).") var notBefore: String?
+    @Option(name: .customLong("not-after"), help: "No licenses after this date (ISO 8601).") var notAfter: String?
+    @Option(name: .customLong("lease-seconds"), help: "FairPlay lease duration.") var leaseSeconds: UInt32?
+    @Option(name: .customLong("rental-seconds"), help: "FairPlay rental duration.") var rentalSeconds: UInt32?
+    @Flag(help: "FairPlay keys may be persisted (needs --offline).") var persist = false
+    @Option(name: .customLong("persist-seconds"), help: "Validity of a persisted FairPlay key.") var persistSeconds: UInt32?
+    @Option(name: .customLong("offline-content-id"), help: "Dual expiry: content ID (32 hex digits).") var offlineContentID: String?
+    @Option(name: .customLong("storage-seconds"), help: "Dual expiry: storage duration.") var storageSeconds: UInt32?
+    @Option(name: .customLong("playback-seconds"), help: "Dual expiry: playback duration.") var playbackSeconds: UInt32?
+    @Option(help: "HDCP requirement: none, type0 or type1.") var hdcp: HDCPRequirementArgument?
+    @Flag(name: .customLong("allow-airplay"), help: "Allow AirPlay and AV adapter output.") var allowAirPlay = false
+    @Flag(help: "Allow persistent (offline) licenses.") var offline = false
+
+    func policy() throws -> AssetPolicy {
+        func date(_ text: String?, _ name: String) throws -> Date? {
+            guard let text else { return nil }
+            let formatter = ISO8601DateFormatter()
+            if let value = formatter.date(from: text) { return value }
+            formatter.formatOptions = [.withFullDate]
+            guard let value = formatter.date(from: text) else { throw CLIError("\(name): expected an ISO 8601 date such as 2027-01-31 or 2027-01-31T12:00:00Z") }
+            return value
+        }
+        if persistSeconds != nil && !persist { throw CLIError("--persist-seconds needs --persist") }
+        if let offlineContentID { _ = try hexOption(offlineContentID, count: 16, name: "--offline-content-id") }
+        return AssetPolicy(notBefore: try date(notBefore, "--not-before"), notAfter: try date(notAfter, "--not-after"),
+                           leaseSeconds: leaseSeconds, rentalSeconds: rentalSeconds, persist: persist, persistSeconds: persistSeconds,
+                           offlineContentID: offlineContentID, storageSeconds: storageSeconds, playbackSeconds: playbackSeconds,
+                           hdcp: hdcp?.value, allowAirPlay: allowAirPlay, offline: offline)
+    }
+}
+
+/// `--hdcp none|type0|type1` (kept apart from the FairPlay type so the option can be optional here too).
+struct HDCPRequirementArgument: ExpressibleByArgument {
+    let value: SatchelFairPlayHDCP
+    init?(argument: String) {
+        guard let value = SatchelFairPlayHDCP(rawValue: argument) else { return nil }
+        self.value = value
+    }
+}
