@@ -97,8 +97,11 @@ let package = Package(
                 "SatchelFairPlay",
                 "SatchelProtection",
                 "SatchelPackager",
+                "SatchelLicensing",
+                "SatchelServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),

@@ -4,7 +4,7 @@ import Foundation
 import SatchelBytes
 import SatchelFairPlay
 
-// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [--seconds N] [--parts]
+// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [--seconds N] [--parts]
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -25,6 +25,15 @@ if suites.isEmpty || suites.contains("packaging") {
         try PackagingBenchmark().run()
     } catch {
         FileHandle.standardError.write(Data("packaging benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if suites.isEmpty || suites.contains("server") {
+    do {
+        try await ServerBenchmark(seconds: max(Int(seconds), 3)).run()
+    } catch {
+        FileHandle.standardError.write(Data("server benchmark failed: \(error)\n".utf8))
         exit(1)
     }
 }

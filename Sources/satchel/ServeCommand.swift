@@ -12,20 +12,23 @@ struct ServeCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve FairPlay, Clear Key and AES-128 licenses.")
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "Port.") var port: Int = 8080
-    @Option(help: "Address to listen on.") var bind: String = "127.0.0.1"
+    @Option(help: "Port (default: $SATCHEL_PORT or 8080).") var port: Int?
+    @Option(help: "Address to listen on (default: $SATCHEL_BIND or 127.0.0.1).") var bind: String?
     @Option(name: .customLong("fps-certificate"), help: "FairPlay Application Certificate (DER); repeat for several.") var certificates: [String] = []
     @Option(name: .customLong("fps-private-key"), help: "Its private key (PEM); one per certificate.") var privateKeys: [String] = []
     @Option(name: .customLong("fps-dask"), help: "Development DASk (hex); the first certificates use these.") var dasks: [String] = []
     @Option(name: .customLong("fps-ask"), help: "Production ASk (hex); the remaining certificates use these.") var asks: [String] = []
-    @Option(help: "JSON Web Key Set that verifies entitlement tokens (HS256 oct, ES256, RS256 keys).") var jwks: String?
+    @Option(help: "JSON Web Key Set that verifies entitlement tokens (HS256 oct, ES256, RS256 keys); or $SATCHEL_JWKS.") var jwks: String?
+
+    private var environment: [String: String] { ProcessInfo.processInfo.environment }
+    private var jwksPath: String? { jwks ?? environment["SATCHEL_JWKS"] }
     @Flag(name: .customLong("insecure-no-entitlement"), help: "Development only: issue licenses without entitlement tokens.") var insecure = false
 
     func validate() throws {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
             throw ValidationError("give one --fps-private-key and one --fps-dask or --fps-ask per --fps-certificate")
         }
-        guard jwks != nil || insecure else { throw ValidationError("give --jwks, or --insecure-no-entitlement for local testing") }
+        guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
     }
 
     func execute() async throws {
@@ -44,16 +47,20 @@ struct ServeCommand: SatchelAsyncCommand {
                                                       privateKey: FileIO.read(privateKeys[index], what: "private key"), dFunction: function))
         }
         var verifier: EntitlementVerifier?
-        if let jwks {
-            verifier = try await EntitlementVerifier(jwks: Data(try FileIO.read(jwks, what: "JWKS")))
+        if let jwksPath {
+            verifier = try await EntitlementVerifier(jwks: Data(try FileIO.read(jwksPath, what: "JWKS")))
         } else {
             logger.warning("INSECURE: --insecure-no-entitlement: licenses are issued to anyone who asks. Never use this in production.")
         }
         let (keyStore, database) = try await store.open()
         let ksm = credentials.isEmpty ? nil : KeySecurityModule(configuration: .init(credentials: credentials))
         let service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
-        let app = LicenseServer.application(service: service, certificate: credentials.first?.certificate, host: bind, port: port, logger: logger)
-        logger.info("satchel serve on http://\(bind):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s))")
+        let host = bind ?? environment["SATCHEL_BIND"] ?? "127.0.0.1"
+        guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (1...65535).contains(port) else {
+            throw CLIError("the port must be 1 to 65535")
+        }
+        let app = LicenseServer.application(service: service, certificate: credentials.first?.certificate, host: host, port: port, logger: logger)
+        logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s))")
         do {
             try await app.runService()
         } catch {

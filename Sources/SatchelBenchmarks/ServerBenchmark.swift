@@ -1,0 +1,90 @@
+import Foundation
+import Hummingbird
+import SatchelBytes
+import SatchelFairPlay
+import SatchelLicensing
+import SatchelProtection
+import SatchelServer
+
+/// `satchel serve` under load from wrk on loopback: FairPlay CKCs and Clear Key licenses per second
+/// with valid entitlement tokens, beside the in-process SPC→CKC rate of the same KSM.
+struct ServerBenchmark {
+    let seconds: Int
+    let port = 18_480
+
+    func run() async throws {
+        guard Tool.output(["wrk", "--version"]) != nil || Tool.output(["which", "wrk"]) != nil else {
+            print("server benchmark skipped: wrk is not installed (apt-get install wrk)")
+            return
+        }
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("satchel-server-bench-\(UUID().uuidString)")
+        let credentialsDirectory = FairPlayBenchmark.credentialsDirectory
+        let certificate = Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_certificate.der")))
+        let dFunction = try DevelopmentDFunction(dask: SecretBytes(hex: "d87ce7a26081de2e8eb8acef3a6dc179", count: 16))
+        let credential = try FairPlayCredential(certificate: certificate,
+                                                privateKey: Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_private_key.pem"))),
+                                                dFunction: dFunction)
+        let ksm = KeySecurityModule(configuration: .init(credentials: [credential]))
+        let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil)
+        let store = KeyStore(database: database.database, kek: try KeyEncryptionKey(SecretBytes.random(32)))
+        let key = ContentKey.random()
+        try await store.importKeys([key], assetID: "bench", fairPlayAssetID: "bench", policy: AssetPolicy(leaseSeconds: 600))
+        let verifier = try await EntitlementVerifier(hmacSecret: SecureRandom.bytes(32))
+        let token = try await verifier.sign(Entitlement(subject: "bench", asset: "bench", expires: Date().addingTimeInterval(3600)))
+        let service = LicenseService(store: store, ksm: ksm, verifier: verifier)
+        let app = LicenseServer.application(service: service, certificate: certificate, port: port)
+        let server = Task { try await app.runService() }
+        defer { server.cancel() }
+        try await Task.sleep(for: .milliseconds(500))
+
+        let simulator = try DeviceSimulator(certificate: certificate, dFunction: dFunction)
+        let (spc, _) = try simulator.makeSPC(.init(assetID: Array("bench".utf8),
+                                                   playbackState: MediaPlaybackState(creationDate: 1, state: .readyToStart, sessionID: 1)))
+        let spcFile = directory.appendingPathComponent("spc.bin")
+        try Data(spc).write(to: spcFile)
+        let clearKeyBody = String(decoding: ClearKey.Request(keyIDs: [key.keyID]).json, as: UTF8.self)
+
+        // In-process ceiling on one core, measured in this run.
+        let policy = try AssetPolicy(leaseSeconds: 600).fairPlayPolicy(contentKey: key.key, iv: key.iv)
+        let clock = ContinuousClock()
+        let start = clock.now
+        var count = 0
+        while start.duration(to: clock.now) < .seconds(2) {
+            _ = try ksm.process(spc) { _ in policy }
+            count += 1
+        }
+        let elapsed = start.duration(to: clock.now)
+        let inProcess = Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+
+        let fairPlay = try wrk(path: "/fps/license", token: token, bodyFile: spcFile.path, contentType: "application/octet-stream", directory: directory)
+        let clearKey = try wrk(path: "/clearkey/license", token: token, body: clearKeyBody, contentType: "application/json", directory: directory)
+        await database.shutdown()
+        print("License server under wrk (2 threads, 32 connections, \(seconds) s, loopback, valid tokens)")
+        print(String(format: "FairPlay SPC→CKC in process (1 core)      %8.0f /s", inProcess))
+        print(String(format: "FairPlay CKCs over HTTP (2 cores)         %8.0f /s  = %.0f %% of in-process (target ≥ 60 %%)", fairPlay, 100 * fairPlay / inProcess))
+        print(String(format: "Clear Key licenses over HTTP              %8.0f /s", clearKey))
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Requests per second that wrk reaches POSTing one body.
+    private func wrk(path: String, token: String, body: String? = nil, bodyFile: String? = nil, contentType: String, directory: URL) throws -> Double {
+        let script = directory.appendingPathComponent("\(path.replacingOccurrences(of: "/", with: "_")).lua")
+        var lua = "wrk.method = \"POST\"\nwrk.headers[\"Authorization\"] = \"Bearer \(token)\"\nwrk.headers[\"Content-Type\"] = \"\(contentType)\"\n"
+        if let bodyFile {
+            lua += "local f = io.open(\"\(bodyFile)\", \"rb\")\nwrk.body = f:read(\"*all\")\nf:close()\n"
+        } else if let body {
+            lua += "wrk.body = [[\(body)]]\n"
+        }
+        lua += "done = function(summary, latency, requests)\n  io.write(string.format(\"errors %d %d %d\\n\", summary.errors.status, summary.errors.connect, summary.errors.timeout))\nend\n"
+        try lua.write(to: script, atomically: true, encoding: .utf8)
+        guard let output = Tool.output(["wrk", "-t2", "-c32", "-d\(seconds)s", "-s", script.path, "http://127.0.0.1:\(port)\(path)"]) else {
+            throw BenchmarkError(message: "wrk failed")
+        }
+        if let errors = output.split(separator: "\n").first(where: { $0.hasPrefix("errors") }), errors != "errors 0 0 0" {
+            throw BenchmarkError(message: "wrk saw failed requests (\(errors)): the benchmark would measure errors")
+        }
+        guard let line = output.split(separator: "\n").first(where: { $0.contains("Requests/sec") }),
+              let rate = line.split(separator: " ").last.flatMap({ Double($0) }) else { throw BenchmarkError(message: "cannot read wrk's output") }
+        return rate
+    }
+}
