@@ -34,6 +34,7 @@ public struct Entitlement: JWTPayload, Equatable {
 /// Verifies entitlement tokens against a JSON Web Key Set: HS256 (kty "oct"), ES256 and RS256 keys.
 public struct EntitlementVerifier: Sendable {
     private let keys: JWTKeyCollection
+    private let verified = VerifiedTokens()
 
     /// A verifier for the keys of a JWKS document.
     public init(jwks: Data) async throws(LicensingError) {
@@ -78,10 +79,14 @@ public struct EntitlementVerifier: Sendable {
         keys = collection
     }
 
-    /// Verifies a token and returns its claims.
+    /// Verifies a token and returns its claims. A token already verified is answered from memory
+    /// until it expires (players present the same token for every request of a session).
     public func verify(_ token: String) async throws(LicensingError) -> Entitlement {
+        if let cached = verified.get(token) { return cached }
         do {
-            return try await keys.verify(token, as: Entitlement.self)
+            let entitlement = try await keys.verify(token, as: Entitlement.self)
+            verified.put(token, entitlement)
+            return entitlement
         } catch let error as JWTError where "\(error)".contains("exp") {
             throw .invalidEntitlement("the token has expired")
         } catch {
@@ -98,5 +103,29 @@ public struct EntitlementVerifier: Sendable {
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while standard.count % 4 != 0 { standard += "=" }
         return Data(base64Encoded: standard).map(Array.init)
+    }
+}
+
+/// Tokens whose signature has been checked, kept until their `exp`.
+final class VerifiedTokens: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [String: Entitlement] = [:]
+
+    func get(_ token: String) -> Entitlement? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let entitlement = entries[token] else { return nil }
+        guard entitlement.exp.value > Date() else {
+            entries[token] = nil
+            return nil
+        }
+        return entitlement
+    }
+
+    func put(_ token: String, _ entitlement: Entitlement) {
+        lock.lock()
+        defer { lock.unlock() }
+        if entries.count >= 50_000 { entries.removeAll() }
+        entries[token] = entitlement
     }
 }

@@ -24,9 +24,18 @@ public struct KeySummary: Sendable, Codable {
 }
 
 /// Keys and policies, stored with FluentKit and sealed with the KEK.
+///
+/// Opened keys are cached in memory for ``cacheLifetime`` so that licenses are issued without a
+/// database round trip; this store's own imports and deletes clear the cache at once, changes made
+/// by another process are seen within the lifetime.
 public struct KeyStore: Sendable {
     private let database: any Database
     private let kek: KeyEncryptionKey
+    private let cache: KeyCache
+    /// The audit log (licenses and sync reports), written in batches.
+    public let audit: AuditLog
+    /// How long an opened key is served from memory.
+    public static let cacheLifetime: Duration = .seconds(10)
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
@@ -43,6 +52,8 @@ public struct KeyStore: Sendable {
     public init(database: any Database, kek: KeyEncryptionKey) {
         self.database = database
         self.kek = kek
+        self.cache = KeyCache()
+        self.audit = AuditLog(database: database)
     }
 
     /// Stores (or replaces) an asset's policy and keys.
@@ -54,6 +65,7 @@ public struct KeyStore: Sendable {
         var sealing: [(String, [UInt8], String)] = []
         for key in keys { sealing.append((key.keyID.hex, try kek.seal(key.key, keyID: key.keyID.hex), Hex.encode(key.iv))) }
         let sealed = sealing
+        cache.clear()
         do {
             try await database.transaction { db in
                 if let existing = try await AssetModel.find(assetID, on: db) {
@@ -96,6 +108,7 @@ public struct KeyStore: Sendable {
 
     /// Deletes an asset (and its keys), or a single key by its key ID. Returns false when nothing matched.
     public func delete(_ id: String) async throws(LicensingError) -> Bool {
+        cache.clear()
         do {
             return try await database.transaction { db in
                 if let asset = try await AssetModel.find(id, on: db) {
@@ -116,14 +129,28 @@ public struct KeyStore: Sendable {
 
     /// The key with this key ID.
     public func key(id keyID: KeyID) async throws(LicensingError) -> StoredKey {
+        if let cached = cache.get("kid:" + keyID.hex) { return cached }
+        let stored = try await loadKey(id: keyID)
+        cache.put(stored, for: ["kid:" + keyID.hex])
+        return stored
+    }
+
+    /// The (first) key of an asset, by asset ID or FairPlay asset ID.
+    public func key(asset: String) async throws(LicensingError) -> StoredKey {
+        if let cached = cache.get("asset:" + asset) { return cached }
+        let stored = try await loadKey(asset: asset)
+        cache.put(stored, for: ["asset:" + asset, "kid:" + stored.key.keyID.hex])
+        return stored
+    }
+
+    private func loadKey(id keyID: KeyID) async throws(LicensingError) -> StoredKey {
         let model: KeyModel?
         do { model = try await KeyModel.find(keyID.hex, on: database) } catch { throw .storage("lookup failed") }
         guard let model else { throw .unknownAsset(keyID.hex) }
         return try await open(model)
     }
 
-    /// The (first) key of an asset, by asset ID or FairPlay asset ID.
-    public func key(asset: String) async throws(LicensingError) -> StoredKey {
+    private func loadKey(asset: String) async throws(LicensingError) -> StoredKey {
         let model: KeyModel?
         do {
             var assetID = asset
@@ -154,26 +181,19 @@ public struct KeyStore: Sendable {
     }
 
     /// Records an issued license.
-    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date = Date()) async throws(LicensingError) {
-        do {
-            try await LicenseModel(assetID: assetID, keyID: keyID, subject: subject, type: type, issuedAt: date).create(on: database)
-        } catch {
-            throw .storage("cannot record the license")
-        }
+    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date = Date()) async {
+        await audit.record(AuditLog.LicenseEntry(assetID: assetID, keyID: keyID, subject: subject, type: type, issuedAt: date))
     }
 
     /// Records a Sync SPC report.
-    public func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date = Date()) async throws(LicensingError) {
-        do {
-            try await SyncModel(contentID: contentID, durationToExpiry: Int64(durationToExpiry), subject: subject, receivedAt: date).create(on: database)
-        } catch {
-            throw .storage("cannot record the sync report")
-        }
+    public func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date = Date()) async {
+        await audit.record(AuditLog.SyncEntry(contentID: contentID, durationToExpiry: Int64(durationToExpiry), subject: subject, receivedAt: date))
     }
 
     /// Issued licenses, newest first (audit).
     public func licenses(limit: Int = 100) async throws(LicensingError) -> [(assetID: String, keyID: String, subject: String, type: String, issuedAt: Date)] {
         do {
+            try await audit.flush()
             return try await LicenseModel.query(on: database).sort(\.$issuedAt, .descending).limit(limit).all()
                 .map { ($0.assetID, $0.keyID, $0.subject, $0.type, $0.issuedAt) }
         } catch {
@@ -184,9 +204,40 @@ public struct KeyStore: Sendable {
     /// Sync reports received.
     public func syncReports() async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
         do {
+            try await audit.flush()
             return try await SyncModel.query(on: database).all().map { ($0.contentID, $0.durationToExpiry, $0.subject) }
         } catch {
             throw .storage("cannot read sync reports")
         }
+    }
+}
+
+/// Opened keys by lookup key, each with the time it was loaded.
+final class KeyCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var entries: [String: (key: StoredKey, loaded: ContinuousClock.Instant)] = [:]
+
+    func get(_ lookup: String) -> StoredKey? {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let entry = entries[lookup] else { return nil }
+        guard entry.loaded.duration(to: .now) < KeyStore.cacheLifetime else {
+            entries[lookup] = nil
+            return nil
+        }
+        return entry.key
+    }
+
+    func put(_ key: StoredKey, for lookups: [String]) {
+        lock.lock()
+        defer { lock.unlock() }
+        if entries.count > 10_000 { entries.removeAll() }
+        for lookup in lookups { entries[lookup] = (key, .now) }
+    }
+
+    func clear() {
+        lock.lock()
+        defer { lock.unlock() }
+        entries.removeAll()
     }
 }

@@ -3,9 +3,11 @@ import Prometheus
 
 /// Prometheus metrics of the license service: licenses issued by type, errors by type, latency.
 /// Kept in the server's own registry, so several servers in one process stay apart.
-final class LicenseMetrics: Sendable {
+final class LicenseMetrics: @unchecked Sendable {
     let registry = PrometheusCollectorRegistry()
     private let latency: DurationHistogram
+    private let lock = NSLock()
+    private var counters: [String: Counter] = [:]
 
     init() {
         latency = registry.makeDurationHistogram(name: "satchel_license_duration_seconds",
@@ -13,12 +15,17 @@ final class LicenseMetrics: Sendable {
                                                            .milliseconds(100), .milliseconds(500), .seconds(1)])
     }
 
-    func issued(_ type: String) {
-        registry.makeCounter(name: "satchel_licenses_issued_total", labels: [("type", type)]).increment()
-    }
+    func issued(_ type: String) { counter("satchel_licenses_issued_total", type).increment() }
 
-    func failed(_ type: String) {
-        registry.makeCounter(name: "satchel_license_errors_total", labels: [("type", type)]).increment()
+    func failed(_ type: String) { counter("satchel_license_errors_total", type).increment() }
+
+    private func counter(_ name: String, _ type: String) -> Counter {
+        lock.lock()
+        defer { lock.unlock() }
+        if let counter = counters[name + "/" + type] { return counter }
+        let counter = registry.makeCounter(name: name, labels: [("type", type)])
+        counters[name + "/" + type] = counter
+        return counter
     }
 
     func observe(_ duration: Duration) { latency.recordNanoseconds(duration.nanoseconds) }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import ServiceLifecycle
 import SatchelFairPlay
 import SatchelLicensing
 
@@ -11,6 +12,21 @@ public struct LicenseServer: Sendable {
                                    logger: Logger = Logger(label: "satchel.serve")) -> some ApplicationProtocol {
         let router = Router()
         LicenseRoutes(service: service, certificate: certificate, metrics: LicenseMetrics(), logger: logger).register(on: router)
-        return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "Satchel"), logger: logger)
+        return Application(router: router, configuration: .init(address: .hostname(host, port: port), serverName: "Satchel"),
+                           services: [AuditFlushService(audit: service.store.audit, logger: logger)], logger: logger)
+    }
+}
+
+/// Writes the buffered audit records every 200 ms, and once more when the server stops.
+struct AuditFlushService: Service {
+    let audit: AuditLog
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await Task.sleep(for: .milliseconds(200))
+            do { try await audit.flush() } catch { logger.error("cannot write the audit log; records kept for the next attempt") }
+        }
+        try await audit.flush()
     }
 }
