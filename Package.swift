@@ -129,6 +129,7 @@ let package = Package(
             dependencies: [
                 "SatchelBytes",
                 "SatchelFairPlay",
+                "SatchelTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,23 +1,16 @@
 import Foundation
 import SatchelBytes
+import SatchelTestSupport
 @testable import SatchelFairPlay
 
 /// Access to `../shared/conformance/fairplay/`, read in place (never copied into the repo).
 enum Conformance {
-    static let root: URL = {
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<3 { url.deleteLastPathComponent() }  // Tests/SatchelFairPlayTests/Conformance.swift
-        return url.deletingLastPathComponent().appendingPathComponent("shared/conformance/fairplay")
-    }()
+    static let root = FairPlayFixtures.root
+    static let developmentDASk = FairPlayFixtures.developmentDASk
 
-    static let developmentDASk = "d87ce7a26081de2e8eb8acef3a6dc179"
-
-    static func bytes(_ path: String) throws -> [UInt8] {
-        Array(try Data(contentsOf: root.appendingPathComponent(path)))
-    }
-
-    static func certificate() throws -> [UInt8] { try bytes("credentials/dev_certificate.der") }
-    static func privateKeyPEM() throws -> [UInt8] { try bytes("credentials/dev_private_key.pem") }
+    static func bytes(_ path: String) throws -> [UInt8] { try FairPlayFixtures.bytes(path) }
+    static func certificate() throws -> [UInt8] { try FairPlayFixtures.certificate() }
+    static func privateKeyPEM() throws -> [UInt8] { try FairPlayFixtures.privateKeyPEM() }
 
     static func developmentCredential() throws -> FairPlayCredential {
         try FairPlayCredential(

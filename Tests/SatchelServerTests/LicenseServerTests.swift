@@ -16,9 +16,7 @@ import Testing
 struct LicenseServerTests {
     static let databases: [String] = ["sqlite"] + (ProcessInfo.processInfo.environment["SATCHEL_TEST_DATABASE_URL"].map { [$0] } ?? [])
     static let secret = Array("satchel-test-secret-for-hs256-tokens-0123456789".utf8)
-    static let credentials = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/conformance/fairplay/credentials")
-    static let dask = "d87ce7a26081de2e8eb8acef3a6dc179"
+    static let dask = FairPlayFixtures.developmentDASk
 
     /// A server world: a package made by the packager, its keys imported, a KSM and a token signer.
     struct World {
@@ -52,9 +50,8 @@ struct LicenseServerTests {
         let store = KeyStore(database: db.database, kek: kek)
         let assetID = "movie-\(UUID().uuidString.prefix(8))"
         try await store.importKeys(keys, assetID: assetID, fairPlayAssetID: assetID, policy: policy)
-        let certificate = Array(try Data(contentsOf: credentials.appendingPathComponent("dev_certificate.der")))
-        let credential = try FairPlayCredential(certificate: certificate,
-                                                privateKey: Array(try Data(contentsOf: credentials.appendingPathComponent("dev_private_key.pem"))),
+        let certificate = try FairPlayFixtures.certificate()
+        let credential = try FairPlayCredential(certificate: certificate, privateKey: try FairPlayFixtures.privateKeyPEM(),
                                                 dFunction: DevelopmentDFunction(dask: SecretBytes(hex: dask, count: 16)))
         let verifier = try await EntitlementVerifier(hmacSecret: secret)
         let service = LicenseService(store: store, ksm: KeySecurityModule(configuration: .init(credentials: [credential])), verifier: verifier)
@@ -63,8 +60,7 @@ struct LicenseServerTests {
     }
 
     static func simulator() throws -> DeviceSimulator {
-        try DeviceSimulator(certificate: Array(try Data(contentsOf: credentials.appendingPathComponent("dev_certificate.der"))),
-                            dFunction: DevelopmentDFunction(dask: SecretBytes(hex: dask, count: 16)))
+        try DeviceSimulator(certificate: try FairPlayFixtures.certificate(), dFunction: DevelopmentDFunction(dask: SecretBytes(hex: dask, count: 16)))
     }
 
     static func app(_ world: World) -> some ApplicationProtocol {
