@@ -28,8 +28,7 @@ struct LicenseServerTests {
         let package: URL
         let key: ContentKey
         let certificate: [UInt8]
-        let assetIDValue: String
-        var assetID: String { assetIDValue }
+        let assetID: String
 
         func token(asset: String = "movie", subject: String = "user-1", expires: TimeInterval = 600, persistent: Bool? = nil,
                    policy: PolicyOverrides? = nil) async throws -> String {
@@ -56,7 +55,7 @@ struct LicenseServerTests {
         let verifier = try await EntitlementVerifier(hmacSecret: secret)
         let service = LicenseService(store: store, ksm: KeySecurityModule(configuration: .init(credentials: [credential])), verifier: verifier)
         return World(directory: directory, database: db, store: store, service: service, signer: verifier, package: package,
-                     key: keys[0], certificate: certificate, assetIDValue: assetID)
+                     key: keys[0], certificate: certificate, assetID: assetID)
     }
 
     static func simulator() throws -> DeviceSimulator {
