@@ -117,6 +117,7 @@ let package = Package(
             dependencies: [
                 "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer",
                 "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(name: "SatchelPackagerTests",

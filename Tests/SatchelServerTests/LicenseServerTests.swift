@@ -1,6 +1,8 @@
 import Foundation
 import Hummingbird
+import CryptoExtras
 import HummingbirdTesting
+import JWTKit
 import SatchelBytes
 import SatchelFairPlay
 import SatchelLicensing
@@ -250,5 +252,34 @@ struct EntitlementKeyTests {
             await #expect(throws: LicensingError.self) { try await EntitlementVerifier(jwks: Data(bad.utf8)) }
         }
         await #expect(throws: LicensingError.self) { try await EntitlementVerifier(hmacSecret: [1, 2, 3]) }
+    }
+}
+
+@Suite("Entitlement keys: ES256 and RS256")
+struct AsymmetricEntitlementTests {
+    @Test("a JWKS with EC P-256 and RSA public keys verifies ES256 and RS256 tokens by kid; other keys' tokens fail")
+    func asymmetric() async throws {
+        let ec = ES256PrivateKey()
+        let rsa = try Insecure.RSA.PrivateKey(backing: _RSA.Signing.PrivateKey(keySize: .bits2048))
+        let (x, y) = try #require(ec.publicKey.parameters)
+        let primitives = try rsa.publicKey.getKeyPrimitives()
+        let jwks: [String: Any] = ["keys": [
+            ["kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": "ec", "alg": "ES256"],
+            ["kty": "RSA", "n": Base64URL.encode(Array(primitives.modulus)), "e": Base64URL.encode(Array(primitives.publicExponent)),
+             "kid": "rsa", "alg": "RS256"],
+        ]]
+        let verifier = try await EntitlementVerifier(jwks: try JSONSerialization.data(withJSONObject: jwks))
+        let signers = JWTKeyCollection()
+        await signers.add(ecdsa: ec, kid: "ec")
+        await signers.add(rsa: rsa, digestAlgorithm: .sha256, kid: "rsa")
+        let claims = Entitlement(subject: "device-9", asset: "film", expires: Date().addingTimeInterval(300))
+        for kid in ["ec", "rsa"] {
+            let token = try await signers.sign(claims, kid: JWKIdentifier(string: kid))
+            #expect(try await verifier.verify(token).sub.value == "device-9", "\(kid)")
+        }
+        let stranger = JWTKeyCollection()
+        await stranger.add(ecdsa: ES256PrivateKey(), kid: "ec")
+        let forged = try await stranger.sign(claims, kid: JWKIdentifier(string: "ec"))
+        await #expect(throws: LicensingError.self) { try await verifier.verify(forged) }
     }
 }
