@@ -8,6 +8,7 @@ struct CMAFSegmentWriter {
     let protection: FMP4Protection?
     private let cipher: CommonEncryption?
     private let lengthSize: Int
+    private let sliceContext: H264SliceContext?
     private var nextIV: UInt64
     private var sequence: UInt32 = 0
 
@@ -25,7 +26,9 @@ struct CMAFSegmentWriter {
             cipher = nil
             protection = nil
         }
-        lengthSize = track.codec == .h264 ? ((try? AVCDecoderConfiguration(track.codecConfiguration))?.lengthSize ?? 4) : 4
+        let avc = track.codec == .h264 ? try? AVCDecoderConfiguration(track.codecConfiguration) : nil
+        lengthSize = avc?.lengthSize ?? 4
+        sliceContext = avc.flatMap { H264SliceContext(configuration: $0) }
         var pool = SecureRandom.Pool(capacity: 8)
         nextIV = pool.next() >> 1  // room to count up without wrapping
     }
@@ -47,7 +50,8 @@ struct CMAFSegmentWriter {
             if let cipher {
                 do {
                     if track.kind == .video {
-                        subsamples = try CommonEncryption.videoSubsamples(sample.data, codec: track.codec, lengthSize: lengthSize)
+                        subsamples = try CommonEncryption.videoSubsamples(sample.data, codec: track.codec, lengthSize: lengthSize,
+                                                                          sliceContext: sliceContext)
                     }
                     if cipher.scheme == .cenc {
                         iv = (0..<8).map { UInt8(truncatingIfNeeded: nextIV >> (56 - 8 * UInt64($0))) }

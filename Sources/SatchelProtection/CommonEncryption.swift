@@ -42,7 +42,12 @@ public struct CommonEncryption: Sendable {
 
     /// The subsample map of a video sample: length prefixes, NAL headers, slice headers and
     /// non-slice NAL units clear; slice data protected in whole 16-byte blocks.
-    public static func videoSubsamples(_ sample: ArraySlice<UInt8>, codec: MediaCodec, lengthSize: Int = 4) throws(ProtectionError) -> [Subsample] {
+    ///
+    /// With an H.264 `sliceContext` (from the track's SPS/PPS) the clear part of each slice is
+    /// exactly its NAL header and slice header; otherwise, or when a header cannot be parsed, a
+    /// conservative leader of ``sliceLeader`` bytes stays clear.
+    public static func videoSubsamples(_ sample: ArraySlice<UInt8>, codec: MediaCodec, lengthSize: Int = 4,
+                                       sliceContext: H264SliceContext? = nil) throws(ProtectionError) -> [Subsample] {
         let units: [ArraySlice<UInt8>]
         do { units = try NALUnit.splitLengthPrefixed(sample, lengthSize: lengthSize) } catch { throw .malformed("video sample: \(error)") }
         var subsamples: [Subsample] = []
@@ -55,7 +60,8 @@ public struct CommonEncryption: Sendable {
             } else {
                 isSlice = false
             }
-            let leader = sliceLeader + (codec == .hevc ? 1 : 0)
+            let parsed = codec == .h264 ? sliceContext?.headerLength(ofSlice: unit) : nil
+            let leader = parsed ?? (sliceLeader + (codec == .hevc ? 1 : 0))
             guard isSlice, unit.count > leader + 16 else {
                 clear += unit.count
                 continue
