@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "SatchelMedia", targets: ["SatchelMedia"]),
         .library(name: "SatchelProtection", targets: ["SatchelProtection"]),
         .library(name: "SatchelPackager", targets: ["SatchelPackager"]),
+        .library(name: "SatchelDownloads", targets: ["SatchelDownloads"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -58,6 +59,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Layer 3: download to go. So far the pure planning (what to fetch, where to put it, rewritten manifests).
+        .target(name: "SatchelDownloads", dependencies: ["SatchelBytes", "SatchelMedia"]),
         // Layer 4: the HTTP application (license endpoints, health, metrics).
         .target(
             name: "SatchelServer",
@@ -120,6 +123,8 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        .testTarget(name: "SatchelDownloadsTests",
+                    dependencies: ["SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelTestSupport"]),
         .testTarget(name: "SatchelPackagerTests",
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),

@@ -1,0 +1,118 @@
+import Foundation
+import SatchelMedia
+
+/// Plans the download of an HLS asset: which variant and renditions, which files, and the
+/// playlists rewritten to point at the local copies. Pure: the caller fetches the playlists.
+public enum HLSDownloadPlanner {
+    /// The chosen variant and renditions of a master playlist.
+    public struct Selection: Sendable, Equatable {
+        /// The chosen variant.
+        public var variant: HLSVariant
+        /// Chosen audio and subtitle renditions (with URIs).
+        public var renditions: [HLSRendition]
+        /// Absolute URLs of the media playlists to fetch: the variant's first, then the renditions'.
+        public var playlists: [URL]
+    }
+
+    /// Chooses the variant with the highest BANDWIDTH not above `maxBitrate` (the lowest when none is;
+    /// 0 = the lowest; nil = the highest) and its DEFAULT=YES renditions plus those in the requested languages.
+    public static func select(master: HLSMasterPlaylist, url: URL, options: DownloadOptions) throws(DownloadError) -> Selection {
+        let variants = master.variants.sorted { $0.bandwidth < $1.bandwidth }
+        guard let lowest = variants.first, let highest = variants.last else { throw .nothingSelected("the master playlist has no variants") }
+        let variant: HLSVariant
+        switch options.maxBitrate {
+        case nil: variant = highest
+        case 0?: variant = lowest
+        case let max?: variant = variants.last { $0.bandwidth <= max } ?? lowest
+        }
+        var renditions: [HLSRendition] = []
+        for (type, group) in [("AUDIO", variant.audioGroup), ("SUBTITLES", variant.subtitlesGroup)] {
+            guard let group else { continue }
+            let members = master.renditions.filter { $0.type == type && $0.groupID == group && $0.uri != nil }
+            var chosen = members.filter { rendition in
+                rendition.isDefault || options.languages.contains { wanted in
+                    rendition.language.map { $0.lowercased().hasPrefix(wanted.lowercased()) } ?? false
+                }
+            }
+            if chosen.isEmpty, type == "AUDIO", let first = members.first { chosen = [first] }
+            renditions += chosen
+        }
+        var playlists: [URL] = []
+        for uri in [variant.uri] + renditions.compactMap(\.uri) {
+            guard let resolved = URL(string: uri, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad URI \(uri)") }
+            if !playlists.contains(resolved) { playlists.append(resolved) }
+        }
+        return Selection(variant: variant, renditions: renditions, playlists: playlists)
+    }
+
+    /// The master playlist keeping only the selection, pointing at the local media playlists.
+    public static func rewriteMaster(_ master: HLSMasterPlaylist, selection: Selection, url: URL) -> String {
+        func local(_ uri: String) -> String {
+            guard let resolved = URL(string: uri, relativeTo: url)?.absoluteURL else { return uri }
+            return LocalPath.map(resolved, root: url)
+        }
+        var variant = selection.variant
+        variant.uri = local(variant.uri)
+        let renditions = selection.renditions.map { rendition -> HLSRendition in
+            var copy = rendition
+            copy.uri = rendition.uri.map(local)
+            return copy
+        }
+        if !renditions.contains(where: { $0.type == "SUBTITLES" }) { variant.subtitlesGroup = nil }
+        return HLSMasterPlaylist(version: master.version, independentSegments: master.independentSegments, sessionKeys: master.sessionKeys,
+                                 renditions: renditions, variants: [variant]).text
+    }
+
+    /// The files of one media playlist and the playlist rewritten for local playback.
+    /// Byte-ranged pieces become files of their own, so the local playlist needs no byte ranges.
+    public static func plan(mediaPlaylist text: String, url: URL, root: URL, options: DownloadOptions) throws(DownloadError) -> (resources: [DownloadResource], playlist: String) {
+        let playlist: HLSMediaPlaylist
+        do { playlist = try HLSMediaPlaylist(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
+        guard playlist.endList, playlist.playlistType != "EVENT" else { throw .liveStream(url.absoluteString) }
+        let playlistPath = LocalPath.map(url, root: root)
+        var resources: [DownloadResource] = [], seen: Set<String> = []
+        var rewritten = playlist
+        var nextOffset: [String: Int] = [:]
+
+        func resolve(_ uri: String) throws(DownloadError) -> URL {
+            guard let resolved = URL(string: uri, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad URI \(uri)") }
+            return resolved
+        }
+        func add(_ resolved: URL, _ range: HLSByteRange?, kind: DownloadResource.Kind, duration: Double?) -> String {
+            var localPath = LocalPath.map(resolved, root: root)
+            var byteRange: DownloadResource.ByteRange?
+            if let range {
+                let offset = range.offset ?? nextOffset[resolved.absoluteString] ?? 0
+                nextOffset[resolved.absoluteString] = offset + range.length
+                byteRange = .init(offset: offset, length: range.length)
+                localPath += ".\(offset)-\(range.length)"
+            }
+            if seen.insert(localPath).inserted {
+                resources.append(DownloadResource(url: resolved.absoluteString, localPath: localPath, range: byteRange, kind: kind, duration: duration))
+            }
+            return LocalPath.relative(localPath, from: playlistPath)
+        }
+
+        for index in playlist.segments.indices {
+            var segment = playlist.segments[index]
+            if let map = segment.map {
+                segment.map = HLSMap(uri: add(try resolve(map.uri), map.byteRange, kind: .initialization, duration: nil))
+            }
+            segment.keys = try segment.keys.map { (key) throws(DownloadError) -> HLSKey in
+                var copy = key
+                guard let uri = key.uri, !uri.hasPrefix("skd://"), !uri.hasPrefix("data:"), key.method != "NONE" else { return copy }
+                let resolved = try resolve(uri)
+                if key.method == "AES-128" && options.includeEncryptionKeys {
+                    copy.uri = add(resolved, nil, kind: .key, duration: nil)
+                } else {
+                    copy.uri = resolved.absoluteString  // left to the license layer, reachable from the local copy
+                }
+                return copy
+            }
+            segment.uri = add(try resolve(segment.uri), segment.byteRange, kind: .segment, duration: segment.duration)
+            segment.byteRange = nil
+            rewritten.segments[index] = segment
+        }
+        return (resources, rewritten.text)
+    }
+}
