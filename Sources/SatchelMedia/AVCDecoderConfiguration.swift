@@ -81,6 +81,20 @@ public struct H264SPS: Sendable, Equatable {
     public var width: Int
     /// Coded height in pixels after cropping.
     public var height: Int
+    /// seq_parameter_set_id.
+    public var id: UInt64 = 0
+    /// separate_colour_plane_flag.
+    public var separateColourPlane = false
+    /// log2_max_frame_num_minus4 + 4.
+    public var log2MaxFrameNum = 4
+    /// pic_order_cnt_type.
+    public var pocType: UInt64 = 0
+    /// log2_max_pic_order_cnt_lsb_minus4 + 4.
+    public var log2MaxPocLsb = 4
+    /// delta_pic_order_always_zero_flag.
+    public var deltaPicOrderAlwaysZero = false
+    /// frame_mbs_only_flag.
+    public var frameMbsOnly = true
 
     /// Parses an SPS NAL unit (header byte included, emulation prevention present).
     public init(_ nal: [UInt8]) throws(MediaError) {
@@ -88,11 +102,11 @@ public struct H264SPS: Sendable, Equatable {
         do {
             let profile = try bits.read(8)
             try bits.skip(16)
-            _ = try bits.readUnsignedExpGolomb()
+            id = try bits.readUnsignedExpGolomb()
             var chromaFormat: UInt64 = 1
             if [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135].contains(profile) {
                 chromaFormat = try bits.readUnsignedExpGolomb()
-                if chromaFormat == 3 { try bits.skip(1) }
+                if chromaFormat == 3 { separateColourPlane = try bits.readFlag() }
                 _ = try bits.readUnsignedExpGolomb()
                 _ = try bits.readUnsignedExpGolomb()
                 try bits.skip(1)
@@ -106,12 +120,12 @@ public struct H264SPS: Sendable, Equatable {
                     }
                 }
             }
-            _ = try bits.readUnsignedExpGolomb()  // log2_max_frame_num_minus4
-            let pocType = try bits.readUnsignedExpGolomb()
+            log2MaxFrameNum = Int(try bits.readUnsignedExpGolomb()) + 4
+            pocType = try bits.readUnsignedExpGolomb()
             if pocType == 0 {
-                _ = try bits.readUnsignedExpGolomb()
+                log2MaxPocLsb = Int(try bits.readUnsignedExpGolomb()) + 4
             } else if pocType == 1 {
-                try bits.skip(1)
+                deltaPicOrderAlwaysZero = try bits.readFlag()
                 _ = try bits.readSignedExpGolomb()
                 _ = try bits.readSignedExpGolomb()
                 let cycle = try bits.readUnsignedExpGolomb()
@@ -122,7 +136,8 @@ public struct H264SPS: Sendable, Equatable {
             try bits.skip(1)
             let widthInMbs = try bits.readUnsignedExpGolomb() + 1
             let heightInMapUnits = try bits.readUnsignedExpGolomb() + 1
-            let frameMbsOnly = try bits.readFlag()
+            frameMbsOnly = try bits.readFlag()
+            guard log2MaxFrameNum <= 16, log2MaxPocLsb <= 16 else { throw MediaError.malformed("SPS frame_num / POC sizes") }
             if !frameMbsOnly { try bits.skip(1) }
             try bits.skip(1)
             var crop = (left: UInt64(0), right: UInt64(0), top: UInt64(0), bottom: UInt64(0))

@@ -2,15 +2,6 @@ import SatchelBytes
 
 /// The SPS and PPS fields that decide an H.264 slice header's length.
 public struct H264SliceContext: Sendable, Equatable {
-    struct SPSFields: Sendable, Equatable {
-        var separateColourPlane = false
-        var log2MaxFrameNum = 4
-        var pocType: UInt64 = 0
-        var log2MaxPocLsb = 4
-        var deltaPicOrderAlwaysZero = false
-        var frameMbsOnly = true
-    }
-
     struct PPSFields: Sendable, Equatable {
         var spsID: UInt64 = 0
         var entropyCodingCABAC = false
@@ -23,13 +14,16 @@ public struct H264SliceContext: Sendable, Equatable {
         var redundantPicCntPresent = false
     }
 
-    var sps: [UInt64: SPSFields] = [:]
+    var sps: [UInt64: H264SPS] = [:]
     var pps: [UInt64: PPSFields] = [:]
 
     /// A context from the SPS and PPS NAL units of an avcC; nil when they cannot be read
     /// (callers then keep a conservative fixed leader clear).
     public init?(configuration: AVCDecoderConfiguration) {
-        for unit in configuration.sps { guard let (id, fields) = Self.parseSPS(unit) else { return nil }; sps[id] = fields }
+        for unit in configuration.sps {
+            guard let parsed = try? H264SPS(unit) else { return nil }
+            sps[parsed.id] = parsed
+        }
         for unit in configuration.pps { guard let (id, fields) = Self.parsePPS(unit) else { return nil }; pps[id] = fields }
         guard !sps.isEmpty, !pps.isEmpty else { return nil }
     }
@@ -143,53 +137,6 @@ public struct H264SliceContext: Sendable, Equatable {
             zeros = byte == 0 ? zeros + 1 : 0
         }
         return consumed
-    }
-
-    static func parseSPS(_ nal: [UInt8]) -> (UInt64, SPSFields)? {
-        var bits = BitReader(NALUnit.removeEmulationPrevention(nal.dropFirst()))
-        var fields = SPSFields()
-        do {
-            let profile = try bits.read(8)
-            try bits.skip(16)
-            let id = try bits.readUnsignedExpGolomb()
-            if [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135].contains(profile) {
-                let chroma = try bits.readUnsignedExpGolomb()
-                if chroma == 3 { fields.separateColourPlane = try bits.readFlag() }
-                _ = try bits.readUnsignedExpGolomb()
-                _ = try bits.readUnsignedExpGolomb()
-                try bits.skip(1)
-                if try bits.readFlag() {
-                    for list in 0..<(chroma == 3 ? 12 : 8) where try bits.readFlag() {
-                        var last: Int64 = 8, next: Int64 = 8
-                        for _ in 0..<(list < 6 ? 16 : 64) where next != 0 {
-                            next = (last + (try bits.readSignedExpGolomb()) + 256) % 256
-                            last = next == 0 ? last : next
-                        }
-                    }
-                }
-            }
-            fields.log2MaxFrameNum = Int(try bits.readUnsignedExpGolomb()) + 4
-            fields.pocType = try bits.readUnsignedExpGolomb()
-            if fields.pocType == 0 {
-                fields.log2MaxPocLsb = Int(try bits.readUnsignedExpGolomb()) + 4
-            } else if fields.pocType == 1 {
-                fields.deltaPicOrderAlwaysZero = try bits.readFlag()
-                _ = try bits.readSignedExpGolomb()
-                _ = try bits.readSignedExpGolomb()
-                let cycle = try bits.readUnsignedExpGolomb()
-                guard cycle < 256 else { return nil }
-                for _ in 0..<cycle { _ = try bits.readSignedExpGolomb() }
-            }
-            _ = try bits.readUnsignedExpGolomb()
-            try bits.skip(1)
-            _ = try bits.readUnsignedExpGolomb()
-            _ = try bits.readUnsignedExpGolomb()
-            fields.frameMbsOnly = try bits.readFlag()
-            guard fields.log2MaxFrameNum <= 16, fields.log2MaxPocLsb <= 16 else { return nil }
-            return (id, fields)
-        } catch {
-            return nil
-        }
     }
 
     static func parsePPS(_ nal: [UInt8]) -> (UInt64, PPSFields)? {
