@@ -194,6 +194,37 @@ struct LicenseServerTests {
         #expect(try await world.store.licenses().filter { $0.assetID == world.assetID }.isEmpty, "nothing was issued")
     }
 
+    @Test("a Sync SPC over HTTP is answered and its content ID and duration are recorded", arguments: databases)
+    func syncSPC(database: String) async throws {
+        let world = try await Self.world(database)
+        defer { Task { await world.database.shutdown() } }
+        let contentID = Array(repeating: UInt8(0x5A), count: 16)
+        let (spc, session) = try Self.simulator().makeSPC(.init(assetID: Array(world.assetID.utf8),
+                                                               sync: SyncInfo(contentID: contentID, durationToExpiry: 4321)))
+        let token = try await world.token(asset: world.assetID, subject: "device-7")
+        try await Self.app(world).test(.live) { client in
+            let response = try await client.execute(uri: "/fps/license", method: .post, headers: Self.bearer(token), body: ByteBuffer(bytes: spc))
+            #expect(response.status == .ok)
+            _ = try DeviceSimulator.openCKC(Array(response.body.readableBytesView), session: session)
+        }
+        let reports = try await world.store.syncReports()
+        #expect(reports.contains { $0.contentID == Hex.encode(contentID) && $0.durationToExpiry == 4321 && $0.subject == "device-7" })
+        #expect(try await world.store.licenses().contains { $0.assetID == world.assetID && $0.type == "fairplay-sync" })
+    }
+
+    @Test("the key cache serves repeated lookups and forgets deleted and re-imported keys at once")
+    func cacheInvalidation() async throws {
+        let world = try await Self.world("sqlite")
+        defer { Task { await world.database.shutdown() } }
+        #expect(try await world.store.key(id: world.key.keyID).key == world.key)
+        #expect(try await world.store.key(asset: world.assetID).key == world.key)  // cached now
+        #expect(try await world.store.delete(world.assetID))
+        await #expect(throws: LicensingError.unknownAsset(world.key.keyID.hex)) { try await world.store.key(id: world.key.keyID) }
+        await #expect(throws: LicensingError.self) { try await world.store.key(asset: world.assetID) }
+        try await world.store.importKeys([world.key], assetID: world.assetID, fairPlayAssetID: nil, policy: AssetPolicy(rentalSeconds: 5))
+        #expect(try await world.store.key(asset: world.assetID).policy.rentalSeconds == 5, "a re-import is seen at once")
+    }
+
     @Test("policy windows: licenses are refused before not-before and after not-after")
     func windows() async throws {
         let world = try await Self.world("sqlite", policy: AssetPolicy(notBefore: Date().addingTimeInterval(3600)))
