@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // Layer 0: the shared bounds-checked big-endian reader/writer, hex, secure random, constant-time compare.
@@ -59,8 +60,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Layer 3: download to go. So far the pure planning (what to fetch, where to put it, rewritten manifests).
-        .target(name: "SatchelDownloads", dependencies: ["SatchelBytes", "SatchelMedia"]),
+        // Layer 3: download to go: planning per format, the queue and its rules, the index (SQLite), the fetcher (HTTP).
+        .target(
+            name: "SatchelDownloads",
+            dependencies: [
+                "SatchelBytes", "SatchelMedia",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Layer 4: the HTTP application (license endpoints, health, metrics).
         .target(
             name: "SatchelServer",
@@ -91,6 +101,7 @@ let package = Package(
                 "SatchelPackager",
                 "SatchelLicensing",
                 "SatchelServer",
+                "SatchelDownloads",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -123,8 +134,13 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "SatchelDownloadsTests",
-                    dependencies: ["SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelTestSupport"]),
+        .testTarget(
+            name: "SatchelDownloadsTests",
+            dependencies: [
+                "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
         .testTarget(name: "SatchelPackagerTests",
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),

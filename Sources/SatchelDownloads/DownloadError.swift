@@ -1,20 +1,107 @@
-/// Why a download cannot be planned or run. Cases say what to do.
+/// Why an asset cannot be enqueued or an engine call cannot be done. Cases say what to do.
 public enum DownloadError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Live streams cannot be downloaded to go.
     case liveStream(String)
-    /// The manifest format is not HLS, DASH, Smooth or a single file.
+    /// The URL is text but not an HLS, DASH or Smooth manifest.
     case unknownFormat(String)
     /// The manifest is malformed.
     case malformedManifest(String)
     /// Nothing in the manifest fits the selection.
     case nothingSelected(String)
+    /// A single file's MIME type is not in the permitted list.
+    case mimeNotPermitted(url: String, mimeType: String)
+    /// The manifest could not be fetched.
+    case fetch(DownloadFailure)
+    /// An asset with this ID is already in the index.
+    case duplicateID(String)
+    /// No asset with this ID.
+    case notFound(String)
+    /// The asset's availability window has closed (its files are deleted).
+    case expired(String)
+    /// A bad argument (an ID or a URL).
+    case invalidArgument(String)
+    /// The index (SQLite) or the asset directory failed.
+    case storage(String)
 
     public var description: String {
         switch self {
-        case let .liveStream(url): return "\(url) is a live stream (no EXT-X-ENDLIST / dynamic MPD); only on-demand assets can be downloaded"
-        case let .unknownFormat(url): return "\(url) is not an HLS, DASH or Smooth Streaming manifest"
+        case let .liveStream(url): return "\(url) is a live stream (no EXT-X-ENDLIST / dynamic MPD / IsLive); only on-demand assets can be downloaded"
+        case let .unknownFormat(url): return "\(url) is neither a media file nor an HLS, DASH or Smooth Streaming manifest"
         case let .malformedManifest(reason): return "malformed manifest: \(reason)"
         case let .nothingSelected(reason): return "nothing to download: \(reason)"
+        case let .mimeNotPermitted(url, type): return "\(url) has MIME type \(type), which is not permitted"
+        case let .fetch(failure): return "cannot fetch the manifest: \(failure)"
+        case let .duplicateID(id): return "an asset with ID \(id) is already queued (remove it first)"
+        case let .notFound(id): return "no asset with ID \(id)"
+        case let .expired(id): return "asset \(id) has expired; its files were deleted"
+        case let .invalidArgument(reason): return reason
+        case let .storage(reason): return "storage: \(reason)"
+        }
+    }
+}
+
+/// Why one download attempt stopped. Every failure is typed; ``isFatal`` ones are not retried and
+/// ``isRuleLimit`` ones are not errors at all: the asset waits until the rule allows it.
+public enum DownloadFailure: Error, Equatable, Sendable, Codable, CustomStringConvertible {
+    /// The connection failed, was reset, timed out or ended early.
+    case network(url: String, message: String)
+    /// The origin answered with an HTTP error status.
+    case httpStatus(url: String, status: Int)
+    /// The response is not what the file should be (an HTML page for a segment, a wrong range, a short key).
+    case invalidContent(url: String, reason: String)
+    /// The Content-Type is not permitted for this file.
+    case mimeType(url: String, mimeType: String)
+    /// The disk is full.
+    case diskFull(path: String)
+    /// Another file-system error.
+    case fileSystem(path: String, message: String)
+    /// A license could not be obtained.
+    case license(String)
+    /// The download was cancelled (paused, removed, disabled or the engine stopped).
+    case cancelled
+    /// The rule `maxStorageAllowed` would be crossed.
+    case storageLimit(usedBytes: Int64, limit: Int64)
+    /// The rule `headroom` would be crossed.
+    case headroom(freeBytes: Int64, headroom: Int64)
+    /// The rule `maxDownloadedAssets` is reached.
+    case maxDownloadedAssets(Int)
+    /// Only a cellular network is available and `downloadOverCellular` is off, or there is no network.
+    case networkUnavailable(NetworkType)
+
+    /// True when retrying cannot help: a MIME type that is not permitted, a 4xx that cannot heal.
+    public var isFatal: Bool {
+        switch self {
+        case .mimeType: return true
+        case let .httpStatus(_, status): return (400..<500).contains(status) && !Self.healing4xx.contains(status)
+        default: return false
+        }
+    }
+
+    /// 4xx statuses that may heal: 404 (seed 003 retries it; a CDN may not have the file yet), 408, 409, 416, 423, 425, 429.
+    public static let healing4xx: Set<Int> = [404, 408, 409, 416, 423, 425, 429]
+
+    /// True for the rules (storage, headroom, asset count, network type): the asset waits, no retry is counted.
+    public var isRuleLimit: Bool {
+        switch self {
+        case .storageLimit, .headroom, .maxDownloadedAssets, .networkUnavailable: return true
+        default: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .network(url, message): return "network error for \(url): \(message)"
+        case let .httpStatus(url, status): return "HTTP \(status) for \(url)"
+        case let .invalidContent(url, reason): return "invalid content from \(url): \(reason)"
+        case let .mimeType(url, type): return "\(url) has MIME type \(type), which is not permitted"
+        case let .diskFull(path): return "disk full writing \(path)"
+        case let .fileSystem(path, message): return "cannot write \(path): \(message)"
+        case let .license(reason): return "license: \(reason)"
+        case .cancelled: return "cancelled"
+        case let .storageLimit(used, limit): return "maxStorageAllowed reached (\(used) of \(limit) bytes used)"
+        case let .headroom(free, headroom): return "headroom reached (\(free) bytes free, \(headroom) must stay free)"
+        case let .maxDownloadedAssets(max): return "maxDownloadedAssets reached (\(max) assets downloaded)"
+        case let .networkUnavailable(type): return type == .none ? "no network" : "only a cellular network and downloadOverCellular is off"
         }
     }
 }

@@ -17,23 +17,14 @@ public enum HLSDownloadPlanner {
     /// Chooses the variant with the highest BANDWIDTH not above `maxBitrate` (the lowest when none is;
     /// 0 = the lowest; nil = the highest) and its DEFAULT=YES renditions plus those in the requested languages.
     public static func select(master: HLSMasterPlaylist, url: URL, options: DownloadOptions) throws(DownloadError) -> Selection {
-        let variants = master.variants.sorted { $0.bandwidth < $1.bandwidth }
-        guard let lowest = variants.first, let highest = variants.last else { throw .nothingSelected("the master playlist has no variants") }
-        let variant: HLSVariant
-        switch options.maxBitrate {
-        case nil: variant = highest
-        case 0?: variant = lowest
-        case let max?: variant = variants.last { $0.bandwidth <= max } ?? lowest
+        guard let variant = RenditionChoice.pick(master.variants, bitrate: \.bandwidth, max: options.maxBitrate) else {
+            throw .nothingSelected("the master playlist has no variants")
         }
         var renditions: [HLSRendition] = []
         for (type, group) in [("AUDIO", variant.audioGroup), ("SUBTITLES", variant.subtitlesGroup)] {
             guard let group else { continue }
             let members = master.renditions.filter { $0.type == type && $0.groupID == group && $0.uri != nil }
-            var chosen = members.filter { rendition in
-                rendition.isDefault || options.languages.contains { wanted in
-                    rendition.language.map { $0.lowercased().hasPrefix(wanted.lowercased()) } ?? false
-                }
-            }
+            var chosen = members.filter { $0.isDefault || RenditionChoice.wanted($0.language, options.languages) }
             if chosen.isEmpty, type == "AUDIO", let first = members.first { chosen = [first] }
             renditions += chosen
         }
@@ -88,7 +79,8 @@ public enum HLSDownloadPlanner {
                 localPath += ".\(offset)-\(range.length)"
             }
             if seen.insert(localPath).inserted {
-                resources.append(DownloadResource(url: resolved.absoluteString, localPath: localPath, range: byteRange, kind: kind, duration: duration))
+                resources.append(DownloadResource(url: resolved.absoluteString, localPath: localPath, range: byteRange, kind: kind,
+                                                  duration: duration, group: kind == .segment ? playlistPath : nil))
             }
             return LocalPath.relative(localPath, from: playlistPath)
         }

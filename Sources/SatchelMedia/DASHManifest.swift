@@ -120,8 +120,8 @@ public struct DASHRepresentation: Sendable, Equatable {
     public var audioChannels: Int?
     public var baseURL: String?
     public var segmentTemplate: DASHSegmentTemplate?
-    /// SegmentList: the init URL and media URLs with optional byte ranges.
-    public var segmentList: (initialization: String?, segments: [(url: String?, range: String?)])?
+    /// SegmentList: the init URL, media URLs with optional byte ranges, and the segment duration in `timescale` ticks.
+    public var segmentList: (initialization: String?, segments: [(url: String?, range: String?)], duration: UInt64?, timescale: UInt64)?
     /// SegmentBase: indexRange and initialization range within BaseURL.
     public var segmentBase: (indexRange: String?, initializationRange: String?)?
 
@@ -220,7 +220,9 @@ public struct DASHManifest: Sendable, Equatable {
                         segmentTemplate: rep.child("SegmentTemplate").map(Self.template) ?? setTemplate)
                     if let list = rep.child("SegmentList") ?? set.child("SegmentList") {
                         r.segmentList = (list.child("Initialization")?.attributes["sourceURL"],
-                                         list.children("SegmentURL").map { ($0.attributes["media"], $0.attributes["mediaRange"]) })
+                                         list.children("SegmentURL").map { ($0.attributes["media"], $0.attributes["mediaRange"]) },
+                                         list.attributes["duration"].flatMap { UInt64($0) },
+                                         list.attributes["timescale"].flatMap { UInt64($0) } ?? 1)
                     }
                     if let base = rep.child("SegmentBase") ?? set.child("SegmentBase") {
                         r.segmentBase = (base.attributes["indexRange"], base.child("Initialization")?.attributes["range"])
@@ -298,6 +300,7 @@ public struct DASHManifest: Sendable, Equatable {
             }
             for rep in set.representations {
                 var element = "      <Representation id=\"\(xmlEscape(rep.id))\" bandwidth=\"\(rep.bandwidth)\""
+                if let mimeType = rep.mimeType, mimeType != set.mimeType { element += " mimeType=\"\(mimeType)\"" }
                 if let codecs = rep.codecs { element += " codecs=\"\(codecs)\"" }
                 if let width = rep.width, let height = rep.height { element += " width=\"\(width)\" height=\"\(height)\"" }
                 if let frameRate = rep.frameRate { element += " frameRate=\"\(frameRate)\"" }
@@ -305,6 +308,26 @@ public struct DASHManifest: Sendable, Equatable {
                 lines.append(element + ">")
                 if let channels = rep.audioChannels {
                     lines.append("        <AudioChannelConfiguration schemeIdUri=\"urn:mpeg:dash:23003:3:audio_channel_configuration:2011\" value=\"\(channels)\"/>")
+                }
+                if let baseURL = rep.baseURL { lines.append("        <BaseURL>\(xmlEscape(baseURL))</BaseURL>") }
+                if let base = rep.segmentBase {
+                    let index = base.indexRange.map { " indexRange=\"\($0)\"" } ?? ""
+                    if let range = base.initializationRange {
+                        lines.append("        <SegmentBase\(index)>")
+                        lines.append("          <Initialization range=\"\(range)\"/>")
+                        lines.append("        </SegmentBase>")
+                    } else {
+                        lines.append("        <SegmentBase\(index)/>")
+                    }
+                }
+                if let list = rep.segmentList {
+                    lines.append("        <SegmentList timescale=\"\(list.timescale)\"" + (list.duration.map { " duration=\"\($0)\"" } ?? "") + ">")
+                    if let initialization = list.initialization { lines.append("          <Initialization sourceURL=\"\(xmlEscape(initialization))\"/>") }
+                    for segment in list.segments {
+                        lines.append("          <SegmentURL" + (segment.url.map { " media=\"\(xmlEscape($0))\"" } ?? "")
+                            + (segment.range.map { " mediaRange=\"\($0)\"" } ?? "") + "/>")
+                    }
+                    lines.append("        </SegmentList>")
                 }
                 if let t = rep.segmentTemplate {
                     var template = "        <SegmentTemplate timescale=\"\(t.timescale)\" startNumber=\"\(t.startNumber)\""

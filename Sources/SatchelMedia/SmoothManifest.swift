@@ -83,3 +83,40 @@ public struct SmoothManifest: Sendable, Equatable {
         }
     }
 }
+
+extension SmoothManifest {
+    /// The manifest text (streams, quality levels and fragment timelines; the protection header when present).
+    public var text: String {
+        var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
+                     "<SmoothStreamingMedia MajorVersion=\"2\" MinorVersion=\"2\" TimeScale=\"\(timescale)\" Duration=\"\(duration)\"\(isLive ? " IsLive=\"TRUE\"" : "")>"]
+        if let protectionHeader {
+            lines += ["  <Protection>",
+                      "    <ProtectionHeader SystemID=\"9a04f079-9840-4286-ab92-e65be0885f95\">\(xmlEscape(protectionHeader))</ProtectionHeader>",
+                      "  </Protection>"]
+        }
+        for stream in streams {
+            var open = "  <StreamIndex Type=\"\(xmlEscape(stream.type))\""
+            if let name = stream.name { open += " Name=\"\(xmlEscape(name))\"" }
+            if let language = stream.language { open += " Language=\"\(xmlEscape(language))\"" }
+            open += " Url=\"\(xmlEscape(stream.url))\" Chunks=\"\(stream.fragmentTimes.count)\" QualityLevels=\"\(stream.qualityLevels.count)\">"
+            lines.append(open)
+            for level in stream.qualityLevels {
+                var element = "    <QualityLevel Index=\"\(level.index)\" Bitrate=\"\(level.bitrate)\""
+                let optional: [(String, String?)] = [("FourCC", level.fourCC), ("MaxWidth", level.maxWidth.map(String.init)),
+                                                     ("MaxHeight", level.maxHeight.map(String.init)),
+                                                     ("SamplingRate", level.samplingRate.map(String.init)),
+                                                     ("Channels", level.channels.map(String.init)), ("CodecPrivateData", level.codecPrivateData)]
+                for case let (name, value?) in optional { element += " \(name)=\"\(xmlEscape(value))\"" }
+                lines.append(element + "/>")
+            }
+            var end: UInt64?
+            for (time, duration) in zip(stream.fragmentTimes, stream.fragmentDurations) {
+                lines.append(time == end ? "    <c d=\"\(duration)\"/>" : "    <c t=\"\(time)\" d=\"\(duration)\"/>")
+                end = time + duration
+            }
+            lines.append("  </StreamIndex>")
+        }
+        lines.append("</SmoothStreamingMedia>")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

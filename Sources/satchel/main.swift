@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SatchelDownloads
 import SatchelFairPlay
 import SatchelLicensing
 import SatchelPackager
@@ -20,6 +21,10 @@ do {
 } catch let error as PackagerError {
     fail(error.description)
 } catch let error as ProtectionError {
+    fail(error.description)
+} catch let code as ExitCode {
+    exit(code.rawValue)
+} catch let error as DownloadError {
     fail(error.description)
 } catch let error as CLIError {
     fail(error.description)

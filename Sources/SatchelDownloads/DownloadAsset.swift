@@ -1,0 +1,154 @@
+import Foundation
+
+/// Where an asset is in its life.
+public enum DownloadState: String, Sendable, Codable {
+    /// Waiting its turn (or errored in this pass and to be tried again in the next).
+    case queued
+    /// Being downloaded now (or was, when the process stopped: it resumes).
+    case downloading
+    /// A rule holds it (storage, headroom, asset count, network); it resumes when the rule allows.
+    case waiting
+    /// Every file is on disk.
+    case complete
+    /// Errored in three passes, or fatally; tried again only after `clearRetryCount`.
+    case blocked
+    /// Its availability window closed; its files were deleted.
+    case expired
+}
+
+/// Seed 003's availability window.
+public struct AvailabilityWindow: Sendable, Codable, Equatable {
+    /// Hidden from availability-filtered queries until then (it downloads anyway).
+    public var publishDate: Date?
+    /// Deleted after this date.
+    public var expiryDate: Date?
+    /// Deleted this many seconds after the download completes.
+    public var expiryAfterDownload: TimeInterval?
+    /// Deleted this many seconds after the first play.
+    public var expiryAfterPlay: TimeInterval?
+
+    /// Creates a window (all open by default).
+    public init(publishDate: Date? = nil, expiryDate: Date? = nil, expiryAfterDownload: TimeInterval? = nil, expiryAfterPlay: TimeInterval? = nil) {
+        self.publishDate = publishDate
+        self.expiryDate = expiryDate
+        self.expiryAfterDownload = expiryAfterDownload
+        self.expiryAfterPlay = expiryAfterPlay
+    }
+
+    /// The moment the asset expires, given when it finished downloading and was first played (nil = never).
+    public func expiry(completedAt: Date?, firstPlayAt: Date?) -> Date? {
+        var dates: [Date] = []
+        if let expiryDate { dates.append(expiryDate) }
+        if let seconds = expiryAfterDownload, let completedAt { dates.append(completedAt.addingTimeInterval(seconds)) }
+        if let seconds = expiryAfterPlay, let firstPlayAt { dates.append(firstPlayAt.addingTimeInterval(seconds)) }
+        return dates.min()
+    }
+
+    /// True when the asset may be shown at `now` (published).
+    public func isPublished(at now: Date) -> Bool { publishDate.map { $0 <= now } ?? true }
+}
+
+/// One asset in the engine, as the index holds it.
+public struct DownloadAsset: Sendable, Codable, Equatable {
+    /// The asset's ID (its directory name).
+    public var id: String
+    /// The URL it was enqueued with.
+    public var url: String
+    /// Where it is in its life.
+    public var state: DownloadState
+    /// Paused by the user: not downloaded until resumed.
+    public var isPaused: Bool
+    /// The last failure or the rule holding it.
+    public var failure: DownloadFailure?
+    /// Passes through the queue in which it errored (3 = blocked).
+    public var retryCount: Int
+    /// Its availability window.
+    public var window: AvailabilityWindow
+    /// What was asked for.
+    public var options: DownloadOptions
+    /// What to fetch.
+    public var plan: DownloadPlan
+    /// When it was enqueued.
+    public var addedAt: Date
+    /// When its download completed.
+    public var completedAt: Date?
+    /// When it was first played.
+    public var firstPlayAt: Date?
+    /// Position in the queue.
+    public var position: Int
+}
+
+/// Progress of one asset: bytes, a fraction, and seed 000's durations.
+public struct DownloadProgress: Sendable, Codable, Equatable {
+    /// The asset.
+    public var assetID: String
+    /// Bytes on disk (complete and partial files).
+    public var bytes: Int64
+    /// Total bytes, when every size is known in advance.
+    public var expectedBytes: Int64?
+    /// Files complete.
+    public var completedFiles: Int
+    /// Files in the plan.
+    public var totalFiles: Int
+    /// 0…1: exact by bytes when sizes are known, else by files.
+    public var fraction: Double
+    /// The presentation's duration in seconds.
+    public var totalDuration: Double
+    /// Seconds available contiguously from the start.
+    public var cachedDuration: Double
+    /// Enough is on disk to start playing offline: manifests, init segments and keys, and the first
+    /// `readyDuration` seconds (or all of a shorter asset).
+    public var isReadyToPlay: Bool
+
+    /// Computes progress from which files are complete and the bytes on disk.
+    public init(assetID: String, plan: DownloadPlan, complete: [Bool], bytes: Int64, readyDuration: Double) {
+        self.assetID = assetID
+        self.bytes = bytes
+        expectedBytes = plan.expectedBytes.map(Int64.init)
+        completedFiles = complete.lazy.filter { $0 }.count
+        totalFiles = plan.resources.count
+        if completedFiles == totalFiles {
+            fraction = 1
+        } else if let expected = expectedBytes, expected > 0 {
+            fraction = min(Double(bytes) / Double(expected), 1)
+        } else {
+            fraction = totalFiles == 0 ? 1 : Double(completedFiles) / Double(totalFiles)
+        }
+        totalDuration = plan.mediaDuration
+        cachedDuration = min(plan.cachedDuration { complete[$0] }, totalDuration)
+        let essentials = plan.resources.indices.allSatisfy { plan.resources[$0].kind == .segment || complete[$0] }
+        isReadyToPlay = essentials && (completedFiles == totalFiles || (cachedDuration > 0 && cachedDuration >= min(readyDuration, totalDuration)))
+    }
+}
+
+/// What the engine reports (seed 003's notifications).
+public enum DownloadEvent: Sendable, Equatable {
+    /// The engine's status changed.
+    case engineStatusChanged(EngineStatus)
+    /// An asset's state changed.
+    case stateChanged(assetID: String, state: DownloadState)
+    /// An asset's download started (or resumed).
+    case started(assetID: String)
+    /// Progress of the asset being downloaded.
+    case progress(DownloadProgress)
+    /// An asset finished downloading.
+    case finished(assetID: String)
+    /// An attempt failed; `willRetry` says whether the engine will try again without being asked.
+    case error(assetID: String, failure: DownloadFailure, willRetry: Bool)
+    /// Something unexpected that did not stop the download (a size that disagrees with Content-Length).
+    case warning(assetID: String, message: String)
+    /// Assets were added, removed, paused, resumed or reordered.
+    case queueChanged
+    /// Assets whose window closed were deleted from disk.
+    case expiredAssetsReset([String])
+}
+
+/// What the engine as a whole is doing.
+public enum EngineStatus: Sendable, Equatable {
+    /// Nothing to do.
+    case idle
+    /// Downloading an asset.
+    case downloading(String)
+    /// Downloads are switched off (`enabled` is false).
+    case disabled
+}

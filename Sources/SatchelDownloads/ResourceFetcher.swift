@@ -1,0 +1,247 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Fetches manifests and files over HTTP (keep-alive, HTTP/2 where offered). Files are written to
+/// `<path>.part`, resumed with HTTP Range, checked, and renamed into place only when complete.
+struct ResourceFetcher: Sendable {
+    let client: HTTPClient
+    /// Manifests larger than this are refused.
+    static let maxManifestBytes = 32 << 20
+
+    // MARK: Manifests
+
+    /// Fetches the asset's URL far enough to know what it is: manifests are read whole, media is not.
+    func probe(_ url: URL) async throws(DownloadFailure) -> DownloadPlanner.Probe {
+        try await request(url) { (response) throws(DownloadFailure) in
+            let contentType = response.headers.first(name: "content-type")
+            let length = response.headers.first(name: "content-length").flatMap { Int($0) }
+            var textual = contentType.map(Self.isTextType) ?? false
+            var decided = textual
+            let body = try await Self.read(response, url: url) { body in
+                if !decided, body.count >= 64 {
+                    textual = Self.looksLikeText(body)
+                    decided = true
+                }
+                return decided && !textual
+            }
+            if !decided { textual = Self.looksLikeText(body) }
+            let finalURL = response.url ?? url
+            return DownloadPlanner.Probe(url: finalURL, contentType: contentType, contentLength: length,
+                                         text: textual ? String(decoding: body, as: UTF8.self) : nil)
+        }
+    }
+
+    /// Fetches a manifest's text.
+    func text(_ url: URL) async throws(DownloadFailure) -> String {
+        try await request(url) { (response) throws(DownloadFailure) in
+            String(decoding: try await Self.read(response, url: url) { _ in false }, as: UTF8.self)
+        }
+    }
+
+    /// Reads a body until it ends or `stop` says so, at most ``maxManifestBytes``.
+    private static func read(_ response: HTTPClientResponse, url: URL, stop: ([UInt8]) -> Bool) async throws(DownloadFailure) -> [UInt8] {
+        var body: [UInt8] = []
+        do {
+            for try await buffer in response.body {
+                body += buffer.readableBytesView
+                guard body.count <= maxManifestBytes else { throw DownloadFailure.invalidContent(url: url.absoluteString, reason: "manifest larger than 32 MB") }
+                if stop(body) { break }
+            }
+        } catch {
+            throw failure(error, url: url.absoluteString)
+        }
+        return body
+    }
+
+    private func request<T>(_ url: URL, _ body: (HTTPClientResponse) async throws(DownloadFailure) -> T) async throws(DownloadFailure) -> T {
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(HTTPClientRequest(url: url.absoluteString), deadline: .now() + .seconds(60))
+        } catch {
+            throw Self.failure(error, url: url.absoluteString)
+        }
+        guard response.status.code == 200 else { throw .httpStatus(url: url.absoluteString, status: Int(response.status.code)) }
+        return try await body(response)
+    }
+
+    static func isTextType(_ contentType: String) -> Bool {
+        let type = MIMEType.essence(contentType)
+        return type.hasPrefix("text/") || type.hasSuffix("xml") || type.contains("mpegurl") || type.hasSuffix("json")
+    }
+
+    static func looksLikeText(_ bytes: [UInt8]) -> Bool {
+        let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        guard let first = bytes[start...].first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else { return false }
+        return first == UInt8(ascii: "#") || first == UInt8(ascii: "<")
+    }
+
+    // MARK: Files
+
+    /// Downloads one resource unless it is complete. Returns a warning when the final size disagrees
+    /// with the size announced earlier (the file is still complete).
+    func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: AssetStore,
+               budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
+        let final = store.path(assetID, resource.localPath)
+        if AssetStore.size(final) != nil { return nil }
+        let part = store.partPath(assetID, resource.localPath)
+        try store.makeParent(of: final)
+        var have = AssetStore.size(part) ?? 0
+        if let length = resource.range?.length {
+            if have > Int64(length) { try restart(part, have: &have, budget: budget, progress: progress) }
+            if have == Int64(length) { return try finish(resource, index: index, part: part, final: final, size: have, announced: nil, progress: progress) }
+        }
+        let base = Int64(resource.range?.offset ?? 0)
+        var request = HTTPClientRequest(url: resource.url)
+        if let length = resource.range?.length {
+            request.headers.add(name: "Range", value: "bytes=\(base + have)-\(base + Int64(length) - 1)")
+        } else if have > 0 {
+            request.headers.add(name: "Range", value: "bytes=\(have)-")
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, deadline: .distantFuture)
+        } catch {
+            throw Self.failure(error, url: resource.url)
+        }
+        let status = Int(response.status.code)
+        var skip: Int64 = 0
+        var announced = response.headers.first(name: "content-length").flatMap { Int64($0) }
+        switch status {
+        case 206:
+            let contentRange = Self.contentRange(response.headers.first(name: "content-range"))
+            guard let contentRange, contentRange.start == base + have else {
+                throw .invalidContent(url: resource.url, reason: "the origin answered a different range (\(response.headers.first(name: "content-range") ?? "none"))")
+            }
+            if resource.range == nil { announced = contentRange.total }
+        case 200:
+            if have > 0 { try restart(part, have: &have, budget: budget, progress: progress) }  // the origin ignored Range
+            skip = base
+            if resource.range != nil { announced = nil }
+        case 416 where resource.range == nil && have > 0:
+            // The part may already be whole (killed before the rename): the origin says how long the file is.
+            if Self.contentRange(response.headers.first(name: "content-range"))?.total == have {
+                return try finish(resource, index: index, part: part, final: final, size: have, announced: nil, progress: progress)
+            }
+            try restart(part, have: &have, budget: budget, progress: progress)
+            throw .httpStatus(url: resource.url, status: status)
+        default:
+            throw .httpStatus(url: resource.url, status: status)
+        }
+        if let contentType = response.headers.first(name: "content-type") {
+            let permitted = resource.permittedMimeTypes.map { MIMEType.matches(contentType, $0) } ?? !MIMEType.isWebPage(contentType)
+            guard permitted else { throw .mimeType(url: resource.url, mimeType: MIMEType.essence(contentType)) }
+        }
+
+        let fd = open(part, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        guard fd >= 0 else { throw AssetStore.failure(path: part) }
+        defer { close(fd) }
+        var remaining = resource.range.map { Int64($0.length) - have }
+        var sniffed = have > 0
+        do {
+            for try await buffer in response.body {
+                if Task.isCancelled { throw DownloadFailure.cancelled }
+                var view = buffer.readableBytesView[...]
+                if skip > 0 {
+                    let dropped = min(Int64(view.count), skip)
+                    view = view.dropFirst(Int(dropped))
+                    skip -= dropped
+                }
+                if let left = remaining, Int64(view.count) > left { view = view.prefix(Int(left)) }
+                if view.isEmpty { if remaining == 0 { break } else { continue } }
+                if !sniffed {
+                    sniffed = true
+                    if resource.kind != .manifest, Self.isWebPage(view) {
+                        throw DownloadFailure.invalidContent(url: resource.url, reason: "an HTML page instead of media")
+                    }
+                }
+                try budget.reserve(Int64(view.count))
+                try Self.write(fd, view, path: part)
+                have += Int64(view.count)
+                progress.add(Int64(view.count))
+                if let left = remaining {
+                    remaining = left - Int64(view.count)
+                    if remaining == 0 { break }
+                }
+            }
+        } catch let failure as DownloadFailure {
+            throw failure
+        } catch {
+            throw Self.failure(error, url: resource.url)
+        }
+        if let length = resource.range?.length, have != Int64(length) {
+            throw .network(url: resource.url, message: "the body ended after \(have) of \(length) bytes")
+        }
+        if resource.kind == .key, have != 16 {
+            try restart(part, have: &have, budget: budget, progress: progress)
+            throw .invalidContent(url: resource.url, reason: "an AES-128 key must be 16 bytes")
+        }
+        return try finish(resource, index: index, part: part, final: final, size: have, announced: announced, progress: progress)
+    }
+
+    private func finish(_ resource: DownloadResource, index: Int, part: String, final: String, size: Int64, announced: Int64?,
+                        progress: LiveProgress) throws(DownloadFailure) -> String? {
+        guard rename(part, final) == 0 else { throw AssetStore.failure(path: final) }
+        progress.markComplete(index)
+        let expected = announced ?? resource.expectedSize.map(Int64.init)
+        if let expected, expected != size {
+            return "\(resource.url): \(size) bytes on disk, \(expected) announced (Content-Length); kept"
+        }
+        return nil
+    }
+
+    private func restart(_ part: String, have: inout Int64, budget: DownloadBudget, progress: LiveProgress) throws(DownloadFailure) {
+        guard truncate(part, 0) == 0 || errno == ENOENT else { throw AssetStore.failure(path: part) }
+        budget.release(have)
+        progress.add(-have)
+        have = 0
+    }
+
+    private static func write(_ fd: Int32, _ bytes: ByteBufferView, path: String) throws(DownloadFailure) {
+        try bytes.withUnsafeBytes { (raw) throws(DownloadFailure) in
+            var offset = 0
+            while offset < raw.count {
+                let written = systemWrite(fd, raw.baseAddress! + offset, raw.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw AssetStore.failure(path: path)
+                }
+                offset += written
+            }
+        }
+    }
+
+    /// `bytes a-b/total` (or `bytes */total`).
+    static func contentRange(_ header: String?) -> (start: Int64?, total: Int64?)? {
+        guard let header, header.lowercased().hasPrefix("bytes ") else { return nil }
+        let value = header.dropFirst(6)
+        let parts = value.split(separator: "/", maxSplits: 1)
+        guard parts.count == 2 else { return nil }
+        let start = parts[0] == "*" ? nil : parts[0].split(separator: "-").first.flatMap { Int64($0) }
+        return (start, Int64(parts[1]))
+    }
+
+    static func isWebPage<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        let text = String(decoding: bytes.prefix(64), as: UTF8.self).drop { $0.isWhitespace }.lowercased()
+        return text.hasPrefix("<!doctype html") || text.hasPrefix("<html")
+    }
+
+    static func failure(_ error: any Error, url: String) -> DownloadFailure {
+        if let failure = error as? DownloadFailure { return failure }
+        if error is CancellationError || Task.isCancelled { return .cancelled }
+        if let client = error as? HTTPClientError, client == .cancelled { return .cancelled }
+        return .network(url: url, message: String(describing: error))
+    }
+}
+
+#if canImport(Glibc)
+private let systemWrite = Glibc.write
+#elseif canImport(Darwin)
+private let systemWrite = Darwin.write
+#endif

@@ -1,0 +1,49 @@
+import Foundation
+import SatchelMedia
+
+/// Plans the download of an on-demand Smooth Streaming presentation: one video quality level by
+/// `maxVideoBitrate`, the first audio stream plus requested languages (by `maxAudioBitrate`), text streams
+/// in requested languages; every fragment URL. Pure.
+public enum SmoothDownloadPlanner {
+    /// The plan for the manifest at `url`.
+    public static func plan(manifest text: String, url: URL, options: DownloadOptions) throws(DownloadError) -> DownloadPlan {
+        let manifest: SmoothManifest
+        do { manifest = try SmoothManifest(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
+        guard !manifest.isLive else { throw .liveStream(url.absoluteString) }
+        let timescale = Double(max(manifest.timescale, 1))
+        var streams: [SmoothManifest.StreamIndex] = []
+        var resources: [DownloadResource] = []
+        var audioSeen = false
+        for stream in manifest.streams {
+            let level: SmoothManifest.QualityLevel?
+            switch stream.type.lowercased() {
+            case "video":
+                guard !streams.contains(where: { $0.type.lowercased() == "video" }) else { continue }
+                level = RenditionChoice.pick(stream.qualityLevels, bitrate: \.bitrate, max: options.maxVideoBitrate)
+            case "audio":
+                guard !audioSeen || RenditionChoice.wanted(stream.language, options.languages) else { continue }
+                audioSeen = true
+                level = RenditionChoice.pick(stream.qualityLevels, bitrate: \.bitrate, max: options.maxAudioBitrate)
+            default:
+                guard RenditionChoice.wanted(stream.language, options.languages) else { continue }
+                level = stream.qualityLevels.first
+            }
+            guard let level else { continue }
+            var kept = stream
+            kept.qualityLevels = [level]
+            streams.append(kept)
+            for (time, duration) in zip(stream.fragmentTimes, stream.fragmentDurations) {
+                let reference = stream.fragmentURL(bitrate: level.bitrate, startTime: time)
+                guard let fragment = URL(string: reference, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad fragment URL \(reference)") }
+                resources.append(DownloadResource(url: fragment.absoluteString, localPath: LocalPath.map(fragment, root: url), kind: .segment,
+                                                  duration: Double(duration) / timescale, group: "\(stream.type)/\(stream.name ?? "")/\(level.bitrate)"))
+            }
+        }
+        guard !resources.isEmpty else { throw .nothingSelected("the Smooth manifest has no video or audio fragments") }
+        var local = manifest
+        local.streams = streams
+        let path = LocalPath.map(url, root: url)
+        return DownloadPlan(format: .smooth, mainPath: path, manifests: [.init(path: path, text: local.text)], resources: resources,
+                            totalDuration: manifest.duration > 0 ? Double(manifest.duration) / timescale : nil)
+    }
+}

@@ -1,0 +1,222 @@
+import ArgumentParser
+import Foundation
+import SatchelDownloads
+
+/// `satchel download`: the download-to-go queue.
+struct DownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "Download HLS, DASH, Smooth Streaming and single files for offline playback.",
+        subcommands: [DownloadAdd.self, DownloadRun.self, DownloadList.self, DownloadPause.self, DownloadResume.self, DownloadRemove.self,
+                      DownloadFlush.self, DownloadEnable.self, DownloadDisable.self, DownloadClearRetries.self])
+}
+
+/// `--data-dir`: where the download index and the assets live.
+struct DownloadDirectoryOptions: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: "Data directory (downloads.sqlite, assets/). Default: $SATCHEL_DATA_DIR or ./satchel-data.")
+    var dataDirectory: String?
+
+    /// Opens the engine, runs `body`, closes the engine.
+    func withManager<T>(_ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
+                        _ body: (DownloadManager) async throws -> T) async throws -> T {
+        var configuration = DownloadManager.Configuration(
+            dataDirectory: dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data")
+        configure(&configuration)
+        let manager = try await DownloadManager(configuration: configuration)
+        do {
+            let result = try await body(manager)
+            await manager.close()
+            return result
+        } catch {
+            await manager.close()
+            throw error
+        }
+    }
+}
+
+/// An asset ID argument with the data directory.
+struct DownloadTarget: ParsableArguments {
+    @Argument(help: "The asset ID.") var id: String
+    @OptionGroup var directory: DownloadDirectoryOptions
+}
+
+struct DownloadAdd: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "add", abstract: "Enqueue an asset (the manifest is fetched and checked now).")
+    @Argument(help: "HLS master or media playlist, DASH MPD, Smooth manifest, or a media file.") var url: String
+    @OptionGroup var directory: DownloadDirectoryOptions
+    @Option(help: "Asset ID (directory name). Default: derived from the URL.") var id: String?
+    @Option(name: .customLong("max-bitrate"), help: "HLS: highest variant BANDWIDTH (0 = the lowest variant).") var maxBitrate: Int?
+    @Option(name: .customLong("max-video-bitrate"), help: "DASH/Smooth: highest video bitrate.") var maxVideoBitrate: Int?
+    @Option(name: .customLong("max-audio-bitrate"), help: "DASH/Smooth: highest audio bitrate.") var maxAudioBitrate: Int?
+    @Option(name: .customLong("language"), help: "Also download audio/subtitles in this language (repeatable).") var languages: [String] = []
+    @Flag(name: .customLong("include-keys"), help: "Download AES-128 key files too.") var includeKeys = false
+    @Option(help: "Publish date (ISO 8601): hidden until then.") var publish: String?
+    @Option(help: "Expiry date (ISO 8601, or YYYY-MM-DD).") var expiry: String?
+    @Option(name: .customLong("expiry-after-download"), help: "Seconds the asset stays after its download completes.") var expiryAfterDownload: Double?
+    @Option(name: .customLong("expiry-after-play"), help: "Seconds the asset stays after its first play.") var expiryAfterPlay: Double?
+
+    func execute() async throws {
+        let window = AvailabilityWindow(publishDate: try publish.map { try parseDate($0, option: "--publish") },
+                                        expiryDate: try expiry.map { try parseDate($0, option: "--expiry") },
+                                        expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay)
+        let options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
+                                      languages: languages, includeEncryptionKeys: includeKeys)
+        let asset = try await directory.withManager { try await $0.add(url: url, id: id, options: options, window: window) }
+        print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
+    }
+
+    private func parseDate(_ text: String, option: String) throws -> Date {
+        if let date = ISO8601DateFormatter().date(from: text) { return date }
+        let day = ISO8601DateFormatter()
+        day.formatOptions = [.withFullDate]
+        if let date = day.date(from: text) { return date }
+        throw CLIError("\(option): expected an ISO 8601 date such as 2026-12-31 or 2026-12-31T12:00:00Z")
+    }
+}
+
+struct DownloadRun: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Work through the queue in the foreground.",
+        discussion: "Exit status: 0 when every asset is complete; 1 when one is blocked (errored 3 passes, or fatally); 3 when some wait (paused, a rule, downloads disabled).")
+    @OptionGroup var directory: DownloadDirectoryOptions
+    @Option(help: "Files of one asset downloaded at once.") var parallel: Int = 6
+    @Option(help: "MB that must stay free on the disk (seed 003 headroom).") var headroom: Int64 = 1024
+    @Option(name: .customLong("max-storage"), help: "MB the downloads may use in all (seed 003 maxStorageAllowed).") var maxStorage: Int64?
+    @Option(name: .customLong("max-assets"), help: "Downloaded assets allowed at once (seed 003 maxDownloadedAssets).") var maxAssets: Int = 100
+    @Option(name: .customLong("retry-delay"), help: "Seconds between attempts of one asset.") var retryDelay: Double = 1
+
+    func execute() async throws {
+        guard parallel > 0, headroom >= 0, maxAssets >= 0, retryDelay >= 0 else { throw CLIError("--parallel must be positive; sizes and delays not negative") }
+        let rules = DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max, headroom: headroom << 20)
+        let summary = try await directory.withManager({ configuration in
+            configuration.rules = rules
+            configuration.parallelism = parallel
+            configuration.retryDelay = .milliseconds(Int(retryDelay * 1000))
+            configuration.passDelay = .milliseconds(Int(retryDelay * 2000))
+        }) { manager in
+            let events = await manager.events()
+            let printer = Task { await ProgressPrinter().consume(events) }
+            let work = Task { await manager.run() }
+            let summary = await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
+            printer.cancel()
+            return summary
+        }
+        let line = summary.states.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", ")
+        FileHandle.standardError.write(Data("satchel: \(line.isEmpty ? "queue empty" : line)\(summary.enabled ? "" : " (downloads disabled)")\n".utf8))
+        if summary.allComplete && summary.enabled { return }
+        throw ExitCode((summary.states[.blocked] ?? 0) > 0 ? 1 : 3)
+    }
+}
+
+/// Draws one progress line per asset on stderr.
+struct ProgressPrinter {
+    private let interactive = isatty(2) != 0
+
+    func consume(_ events: AsyncStream<DownloadEvent>) async {
+        var lastLine = Date.distantPast
+        for await event in events {
+            switch event {
+            case let .progress(progress):
+                guard interactive || Date().timeIntervalSince(lastLine) > 2 else { continue }
+                lastLine = Date()
+                let width = 30, filled = Int(progress.fraction * Double(width))
+                let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+                let line = String(format: "%@ [%@] %3.0f%% %.1f MB %d/%d files, %.0f/%.0f s cached", progress.assetID, bar, progress.fraction * 100,
+                                  Double(progress.bytes) / 1_048_576, progress.completedFiles, progress.totalFiles,
+                                  progress.cachedDuration, progress.totalDuration)
+                write(interactive ? "\r\(line)\u{1B}[K" : line + "\n")
+            case let .finished(id): write((interactive ? "\n" : "") + "\(id): complete\n")
+            case let .error(id, failure, willRetry): write((interactive ? "\n" : "") + "\(id): \(failure)\(willRetry ? " (will retry)" : " (blocked)")\n")
+            case let .warning(id, message): write((interactive ? "\n" : "") + "\(id): warning: \(message)\n")
+            case let .stateChanged(id, .waiting): write("\(id): waiting for a rule\n")
+            case let .expiredAssetsReset(ids): write("expired and deleted: \(ids.joined(separator: ", "))\n")
+            default: break
+            }
+        }
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}
+
+struct DownloadList: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List the assets with their state and progress.")
+    @OptionGroup var directory: DownloadDirectoryOptions
+    @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Only assets inside their availability window.") var available = false
+
+    struct Row: Encodable {
+        var id: String, url: String, format: String, state: String, paused: Bool, retryCount: Int
+        var failure: String?, path: String, progress: DownloadProgress, window: AvailabilityWindow
+        var completedAt: Date?, firstPlayAt: Date?
+    }
+
+    func execute() async throws {
+        let rows = try await directory.withManager { manager in
+            var rows: [Row] = []
+            for asset in try await manager.assets(availabilityFilter: available) {
+                rows.append(Row(id: asset.id, url: asset.url, format: asset.plan.format.rawValue, state: asset.state.rawValue, paused: asset.isPaused,
+                                retryCount: asset.retryCount, failure: asset.failure?.description,
+                                path: manager.store.path(asset.id, asset.plan.mainPath), progress: try await manager.progress(asset.id),
+                                window: asset.window, completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt))
+            }
+            return rows
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            encoder.dateEncodingStrategy = .iso8601
+            print(String(decoding: try encoder.encode(rows), as: UTF8.self))
+            return
+        }
+        for row in rows {
+            let state = row.paused ? "\(row.state),paused" : row.state
+            print(String(format: "%@\t%@\t%@\t%3.0f%%\t%.1f MB\t%@%@", row.id, row.format, state, row.progress.fraction * 100,
+                         Double(row.progress.bytes) / 1_048_576, row.path, row.failure.map { "\t\($0)" } ?? ""))
+        }
+    }
+}
+
+struct DownloadPause: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "pause", abstract: "Pause one asset (a running `download run` stops it within a second).")
+    @OptionGroup var target: DownloadTarget
+    func execute() async throws { try await target.directory.withManager { try await $0.pause(target.id) } }
+}
+
+struct DownloadResume: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "resume", abstract: "Resume a paused asset.")
+    @OptionGroup var target: DownloadTarget
+    func execute() async throws { try await target.directory.withManager { try await $0.resume(target.id) } }
+}
+
+struct DownloadRemove: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove one asset and delete its files.")
+    @OptionGroup var target: DownloadTarget
+    func execute() async throws { try await target.directory.withManager { try await $0.remove(target.id) } }
+}
+
+struct DownloadClearRetries: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "clear-retries", abstract: "Let a blocked asset be tried again.")
+    @OptionGroup var target: DownloadTarget
+    func execute() async throws { try await target.directory.withManager { try await $0.clearRetryCount(target.id) } }
+}
+
+struct DownloadFlush: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "flush", abstract: "Remove every asset not yet complete (complete ones stay).")
+    @OptionGroup var directory: DownloadDirectoryOptions
+    func execute() async throws { try await directory.withManager { try await $0.flush() } }
+}
+
+struct DownloadEnable: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "enable", abstract: "Switch downloading on (persists).")
+    @OptionGroup var directory: DownloadDirectoryOptions
+    func execute() async throws { try await directory.withManager { try await $0.setEnabled(true) } }
+}
+
+struct DownloadDisable: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Switch downloading off (persists; a running `download run` stops).")
+    @OptionGroup var directory: DownloadDirectoryOptions
+    func execute() async throws { try await directory.withManager { try await $0.setEnabled(false) } }
+}
