@@ -124,7 +124,8 @@ let package = Package(
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
-        .target(name: "SatchelTestSupport", path: "Tests/SatchelTestSupport"),
+        .target(name: "SatchelTestSupport", dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")],
+                path: "Tests/SatchelTestSupport"),
         .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelServerTests",
@@ -138,14 +139,13 @@ let package = Package(
             name: "SatchelDownloadsTests",
             dependencies: [
                 "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         .testTarget(name: "SatchelPackagerTests",
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
-        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

@@ -79,6 +79,8 @@ public struct DownloadPlan: Sendable, Codable, Equatable {
         if tracks.isEmpty {  // a single file: all or nothing
             return resources.indices.allSatisfy(isComplete) ? (totalDuration ?? 0) : 0
         }
+        // Every track whole: the whole presentation (tracks may differ by a frame or two).
+        if tracks.values.allSatisfy(\.open) { return mediaDuration }
         return tracks.values.map(\.duration).min() ?? 0
     }
 

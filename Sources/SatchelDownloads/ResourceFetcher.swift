@@ -189,8 +189,7 @@ struct ResourceFetcher: Sendable {
                         progress: LiveProgress) throws(DownloadFailure) -> String? {
         guard rename(part, final) == 0 else { throw AssetStore.failure(path: final) }
         progress.markComplete(index)
-        let expected = announced ?? resource.expectedSize.map(Int64.init)
-        if let expected, expected != size {
+        for expected in [resource.expectedSize.map(Int64.init), announced].compactMap({ $0 }) where expected != size {
             return "\(resource.url): \(size) bytes on disk, \(expected) announced (Content-Length); kept"
         }
         return nil

@@ -118,3 +118,13 @@ public enum ProcessRunner {
         var done: Bool { lock.withLock { finished } }
     }
 }
+
+extension TestMedia {
+    /// Runs blocking work (a child process, a big file read) on a Dispatch thread, so that it does not hold
+    /// one of the few cooperative threads that servers in the same test process (the loopback origin) need.
+    public static func offloaded<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+}

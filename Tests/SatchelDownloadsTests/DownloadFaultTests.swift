@@ -1,0 +1,89 @@
+import Foundation
+import SatchelDownloads
+import SatchelTestSupport
+import Testing
+
+@Suite("Download engine: faults and retries")
+struct DownloadFaultTests {
+    static let segment = "asset/video_0/segment_2.ts"
+
+    @Test("transient faults heal: a reset or truncated body resumes with Range; 500/503 bursts, slow bodies and 404s are retried",
+          arguments: [TestOrigin.Fault.reset(after: 5000), .truncate(after: 3000), .status(503), .status(500), .slow(milliseconds: 5), .status(404)])
+    func heals(fault: TestOrigin.Fault) async throws {
+        let world = try await DownloadWorld.make("heal")
+        defer { world.origin.stop() }
+        let manager = try await world.manager()
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        world.origin.inject(fault, on: Self.segment, times: 2)
+        #expect(await manager.run().allComplete)
+        try world.expectMediaMatchesOrigin("a")
+        let requests = world.origin.log.filter { $0.path == Self.segment }
+        switch fault {
+        case .reset, .truncate:
+            #expect(requests.contains { ($0.range ?? "").hasPrefix("bytes=") && $0.range != "bytes=0-" }, "resumed where the file stopped")
+            #expect(log.errors.allSatisfy { if case .network = $0.0 { return $0.1 } else { return false } })
+        case let .status(code):
+            #expect(log.errors.map(\.0) == Array(repeating: .httpStatus(url: world.origin.url(Self.segment), status: code), count: 2))
+            #expect(log.errors.allSatisfy { $0.1 }, "every error says it will be retried")
+        default:
+            #expect(log.errors.isEmpty)
+        }
+        #expect(try await manager.asset("a").retryCount == 0, "healed within the first pass")
+        await manager.close()
+    }
+
+    @Test("fatal errors are not retried: a page served as text/html, a 403")
+    func fatal() async throws {
+        let world = try await DownloadWorld.make("fatal")
+        defer { world.origin.stop() }
+        let manager = try await world.manager()
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "html")
+        world.origin.inject(.contentType("text/html"), on: Self.segment, times: -1)
+        let summary = await manager.run()
+        #expect(summary.states[.blocked] == 1)
+        var asset = try await manager.asset("html")
+        #expect(asset.failure == .mimeType(url: world.origin.url(Self.segment), mimeType: "text/html") && asset.retryCount == 0)
+        #expect(log.errors.count == 1 && log.errors[0].1 == false)
+        #expect(world.origin.log.filter { $0.path == Self.segment }.count == 1, "tried once")
+
+        world.origin.clearFaults()
+        world.origin.inject(.status(403), on: Self.segment, times: -1)
+        try await manager.clearRetryCount("html")
+        _ = await manager.run()
+        asset = try await manager.asset("html")
+        #expect(asset.state == .blocked && asset.failure == .httpStatus(url: world.origin.url(Self.segment), status: 403))
+        await manager.close()
+    }
+
+    @Test("the rule of threes: three attempts per pass, three passes, then blocked until clearRetryCount")
+    func ruleOfThrees() async throws {
+        let world = try await DownloadWorld.make("threes")
+        defer { world.origin.stop() }
+        try await TestMedia.offloaded { try world.package("second", format: .hlsTS, scheme: .clear) }
+        let manager = try await world.manager()
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "broken")
+        try await manager.add(url: world.origin.url("second/master.m3u8"), id: "fine")
+        // An HTML page instead of a segment (a captive portal): not fatal, but it never heals.
+        world.origin.inject(.htmlPage, on: Self.segment, times: -1)
+        let summary = await manager.run()
+        #expect(summary.states[.blocked] == 1 && summary.states[.complete] == 1, "the queue moves on past the errored asset")
+        let broken = try await manager.asset("broken")
+        #expect(broken.retryCount == 3 && broken.state == .blocked)
+        #expect(broken.failure == .invalidContent(url: world.origin.url(Self.segment), reason: "an HTML page instead of media"))
+        #expect(log.errors.count == 9, "3 attempts × 3 passes")
+        #expect(log.errors.prefix(8).allSatisfy { $0.1 } && log.errors.last?.1 == false, "only the last error says it will not be retried")
+        #expect(world.origin.log.filter { $0.path == Self.segment }.count == 9)
+        // Nothing happens to a blocked asset until its retry count is cleared.
+        _ = await manager.run()
+        #expect(world.origin.log.filter { $0.path == Self.segment }.count == 9)
+        world.origin.clearFaults()
+        try await manager.clearRetryCount("broken")
+        #expect(try await manager.asset("broken").state == .queued)
+        #expect(await manager.run().allComplete)
+        try world.expectMediaMatchesOrigin("broken")
+        await manager.close()
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// A real HTTP origin on loopback serving a directory, with Range support and injectable faults.
+public final class TestOrigin: @unchecked Sendable {
+    /// Something the origin does wrong, once per matching request.
+    public enum Fault: Sendable, Equatable {
+        /// Answer with this status and a short body.
+        case status(Int)
+        /// Send this many bytes of the body, then close the connection.
+        case reset(after: Int)
+        /// Send this many bytes of the body, then stop sending (keeping the connection open).
+        case truncate(after: Int)
+        /// Send the body in 4 KB chunks with this many milliseconds between them.
+        case slow(milliseconds: Int)
+        /// Send the file with this Content-Type.
+        case contentType(String)
+        /// Send an HTML page (with the file's own Content-Type).
+        case htmlPage
+        /// Send these bytes instead of the file.
+        case body([UInt8])
+    }
+
+    /// One request the origin saw.
+    public struct Request: Sendable {
+        public var path: String
+        public var range: String?
+    }
+
+    /// The directory served.
+    public let root: URL
+    /// `http://127.0.0.1:PORT`.
+    public private(set) var baseURL = ""
+    private let lock = NSLock()
+    private var faults: [(suffix: String, fault: Fault, remaining: Int)] = []
+    private var requests: [Request] = []
+    private var throttle: (chunk: Int, microseconds: UInt32)?
+    private var task: Task<Void, any Error>?
+
+    private init(root: URL) {
+        self.root = root
+    }
+
+    /// Starts an origin serving `root` on a free loopback port.
+    public static func start(root: URL) async throws -> TestOrigin {
+        let origin = TestOrigin(root: root)
+        let router = Router()
+        router.get("**") { request, _ in try await origin.respond(request) }
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "test-origin")
+        logger.logLevel = .critical  // stopping mid-request (faults) is expected
+        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                              onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        origin.task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        for await port in ports {
+            origin.baseURL = "http://127.0.0.1:\(port)"
+            break
+        }
+        return origin
+    }
+
+    /// Stops the server.
+    public func stop() {
+        task?.cancel()
+    }
+
+    /// The URL of a path under the root.
+    public func url(_ path: String) -> String { baseURL + "/" + path }
+
+    /// Injects `fault` for the next `times` requests whose path ends with `suffix` (times < 0: for ever).
+    public func inject(_ fault: Fault, on suffix: String, times: Int = 1) {
+        lock.withLock { faults.append((suffix, fault, times)) }
+    }
+
+    /// Removes every fault.
+    public func clearFaults() {
+        lock.withLock { faults = [] }
+    }
+
+    /// Sends every body slowly: `chunk` bytes, then a pause (nil = full speed).
+    public func setThrottle(chunk: Int, microseconds: UInt32) {
+        lock.withLock { throttle = (chunk, microseconds) }
+    }
+
+    /// Requests seen so far.
+    public var log: [Request] { lock.withLock { requests } }
+
+    private func takeFault(for path: String) -> Fault? {
+        lock.withLock {
+            guard let index = faults.firstIndex(where: { path.hasSuffix($0.suffix) && $0.remaining != 0 }) else { return nil }
+            faults[index].remaining -= 1
+            return faults[index].fault
+        }
+    }
+
+    private func respond(_ request: Hummingbird.Request) async throws -> Response {
+        let path = String(request.uri.path.removingPercentEncoding?.dropFirst() ?? "")
+        let rangeHeader = request.headers[.range]
+        lock.withLock { requests.append(Request(path: path, range: rangeHeader)) }
+        let fault = takeFault(for: path)
+        if case let .status(code)? = fault {
+            return Response(status: .init(code: code), body: .init(byteBuffer: ByteBuffer(string: "fault \(code)\n")))
+        }
+        let file = root.appendingPathComponent(path).standardized
+        guard file.path.hasPrefix(root.standardized.path), !path.contains(".."),
+              var data = try? Array(Data(contentsOf: file)), !file.hasDirectoryPath else {
+            return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "not found\n")))
+        }
+        switch fault {
+        case .htmlPage?: data = Array("<!DOCTYPE html><html><body>Sign in to the Wi-Fi</body></html>".utf8)
+        case let .body(bytes)?: data = bytes
+        default: break
+        }
+        var headers = HTTPFields()
+        if case let .contentType(type)? = fault {
+            headers[.contentType] = type
+        } else {
+            headers[.contentType] = Self.contentType(path)
+        }
+        headers[.acceptRanges] = "bytes"
+        var status = HTTPResponse.Status.ok
+        var body = data[...]
+        if let rangeHeader, rangeHeader.hasPrefix("bytes=") {
+            let bounds = rangeHeader.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+            let start = bounds.first.flatMap { Int($0) } ?? 0
+            let end = bounds.count > 1 ? Int(bounds[1]) ?? (data.count - 1) : data.count - 1
+            guard start < data.count else {
+                headers[.contentRange] = "bytes */\(data.count)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            }
+            body = data[start...min(end, data.count - 1)]
+            headers[.contentRange] = "bytes \(start)-\(start + body.count - 1)/\(data.count)"
+            status = .partialContent
+        }
+        let bytes = Array(body)
+        let throttle = lock.withLock { self.throttle }
+        return Response(status: status, headers: headers, body: ResponseBody(contentLength: bytes.count) { writer in
+            var chunk = 64 * 1024, pause: UInt32 = 0
+            if let throttle { (chunk, pause) = throttle }
+            if case let .slow(milliseconds)? = fault { (chunk, pause) = (4096, UInt32(milliseconds * 1000)) }
+            var limit = bytes.count
+            if case let .reset(after)? = fault { limit = min(after, bytes.count) }
+            if case let .truncate(after)? = fault { limit = min(after, bytes.count) }
+            var offset = 0
+            while offset < limit {
+                let end = min(offset + chunk, limit)
+                try await writer.write(ByteBuffer(bytes: bytes[offset..<end]))
+                offset = end
+                if pause > 0 { try await Task.sleep(nanoseconds: UInt64(pause) * 1000) }
+            }
+            if case .reset? = fault { throw CancellationError() }
+            if case .truncate? = fault { try await Task.sleep(nanoseconds: 60_000_000_000) }
+            try await writer.finish(nil)
+        })
+    }
+
+    static func contentType(_ path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "m3u8": return "application/vnd.apple.mpegurl"
+        case "ts": return "video/mp2t"
+        case "mp4", "m4s", "m4v": return "video/mp4"
+        case "m4a": return "audio/mp4"
+        case "mpd": return "application/dash+xml"
+        case "json": return "application/json"
+        case "html": return "text/html"
+        case "vtt": return "text/vtt"
+        default: return path.hasSuffix("Manifest") ? "text/xml" : "application/octet-stream"
+        }
+    }
+}
