@@ -55,17 +55,7 @@ struct DownloadWorld {
     }
 
     /// Relative paths of the regular files under `url`.
-    static func files(under url: URL) -> [String] {
-        let walker = FileManager.default.enumerator(atPath: url.path)
-        var out: [String] = []
-        while let path = walker?.nextObject() as? String {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.appendingPathComponent(path).path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                out.append(path)
-            }
-        }
-        return out.sorted()
-    }
+    static func files(under url: URL) -> [String] { TestMedia.files(under: url) }
 
     /// Every downloaded media file (not a manifest) of an asset is byte-identical to the origin's file at the same path.
     func expectMediaMatchesOrigin(_ id: String, originDirectory: String = "asset", sourceLocation: SourceLocation = #_sourceLocation) throws {

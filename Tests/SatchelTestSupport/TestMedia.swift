@@ -128,3 +128,18 @@ extension TestMedia {
         }
     }
 }
+
+extension TestMedia {
+    /// Relative paths of the regular files under `url`, sorted.
+    public static func files(under url: URL) -> [String] {
+        let walker = FileManager.default.enumerator(atPath: url.path)
+        var out: [String] = []
+        while let path = walker?.nextObject() as? String {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent(path).path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                out.append(path)
+            }
+        }
+        return out.sorted()
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import SatchelPackager
+import SatchelTestSupport
+import Testing
+
+@Suite("satchel download")
+struct DownloadCommandTests {
+    /// An origin serving one HLS package at `asset/master.m3u8`.
+    static func origin(seconds: Int = 6, size: String = "320x240") async throws -> (TestOrigin, URL) {
+        let directory = try CLIRunner.temporaryDirectory()
+        let site = directory.appendingPathComponent("site")
+        let input = try TestMedia.make("cli-download-\(seconds)-\(size)", seconds: seconds, size: size)
+        try await TestMedia.offloaded {
+            _ = try Packager(options: PackageOptions(inputs: [input.path], output: site.appendingPathComponent("asset").path, format: .hlsTS,
+                                                     scheme: .clear, segmentDuration: 1)).run()
+        }
+        return (try await TestOrigin.start(root: site), directory)
+    }
+
+    static func run(_ arguments: [String]) async throws -> CLIRunner.Result {
+        try await TestMedia.offloaded { try CLIRunner.run(arguments) }
+    }
+
+    static func list(_ data: String) async throws -> [[String: Any]] {
+        let result = try await run(["download", "list", "--data-dir", data, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]])
+    }
+
+    @Test("add, run, list, pause, resume, remove, flush, enable, disable; exit codes say complete (0), blocked (1), waiting (3)")
+    func commands() async throws {
+        let (origin, directory) = try await Self.origin()
+        defer { origin.stop() }
+        let data = directory.appendingPathComponent("data").path
+        let url = origin.url("asset/master.m3u8")
+        let added = try await Self.run(["download", "add", url, "--data-dir", data, "--id", "a", "--max-bitrate", "0", "--expiry", "2099-01-01"])
+        #expect(added.status == 0 && added.stdout.hasPrefix("a\thls\t"), "\(added.stderr)")
+        let live = try await Self.run(["download", "add", origin.url("asset/missing.m3u8"), "--data-dir", data])
+        #expect(live.status == 1 && live.stderr.hasPrefix("satchel: error: cannot fetch the manifest: HTTP 404"))
+        let badDate = try await Self.run(["download", "add", url, "--data-dir", data, "--expiry", "soon"])
+        #expect(badDate.status != 0 && badDate.stderr.contains("ISO 8601"))
+
+        #expect(try await Self.run(["download", "disable", "--data-dir", data]).status == 0)
+        #expect(try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0"]).status == 3, "disabled: nothing downloads")
+        #expect(try await Self.run(["download", "enable", "--data-dir", data]).status == 0)
+        let run = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0", "--parallel", "3"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("a: complete"))
+        var rows = try await Self.list(data)
+        #expect(rows.count == 1 && rows[0]["state"] as? String == "complete")
+        let progress = try #require(rows[0]["progress"] as? [String: Any])
+        #expect(progress["fraction"] as? Double == 1 && progress["isReadyToPlay"] as? Bool == true)
+        let master = try #require(rows[0]["path"] as? String)
+        #expect(try await TestMedia.offloaded { try TestMedia.packetCounts(URL(fileURLWithPath: master)) }["video"] ?? 0 > 0)
+
+        #expect(try await Self.run(["download", "add", url, "--data-dir", data, "--id", "b"]).status == 0)
+        #expect(try await Self.run(["download", "pause", "b", "--data-dir", data]).status == 0)
+        rows = try await Self.list(data)
+        #expect(rows.last?["paused"] as? Bool == true)
+        #expect(try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0"]).status == 3, "paused: not complete")
+        #expect(try await Self.run(["download", "resume", "b", "--data-dir", data]).status == 0)
+        #expect(try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0"]).status == 0)
+
+        origin.inject(.status(403), on: "segment_1.ts", times: -1)
+        #expect(try await Self.run(["download", "add", url, "--data-dir", data, "--id", "c"]).status == 0)
+        let blocked = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0", "--retry-delay", "0"])
+        #expect(blocked.status == 1 && blocked.stderr.contains("HTTP 403"))
+        #expect(try await Self.run(["download", "flush", "--data-dir", data]).status == 0)
+        #expect(try await Self.list(data).map { $0["id"] as? String } == ["a", "b"])
+        #expect(try await Self.run(["download", "remove", "a", "--data-dir", data]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("data/assets/a").path))
+        let missing = try await Self.run(["download", "remove", "a", "--data-dir", data])
+        #expect(missing.status == 1 && missing.stderr == "satchel: error: no asset with ID a\n")
+    }
+
+    @Test("crash safety: `download run` killed with SIGKILL at random moments, then run again, leaves files identical to the origin's")
+    func sigkill() async throws {
+        let (origin, directory) = try await Self.origin(seconds: 10, size: "640x360")
+        defer { origin.stop() }
+        let data = directory.appendingPathComponent("data").path
+        #expect(try await Self.run(["download", "add", origin.url("asset/master.m3u8"), "--data-dir", data, "--id", "x"]).status == 0)
+        origin.setThrottle(chunk: 4 * 1024, microseconds: 25_000)  // ≈ 160 KB/s a connection, so kills land mid-file
+        let binary = try #require(CLIRunner.binary)
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<10 {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["download", "run", "--data-dir", data, "--headroom", "0", "--parallel", "4"]
+            process.standardError = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            try await Task.sleep(for: .milliseconds(Int.random(in: 100...500, using: &generator)))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        origin.setThrottle(chunk: 1 << 20, microseconds: 0)
+        let final = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0"])
+        #expect(final.status == 0, "\(final.stderr)")
+        let local = directory.appendingPathComponent("data/assets/x")
+        let media = TestMedia.files(under: local).filter { !$0.hasSuffix(".m3u8") }
+        #expect(!media.isEmpty && !media.contains { $0.hasSuffix(".part") || $0.hasSuffix(".tmp") })
+        for path in media {
+            let originFile = directory.appendingPathComponent("site/asset").appendingPathComponent(path)
+            #expect(try Data(contentsOf: local.appendingPathComponent(path)) == (try Data(contentsOf: originFile)), "\(path)")
+        }
+        let rows = try await Self.list(data)
+        let progress = try #require(rows.first?["progress"] as? [String: Any])
+        #expect(progress["fraction"] as? Double == 1 && progress["completedFiles"] as? Int == media.count)
+        #expect(origin.log.contains { $0.range != nil }, "some file was resumed with a Range request (\(origin.log.count) requests)")
+    }
+}
