@@ -117,6 +117,7 @@ let package = Package(
                 "SatchelPackager",
                 "SatchelLicensing",
                 "SatchelServer",
+                "SatchelDownloads",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

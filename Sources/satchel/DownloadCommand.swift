@@ -80,7 +80,7 @@ struct DownloadRun: SatchelAsyncCommand {
         abstract: "Work through the queue in the foreground.",
         discussion: "Exit status: 0 when every asset is complete; 1 when one is blocked (errored 3 passes, or fatally); 3 when some wait (paused, a rule, downloads disabled).")
     @OptionGroup var directory: DownloadDirectoryOptions
-    @Option(help: "Files of one asset downloaded at once.") var parallel: Int = 6
+    @Option(help: "Files of one asset downloaded at once.") var parallel: Int = 8
     @Option(help: "MB that must stay free on the disk (seed 003 headroom).") var headroom: Int64 = 1024
     @Option(name: .customLong("max-storage"), help: "MB the downloads may use in all (seed 003 maxStorageAllowed).") var maxStorage: Int64?
     @Option(name: .customLong("max-assets"), help: "Downloaded assets allowed at once (seed 003 maxDownloadedAssets).") var maxAssets: Int = 100
