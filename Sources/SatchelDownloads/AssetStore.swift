@@ -73,9 +73,21 @@ public struct AssetStore: Sendable {
             let target = path(id, manifest.path)
             try makeParent(of: target)
             let temporary = target + ".tmp"
-            guard FileManager.default.createFile(atPath: temporary, contents: Data(manifest.text.utf8)) else {
-                throw .fileSystem(path: target, message: "cannot write")
+            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            guard fd >= 0 else { throw Self.failure(path: temporary) }
+            var bytes = Array(manifest.text.utf8)[...]
+            while !bytes.isEmpty {
+                let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                if written < 0, errno == EINTR { continue }
+                guard written > 0 else {
+                    let failure = Self.failure(path: temporary)
+                    close(fd)
+                    unlink(temporary)
+                    throw failure
+                }
+                bytes = bytes.dropFirst(written)
             }
+            close(fd)
             guard rename(temporary, target) == 0 else { throw Self.failure(path: target) }
         }
     }

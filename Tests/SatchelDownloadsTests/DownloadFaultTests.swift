@@ -87,3 +87,29 @@ struct DownloadFaultTests {
         await manager.close()
     }
 }
+
+@Suite("Download engine: a full disk")
+struct DownloadDiskFullTests {
+    @Test("a full disk is a typed, retryable failure; partial files stay consistent",
+          .enabled(if: getuid() == 0, "needs root to mount a small tmpfs"))
+    func diskFull() async throws {
+        let world = try await DownloadWorld.make("diskfull")
+        defer { world.origin.stop() }
+        let small = world.directory.appendingPathComponent("small")
+        try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
+        guard (try? TestMedia.run("mount", ["-t", "tmpfs", "-o", "size=96k", "tmpfs", small.path])) != nil else { return }
+        defer { _ = try? TestMedia.run("umount", [small.path]) }
+        let manager = try await DownloadManager(configuration: .init(dataDirectory: world.dataDirectory, destination: small.path,
+                                                                     rules: DownloadRules(headroom: 0), parallelism: 2,
+                                                                     retryDelay: .milliseconds(1), passDelay: .milliseconds(1)),
+                                                environment: DownloadEnvironment(freeSpace: { _ in 1 << 40 }))
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        _ = await manager.run()
+        let asset = try await manager.asset("a")
+        guard case .diskFull? = asset.failure else { Issue.record("expected diskFull, got \(String(describing: asset.failure))"); return }
+        #expect(asset.state == .blocked && asset.retryCount == 3, "retried like any other non-fatal failure")
+        #expect(log.errors.count == 9)
+        await manager.close()
+    }
+}
