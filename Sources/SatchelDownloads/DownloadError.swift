@@ -88,12 +88,13 @@ public enum DownloadFailure: Error, Equatable, Sendable, Codable, CustomStringCo
         }
     }
 
+    /// Text for people and logs; query strings (which often carry tokens) are left out.
     public var description: String {
         switch self {
-        case let .network(url, message): return "network error for \(url): \(message)"
-        case let .httpStatus(url, status): return "HTTP \(status) for \(url)"
-        case let .invalidContent(url, reason): return "invalid content from \(url): \(reason)"
-        case let .mimeType(url, type): return "\(url) has MIME type \(type), which is not permitted"
+        case let .network(url, message): return "network error for \(Self.redacted(url)): \(message)"
+        case let .httpStatus(url, status): return "HTTP \(status) for \(Self.redacted(url))"
+        case let .invalidContent(url, reason): return "invalid content from \(Self.redacted(url)): \(reason)"
+        case let .mimeType(url, type): return "\(Self.redacted(url)) has MIME type \(type), which is not permitted"
         case let .diskFull(path): return "disk full writing \(path)"
         case let .fileSystem(path, message): return "cannot write \(path): \(message)"
         case let .license(reason): return "license: \(reason)"
@@ -103,5 +104,11 @@ public enum DownloadFailure: Error, Equatable, Sendable, Codable, CustomStringCo
         case let .maxDownloadedAssets(max): return "maxDownloadedAssets reached (\(max) assets downloaded)"
         case let .networkUnavailable(type): return type == .none ? "no network" : "only a cellular network and downloadOverCellular is off"
         }
+    }
+
+    /// `url` without its query string.
+    static func redacted(_ url: String) -> String {
+        guard let query = url.firstIndex(of: "?") else { return url }
+        return url[..<query] + "?…"
     }
 }

@@ -139,7 +139,7 @@ struct ResourceFetcher: Sendable {
             guard permitted else { throw .mimeType(url: resource.url, mimeType: MIMEType.essence(contentType)) }
         }
 
-        let fd = open(part, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let fd = open(part, O_WRONLY | O_CREAT | O_APPEND, resource.kind == .key ? 0o600 : 0o644)  // content keys: owner only
         guard fd >= 0 else { throw AssetStore.failure(path: part) }
         defer { close(fd) }
         var remaining = resource.range.map { Int64($0.length) - have }
@@ -190,7 +190,7 @@ struct ResourceFetcher: Sendable {
         guard rename(part, final) == 0 else { throw AssetStore.failure(path: final) }
         progress.markComplete(index)
         for expected in [resource.expectedSize.map(Int64.init), announced].compactMap({ $0 }) where expected != size {
-            return "\(resource.url): \(size) bytes on disk, \(expected) announced (Content-Length); kept"
+            return "\(DownloadFailure.redacted(resource.url)): \(size) bytes on disk, \(expected) announced (Content-Length); kept"
         }
         return nil
     }

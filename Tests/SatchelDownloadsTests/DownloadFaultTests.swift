@@ -33,6 +33,14 @@ struct DownloadFaultTests {
         await manager.close()
     }
 
+    @Test("failures name the URL without its query string (tokens stay out of logs)")
+    func redaction() {
+        let failure = DownloadFailure.httpStatus(url: "https://keys.example/k/1?token=s3cret", status: 403)
+        #expect(failure.description == "HTTP 403 for https://keys.example/k/1?…" && failure.isFatal)
+        #expect(!DownloadFailure.httpStatus(url: "https://a/b", status: 404).isFatal && DownloadFailure.httpStatus(url: "https://a/b", status: 410).isFatal)
+        #expect(!DownloadFailure.httpStatus(url: "https://a/b", status: 503).isFatal && DownloadFailure.headroom(freeBytes: 1, headroom: 2).isRuleLimit)
+    }
+
     @Test("fatal errors are not retried: a page served as text/html, a 403")
     func fatal() async throws {
         let world = try await DownloadWorld.make("fatal")

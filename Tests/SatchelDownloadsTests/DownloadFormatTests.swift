@@ -28,6 +28,12 @@ struct DownloadFormatTests {
         if scheme == .aes128 {
             let playlist = try String(contentsOfFile: world.assetDirectory("movie").appendingPathComponent("video_0/index.m3u8").path, encoding: .utf8)
             #expect(playlist.contains("METHOD=AES-128") && !playlist.contains("http://"), "keys point at the local copies")
+            let keys = DownloadWorld.files(under: world.assetDirectory("movie")).filter { $0.hasSuffix(".key") }
+            #expect(!keys.isEmpty)
+            for key in keys {
+                let attributes = try FileManager.default.attributesOfItem(atPath: world.assetDirectory("movie").appendingPathComponent(key).path)
+                #expect((attributes[.posixPermissions] as? Int) == 0o600, "content keys are readable by their owner only")
+            }
         }
         // Progress: exact, on disk, contiguous from the start, ready to play.
         let progress = try await manager.progress("movie")
