@@ -104,6 +104,11 @@ struct ResourceFetcher: Sendable {
         } else if have > 0 {
             request.headers.add(name: "Range", value: "bytes=\(have)-")
         }
+        // Resume only if the origin's file is still the one the part came from (else it sends it whole).
+        let validatorPath = part + ".validator"
+        if have > 0, let validator = try? String(contentsOfFile: validatorPath, encoding: .utf8), !validator.isEmpty {
+            request.headers.add(name: "If-Range", value: validator)
+        }
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, deadline: .distantFuture)
@@ -139,6 +144,15 @@ struct ResourceFetcher: Sendable {
             guard permitted else { throw .mimeType(url: resource.url, mimeType: MIMEType.essence(contentType)) }
         }
 
+        if have == 0 {
+            // A fresh part: remember the validator that a later resume must match (a strong ETag, else Last-Modified).
+            let etag = response.headers.first(name: "etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
+            if let validator = etag ?? response.headers.first(name: "last-modified") {
+                _ = FileManager.default.createFile(atPath: validatorPath, contents: Data(validator.utf8))
+            } else {
+                unlink(validatorPath)
+            }
+        }
         let fd = open(part, O_WRONLY | O_CREAT | O_APPEND, resource.kind == .key ? 0o600 : 0o644)  // content keys: owner only
         guard fd >= 0 else { throw AssetStore.failure(path: part) }
         defer { close(fd) }
@@ -188,6 +202,7 @@ struct ResourceFetcher: Sendable {
     private func finish(_ resource: DownloadResource, index: Int, part: String, final: String, size: Int64, announced: Int64?,
                         progress: LiveProgress) throws(DownloadFailure) -> String? {
         guard rename(part, final) == 0 else { throw AssetStore.failure(path: final) }
+        unlink(part + ".validator")
         progress.markComplete(index)
         for expected in [resource.expectedSize.map(Int64.init), announced].compactMap({ $0 }) where expected != size {
             return "\(DownloadFailure.redacted(resource.url)): \(size) bytes on disk, \(expected) announced (Content-Length); kept"

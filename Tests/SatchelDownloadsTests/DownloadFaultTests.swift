@@ -41,6 +41,24 @@ struct DownloadFaultTests {
         #expect(!DownloadFailure.httpStatus(url: "https://a/b", status: 503).isFatal && DownloadFailure.headroom(freeBytes: 1, headroom: 2).isRuleLimit)
     }
 
+    @Test("a file that changed on the origin between attempts is fetched whole again (If-Range), never spliced")
+    func changedOnOrigin() async throws {
+        let world = try await DownloadWorld.make("if-range")
+        defer { world.origin.stop() }
+        let manager = try await world.manager()
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        let original = try Data(contentsOf: world.site.appendingPathComponent(Self.segment))
+        let replaced = Array(original.reversed())
+        world.origin.inject(.reset(after: 5000), on: Self.segment)
+        world.origin.inject(.body(replaced), on: Self.segment)
+        #expect(await manager.run().allComplete)
+        let requests = world.origin.log.filter { $0.path == Self.segment }
+        #expect(requests.count == 2 && requests[1].range == "bytes=5000-", "the second request asked to resume")
+        #expect(try Data(contentsOf: world.assetDirectory("a").appendingPathComponent("video_0/segment_2.ts")) == Data(replaced))
+        #expect(!DownloadWorld.files(under: world.assetDirectory("a")).contains { $0.hasSuffix(".validator") })
+        await manager.close()
+    }
+
     @Test("fatal errors are not retried: a page served as text/html, a 403")
     func fatal() async throws {
         let world = try await DownloadWorld.make("fatal")

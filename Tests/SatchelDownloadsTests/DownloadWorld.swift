@@ -72,10 +72,10 @@ struct DownloadWorld {
         }
     }
 
-    /// The sum of the sizes of an asset's files that are not manifests (what progress should report).
+    /// The sum of the sizes of an asset's media files, whole and partial (what progress should report; not manifests or resume validators).
     func mediaBytes(_ id: String) -> Int64 {
         let local = assetDirectory(id)
-        return Self.files(under: local).filter { !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") }
+        return Self.files(under: local).filter { !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") && !$0.hasSuffix(".validator") }
             .reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: local.appendingPathComponent($1).path)[.size] as? Int64) ?? 0) }
     }
 }

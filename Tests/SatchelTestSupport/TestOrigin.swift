@@ -120,9 +120,12 @@ public final class TestOrigin: @unchecked Sendable {
             headers[.contentType] = Self.contentType(path)
         }
         headers[.acceptRanges] = "bytes"
+        let etag = "\"\(String(data.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }, radix: 16))\""
+        headers[.eTag] = etag
         var status = HTTPResponse.Status.ok
         var body = data[...]
-        if let rangeHeader, rangeHeader.hasPrefix("bytes=") {
+        let unchanged = request.headers[.ifRange].map { $0 == etag } ?? true  // If-Range: ranges only of the same file
+        if let rangeHeader, rangeHeader.hasPrefix("bytes="), unchanged {
             let bounds = rangeHeader.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
             let start = bounds.first.flatMap { Int($0) } ?? 0
             let end = bounds.count > 1 ? Int(bounds[1]) ?? (data.count - 1) : data.count - 1
