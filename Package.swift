@@ -44,13 +44,15 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Layer 0: opening a FluentKit database with its migrations (the key store and the download index).
+        .target(name: "SatchelStorage", dependencies: [.product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
         .target(name: "SatchelPackager", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
         // Layer 2: keys, policies, entitlements, license issuance and audit; FluentKit storage.
         .target(
             name: "SatchelLicensing",
             dependencies: [
-                "SatchelBytes", "SatchelFairPlay", "SatchelProtection",
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelStorage",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "SQLKit", package: "sql-kit"),
@@ -64,7 +66,7 @@ let package = Package(
         .target(
             name: "SatchelDownloads",
             dependencies: [
-                "SatchelBytes", "SatchelMedia",
+                "SatchelBytes", "SatchelMedia", "SatchelStorage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),

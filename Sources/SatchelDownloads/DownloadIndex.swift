@@ -2,8 +2,7 @@ import FluentKit
 import FluentSQLiteDriver
 import Foundation
 import Logging
-import NIOCore
-import NIOPosix
+import SatchelStorage
 
 /// The persistent index: one row per asset (its metadata, plan and state) and the engine's settings,
 /// in a SQLite file. The source of truth for what is queued; which bytes exist is the store's to say.
@@ -15,25 +14,17 @@ public final class DownloadIndex: Sendable {
 
     /// Opens (creating and migrating) the index at `path`.
     public init(path: String, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
-        let group = MultiThreadedEventLoopGroup.singleton
-        databases = Databases(threadPool: NIOThreadPool.singleton, on: group)
         do {
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         } catch {
             throw .storage("cannot create the directory for \(path)")
         }
-        databases.use(.sqlite(.file(path)), as: .sqlite)
-        guard let database = databases.database(logger: logger, on: group.any()) else { throw .storage("cannot open \(path)") }
-        self.database = database
-        let migrations = Migrations()
-        migrations.add(CreateDownloadSchema())
-        let migrator = Migrator(databases: databases, migrations: migrations, logger: logger, on: group.any(), migrationLogLevel: .debug)
         do {
-            try await migrator.setupIfNeeded().get()
-            try await migrator.prepareBatch().get()
+            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateDownloadSchema()], logger: logger)
+            databases = store.databases
+            database = store.database
         } catch {
-            await databases.shutdownAsync()
-            throw .storage("cannot open or migrate \(path): \(String(describing: error).prefix(200))")
+            throw .storage("cannot open or migrate \(path): \(error)")
         }
     }
 

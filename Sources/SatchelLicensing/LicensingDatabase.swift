@@ -3,8 +3,7 @@ import FluentPostgresDriver
 import FluentSQLiteDriver
 import Foundation
 import Logging
-import NIOCore
-import NIOPosix
+import SatchelStorage
 
 /// The key store's database: a SQLite file in the data directory by default, PostgreSQL with a
 /// `postgres://` URL. Migrations run when it opens.
@@ -17,15 +16,15 @@ public final class LicensingDatabase: Sendable {
 
     /// Opens (and migrates) the database.
     public init(dataDirectory: String, url: String?, logger: Logger = Logger(label: "satchel.licensing")) async throws(LicensingError) {
-        let group = MultiThreadedEventLoopGroup.singleton
-        databases = Databases(threadPool: NIOThreadPool.singleton, on: group)
+        let configuration: DatabaseConfigurationFactory
+        let id: DatabaseID
         if let url, url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
             do {
-                databases.use(try .postgres(url: url), as: .psql)
+                configuration = try .postgres(url: url)
             } catch {
                 throw .configuration("invalid --database-url (expected postgres://user:password@host:port/database)")
             }
-            kind = "postgres"
+            (id, kind) = (.psql, "postgres")
         } else if let url {
             throw .configuration("unsupported --database-url scheme in \(url.prefix(12))… (use postgres://)")
         } else {
@@ -34,22 +33,15 @@ public final class LicensingDatabase: Sendable {
             } catch {
                 throw .configuration("cannot create the data directory \(dataDirectory)")
             }
-            databases.use(.sqlite(.file((dataDirectory as NSString).appendingPathComponent("satchel.sqlite"))), as: .sqlite)
-            kind = "sqlite"
+            configuration = .sqlite(.file((dataDirectory as NSString).appendingPathComponent("satchel.sqlite")))
+            (id, kind) = (.sqlite, "sqlite")
         }
-        guard let database = databases.database(logger: logger, on: group.any()) else {
-            throw .configuration("cannot open the database")
-        }
-        self.database = database
-        let migrations = Migrations()
-        migrations.add(CreateLicensingSchema())
-        let migrator = Migrator(databases: databases, migrations: migrations, logger: logger, on: group.any(), migrationLogLevel: .debug)
         do {
-            try await migrator.setupIfNeeded().get()
-            try await migrator.prepareBatch().get()
+            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema()], logger: logger)
+            databases = store.databases
+            database = store.database
         } catch {
-            await databases.shutdownAsync()
-            throw .storage("cannot open or migrate the \(kind) database: \(String(describing: error).prefix(200))")
+            throw .storage("cannot open or migrate the \(kind) database: \(error)")
         }
     }
 

@@ -19,15 +19,16 @@ struct DownloadFaultTests {
         #expect(await manager.run().allComplete)
         try world.expectMediaMatchesOrigin("a")
         let requests = world.origin.log.filter { $0.path == Self.segment }
+        let errors = await log.errors
         switch fault {
         case .reset, .truncate:
             #expect(requests.contains { ($0.range ?? "").hasPrefix("bytes=") && $0.range != "bytes=0-" }, "resumed where the file stopped")
-            #expect(log.errors.allSatisfy { if case .network = $0.0 { return $0.1 } else { return false } })
+            #expect(errors.allSatisfy { if case .network = $0.0 { return $0.1 } else { return false } })
         case let .status(code):
-            #expect(log.errors.map(\.0) == Array(repeating: .httpStatus(url: world.origin.url(Self.segment), status: code), count: 2))
-            #expect(log.errors.allSatisfy { $0.1 }, "every error says it will be retried")
+            #expect(errors.map(\.0) == Array(repeating: .httpStatus(url: world.origin.url(Self.segment), status: code), count: 2))
+            #expect(errors.allSatisfy { $0.1 }, "every error says it will be retried")
         default:
-            #expect(log.errors.isEmpty)
+            #expect(errors.isEmpty)
         }
         #expect(try await manager.asset("a").retryCount == 0, "healed within the first pass")
         await manager.close()
@@ -71,7 +72,8 @@ struct DownloadFaultTests {
         #expect(summary.states[.blocked] == 1)
         var asset = try await manager.asset("html")
         #expect(asset.failure == .mimeType(url: world.origin.url(Self.segment), mimeType: "text/html") && asset.retryCount == 0)
-        #expect(log.errors.count == 1 && log.errors[0].1 == false)
+        let errors = await log.errors
+        #expect(errors.count == 1 && errors.first?.1 == false)
         #expect(world.origin.log.filter { $0.path == Self.segment }.count == 1, "tried once")
 
         world.origin.clearFaults()
@@ -99,8 +101,9 @@ struct DownloadFaultTests {
         let broken = try await manager.asset("broken")
         #expect(broken.retryCount == 3 && broken.state == .blocked)
         #expect(broken.failure == .invalidContent(url: world.origin.url(Self.segment), reason: "an HTML page instead of media"))
-        #expect(log.errors.count == 9, "3 attempts × 3 passes")
-        #expect(log.errors.prefix(8).allSatisfy { $0.1 } && log.errors.last?.1 == false, "only the last error says it will not be retried")
+        let errors = await log.errors
+        #expect(errors.count == 9, "3 attempts × 3 passes")
+        #expect(errors.prefix(8).allSatisfy { $0.1 } && errors.last?.1 == false, "only the last error says it will not be retried")
         #expect(world.origin.log.filter { $0.path == Self.segment }.count == 9)
         // Nothing happens to a blocked asset until its retry count is cleared.
         _ = await manager.run()
@@ -135,7 +138,7 @@ struct DownloadDiskFullTests {
         let asset = try await manager.asset("a")
         guard case .diskFull? = asset.failure else { Issue.record("expected diskFull, got \(String(describing: asset.failure))"); return }
         #expect(asset.state == .blocked && asset.retryCount == 3, "retried like any other non-fatal failure")
-        #expect(log.errors.count == 9)
+        #expect(await log.errors.count == 9)
         await manager.close()
     }
 }

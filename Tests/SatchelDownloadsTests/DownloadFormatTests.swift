@@ -40,9 +40,9 @@ struct DownloadFormatTests {
         #expect(progress.fraction == 1 && progress.completedFiles == progress.totalFiles && progress.isReadyToPlay)
         #expect(progress.bytes == world.mediaBytes("movie"))
         #expect(abs(progress.cachedDuration - progress.totalDuration) < 0.01 && progress.totalDuration > 5)
-        let cached = log.progress.map(\.cachedDuration)
+        let cached = await log.progress.map(\.cachedDuration)
         #expect(cached == cached.sorted(), "cached duration only grows")
-        let events = log.events
+        let events = await log.events
         #expect(events.contains(.started(assetID: "movie")) && events.contains(.finished(assetID: "movie")))
         #expect(events.contains(.stateChanged(assetID: "movie", state: .complete)) && events.contains(.queueChanged))
         #expect(events.contains(.engineStatusChanged(.downloading("movie"))))
@@ -211,7 +211,7 @@ struct DownloadFormatTests {
         let changed = try await manager.asset("changed")
         #expect(changed.state == .blocked && changed.retryCount == 0)
         #expect(changed.failure == .mimeType(url: world.origin.url("movie.mp4"), mimeType: "application/zip"))
-        #expect(log.errors.last.map { $0.1 } == false)
+        #expect(await log.errors.last.map { $0.1 } == false)
         world.origin.clearFaults()
 
         // A body that disagrees with the size announced at enqueue completes with a warning.
@@ -219,7 +219,8 @@ struct DownloadFormatTests {
         world.origin.inject(.body(Array(bytes.prefix(1000))), on: "movie.mp4")
         _ = await manager.run()
         #expect(try await manager.asset("resized").state == .complete)
-        #expect(log.warnings.contains { $0.contains("1000 bytes on disk") })
+        let warnings = await log.warnings
+        #expect(warnings.contains { $0.contains("1000 bytes on disk") })
         await manager.close()
     }
 

@@ -106,7 +106,7 @@ struct DownloadRulesTests {
         #expect(try await manager.assets(availabilityFilter: true).map(\.id) == ["dated", "eap"])
         #expect(try await manager.asset("ead").state == .expired)
         #expect(!FileManager.default.fileExists(atPath: world.assetDirectory("ead").path), "expired files are deleted")
-        #expect(log.events.contains(.expiredAssetsReset(["ead"])))
+        #expect(await log.events.contains(.expiredAssetsReset(["ead"])))
         await #expect(throws: DownloadError.expired("ead")) { try await manager.localPath("ead") }
         await #expect(throws: DownloadError.expired("ead")) { try await manager.registerPlayStart("ead") }
 
@@ -133,7 +133,9 @@ struct DownloadRulesTests {
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         let running = Task { await manager.run() }
-        while !log.progress.contains(where: { $0.bytes > 0 }) { try await Task.sleep(for: .milliseconds(10)) }
+        while !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         try await manager.pause("a")
         _ = await running.value
         var asset = try await manager.asset("a")

@@ -95,18 +95,34 @@ final class EventLog: @unchecked Sendable {
 
     private func append(_ event: DownloadEvent) { lock.withLock { stored.append(event) } }
 
-    var events: [DownloadEvent] { lock.withLock { stored } }
+    /// The events so far, once delivery has caught up (no new event for 50 ms, at most 2 s of waiting):
+    /// the stream delivers on its own task, a little after the engine call that caused them returns.
+    var events: [DownloadEvent] {
+        get async {
+            var count = -1
+            for _ in 0..<40 {
+                let now = lock.withLock { stored.count }
+                if now == count { break }
+                count = now
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            return lock.withLock { stored }
+        }
+    }
+
+    /// The events delivered so far, without waiting.
+    var delivered: [DownloadEvent] { lock.withLock { stored } }
 
     var errors: [(DownloadFailure, Bool)] {
-        events.compactMap { if case let .error(_, failure, retry) = $0 { return (failure, retry) } else { return nil } }
+        get async { await events.compactMap { if case let .error(_, failure, retry) = $0 { return (failure, retry) } else { return nil } } }
     }
 
     var warnings: [String] {
-        events.compactMap { if case let .warning(_, message) = $0 { return message } else { return nil } }
+        get async { await events.compactMap { if case let .warning(_, message) = $0 { return message } else { return nil } } }
     }
 
     var progress: [DownloadProgress] {
-        events.compactMap { if case let .progress(progress) = $0 { return progress } else { return nil } }
+        get async { await events.compactMap { if case let .progress(progress) = $0 { return progress } else { return nil } } }
     }
 }
 

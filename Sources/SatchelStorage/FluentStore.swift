@@ -1,0 +1,41 @@
+import FluentKit
+import Logging
+import NIOCore
+import NIOPosix
+
+/// An open FluentKit database with its migrations applied: what the key store and the download index share.
+public struct FluentStore: Sendable {
+    /// The connection sources; shut them down when done.
+    public let databases: Databases
+    /// The database handle.
+    public let database: any Database
+
+    /// Why a database could not be opened.
+    public struct OpenError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Opens `configuration` and runs `migrations` (setting up the migration log first). Everything opened
+    /// is shut down again when this fails.
+    public static func open(_ configuration: DatabaseConfigurationFactory, as id: DatabaseID, migrations: [any Migration],
+                            logger: Logger) async throws(OpenError) -> FluentStore {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let databases = Databases(threadPool: NIOThreadPool.singleton, on: group)
+        databases.use(configuration, as: id)
+        guard let database = databases.database(logger: logger, on: group.any()) else {
+            await databases.shutdownAsync()
+            throw OpenError(description: "cannot open the database")
+        }
+        let list = Migrations()
+        for migration in migrations { list.add(migration) }
+        let migrator = Migrator(databases: databases, migrations: list, logger: logger, on: group.any(), migrationLogLevel: .debug)
+        do {
+            try await migrator.setupIfNeeded().get()
+            try await migrator.prepareBatch().get()
+        } catch {
+            await databases.shutdownAsync()
+            throw OpenError(description: String(String(describing: error).prefix(200)))
+        }
+        return FluentStore(databases: databases, database: database)
+    }
+}
