@@ -73,6 +73,34 @@ struct DownloadCommandTests {
         #expect(missing.status == 1 && missing.stderr == "satchel: error: no asset with ID a\n")
     }
 
+    @Test("`download pause` and `download disable` from another process stop a running `download run` within a second or two")
+    func crossProcess() async throws {
+        let (origin, directory) = try await Self.origin(seconds: 10, size: "640x360")
+        defer { origin.stop() }
+        let data = directory.appendingPathComponent("data").path
+        #expect(try await Self.run(["download", "add", origin.url("asset/master.m3u8"), "--data-dir", data, "--id", "x"]).status == 0)
+        origin.setThrottle(chunk: 2 * 1024, microseconds: 50_000)  // ≈ 40 KB/s a connection: minutes for the asset
+        let binary = try #require(CLIRunner.binary)
+        for command in [["pause", "x"], ["disable"]] {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = ["download", "run", "--data-dir", data, "--headroom", "0"]
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try await Task.sleep(for: .milliseconds(700))
+            let started = Date()
+            #expect(try await Self.run(["download"] + command + ["--data-dir", data]).status == 0)
+            while process.isRunning, Date().timeIntervalSince(started) < 10 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(!process.isRunning && Date().timeIntervalSince(started) < 3, "stopped after \(command)")
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 3, "waiting, not blocked")
+            #expect(try await Self.run(["download", command == ["disable"] ? "enable" : "resume", "x", "--data-dir", data].filter { command != ["disable"] || $0 != "x" }).status == 0)
+        }
+        let rows = try await Self.list(data)
+        #expect(rows.first?["state"] as? String == "queued" && rows.first?["paused"] as? Bool == false)
+    }
+
     @Test("crash safety: `download run` killed with SIGKILL at random moments, then run again, leaves files identical to the origin's")
     func sigkill() async throws {
         let (origin, directory) = try await Self.origin(seconds: 10, size: "640x360")
