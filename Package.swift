@@ -44,6 +44,8 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Layer 0: portable wrappers over system calls Swift's Glibc module lacks (extended attributes).
+        .target(name: "CSatchelSystem"),
         // Layer 0: opening a FluentKit database with its migrations (the key store and the download index).
         .target(name: "SatchelStorage", dependencies: [.product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
@@ -66,7 +68,7 @@ let package = Package(
         .target(
             name: "SatchelDownloads",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelStorage",
+                "SatchelBytes", "SatchelMedia", "SatchelStorage", "CSatchelSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),

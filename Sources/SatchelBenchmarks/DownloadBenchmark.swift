@@ -55,24 +55,31 @@ struct DownloadBenchmark {
             return work.path
         }
         let me = CommandLine.arguments[0]
-        for parallel in [4, 8, 16] {
-            report("satchel (parallel \(parallel))", (0..<3).map { _ in Self.measure([me, "download-child", master, fresh(), String(parallel)]) })
+        // Every tool once per round, three rounds, best of three: machine noise (page-cache writeback above
+        // all) hits every tool alike.
+        var tools: [(name: String, command: () -> [String])] = [4, 8, 16].map { parallel in
+            ("satchel (parallel \(parallel))", { [me, "download-child", master, fresh(), String(parallel)] })
         }
         if Tool.output(["which", "yt-dlp"]) != nil {
-            report("yt-dlp -N 8", (0..<3).map { _ in Self.measure(["yt-dlp", "-q", "--no-progress", "-N", "8", "-P", fresh(), "-o", "out.%(ext)s", master]) })
+            tools.append(("yt-dlp -N 8", { ["yt-dlp", "-q", "--no-progress", "-N", "8", "-P", fresh(), "-o", "out.%(ext)s", master] }))
         } else {
-            print("  yt-dlp                        not installed (pip install yt-dlp)")
+            print("  yt-dlp: not installed (pip install yt-dlp)")
         }
-        report("ffmpeg -c copy", (0..<3).map { _ in Self.measure(["ffmpeg", "-v", "error", "-i", master, "-map", "0", "-c", "copy", "-f", "mpegts", fresh() + "/out.ts"]) })
+        tools.append(("ffmpeg -c copy", { ["ffmpeg", "-v", "error", "-i", master, "-map", "0", "-c", "copy", "-f", "mpegts", fresh() + "/out.ts"] }))
         if Tool.output(["which", "aria2c"]) != nil {
             let list = directory.appendingPathComponent("aria2.txt")
             try Self.segmentList(site: site.appendingPathComponent("short"), base: "\(base)/short").write(to: list, atomically: true, encoding: .utf8)
-            report("aria2c -x16 -j16 (list)", (0..<3).map { _ in Self.measure(["aria2c", "-q", "-x16", "-j16", "--allow-overwrite=true", "-d", fresh(), "-i", list.path]) })
+            tools.append(("aria2c -x16 -j16 (list)", { ["aria2c", "-q", "-x16", "-j16", "--allow-overwrite=true", "-d", fresh(), "-i", list.path] }))
         } else {
-            print("  aria2c                        not installed (apt-get install aria2)")
+            print("  aria2c: not installed (apt-get install aria2)")
         }
         let longSegments = try FileManager.default.subpathsOfDirectory(atPath: site.appendingPathComponent("long").path).filter { $0.hasSuffix(".ts") }.count
-        report("satchel, \(longSegments) segments (4×)", (0..<3).map { _ in Self.measure([me, "download-child", "\(base)/long/master.m3u8", fresh(), "8"]) })
+        tools.append(("satchel, \(longSegments) segments (4×)", { [me, "download-child", "\(base)/long/master.m3u8", fresh(), "8"] }))
+        var costs = Array(repeating: [Cost](), count: tools.count)
+        for _ in 0..<3 {
+            for (index, tool) in tools.enumerated() { costs[index].append(Self.measure(tool.command())) }
+        }
+        for (index, tool) in tools.enumerated() { report(tool.name, costs[index]) }
     }
 
     /// The hidden child mode: downloads `url` into `directory` with the engine, as `satchel download` would.

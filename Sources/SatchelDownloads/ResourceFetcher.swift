@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CSatchelSystem
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -105,8 +106,7 @@ struct ResourceFetcher: Sendable {
             request.headers.add(name: "Range", value: "bytes=\(have)-")
         }
         // Resume only if the origin's file is still the one the part came from (else it sends it whole).
-        let validatorPath = part + ".validator"
-        if have > 0, let validator = try? String(contentsOfFile: validatorPath, encoding: .utf8), !validator.isEmpty {
+        if have > 0, let validator = Self.validator(of: part) {
             request.headers.add(name: "If-Range", value: validator)
         }
         let response: HTTPClientResponse
@@ -144,18 +144,14 @@ struct ResourceFetcher: Sendable {
             guard permitted else { throw .mimeType(url: resource.url, mimeType: MIMEType.essence(contentType)) }
         }
 
-        if have == 0 {
-            // A fresh part: remember the validator that a later resume must match (a strong ETag, else Last-Modified).
-            let etag = response.headers.first(name: "etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
-            if let validator = etag ?? response.headers.first(name: "last-modified") {
-                _ = FileManager.default.createFile(atPath: validatorPath, contents: Data(validator.utf8))
-            } else {
-                unlink(validatorPath)
-            }
-        }
         let fd = open(part, O_WRONLY | O_CREAT | O_APPEND, resource.kind == .key ? 0o600 : 0o644)  // content keys: owner only
         guard fd >= 0 else { throw AssetStore.failure(path: part) }
         defer { close(fd) }
+        if have == 0 {
+            // A fresh part remembers the validator a later resume must match (a strong ETag, else Last-Modified).
+            let etag = response.headers.first(name: "etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
+            Self.setValidator(etag ?? response.headers.first(name: "last-modified"), on: fd)
+        }
         var remaining = resource.range.map { Int64($0.length) - have }
         var sniffed = have > 0
         do {
@@ -202,7 +198,6 @@ struct ResourceFetcher: Sendable {
     private func finish(_ resource: DownloadResource, index: Int, part: String, final: String, size: Int64, announced: Int64?,
                         progress: LiveProgress) throws(DownloadFailure) -> String? {
         guard rename(part, final) == 0 else { throw AssetStore.failure(path: final) }
-        unlink(part + ".validator")
         progress.markComplete(index)
         for expected in [resource.expectedSize.map(Int64.init), announced].compactMap({ $0 }) where expected != size {
             return "\(DownloadFailure.redacted(resource.url)): \(size) bytes on disk, \(expected) announced (Content-Length); kept"
@@ -229,6 +224,24 @@ struct ResourceFetcher: Sendable {
                 offset += written
             }
         }
+    }
+
+    /// The extended attribute holding a part's validator. Where the file system has no user attributes
+    /// a part resumes without If-Range, as plain HTTP Range resumption does.
+    static let validatorAttribute = "user.satchel.validator"
+
+    static func validator(of part: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = satchel_getxattr(part, validatorAttribute, &buffer, buffer.count)
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
+    }
+
+    static func setValidator(_ validator: String?, on fd: Int32) {
+        guard let validator, validator.utf8.count <= 512 else {
+            _ = satchel_fremovexattr(fd, validatorAttribute)
+            return
+        }
+        _ = Array(validator.utf8).withUnsafeBytes { satchel_fsetxattr(fd, validatorAttribute, $0.baseAddress, $0.count) }
     }
 
     /// `bytes a-b/total` (or `bytes */total`).

@@ -72,10 +72,10 @@ struct DownloadWorld {
         }
     }
 
-    /// The sum of the sizes of an asset's media files, whole and partial (what progress should report; not manifests or resume validators).
+    /// The sum of the sizes of an asset's media files, whole and partial (what progress should report; not manifests).
     func mediaBytes(_ id: String) -> Int64 {
         let local = assetDirectory(id)
-        return Self.files(under: local).filter { !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") && !$0.hasSuffix(".validator") }
+        return Self.files(under: local).filter { !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") }
             .reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: local.appendingPathComponent($1).path)[.size] as? Int64) ?? 0) }
     }
 }

@@ -1,0 +1,14 @@
+// Small portable wrappers over system calls Swift's Glibc module does not export.
+#ifndef CSATCHEL_SYSTEM_H
+#define CSATCHEL_SYSTEM_H
+#include <stddef.h>
+#include <sys/types.h>
+
+/// Reads the extended attribute `name` of `path` into `buffer`; returns its length, or -1 (errno set).
+ssize_t satchel_getxattr(const char *path, const char *name, void *buffer, size_t size);
+/// Sets the extended attribute `name` on the open file `fd`; returns 0, or -1 (errno set).
+int satchel_fsetxattr(int fd, const char *name, const void *value, size_t size);
+/// Removes the extended attribute `name` from the open file `fd`; returns 0, or -1 (errno set).
+int satchel_fremovexattr(int fd, const char *name);
+
+#endif
