@@ -92,6 +92,16 @@ public struct AssetStore: Sendable {
         }
     }
 
+    /// Creates every directory the plan's files go into (once each, not once per file).
+    func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
+        var made = Set<String>()
+        for resource in plan.resources {
+            let target = path(id, resource.localPath)
+            let parent = (target as NSString).deletingLastPathComponent
+            if made.insert(parent).inserted { try makeParent(of: target) }
+        }
+    }
+
     /// Creates the directory that will hold `path`.
     func makeParent(of path: String) throws(DownloadFailure) {
         let parent = (path as NSString).deletingLastPathComponent

@@ -433,6 +433,7 @@ public actor DownloadManager {
     private func download(_ asset: DownloadAsset) async -> (DownloadFailure?, [String]) {
         do {
             try store.writeManifests(asset.id, plan: asset.plan)
+            try store.makeDirectories(asset.id, plan: asset.plan)
         } catch {
             return (error, [])
         }

@@ -92,7 +92,6 @@ struct ResourceFetcher: Sendable {
         let final = store.path(assetID, resource.localPath)
         if AssetStore.size(final) != nil { return nil }
         let part = store.partPath(assetID, resource.localPath)
-        try store.makeParent(of: final)
         var have = AssetStore.size(part) ?? 0
         if let length = resource.range?.length {
             if have > Int64(length) { try restart(part, have: &have, budget: budget, progress: progress) }
@@ -144,7 +143,12 @@ struct ResourceFetcher: Sendable {
             guard permitted else { throw .mimeType(url: resource.url, mimeType: MIMEType.essence(contentType)) }
         }
 
-        let fd = open(part, O_WRONLY | O_CREAT | O_APPEND, resource.kind == .key ? 0o600 : 0o644)  // content keys: owner only
+        let mode: mode_t = resource.kind == .key ? 0o600 : 0o644  // content keys: owner only
+        var fd = open(part, O_WRONLY | O_CREAT | O_APPEND, mode)
+        if fd < 0, errno == ENOENT {  // the engine makes every directory up front; this is for a directory removed since
+            try store.makeParent(of: part)
+            fd = open(part, O_WRONLY | O_CREAT | O_APPEND, mode)
+        }
         guard fd >= 0 else { throw AssetStore.failure(path: part) }
         defer { close(fd) }
         if have == 0 {
