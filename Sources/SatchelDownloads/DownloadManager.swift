@@ -73,6 +73,8 @@ public actor DownloadManager {
     private var subscribers: [UUID: AsyncStream<DownloadEvent>.Continuation] = [:]
     private var usedBytes: Int64?
     private var status: EngineStatus = .idle
+    /// Assets being removed: nothing may write their rows back meanwhile.
+    private var removing: Set<String> = []
 
     /// Opens the engine over `configuration.dataDirectory`.
     public init(configuration: Configuration, environment: DownloadEnvironment = DownloadEnvironment()) async throws(DownloadError) {
@@ -244,6 +246,8 @@ public actor DownloadManager {
     /// Removes one asset: stops its download, deletes its files and its index row.
     public func remove(_ id: String) async throws(DownloadError) {
         guard try await index.find(id) != nil else { throw .notFound(id) }
+        removing.insert(id)
+        defer { removing.remove(id) }
         await stopCurrent(ifItIs: id)
         store.delete(id)
         try await index.delete(id)
@@ -363,7 +367,7 @@ public actor DownloadManager {
             emit(.started(assetID: asset.id))
             let (failure, warnings) = await download(asset)
             for warning in warnings { emit(.warning(assetID: asset.id, message: warning)) }
-            guard let latest = try? await index.find(asset.id) else { return false }  // removed meanwhile
+            guard !removing.contains(asset.id), let latest = try? await index.find(asset.id) else { return false }  // removed meanwhile
             asset = latest
             guard let failure else {
                 asset.completedAt = environment.now()
@@ -399,6 +403,7 @@ public actor DownloadManager {
     }
 
     private func record(_ asset: inout DownloadAsset, state: DownloadState, failure: DownloadFailure?) async {
+        guard !removing.contains(asset.id) else { return }
         let changed = asset.state != state
         asset.state = state
         asset.failure = failure

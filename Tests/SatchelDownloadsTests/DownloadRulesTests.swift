@@ -123,6 +123,26 @@ struct DownloadRulesTests {
         await manager.close()
     }
 
+    @Test("removing the asset being downloaded stops it, deletes its files, and nothing writes its row back")
+    func removeWhileDownloading() async throws {
+        let world = try await DownloadWorld.make("remove-live")
+        defer { world.origin.stop() }
+        world.origin.setThrottle(chunk: 4096, microseconds: 20_000)
+        let manager = try await world.manager(parallelism: 2)
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        let running = Task { await manager.run() }
+        while !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await manager.remove("a")
+        let summary = await running.value
+        #expect(summary.states.isEmpty)
+        #expect(try await manager.assets().isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: world.assetDirectory("a").path))
+        await manager.close()
+    }
+
     @Test("pause and resume one asset mid-download; the global switch persists across restarts; remove, flush, delete all")
     func pauseAndSwitch() async throws {
         let world = try await DownloadWorld.make("pause")
