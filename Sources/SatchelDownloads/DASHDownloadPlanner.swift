@@ -29,7 +29,7 @@ public enum DASHDownloadPlanner {
                     let bounds = range.split(separator: "-").compactMap { Int($0) }
                     guard bounds.count == 2, bounds[1] >= bounds[0] else { throw .malformedManifest("bad byte range \(range)") }
                     byteRange = .init(offset: bounds[0], length: bounds[1] - bounds[0] + 1)
-                    path += ".\(bounds[0])-\(bounds[1] - bounds[0] + 1)"
+                    path = LocalPath.piece(path, offset: bounds[0], length: bounds[1] - bounds[0] + 1)
                 }
                 resources.append(DownloadResource(url: target.absoluteString, localPath: path, range: byteRange, kind: kind, duration: duration,
                                                   group: kind == .segment ? group : nil))

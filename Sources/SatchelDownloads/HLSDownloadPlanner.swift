@@ -76,7 +76,7 @@ public enum HLSDownloadPlanner {
                 let offset = range.offset ?? nextOffset[resolved.absoluteString] ?? 0
                 nextOffset[resolved.absoluteString] = offset + range.length
                 byteRange = .init(offset: offset, length: range.length)
-                localPath += ".\(offset)-\(range.length)"
+                localPath = LocalPath.piece(localPath, offset: offset, length: range.length)
             }
             if seen.insert(localPath).inserted {
                 resources.append(DownloadResource(url: resolved.absoluteString, localPath: localPath, range: byteRange, kind: kind,

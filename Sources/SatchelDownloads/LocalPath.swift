@@ -25,6 +25,14 @@ public enum LocalPath {
         return components.map { $0.removingPercentEncoding ?? $0 }.map(sanitize).joined(separator: "/")
     }
 
+    /// The file holding bytes `offset..<offset+length` of `path`: the range goes before the extension
+    /// (`all.m4s` → `all.1000-500.m4s`), so players that check segment extensions accept it.
+    public static func piece(_ path: String, offset: Int, length: Int) -> String {
+        let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
+        guard let dot = path[slash...].lastIndex(of: "."), dot > slash else { return path + ".\(offset)-\(length)" }
+        return "\(path[..<dot]).\(offset)-\(length)\(path[dot...])"
+    }
+
     /// The path of `target` as seen from the file at `from` (both local paths), for rewritten manifests.
     public static func relative(_ target: String, from: String) -> String {
         let fromDirectory = from.split(separator: "/").dropLast().map(String.init)

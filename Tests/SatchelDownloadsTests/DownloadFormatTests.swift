@@ -53,6 +53,55 @@ struct DownloadFormatTests {
         await manager.close()
     }
 
+    @Test("HLS with EXT-X-MAP (CMAF), EXT-X-BYTERANGE and a WebVTT subtitle rendition: the local copy plays like the origin")
+    func hlsMapsRangesAndSubtitles() async throws {
+        let world = try await DownloadWorld.make("hls-ranges", format: .cmaf)
+        defer { world.origin.stop() }
+        let package = world.site.appendingPathComponent("asset")
+        // The audio rendition as one file with byte ranges; a subtitle rendition in English.
+        let audio = try HLSMediaPlaylist(parsing: String(contentsOf: package.appendingPathComponent("audio_0/index.m3u8"), encoding: .utf8))
+        var whole = Data(), ranged = audio
+        for index in audio.segments.indices {
+            let piece = try Data(contentsOf: package.appendingPathComponent("audio_0").appendingPathComponent(audio.segments[index].uri))
+            ranged.segments[index].uri = "all.m4s"
+            ranged.segments[index].byteRange = HLSByteRange(length: piece.count, offset: whole.count)
+            whole.append(piece)
+        }
+        try whole.write(to: package.appendingPathComponent("audio_0/all.m4s"))
+        try ranged.text.write(to: package.appendingPathComponent("audio_0/ranged.m3u8"), atomically: true, encoding: .utf8)
+        let subtitles = package.appendingPathComponent("subs")
+        try FileManager.default.createDirectory(at: subtitles, withIntermediateDirectories: true)
+        for number in 0..<3 {
+            try "WEBVTT\nX-TIMESTAMP-MAP=MPEGTS:0,LOCAL:00:00:00.000\n\n00:00:0\(number * 2).000 --> 00:00:0\(number * 2 + 1).000\nline \(number)\n"
+                .write(to: subtitles.appendingPathComponent("en_\(number).vtt"), atomically: true, encoding: .utf8)
+        }
+        try "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-PLAYLIST-TYPE:VOD\n#EXTINF:2,\nen_0.vtt\n#EXTINF:2,\nen_1.vtt\n#EXTINF:2,\nen_2.vtt\n#EXT-X-ENDLIST\n"
+            .write(to: subtitles.appendingPathComponent("en.m3u8"), atomically: true, encoding: .utf8)
+        var master = try String(contentsOf: package.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        master = master.replacingOccurrences(of: "audio_0/index.m3u8", with: "audio_0/ranged.m3u8")
+            .replacingOccurrences(of: "#EXT-X-STREAM-INF:", with: "#EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID=\"subs\",NAME=\"English\",LANGUAGE=\"en\",DEFAULT=NO,URI=\"subs/en.m3u8\"\n#EXT-X-STREAM-INF:SUBTITLES=\"subs\",")
+        try master.write(to: package.appendingPathComponent("ranged.m3u8"), atomically: true, encoding: .utf8)
+
+        let manager = try await world.manager()
+        let asset = try await manager.add(url: world.origin.url("asset/ranged.m3u8"), id: "r", options: .init(languages: ["en"]))
+        #expect(asset.plan.resources.contains { $0.kind == .initialization } && asset.plan.resources.contains { $0.range != nil })
+        #expect(asset.plan.resources.filter { $0.localPath.hasSuffix(".vtt") }.count == 3)
+        #expect(await manager.run().allComplete)
+        let local = try await manager.localPath("r")
+        let localMaster = try HLSMasterPlaylist(parsing: String(contentsOfFile: local, encoding: .utf8))
+        #expect(localMaster.renditions.contains { $0.type == "SUBTITLES" && $0.uri == "subs/en.m3u8" })
+        let localAudio = try String(contentsOfFile: world.assetDirectory("r").appendingPathComponent("audio_0/ranged.m3u8").path, encoding: .utf8)
+        #expect(!localAudio.contains("BYTERANGE") && localAudio.contains("EXT-X-MAP"))
+        #expect(try String(contentsOfFile: world.assetDirectory("r").appendingPathComponent("subs/en_1.vtt").path, encoding: .utf8).contains("line 1"))
+        for name in ["video_0/index.m3u8", "audio_0/ranged.m3u8"] {
+            let originURL = world.origin.url("asset/\(name)"), localPath = world.assetDirectory("r").appendingPathComponent(name).path
+            let originHashes = try await TestMedia.offloaded { try TestMedia.packetHashes(originURL) }
+            #expect(!originHashes.isEmpty)
+            #expect(try await TestMedia.offloaded { try TestMedia.packetHashes(localPath) } == originHashes, "\(name)")
+        }
+        await manager.close()
+    }
+
     @Test("DASH SegmentTemplate with a timeline: the lowest video by maxVideoBitrate, audio; the local MPD plays like the origin")
     func dashTemplate() async throws {
         let world = try await DownloadWorld.make("dash", format: .cmaf)
@@ -128,7 +177,7 @@ struct DownloadFormatTests {
         // Each ranged piece is the origin's slice; SegmentBase's file is whole.
         for (index, range) in ranges.enumerated() {
             let bounds = range.split(separator: "-").compactMap { Int($0) }
-            let piece = try Data(contentsOf: directory.appendingPathComponent("video.mp4.\(bounds[0])-\(bounds[1] - bounds[0] + 1)"))
+            let piece = try Data(contentsOf: directory.appendingPathComponent("video.\(bounds[0])-\(bounds[1] - bounds[0] + 1).mp4"))
             #expect(piece == videoWhole.subdata(in: bounds[0]..<(bounds[1] + 1)), "piece \(index)")
         }
         #expect(try Data(contentsOf: directory.appendingPathComponent("audio.mp4")) == audioWhole)

@@ -69,11 +69,11 @@ struct HLSDownloadPlannerTests {
         #expect(resources.count == 5)
         #expect(resources[1].localPath.hasPrefix("external/keys.example/k/1_"), "a query string keeps distinct URLs distinct")
         #expect(resources.enumerated().filter { $0.offset != 1 }.map(\.element.localPath) ==
-                ["v/init.mp4.0-700", "media.mp4.700-1000", "media.mp4.1700-2000", "seg3.ts"])
+                ["v/init.0-700.mp4", "media.700-1000.mp4", "media.1700-2000.mp4", "seg3.ts"])
         #expect(resources[3].range == .init(offset: 1700, length: 2000) && resources[1].kind == .key)
         let local = try HLSMediaPlaylist(parsing: rewritten)
         #expect(local.segments.allSatisfy { $0.byteRange == nil })
-        #expect(local.segments.map(\.uri) == ["../media.mp4.700-1000", "../media.mp4.1700-2000", "../seg3.ts"])
+        #expect(local.segments.map(\.uri) == ["../media.700-1000.mp4", "../media.1700-2000.mp4", "../seg3.ts"])
         #expect(local.segments[0].keys.first?.uri?.hasPrefix("../external/keys.example/") == true)
         #expect(local.segments[2].keys.first?.uri == "skd://asset", "FairPlay key tags are kept intact")
         let withoutKeys = try HLSDownloadPlanner.plan(mediaPlaylist: text, url: playlistURL, root: Self.url, options: .init())
@@ -92,6 +92,7 @@ struct HLSDownloadPlannerTests {
         #expect(LocalPath.map(URL(string: "https://cdn.example/a/b/../../etc/passwd")!, root: root) == "external/cdn.example/etc/passwd")
         #expect(LocalPath.map(URL(string: "https://other:8443/k")!, root: root) == "external/other_8443/k")
         #expect(LocalPath.relative("v/1.ts", from: "v/index.m3u8") == "1.ts")
+        #expect(LocalPath.piece("a.b/all.m4s", offset: 10, length: 5) == "a.b/all.10-5.m4s" && LocalPath.piece("a.b/all", offset: 0, length: 1) == "a.b/all.0-1")
         #expect(LocalPath.relative("a/1.ts", from: "v/index.m3u8") == "../a/1.ts")
     }
 
