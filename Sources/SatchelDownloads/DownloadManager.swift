@@ -75,6 +75,11 @@ public actor DownloadManager {
     private var status: EngineStatus = .idle
     /// Assets being removed: nothing may write their rows back meanwhile.
     private var removing: Set<String> = []
+    /// The background worker started by ``start(recheckInterval:)``.
+    private var worker: Task<Void, Never>?
+    /// The worker's wait for work, and whether work came while it was busy.
+    private var waiter: CheckedContinuation<Void, Never>?
+    private var woken = false
 
     /// Opens the engine over `configuration.dataDirectory`.
     public init(configuration: Configuration, environment: DownloadEnvironment = DownloadEnvironment()) async throws(DownloadError) {
@@ -105,6 +110,7 @@ public actor DownloadManager {
 
     /// Stops any download and closes the index and the HTTP client.
     public func close() async {
+        await stop()
         if let current {
             current.task.cancel()
             _ = await current.task.value
@@ -173,6 +179,7 @@ public actor DownloadManager {
         try await index.save(asset)
         emit(.queueChanged)
         emit(.stateChanged(assetID: id, state: .queued))
+        wake()
         return asset
     }
 
@@ -229,6 +236,7 @@ public actor DownloadManager {
     public func resume(_ id: String) async throws(DownloadError) {
         try await update(id) { $0.isPaused = false }
         emit(.queueChanged)
+        wake()
     }
 
     /// Lets a blocked asset be tried again (seed 003's clearRetryCount).
@@ -241,6 +249,7 @@ public actor DownloadManager {
             }
         }
         emit(.queueChanged)
+        wake()
     }
 
     /// Removes one asset: stops its download, deletes its files and its index row.
@@ -271,6 +280,7 @@ public actor DownloadManager {
         enabled = value
         if !value, let current { await stopCurrent(ifItIs: current.id) }
         setStatus(value ? .idle : .disabled)
+        if value { wake() }
     }
 
     /// Whether downloading is switched on.
@@ -279,6 +289,7 @@ public actor DownloadManager {
     /// Changes the rules (they apply from the next file).
     public func setRules(_ rules: DownloadRules) {
         configuration.rules = rules
+        wake()
     }
 
     private func update(_ id: String, _ change: (inout DownloadAsset) -> Void) async throws(DownloadError) {
@@ -318,6 +329,53 @@ public actor DownloadManager {
     }
 
     // MARK: Running the queue
+
+    /// Downloads in the background, as an app's engine does: the queue is worked through now, and again
+    /// whenever assets are added or resumed, retries are cleared, downloads are enabled or rules change,
+    /// and every `recheckInterval` (free space and networks change on their own). ``stop()`` ends it.
+    public func start(recheckInterval: Duration = .seconds(30)) {
+        guard worker == nil else { return }
+        worker = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                _ = await self.run()
+                await self.waitForWork(recheckInterval)
+            }
+        }
+    }
+
+    /// Stops the background worker (the current download stops; its partial files stay).
+    public func stop() async {
+        guard let worker else { return }
+        self.worker = nil
+        worker.cancel()
+        wake()
+        await worker.value
+    }
+
+    private func waitForWork(_ interval: Duration) async {
+        if woken || Task.isCancelled {
+            woken = false
+            return
+        }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: interval)
+            await self?.wake()
+        }
+        await withCheckedContinuation { waiter = $0 }
+        timer.cancel()
+        woken = false
+    }
+
+    /// Tells the background worker there may be work.
+    private func wake() {
+        if let waiter {
+            self.waiter = nil
+            waiter.resume()
+        } else {
+            woken = true
+        }
+    }
 
     /// Works through the queue until nothing more can be done now: every asset is complete, blocked,
     /// paused, held by a rule or expired, or downloads are switched off. Cancelling the calling task
@@ -462,7 +520,7 @@ public actor DownloadManager {
                 await self?.tick(asset, live: live, checkIndex: ticks % 4 == 0)
             }
         }
-        let result = await task.value
+        let result = await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }
         ticker.cancel()
         current = nil
         usedBytes = budget.usedBytes

@@ -123,6 +123,41 @@ struct DownloadRulesTests {
         await manager.close()
     }
 
+    @Test("start(): a background worker downloads what is added, resumed or let through by a rule, until stop()")
+    func background() async throws {
+        let world = try await DownloadWorld.make("background")
+        defer { world.origin.stop() }
+        try await TestMedia.offloaded { try world.package("second", format: .hlsTS, scheme: .clear) }
+        let manager = try await world.manager(rules: DownloadRules(maxDownloadedAssets: 1, headroom: 0))
+        let log = await EventLog(manager)
+        await manager.start(recheckInterval: .seconds(60))
+        func finished(_ id: String) async throws {
+            for _ in 0..<500 where !log.delivered.contains(.finished(assetID: id)) { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(log.delivered.contains(.finished(assetID: id)), "\(id) finished in the background")
+        }
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        try await finished("a")
+        try await manager.add(url: world.origin.url("second/master.m3u8"), id: "b")
+        try await Task.sleep(for: .milliseconds(50))
+        for _ in 0..<500 where try await manager.asset("b").state != .waiting { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(try await manager.asset("b").failure == .maxDownloadedAssets(1))
+        await manager.setRules(DownloadRules(maxDownloadedAssets: 2, headroom: 0))
+        try await finished("b")
+        // stop() ends a download in progress too, keeping what it has.
+        world.origin.setThrottle(chunk: 4096, microseconds: 20_000)
+        await manager.setRules(DownloadRules(maxDownloadedAssets: 3, headroom: 0))
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "c")
+        for _ in 0..<500 where !log.delivered.contains(.started(assetID: "c")) { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(log.delivered.contains(.started(assetID: "c")))
+        let stopping = Date()
+        await manager.stop()
+        #expect(Date().timeIntervalSince(stopping) < 2)
+        try await Task.sleep(for: .milliseconds(300))
+        let stopped = try await manager.progress("c")
+        #expect(try await manager.asset("c").state == .queued && stopped.fraction < 1, "nothing downloads after stop()")
+        await manager.close()
+    }
+
     @Test("removing the asset being downloaded stops it, deletes its files, and nothing writes its row back")
     func removeWhileDownloading() async throws {
         let world = try await DownloadWorld.make("remove-live")
@@ -132,7 +167,7 @@ struct DownloadRulesTests {
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         let running = Task { await manager.run() }
-        while !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
+        for _ in 0..<1000 where !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
             try await Task.sleep(for: .milliseconds(10))
         }
         try await manager.remove("a")
@@ -153,7 +188,7 @@ struct DownloadRulesTests {
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         let running = Task { await manager.run() }
-        while !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
+        for _ in 0..<1000 where !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
             try await Task.sleep(for: .milliseconds(10))
         }
         try await manager.pause("a")
