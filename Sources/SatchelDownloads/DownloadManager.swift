@@ -381,9 +381,7 @@ public actor DownloadManager {
     /// paused, held by a rule or expired, or downloads are switched off. Cancelling the calling task
     /// stops the current download (its partial files stay, to be resumed).
     public func run() async -> RunSummary {
-        var pass = 0
         while !Task.isCancelled {
-            pass += 1
             guard (try? await sweepExpired()) != nil, enabled, let queue = try? await index.all() else { break }
             var errored = false
             for queued in queue where Self.isDownloadable(queued) {
