@@ -80,6 +80,7 @@ public actor DownloadManager {
     /// The worker's wait for work, and whether work came while it was busy.
     private var waiter: CheckedContinuation<Void, Never>?
     private var woken = false
+    private var closed = false
 
     /// Opens the engine over `configuration.dataDirectory`.
     public init(configuration: Configuration, environment: DownloadEnvironment = DownloadEnvironment()) async throws(DownloadError) {
@@ -108,8 +109,11 @@ public actor DownloadManager {
         }
     }
 
-    /// Stops any download and closes the index and the HTTP client.
+    /// Stops any download and closes the index and the HTTP client. Call it when done; an engine dropped
+    /// without it closes them in the background.
     public func close() async {
+        guard !closed else { return }
+        closed = true
         await stop()
         if let current {
             current.task.cancel()
@@ -119,6 +123,15 @@ public actor DownloadManager {
         subscribers = [:]
         try? await client.shutdown()
         await index.close()
+    }
+
+    deinit {
+        guard !closed else { return }
+        let (client, index) = (client, index)
+        Task {
+            try? await client.shutdown()
+            await index.close()
+        }
     }
 
     // MARK: Events

@@ -158,6 +158,20 @@ struct DownloadRulesTests {
         await manager.close()
     }
 
+    @Test("an engine dropped without close() closes its index and HTTP client in the background")
+    func droppedWithoutClose() async throws {
+        let world = try await DownloadWorld.make("dropped")
+        defer { world.origin.stop() }
+        do {
+            let manager = try await world.manager()
+            try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let reopened = try await world.manager()
+        #expect(try await reopened.assets().map(\.id) == ["a"])
+        await reopened.close()
+    }
+
     @Test("removing the asset being downloaded stops it, deletes its files, and nothing writes its row back")
     func removeWhileDownloading() async throws {
         let world = try await DownloadWorld.make("remove-live")
