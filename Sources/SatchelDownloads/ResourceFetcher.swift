@@ -218,9 +218,10 @@ struct ResourceFetcher: Sendable {
 
     private static func write(_ fd: Int32, _ bytes: ByteBufferView, path: String) throws(DownloadFailure) {
         try bytes.withUnsafeBytes { (raw) throws(DownloadFailure) in
+            guard let start = raw.baseAddress else { return }
             var offset = 0
             while offset < raw.count {
-                let written = systemWrite(fd, raw.baseAddress! + offset, raw.count - offset)
+                let written = systemWrite(fd, start + offset, raw.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     throw AssetStore.failure(path: path)
