@@ -131,24 +131,19 @@ struct DownloadRulesTests {
         let manager = try await world.manager(rules: DownloadRules(maxDownloadedAssets: 1, headroom: 0))
         let log = await EventLog(manager)
         await manager.start(recheckInterval: .seconds(60))
-        func finished(_ id: String) async throws {
-            for _ in 0..<500 where !log.delivered.contains(.finished(assetID: id)) { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(log.delivered.contains(.finished(assetID: id)), "\(id) finished in the background")
-        }
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
-        try await finished("a")
+        #expect(await log.waitUntil { $0 == .finished(assetID: "a") }, "finished in the background")
         try await manager.add(url: world.origin.url("second/master.m3u8"), id: "b")
         try await Task.sleep(for: .milliseconds(50))
         for _ in 0..<500 where try await manager.asset("b").state != .waiting { try await Task.sleep(for: .milliseconds(10)) }
         #expect(try await manager.asset("b").failure == .maxDownloadedAssets(1))
         await manager.setRules(DownloadRules(maxDownloadedAssets: 2, headroom: 0))
-        try await finished("b")
+        #expect(await log.waitUntil { $0 == .finished(assetID: "b") }, "finished in the background")
         // stop() ends a download in progress too, keeping what it has.
         world.origin.setThrottle(chunk: 4096, microseconds: 20_000)
         await manager.setRules(DownloadRules(maxDownloadedAssets: 3, headroom: 0))
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "c")
-        for _ in 0..<500 where !log.delivered.contains(.started(assetID: "c")) { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(log.delivered.contains(.started(assetID: "c")))
+        #expect(await log.waitUntil { $0 == .started(assetID: "c") })
         let stopping = Date()
         await manager.stop()
         #expect(Date().timeIntervalSince(stopping) < 2)
@@ -181,9 +176,7 @@ struct DownloadRulesTests {
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         let running = Task { await manager.run() }
-        for _ in 0..<1000 where !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await log.waitForBytes())
         try await manager.remove("a")
         let summary = await running.value
         #expect(summary.states.isEmpty)
@@ -202,9 +195,7 @@ struct DownloadRulesTests {
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         let running = Task { await manager.run() }
-        for _ in 0..<1000 where !log.delivered.contains(where: { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }) {
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        #expect(await log.waitForBytes())
         try await manager.pause("a")
         _ = await running.value
         var asset = try await manager.asset("a")

@@ -110,8 +110,19 @@ final class EventLog: @unchecked Sendable {
         }
     }
 
-    /// The events delivered so far, without waiting.
-    var delivered: [DownloadEvent] { lock.withLock { stored } }
+    /// Waits (at most 10 s) until an event matching `predicate` has been delivered; false if none came.
+    func waitUntil(_ predicate: @escaping (DownloadEvent) -> Bool) async -> Bool {
+        for _ in 0..<1000 {
+            if lock.withLock({ stored.contains(where: predicate) }) { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    /// Waits until the first progress with bytes on disk.
+    func waitForBytes() async -> Bool {
+        await waitUntil { if case let .progress(progress) = $0 { return progress.bytes > 0 } else { return false } }
+    }
 
     var errors: [(DownloadFailure, Bool)] {
         get async { await events.compactMap { if case let .error(_, failure, retry) = $0 { return (failure, retry) } else { return nil } } }
