@@ -24,3 +24,11 @@ int satchel_fremovexattr(int fd, const char *name) {
     return fremovexattr(fd, name);
 #endif
 }
+
+ssize_t satchel_fgetxattr(int fd, const char *name, void *buffer, size_t size) {
+#if defined(__APPLE__)
+    return fgetxattr(fd, name, buffer, size, 0, 0);
+#else
+    return fgetxattr(fd, name, buffer, size);
+#endif
+}

@@ -27,11 +27,22 @@ public struct AssetStore: Sendable {
     /// The asset's directory.
     public func directory(_ id: String) -> String { root + "/" + id }
 
-    /// The final path of a file of the asset.
+    /// The final path of a file of the asset (for people and players; the store itself opens files only
+    /// through ``folder(_:of:create:url:)``).
     public func path(_ id: String, _ localPath: String) -> String { directory(id) + "/" + localPath }
 
-    /// The partial-download path of a file.
-    func partPath(_ id: String, _ localPath: String) -> String { path(id, localPath) + ".part" }
+    /// The directory holding `localPath` inside the asset's folder, reached without following links, and
+    /// the file's name in it. `localPath` must be confined (``LocalPath/isConfined(_:)``): anything else is
+    /// `invalidContent` for `url` and nothing is opened. Without `create`, nil when a directory is missing.
+    func folder(_ id: String, of localPath: String, create: Bool, url: String) throws(DownloadFailure) -> (folder: AssetFolder, name: String)? {
+        guard Self.isValidID(id), LocalPath.isConfined(localPath) else {
+            throw .invalidContent(url: url, reason: "its local path would leave the asset's folder")
+        }
+        var components = localPath.split(separator: "/")
+        guard let name = components.popLast() else { throw .invalidContent(url: url, reason: "empty local path") }
+        guard let folder = try AssetFolder.open(root: root, asset: id, components: components[...], create: create, url: url) else { return nil }
+        return (folder, String(name))
+    }
 
     /// What is on disk for a plan.
     public struct Scan: Sendable {
@@ -43,86 +54,66 @@ public struct AssetStore: Sendable {
         public var sizes: [Int64]
     }
 
-    /// Which of the plan's files are complete, and how many bytes are on disk.
+    /// Which of the plan's files are complete, and how many bytes are on disk. A file is counted only as a
+    /// regular file inside the asset's folder, reached without following a link.
     public func scan(_ id: String, plan: DownloadPlan) -> Scan {
         var scan = Scan(complete: [], bytes: 0, sizes: [])
         scan.complete.reserveCapacity(plan.resources.count)
+        scan.sizes.reserveCapacity(plan.resources.count)
+        var folders: [Substring: AssetFolder?] = [:]  // each directory opened once
         for resource in plan.resources {
-            if let size = Self.size(path(id, resource.localPath)) {
-                scan.complete.append(true)
-                scan.sizes.append(size)
-            } else {
-                scan.complete.append(false)
-                scan.sizes.append(Self.size(partPath(id, resource.localPath)) ?? 0)
+            var size: Int64?, partial: Int64?
+            if LocalPath.isConfined(resource.localPath), Self.isValidID(id) {
+                let slash = resource.localPath.lastIndex(of: "/")
+                let directory = slash.map { resource.localPath[..<$0] } ?? ""
+                let name = String(slash.map { resource.localPath[resource.localPath.index(after: $0)...] } ?? resource.localPath[...])
+                if folders[directory] == nil {
+                    let components = directory.isEmpty ? [] : directory.split(separator: "/")
+                    folders[directory] = .some(try? AssetFolder.open(root: root, asset: id, components: components[...], create: false, url: resource.url))
+                }
+                if let folder = folders[directory] ?? nil {
+                    size = folder.size(name)
+                    if size == nil { partial = folder.size(name + ".part") }
+                }
             }
-            scan.bytes += scan.sizes[scan.sizes.count - 1]
+            scan.complete.append(size != nil)
+            scan.sizes.append(size ?? partial ?? 0)
+            scan.bytes += size ?? partial ?? 0
         }
         return scan
-    }
-
-    /// The size of a regular file, nil when there is none.
-    static func size(_ path: String) -> Int64? {
-        var info = stat()
-        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
-        return Int64(info.st_size)
     }
 
     /// Writes the plan's manifests (atomically: a temporary file renamed into place).
     func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
         for manifest in plan.manifests {
-            let target = path(id, manifest.path)
-            try makeParent(of: target)
-            let temporary = target + ".tmp"
-            let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            guard fd >= 0 else { throw Self.failure(path: temporary) }
-            var bytes = Array(manifest.text.utf8)[...]
-            while !bytes.isEmpty {
-                let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                if written < 0, errno == EINTR { continue }
-                guard written > 0 else {
-                    let failure = Self.failure(path: temporary)
-                    close(fd)
-                    unlink(temporary)
-                    throw failure
-                }
-                bytes = bytes.dropFirst(written)
-            }
-            close(fd)
-            guard rename(temporary, target) == 0 else { throw Self.failure(path: target) }
+            guard let (folder, name) = try folder(id, of: manifest.path, create: true, url: manifest.path) else { continue }
+            try folder.writeAtomically(name, Array(manifest.text.utf8))
         }
     }
 
     /// Creates every directory the plan's files go into (once each, not once per file).
     func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
-        var made = Set<String>()
+        var made = Set<Substring>()
         for resource in plan.resources {
-            let target = path(id, resource.localPath)
-            let parent = (target as NSString).deletingLastPathComponent
-            if made.insert(parent).inserted { try makeParent(of: target) }
+            let directory = resource.localPath.lastIndex(of: "/").map { resource.localPath[..<$0] } ?? ""
+            if made.insert(directory).inserted { _ = try folder(id, of: resource.localPath, create: true, url: resource.url) }
         }
     }
 
-    /// Creates the directory that will hold `path`.
-    func makeParent(of path: String) throws(DownloadFailure) {
-        let parent = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        } catch {
-            throw .fileSystem(path: parent, message: "cannot create the directory")
-        }
-    }
-
-    /// Deletes an asset's files.
+    /// Deletes an asset's files (links inside are removed, never followed).
     public func delete(_ id: String) {
+        guard Self.isValidID(id) else { return }
         try? FileManager.default.removeItem(atPath: directory(id))
     }
 
-    /// Bytes used by every asset.
+    /// Bytes used by every asset (regular files only; a link is not followed).
     public func usage() -> Int64 {
         guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }
         var total: Int64 = 0
         while let relative = walker.nextObject() as? String {
-            total += Self.size(root + "/" + relative) ?? 0
+            var info = stat()
+            guard lstat(root + "/" + relative, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            total += Int64(info.st_size)
         }
         return total
     }

@@ -11,7 +11,10 @@ public enum DASHDownloadPlanner {
         let manifest: DASHManifest
         do { manifest = try DASHManifest(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard manifest.type != "dynamic" else { throw .liveStream(url.absoluteString) }
-        let mpdPath = LocalPath.map(url, root: url)
+        if let duration = manifest.duration, !DownloadPlanner.isPlausibleDuration(duration) {
+            throw .malformedManifest("mediaPresentationDuration is out of range")
+        }
+        let mpdPath = try LocalPath.planned(url, root: url)
         let mpdBase = manifest.baseURL.flatMap { URL(string: $0, relativeTo: url)?.absoluteURL } ?? url
 
         let chosenSets = try select(manifest.adaptationSets, options: options)
@@ -23,35 +26,44 @@ public enum DASHDownloadPlanner {
             let base = try resolve(rep.baseURL, against: mpdBase)
             let group = "\(set.kind)/\(rep.id)"
             func add(_ target: URL, range: String?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
-                var path = LocalPath.map(target, root: url)
+                guard resources.count < options.resourceLimit else { throw .malformedManifest("more than \(options.resourceLimit) files") }
+                var path = try LocalPath.planned(target, root: url)
                 var byteRange: DownloadResource.ByteRange?
                 if let range {
-                    let bounds = range.split(separator: "-").compactMap { Int($0) }
-                    guard bounds.count == 2, bounds[1] >= bounds[0] else { throw .malformedManifest("bad byte range \(range)") }
-                    byteRange = .init(offset: bounds[0], length: bounds[1] - bounds[0] + 1)
-                    path = LocalPath.piece(path, offset: bounds[0], length: bounds[1] - bounds[0] + 1)
+                    guard let parsed = DownloadResource.ByteRange(inclusive: range) else { throw .malformedManifest("bad byte range \(range.prefix(64))") }
+                    byteRange = parsed
+                    path = LocalPath.piece(path, offset: parsed.offset, length: parsed.length)
                 }
                 resources.append(DownloadResource(url: target.absoluteString, localPath: path, range: byteRange, kind: kind, duration: duration,
                                                   group: kind == .segment ? group : nil))
                 return LocalPath.relative(path, from: mpdPath)
             }
+            func expand(_ template: String, number: UInt64?, time: UInt64?) throws(DownloadError) -> String {
+                do { return try DASHSegmentTemplate.expand(template, representationID: rep.id, bandwidth: rep.bandwidth, number: number, time: time) } catch {
+                    throw .malformedManifest("representation \(rep.id.prefix(64)): \(error)")
+                }
+            }
             if let template = rep.segmentTemplate, let media = template.media {
                 if let initialization = template.initialization {
-                    let name = DASHSegmentTemplate.expand(initialization, representationID: rep.id, bandwidth: rep.bandwidth, number: nil, time: nil)
+                    let name = try expand(initialization, number: nil, time: nil)
                     _ = try add(try resolve(name, against: base), range: nil, kind: .initialization, duration: nil)
                 }
-                let segments = template.segments(presentationDuration: manifest.duration)
+                let segments: [(number: UInt64, time: UInt64, duration: UInt64)]
+                do { segments = try template.segments(presentationDuration: manifest.duration, limit: options.resourceLimit - resources.count) } catch {
+                    throw .malformedManifest("representation \(rep.id.prefix(64)): \(error)")
+                }
                 guard !segments.isEmpty else { throw .malformedManifest("representation \(rep.id) has no segments") }
                 for segment in segments {
-                    let name = DASHSegmentTemplate.expand(media, representationID: rep.id, bandwidth: rep.bandwidth, number: segment.number, time: segment.time)
+                    let name = try expand(media, number: segment.number, time: segment.time)
                     _ = try add(try resolve(name, against: base), range: nil, kind: .segment,
                                 duration: Double(segment.duration) / Double(max(template.timescale, 1)))
                 }
                 // Files keep their origin-relative paths, so the template still resolves against the local base.
-                rep.baseURL = localDirectory(of: base, root: url, mpdPath: mpdPath)
+                rep.baseURL = try localDirectory(of: base, root: url, mpdPath: mpdPath)
             } else if var list = rep.segmentList {
                 guard !list.segments.isEmpty else { throw .malformedManifest("representation \(rep.id) has an empty SegmentList") }
                 let each = list.duration.map { Double($0) / Double(max(list.timescale, 1)) } ?? (manifest.duration ?? 0) / Double(list.segments.count)
+                guard DownloadPlanner.isPlausibleDuration(each) else { throw .malformedManifest("SegmentList duration is out of range") }
                 if let initialization = list.initialization {
                     list.initialization = try add(try resolve(initialization, against: base), range: nil, kind: .initialization, duration: nil)
                 }
@@ -103,10 +115,10 @@ public enum DASHDownloadPlanner {
     }
 
     /// The local BaseURL for a representation whose files live under `base`, or nil when that is the MPD's own directory.
-    private static func localDirectory(of base: URL, root: URL, mpdPath: String) -> String? {
+    private static func localDirectory(of base: URL, root: URL, mpdPath: String) throws(DownloadError) -> String? {
         let directory = base.absoluteString.hasSuffix("/") ? base : base.deletingLastPathComponent()
         guard directory.absoluteString != root.deletingLastPathComponent().absoluteString else { return nil }
-        let probe = LocalPath.map(directory.appendingPathComponent("_"), root: root)
+        let probe = try LocalPath.planned(directory.appendingPathComponent("_"), root: root)
         let path = probe.split(separator: "/").dropLast().joined(separator: "/")
         return path.isEmpty ? nil : LocalPath.relative(path + "/_", from: mpdPath).dropLast(1).description
     }

@@ -141,6 +141,8 @@ public enum DownloadEvent: Sendable, Equatable {
     case queueChanged
     /// Assets whose window closed were deleted from disk.
     case expiredAssetsReset([String])
+    /// The index could not be read or written; the run stopped (nothing is retried unrecorded).
+    case storageFailed(String)
 }
 
 /// What the engine as a whole is doing.

@@ -12,6 +12,8 @@ public enum DownloadError: Error, Equatable, Sendable, CustomStringConvertible {
     case mimeNotPermitted(url: String, mimeType: String)
     /// The manifest could not be fetched.
     case fetch(DownloadFailure)
+    /// The manifest names a resource that cannot be stored safely (its path would leave the asset's folder).
+    case unsafeResource(DownloadFailure)
     /// An asset with this ID is already in the index.
     case duplicateID(String)
     /// No asset with this ID.
@@ -31,6 +33,7 @@ public enum DownloadError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .nothingSelected(reason): return "nothing to download: \(reason)"
         case let .mimeNotPermitted(url, type): return "\(url) has MIME type \(type), which is not permitted"
         case let .fetch(failure): return "cannot fetch the manifest: \(failure)"
+        case let .unsafeResource(failure): return "refused: \(failure)"
         case let .duplicateID(id): return "an asset with ID \(id) is already queued (remove it first)"
         case let .notFound(id): return "no asset with ID \(id)"
         case let .expired(id): return "asset \(id) has expired; its files were deleted"

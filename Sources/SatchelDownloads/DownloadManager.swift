@@ -30,11 +30,15 @@ public actor DownloadManager {
         public var readyDuration: Double
         /// How often progress is reported (and other processes' pause/remove/disable noticed).
         public var progressInterval: Duration
+        /// A body slower than this fails (retryable): below 1 KiB/s for 30 s by default.
+        public var lowSpeed: LowSpeedLimit
 
         /// Creates a configuration.
         public init(dataDirectory: String, destination: String = "assets", rules: DownloadRules = DownloadRules(), parallelism: Int = 8,
                     retryDelay: Duration = .seconds(1), passDelay: Duration = .seconds(2), readTimeout: Duration = .seconds(30),
-                    connectTimeout: Duration = .seconds(10), readyDuration: Double = 10, progressInterval: Duration = .milliseconds(250)) {
+                    connectTimeout: Duration = .seconds(10), readyDuration: Double = 10, progressInterval: Duration = .milliseconds(250),
+                    lowSpeed: LowSpeedLimit = LowSpeedLimit()) {
+            self.lowSpeed = lowSpeed
             self.dataDirectory = dataDirectory
             self.destination = destination
             self.rules = rules
@@ -56,9 +60,11 @@ public actor DownloadManager {
         public var paused: Int
         /// False when downloads are switched off.
         public var enabled: Bool
+        /// Set when the index could not be read or written: the run stopped rather than carry on unrecorded.
+        public var storageFailure: String?
 
         /// True when every asset is complete.
-        public var allComplete: Bool { states.filter { $0.key != .complete && $0.value > 0 }.isEmpty }
+        public var allComplete: Bool { storageFailure == nil && states.filter { $0.key != .complete && $0.value > 0 }.isEmpty }
     }
 
     private var configuration: Configuration
@@ -81,6 +87,8 @@ public actor DownloadManager {
     private var waiter: CheckedContinuation<Void, Never>?
     private var woken = false
     private var closed = false
+    /// The first index failure of the current run: the run stops at once (an unrecorded retry would loop).
+    private var storageFailure: DownloadError?
 
     /// Opens the engine over `configuration.dataDirectory`.
     public init(configuration: Configuration, environment: DownloadEnvironment = DownloadEnvironment()) async throws(DownloadError) {
@@ -99,7 +107,7 @@ public actor DownloadManager {
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(configuration.parallelism, 1))
         http.decompression = .disabled
         client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: http)
-        fetcher = ResourceFetcher(client: client)
+        fetcher = ResourceFetcher(client: client, lowSpeed: configuration.lowSpeed)
         do {
             enabled = try await index.setting("enabled") != "false"
         } catch {
@@ -393,27 +401,55 @@ public actor DownloadManager {
     /// Works through the queue until nothing more can be done now: every asset is complete, blocked,
     /// paused, held by a rule or expired, or downloads are switched off. Cancelling the calling task
     /// stops the current download (its partial files stay, to be resumed).
+    /// An index that cannot be read or written stops the run at once, with a ``DownloadEvent/storageFailed(_:)``
+    /// event and ``RunSummary/storageFailure`` set (carrying on would retry without counting, for ever).
     public func run() async -> RunSummary {
+        storageFailure = nil
         while !Task.isCancelled {
-            guard (try? await sweepExpired()) != nil, enabled, let queue = try? await index.all() else { break }
+            guard enabled, let queue = await checked({ () async throws(DownloadError) -> [DownloadAsset] in
+                try await sweepExpired()
+                return try await index.all()
+            }) else { break }
             var errored = false
             for queued in queue where Self.isDownloadable(queued) {
-                guard !Task.isCancelled, enabled, let asset = try? await index.find(queued.id), Self.isDownloadable(asset) else { continue }
+                guard !Task.isCancelled, enabled, storageFailure == nil else { break }
+                guard let found = await checked({ () async throws(DownloadError) in try await index.find(queued.id) }),
+                      let asset = found, Self.isDownloadable(asset) else { continue }
                 if await work(on: asset) { errored = true }
             }
-            guard errored, enabled, !Task.isCancelled else { break }
+            guard errored, enabled, storageFailure == nil, !Task.isCancelled else { break }
             try? await Task.sleep(for: configuration.passDelay)
         }
         setStatus(enabled ? .idle : .disabled)
-        return await summary()
+        var summary = await summary()
+        if let storageFailure { summary.storageFailure = storageFailure.description }
+        return summary
+    }
+
+    /// Runs an index operation; a failure is recorded (stopping the run), reported, and answers nil.
+    private func checked<T>(_ body: () async throws(DownloadError) -> T) async -> T? {
+        do {
+            return try await body()
+        } catch {
+            if storageFailure == nil {
+                storageFailure = error
+                emit(.storageFailed(error.description))
+            }
+            return nil
+        }
     }
 
     /// The states of every asset.
     public func summary() async -> RunSummary {
-        let assets = (try? await index.all()) ?? []
+        let assets: [DownloadAsset]
+        var failure: String?
+        do { assets = try await index.all() } catch {
+            assets = []
+            failure = error.description
+        }
         var states: [DownloadState: Int] = [:]
         for asset in assets { states[asset.state, default: 0] += 1 }
-        return RunSummary(states: states, paused: assets.filter(\.isPaused).count, enabled: enabled)
+        return RunSummary(states: states, paused: assets.filter(\.isPaused).count, enabled: enabled, storageFailure: failure)
     }
 
     private static func isDownloadable(_ asset: DownloadAsset) -> Bool {
@@ -423,20 +459,24 @@ public actor DownloadManager {
     /// One asset in one pass: up to three attempts. Returns true when it errored and may be tried in the next pass.
     private func work(on start: DownloadAsset) async -> Bool {
         var asset = start
-        if let hold = await ruleHold(for: asset) {
+        guard let hold = await ruleHold(for: asset) else { return false }
+        if let hold {
             await record(&asset, state: .waiting, failure: hold)
             return false
         }
         for attempt in 1...3 {
             // Re-read: a pause, removal or switch-off may have come in (from this process or another).
-            guard enabled, !Task.isCancelled, let latest = try? await index.find(asset.id), Self.isDownloadable(latest) else { return false }
+            guard enabled, !Task.isCancelled, storageFailure == nil,
+                  let found = await checked({ () async throws(DownloadError) in try await index.find(asset.id) }),
+                  let latest = found, Self.isDownloadable(latest) else { return false }
             asset = latest
-            await record(&asset, state: .downloading, failure: asset.failure)
+            guard await record(&asset, state: .downloading, failure: asset.failure) else { return false }
             setStatus(.downloading(asset.id))
             emit(.started(assetID: asset.id))
             let (failure, warnings) = await download(asset)
             for warning in warnings { emit(.warning(assetID: asset.id, message: warning)) }
-            guard !removing.contains(asset.id), let latest = try? await index.find(asset.id) else { return false }  // removed meanwhile
+            guard !removing.contains(asset.id), let found = await checked({ () async throws(DownloadError) in try await index.find(asset.id) }),
+                  let latest = found else { return false }  // removed meanwhile, or the index failed
             asset = latest
             guard let failure else {
                 asset.completedAt = environment.now()
@@ -464,36 +504,41 @@ public actor DownloadManager {
                     await record(&asset, state: blocked ? .blocked : .queued, failure: failure)
                     return !blocked
                 }
-                await record(&asset, state: .downloading, failure: failure)
+                guard await record(&asset, state: .downloading, failure: failure) else { return false }
                 try? await Task.sleep(for: configuration.retryDelay)
             }
         }
         return false
     }
 
-    private func record(_ asset: inout DownloadAsset, state: DownloadState, failure: DownloadFailure?) async {
-        guard !removing.contains(asset.id) else { return }
+    /// Saves the asset's new state; false (the run stopping) when the index cannot be written.
+    @discardableResult
+    private func record(_ asset: inout DownloadAsset, state: DownloadState, failure: DownloadFailure?) async -> Bool {
+        guard !removing.contains(asset.id) else { return true }
         let changed = asset.state != state
         asset.state = state
         asset.failure = failure
-        try? await index.save(asset)
+        let saved = asset
+        guard await checked({ () async throws(DownloadError) in try await index.save(saved) }) != nil else { return false }
         if changed { emit(.stateChanged(assetID: asset.id, state: state)) }
+        return true
     }
 
-    /// The rule that keeps `asset` from starting now, if any.
-    private func ruleHold(for asset: DownloadAsset) async -> DownloadFailure? {
+    /// The rule that keeps `asset` from starting now: `.some(nil)` when none does, nil when the index failed.
+    private func ruleHold(for asset: DownloadAsset) async -> DownloadFailure?? {
         let rules = configuration.rules
         switch environment.networkType() {
         case .none: return .networkUnavailable(.none)
         case .cellular where !rules.downloadOverCellular: return .networkUnavailable(.cellular)
         default: break
         }
-        let complete = ((try? await index.all()) ?? []).filter { $0.state == .complete && $0.id != asset.id }.count
+        guard let all = await checked({ () async throws(DownloadError) in try await index.all() }) else { return nil }
+        let complete = all.filter { $0.state == .complete && $0.id != asset.id }.count
         if complete >= rules.maxDownloadedAssets { return .maxDownloadedAssets(rules.maxDownloadedAssets) }
         let used = currentUsage()
         if used >= rules.maxStorageAllowed { return .storageLimit(usedBytes: used, limit: rules.maxStorageAllowed) }
         if let free = environment.freeSpace(store.root), free < rules.headroom { return .headroom(freeBytes: free, headroom: rules.headroom) }
-        return nil
+        return .some(nil)
     }
 
     private func currentUsage() -> Int64 {

@@ -13,10 +13,21 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// MIME types a single-file download may have (`video/*` style wildcards allowed); nil = ``MIMEType/defaultPermitted``.
     /// Any other type is a fatal error.
     public var permittedMimeTypes: [String]?
+    /// The most files one asset may have (segments of every track, init segments, keys); a manifest that
+    /// lists more is refused. nil = ``defaultMaxResources``.
+    public var maxResources: Int?
+
+    /// The default cap on an asset's files: far above a real VOD asset (24 h of 2 s segments is 43,200 per
+    /// track, so 129,600 for video, audio and subtitles) and small enough that the index stays quick.
+    public static let defaultMaxResources = 200_000
+
+    /// The cap in force.
+    public var resourceLimit: Int { max(maxResources ?? Self.defaultMaxResources, 1) }
 
     /// Creates options.
     public init(maxBitrate: Int? = nil, maxVideoBitrate: Int? = nil, maxAudioBitrate: Int? = nil, languages: [String] = [],
-                includeEncryptionKeys: Bool = false, permittedMimeTypes: [String]? = nil) {
+                includeEncryptionKeys: Bool = false, permittedMimeTypes: [String]? = nil, maxResources: Int? = nil) {
+        self.maxResources = maxResources
         self.maxBitrate = maxBitrate
         self.maxVideoBitrate = maxVideoBitrate
         self.maxAudioBitrate = maxAudioBitrate
@@ -73,6 +84,23 @@ public struct DownloadResource: Sendable, Codable, Hashable {
         public init(offset: Int, length: Int) {
             self.offset = offset
             self.length = length
+        }
+
+        /// Largest offset or end accepted (2^53: exact in a Double, far beyond any real file).
+        public static let maxEnd = 1 << 53
+
+        /// A checked range: offset and length not negative, the end within ``maxEnd``; nil otherwise.
+        public init?(checkedOffset offset: Int, length: Int) {
+            guard offset >= 0, length >= 0, offset <= Self.maxEnd, length <= Self.maxEnd - offset else { return nil }
+            self.init(offset: offset, length: length)
+        }
+
+        /// A range written `first-last` (inclusive, as DASH's mediaRange and HTTP's Range), checked.
+        public init?(inclusive text: String) {
+            let bounds = text.split(separator: "-", omittingEmptySubsequences: false)
+            guard bounds.count == 2, let first = Int(bounds[0]), let last = Int(bounds[1]), first >= 0, last >= first,
+                  last < Self.maxEnd else { return nil }
+            self.init(checkedOffset: first, length: last - first + 1)
         }
     }
 }

@@ -24,6 +24,14 @@ public enum DownloadPlanner {
         }
     }
 
+    /// The longest presentation accepted, in seconds (ten years: anything longer is a broken manifest).
+    static let maxDuration: Double = 315_360_000
+
+    /// True for a duration a manifest may really carry: finite, not negative, at most ``maxDuration``.
+    static func isPlausibleDuration(_ seconds: Double) -> Bool {
+        seconds.isFinite && seconds >= 0 && seconds <= maxDuration
+    }
+
     /// The format of a probed URL; text that is none of the manifests is an unknown format.
     public static func format(of probe: Probe) throws(DownloadError) -> DownloadPlan.Format {
         let type = probe.contentType.map(MIMEType.essence) ?? ""
@@ -44,7 +52,7 @@ public enum DownloadPlanner {
             let permitted = options.permittedMimeTypes ?? MIMEType.defaultPermitted
             let type = probe.contentType ?? "application/octet-stream"
             guard MIMEType.matches(type, permitted) else { throw DownloadError.mimeNotPermitted(url: url.absoluteString, mimeType: MIMEType.essence(type)) }
-            let path = LocalPath.map(url, root: url)
+            let path = try LocalPath.planned(url, root: url)
             let file = DownloadResource(url: url.absoluteString, localPath: path, kind: .file, expectedSize: probe.contentLength,
                                         permittedMimeTypes: permitted)
             return DownloadPlan(format: .file, mainPath: path, manifests: [], resources: [file], totalDuration: nil)
@@ -62,7 +70,7 @@ extension HLSDownloadPlanner {
     /// The whole plan for a master (or lone media) playlist at `url`, fetching the selected media playlists.
     public static func plan(playlist text: String, url: URL, options: DownloadOptions,
                             fetchText: @Sendable (URL) async throws -> String) async throws -> DownloadPlan {
-        let mainPath = LocalPath.map(url, root: url)
+        let mainPath = try LocalPath.planned(url, root: url)
         guard text.contains("#EXT-X-STREAM-INF") else {
             let (resources, playlist) = try plan(mediaPlaylist: text, url: url, root: url, options: options)
             return DownloadPlan(format: .hls, mainPath: mainPath, manifests: [.init(path: mainPath, text: playlist)], resources: resources,
@@ -71,11 +79,12 @@ extension HLSDownloadPlanner {
         let master: HLSMasterPlaylist
         do { master = try HLSMasterPlaylist(parsing: text) } catch { throw DownloadError.malformedManifest("\(url.lastPathComponent): \(error)") }
         let selection = try select(master: master, url: url, options: options)
-        var manifests = [DownloadPlan.LocalManifest(path: mainPath, text: rewriteMaster(master, selection: selection, url: url))]
+        var manifests = [DownloadPlan.LocalManifest(path: mainPath, text: try rewriteMaster(master, selection: selection, url: url))]
         var resources: [DownloadResource] = []
         for playlistURL in selection.playlists {
-            let (media, playlist) = try plan(mediaPlaylist: try await fetchText(playlistURL), url: playlistURL, root: url, options: options)
-            manifests.append(.init(path: LocalPath.map(playlistURL, root: url), text: playlist))
+            let (media, playlist) = try plan(mediaPlaylist: try await fetchText(playlistURL), url: playlistURL, root: url, options: options,
+                                             limit: options.resourceLimit - resources.count)
+            manifests.append(.init(path: try LocalPath.planned(playlistURL, root: url), text: playlist))
             resources += media
         }
         return DownloadPlan(format: .hls, mainPath: mainPath, manifests: manifests, resources: resources, totalDuration: nil)

@@ -37,16 +37,16 @@ public enum HLSDownloadPlanner {
     }
 
     /// The master playlist keeping only the selection, pointing at the local media playlists.
-    public static func rewriteMaster(_ master: HLSMasterPlaylist, selection: Selection, url: URL) -> String {
-        func local(_ uri: String) -> String {
+    public static func rewriteMaster(_ master: HLSMasterPlaylist, selection: Selection, url: URL) throws(DownloadError) -> String {
+        func local(_ uri: String) throws(DownloadError) -> String {
             guard let resolved = URL(string: uri, relativeTo: url)?.absoluteURL else { return uri }
-            return LocalPath.map(resolved, root: url)
+            return try LocalPath.planned(resolved, root: url)
         }
         var variant = selection.variant
-        variant.uri = local(variant.uri)
-        let renditions = selection.renditions.map { rendition -> HLSRendition in
+        variant.uri = try local(variant.uri)
+        let renditions = try selection.renditions.map { (rendition) throws(DownloadError) -> HLSRendition in
             var copy = rendition
-            copy.uri = rendition.uri.map(local)
+            if let uri = rendition.uri { copy.uri = try local(uri) }
             return copy
         }
         if !renditions.contains(where: { $0.type == "SUBTITLES" }) { variant.subtitlesGroup = nil }
@@ -56,11 +56,13 @@ public enum HLSDownloadPlanner {
 
     /// The files of one media playlist and the playlist rewritten for local playback.
     /// Byte-ranged pieces become files of their own, so the local playlist needs no byte ranges.
-    public static func plan(mediaPlaylist text: String, url: URL, root: URL, options: DownloadOptions) throws(DownloadError) -> (resources: [DownloadResource], playlist: String) {
+    /// `limit` caps the files (the asset's ``DownloadOptions/resourceLimit`` less what other playlists planned).
+    public static func plan(mediaPlaylist text: String, url: URL, root: URL, options: DownloadOptions,
+                            limit: Int? = nil) throws(DownloadError) -> (resources: [DownloadResource], playlist: String) {
         let playlist: HLSMediaPlaylist
         do { playlist = try HLSMediaPlaylist(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard playlist.endList, playlist.playlistType != "EVENT" else { throw .liveStream(url.absoluteString) }
-        let playlistPath = LocalPath.map(url, root: root)
+        let playlistPath = try LocalPath.planned(url, root: root)
         var resources: [DownloadResource] = [], seen: Set<String> = []
         var rewritten = playlist
         var nextOffset: [String: Int] = [:]
@@ -69,15 +71,20 @@ public enum HLSDownloadPlanner {
             guard let resolved = URL(string: uri, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad URI \(uri)") }
             return resolved
         }
-        func add(_ resolved: URL, _ range: HLSByteRange?, kind: DownloadResource.Kind, duration: Double?) -> String {
-            var localPath = LocalPath.map(resolved, root: root)
+        let limit = limit ?? options.resourceLimit
+        func add(_ resolved: URL, _ range: HLSByteRange?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
+            var localPath = try LocalPath.planned(resolved, root: root)
             var byteRange: DownloadResource.ByteRange?
             if let range {
                 let offset = range.offset ?? nextOffset[resolved.absoluteString] ?? 0
-                nextOffset[resolved.absoluteString] = offset + range.length
-                byteRange = .init(offset: offset, length: range.length)
-                localPath = LocalPath.piece(localPath, offset: offset, length: range.length)
+                guard let checked = DownloadResource.ByteRange(checkedOffset: offset, length: range.length) else {
+                    throw .malformedManifest("\(url.lastPathComponent): byte range \(range.length)@\(offset) is out of range")
+                }
+                nextOffset[resolved.absoluteString] = checked.offset + checked.length
+                byteRange = checked
+                localPath = LocalPath.piece(localPath, offset: checked.offset, length: checked.length)
             }
+            guard resources.count < limit else { throw .malformedManifest("more than \(options.resourceLimit) files") }
             if seen.insert(localPath).inserted {
                 resources.append(DownloadResource(url: resolved.absoluteString, localPath: localPath, range: byteRange, kind: kind,
                                                   duration: duration, group: kind == .segment ? playlistPath : nil))
@@ -87,21 +94,24 @@ public enum HLSDownloadPlanner {
 
         for index in playlist.segments.indices {
             var segment = playlist.segments[index]
+            guard DownloadPlanner.isPlausibleDuration(segment.duration) else {
+                throw .malformedManifest("\(url.lastPathComponent): EXTINF duration is out of range")
+            }
             if let map = segment.map {
-                segment.map = HLSMap(uri: add(try resolve(map.uri), map.byteRange, kind: .initialization, duration: nil))
+                segment.map = HLSMap(uri: try add(try resolve(map.uri), map.byteRange, kind: .initialization, duration: nil))
             }
             segment.keys = try segment.keys.map { (key) throws(DownloadError) -> HLSKey in
                 var copy = key
                 guard let uri = key.uri, !uri.hasPrefix("skd://"), !uri.hasPrefix("data:"), key.method != "NONE" else { return copy }
                 let resolved = try resolve(uri)
                 if key.method == "AES-128" && options.includeEncryptionKeys {
-                    copy.uri = add(resolved, nil, kind: .key, duration: nil)
+                    copy.uri = try add(resolved, nil, kind: .key, duration: nil)
                 } else {
                     copy.uri = resolved.absoluteString  // left to the license layer, reachable from the local copy
                 }
                 return copy
             }
-            segment.uri = add(try resolve(segment.uri), segment.byteRange, kind: .segment, duration: segment.duration)
+            segment.uri = try add(try resolve(segment.uri), segment.byteRange, kind: .segment, duration: segment.duration)
             segment.byteRange = nil
             rewritten.segments[index] = segment
         }

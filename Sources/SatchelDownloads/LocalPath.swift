@@ -1,28 +1,68 @@
 import Foundation
 
 /// Maps origin URLs to paths inside an asset's directory: a URL under the manifest's directory keeps
-/// its relative path; any other URL goes under `external/<host>/…`. Paths never escape the asset
-/// directory, and a query string becomes part of the name so distinct URLs stay distinct.
+/// its relative path; any other URL goes under `external/<host>/…`. The URL's path is percent-decoded
+/// exactly once, then normalised (`.` dropped, `..` taking back a component); a path that would leave
+/// the asset's directory is refused. A query string becomes part of the name so distinct URLs stay distinct.
 public enum LocalPath {
-    /// The local path for `url`, relative to the directory of `root` (the manifest URL).
-    public static func map(_ url: URL, root: URL) -> String {
-        let url = url.standardized, root = root.standardized  // resolve "." and ".." before comparing
+    /// Longest local path accepted, in bytes (file systems allow 4096; a manifest has no use for more).
+    public static let maxLength = 1024
+
+    /// The local path for `url`, relative to the directory of `root` (the manifest URL). Throws
+    /// `invalidContent` when the decoded path would leave the asset's directory.
+    public static func map(_ url: URL, root: URL) throws(DownloadFailure) -> String {
+        let url = url.standardized, root = root.standardized  // resolve literal "." and ".." before comparing
         let base = root.deletingLastPathComponent().absoluteString
         let absolute = url.absoluteString
         var relative: String
         if absolute.hasPrefix(base), url.host == root.host, url.port == root.port {
             relative = String(absolute.dropFirst(base.count))
-            if let query = relative.firstIndex(of: "?") { relative = String(relative[..<query]) }
+            if let end = relative.firstIndex(where: { $0 == "?" || $0 == "#" }) { relative = String(relative[..<end]) }
         } else {
-            relative = "external/\(url.host ?? "local")\(url.port.map { "_\($0)" } ?? "")\(url.path)"
+            // The percent-encoded path: `url.path` would decode it once already (and `%252e` would become "." here).
+            let path = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
+            relative = "external/\(encode(url.host ?? "local"))\(url.port.map { "_\($0)" } ?? "")/\(path)"
         }
-        var components = relative.split(separator: "/").map(String.init).filter { !$0.isEmpty && $0 != "." && $0 != ".." }
+        var components: [String] = []
+        for raw in relative.split(separator: "/", omittingEmptySubsequences: true) {
+            let decoded = sanitize(raw.removingPercentEncoding ?? String(raw))
+            switch decoded {
+            case "", ".": continue
+            case "..":
+                guard components.popLast() != nil else { throw escape(url) }
+            default: components.append(decoded)
+            }
+        }
         if components.isEmpty { components = ["index"] }
-        if let query = url.query, !query.isEmpty, var last = components.popLast() {
-            last += "_" + String(UInt32(truncatingIfNeeded: query.hashValueStable), radix: 16)
-            components.append(last)
+        if let query = url.query, !query.isEmpty, let last = components.popLast() {
+            components.append(last + "_" + String(UInt32(truncatingIfNeeded: query.hashValueStable), radix: 16))
         }
-        return components.map { $0.removingPercentEncoding ?? $0 }.map(sanitize).joined(separator: "/")
+        let path = components.joined(separator: "/")
+        guard isConfined(path) else { throw escape(url) }
+        return path
+    }
+
+    /// True when `path` is a relative path that stays inside the directory it is taken from: not empty,
+    /// not absolute, no empty, `.` or `..` component, no NUL, at most ``maxLength`` bytes, no component
+    /// over 255 bytes. Every path the store opens is checked with this first.
+    public static func isConfined(_ path: String) -> Bool {
+        guard !path.isEmpty, path.utf8.count <= maxLength, !path.hasPrefix("/"), !path.utf8.contains(0) else { return false }
+        return path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { component in
+            !component.isEmpty && component != "." && component != ".." && component.utf8.count <= 255
+        }
+    }
+
+    /// ``map(_:root:)`` for planners: an unsafe path refuses the asset (``DownloadError/unsafeResource(_:)``).
+    static func planned(_ url: URL, root: URL) throws(DownloadError) -> String {
+        do { return try map(url, root: root) } catch { throw .unsafeResource(error) }
+    }
+
+    private static func escape(_ url: URL) -> DownloadFailure {
+        .invalidContent(url: url.absoluteString, reason: "its local path would leave the asset's folder")
+    }
+
+    private static func encode(_ host: String) -> String {
+        host.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? host
     }
 
     /// The file holding bytes `offset..<offset+length` of `path`: the range goes before the extension
@@ -43,6 +83,7 @@ public enum LocalPath {
         return (ups + targetParts[common...]).joined(separator: "/")
     }
 
+    /// A decoded component made safe as one file name: separators, NUL and ':' become '_'.
     private static func sanitize(_ component: String) -> String {
         String(component.map { "/\\\0:".contains($0) ? "_" : $0 })
     }

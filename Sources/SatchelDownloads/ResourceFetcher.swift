@@ -13,6 +13,8 @@ import Darwin
 /// `<path>.part`, resumed with HTTP Range, checked, and renamed into place only when complete.
 struct ResourceFetcher: Sendable {
     let client: HTTPClient
+    /// A body slower than this is a retryable network failure.
+    var lowSpeed = LowSpeedLimit()
     /// Manifests larger than this are refused.
     static let maxManifestBytes = 32 << 20
 
@@ -86,16 +88,19 @@ struct ResourceFetcher: Sendable {
     // MARK: Files
 
     /// Downloads one resource unless it is complete. Returns a warning when the final size disagrees
-    /// with the size announced earlier (the file is still complete).
+    /// with the size announced earlier (the file is still complete). Every file is opened inside the
+    /// asset's folder without following links (``AssetStore/folder(_:of:create:url:)``).
     func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: AssetStore,
                budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
-        let final = store.path(assetID, resource.localPath)
-        if AssetStore.size(final) != nil { return nil }
-        let part = store.partPath(assetID, resource.localPath)
-        var have = AssetStore.size(part) ?? 0
+        guard let (folder, name) = try store.folder(assetID, of: resource.localPath, create: true, url: resource.url) else {
+            throw .fileSystem(path: store.path(assetID, resource.localPath), message: "the folder is missing")
+        }
+        if folder.size(name) != nil { return nil }
+        let part = Part(folder: folder, name: name + ".part", final: name)
+        var have = folder.size(part.name) ?? 0
         if let length = resource.range?.length {
-            if have > Int64(length) { try restart(part, have: &have, budget: budget, progress: progress) }
-            if have == Int64(length) { return try finish(resource, index: index, part: part, final: final, size: have, announced: nil, progress: progress) }
+            if have > Int64(length) { try part.restart(have: &have, budget: budget, progress: progress) }
+            if have == Int64(length) { return try finish(resource, index: index, part: part, size: have, announced: nil, progress: progress) }
         }
         let base = Int64(resource.range?.offset ?? 0)
         var request = HTTPClientRequest(url: resource.url)
@@ -105,7 +110,7 @@ struct ResourceFetcher: Sendable {
             request.headers.add(name: "Range", value: "bytes=\(have)-")
         }
         // Resume only if the origin's file is still the one the part came from (else it sends it whole).
-        if have > 0, let validator = Self.validator(of: part) {
+        if have > 0, let validator = part.validator() {
             request.headers.add(name: "If-Range", value: validator)
         }
         let response: HTTPClientResponse
@@ -121,19 +126,19 @@ struct ResourceFetcher: Sendable {
         case 206:
             let contentRange = Self.contentRange(response.headers.first(name: "content-range"))
             guard let contentRange, contentRange.start == base + have else {
-                throw .invalidContent(url: resource.url, reason: "the origin answered a different range (\(response.headers.first(name: "content-range") ?? "none"))")
+                throw .invalidContent(url: resource.url, reason: "the origin answered a different range (\(response.headers.first(name: "content-range")?.prefix(64) ?? "none"))")
             }
             if resource.range == nil { announced = contentRange.total }
         case 200:
-            if have > 0 { try restart(part, have: &have, budget: budget, progress: progress) }  // the origin ignored Range
+            if have > 0 { try part.restart(have: &have, budget: budget, progress: progress) }  // the origin ignored Range
             skip = base
             if resource.range != nil { announced = nil }
         case 416 where resource.range == nil && have > 0:
             // The part may already be whole (killed before the rename): the origin says how long the file is.
             if Self.contentRange(response.headers.first(name: "content-range"))?.total == have {
-                return try finish(resource, index: index, part: part, final: final, size: have, announced: nil, progress: progress)
+                return try finish(resource, index: index, part: part, size: have, announced: nil, progress: progress)
             }
-            try restart(part, have: &have, budget: budget, progress: progress)
+            try part.restart(have: &have, budget: budget, progress: progress)
             throw .httpStatus(url: resource.url, status: status)
         default:
             throw .httpStatus(url: resource.url, status: status)
@@ -144,12 +149,8 @@ struct ResourceFetcher: Sendable {
         }
 
         let mode: mode_t = resource.kind == .key ? 0o600 : 0o644  // content keys: owner only
-        var fd = open(part, O_WRONLY | O_CREAT | O_APPEND, mode)
-        if fd < 0, errno == ENOENT {  // the engine makes every directory up front; this is for a directory removed since
-            try store.makeParent(of: part)
-            fd = open(part, O_WRONLY | O_CREAT | O_APPEND, mode)
-        }
-        guard fd >= 0 else { throw AssetStore.failure(path: part) }
+        let fd = folder.openFile(part.name, O_WRONLY | O_CREAT | O_APPEND, mode: mode)
+        guard fd >= 0 else { throw part.failure() }
         defer { close(fd) }
         if have == 0 {
             // A fresh part remembers the validator a later resume must match (a strong ETag, else Last-Modified).
@@ -158,9 +159,11 @@ struct ResourceFetcher: Sendable {
         }
         var remaining = resource.range.map { Int64($0.length) - have }
         var sniffed = have > 0
+        var speed = LowSpeedGuard(limit: lowSpeed)
         do {
             for try await buffer in response.body {
                 if Task.isCancelled { throw DownloadFailure.cancelled }
+                try speed.check(received: buffer.readableBytes, url: resource.url)
                 var view = buffer.readableBytesView[...]
                 if skip > 0 {
                     let dropped = min(Int64(view.count), skip)
@@ -176,7 +179,7 @@ struct ResourceFetcher: Sendable {
                     }
                 }
                 try budget.reserve(Int64(view.count))
-                try Self.write(fd, view, path: part)
+                try AssetFolder.writeAll(fd, view, path: part.path)
                 have += Int64(view.count)
                 progress.add(Int64(view.count))
                 if let left = remaining {
@@ -193,15 +196,15 @@ struct ResourceFetcher: Sendable {
             throw .network(url: resource.url, message: "the body ended after \(have) of \(length) bytes")
         }
         if resource.kind == .key, have != 16 {
-            try restart(part, have: &have, budget: budget, progress: progress)
+            try part.restart(have: &have, budget: budget, progress: progress)
             throw .invalidContent(url: resource.url, reason: "an AES-128 key must be 16 bytes")
         }
-        return try finish(resource, index: index, part: part, final: final, size: have, announced: announced, progress: progress)
+        return try finish(resource, index: index, part: part, size: have, announced: announced, progress: progress)
     }
 
-    private func finish(_ resource: DownloadResource, index: Int, part: String, final: String, size: Int64, announced: Int64?,
+    private func finish(_ resource: DownloadResource, index: Int, part: Part, size: Int64, announced: Int64?,
                         progress: LiveProgress) throws(DownloadFailure) -> String? {
-        guard rename(part, final) == 0 else { throw AssetStore.failure(path: final) }
+        try part.folder.rename(part.name, to: part.final)
         progress.markComplete(index)
         for expected in [resource.expectedSize.map(Int64.init), announced].compactMap({ $0 }) where expected != size {
             return "\(DownloadFailure.redacted(resource.url)): \(size) bytes on disk, \(expected) announced (Content-Length); kept"
@@ -209,37 +212,40 @@ struct ResourceFetcher: Sendable {
         return nil
     }
 
-    private func restart(_ part: String, have: inout Int64, budget: DownloadBudget, progress: LiveProgress) throws(DownloadFailure) {
-        guard truncate(part, 0) == 0 || errno == ENOENT else { throw AssetStore.failure(path: part) }
-        budget.release(have)
-        progress.add(-have)
-        have = 0
-    }
+    /// A partial file, `<name>.part` in its folder.
+    struct Part {
+        let folder: AssetFolder
+        let name: String
+        let final: String
 
-    private static func write(_ fd: Int32, _ bytes: ByteBufferView, path: String) throws(DownloadFailure) {
-        try bytes.withUnsafeBytes { (raw) throws(DownloadFailure) in
-            guard let start = raw.baseAddress else { return }
-            var offset = 0
-            while offset < raw.count {
-                let written = systemWrite(fd, start + offset, raw.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw AssetStore.failure(path: path)
-                }
-                offset += written
-            }
+        var path: String { folder.path + "/" + name }
+
+        func failure() -> DownloadFailure { AssetStore.failure(path: path) }
+
+        /// Empties the part (the origin sent a different file, or ignored the range).
+        func restart(have: inout Int64, budget: DownloadBudget, progress: LiveProgress) throws(DownloadFailure) {
+            let fd = folder.openFile(name, O_WRONLY | O_TRUNC)
+            guard fd >= 0 || errno == ENOENT else { throw failure() }
+            if fd >= 0 { close(fd) }
+            budget.release(have)
+            progress.add(-have)
+            have = 0
+        }
+
+        /// The validator the part was started from.
+        func validator() -> String? {
+            let fd = folder.openFile(name, O_RDONLY)
+            guard fd >= 0 else { return nil }
+            defer { close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 512)
+            let count = satchel_fgetxattr(fd, ResourceFetcher.validatorAttribute, &buffer, buffer.count)
+            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
         }
     }
 
     /// The extended attribute holding a part's validator. Where the file system has no user attributes
     /// a part resumes without If-Range, as plain HTTP Range resumption does.
     static let validatorAttribute = "user.satchel.validator"
-
-    static func validator(of part: String) -> String? {
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let count = satchel_getxattr(part, validatorAttribute, &buffer, buffer.count)
-        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
-    }
 
     static func setValidator(_ validator: String?, on fd: Int32) {
         guard let validator, validator.utf8.count <= 512 else {
@@ -272,8 +278,3 @@ struct ResourceFetcher: Sendable {
     }
 }
 
-#if canImport(Glibc)
-private let systemWrite = Glibc.write
-#elseif canImport(Darwin)
-private let systemWrite = Darwin.write
-#endif

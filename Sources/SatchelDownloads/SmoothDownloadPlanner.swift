@@ -11,6 +11,7 @@ public enum SmoothDownloadPlanner {
         do { manifest = try SmoothManifest(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard !manifest.isLive else { throw .liveStream(url.absoluteString) }
         let timescale = Double(max(manifest.timescale, 1))
+        guard DownloadPlanner.isPlausibleDuration(Double(manifest.duration) / timescale) else { throw .malformedManifest("Duration is out of range") }
         var streams: [SmoothManifest.StreamIndex] = []
         var resources: [DownloadResource] = []
         var audioSeen = false
@@ -32,17 +33,20 @@ public enum SmoothDownloadPlanner {
             var kept = stream
             kept.qualityLevels = [level]
             streams.append(kept)
+            guard stream.fragmentTimes.count <= options.resourceLimit - resources.count else {
+                throw .malformedManifest("more than \(options.resourceLimit) files")
+            }
             for (time, duration) in zip(stream.fragmentTimes, stream.fragmentDurations) {
                 let reference = stream.fragmentURL(bitrate: level.bitrate, startTime: time)
                 guard let fragment = URL(string: reference, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad fragment URL \(reference)") }
-                resources.append(DownloadResource(url: fragment.absoluteString, localPath: LocalPath.map(fragment, root: url), kind: .segment,
+                resources.append(DownloadResource(url: fragment.absoluteString, localPath: try LocalPath.planned(fragment, root: url), kind: .segment,
                                                   duration: Double(duration) / timescale, group: "\(stream.type)/\(stream.name ?? "")/\(level.bitrate)"))
             }
         }
         guard !resources.isEmpty else { throw .nothingSelected("the Smooth manifest has no video or audio fragments") }
         var local = manifest
         local.streams = streams
-        let path = LocalPath.map(url, root: url)
+        let path = try LocalPath.planned(url, root: url)
         return DownloadPlan(format: .smooth, mainPath: path, manifests: [.init(path: path, text: local.text)], resources: resources,
                             totalDuration: manifest.duration > 0 ? Double(manifest.duration) / timescale : nil)
     }

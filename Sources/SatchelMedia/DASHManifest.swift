@@ -32,33 +32,68 @@ public struct DASHSegmentTemplate: Sendable, Equatable {
             && lhs.timeline.elementsEqual(rhs.timeline) { $0.t == $1.t && $0.d == $1.d && $0.r == $1.r }
     }
 
-    /// Media segments as (number, start time, duration), expanding the timeline or, without one,
-    /// dividing `presentationDuration` seconds into fixed durations. At most `limit` segments.
-    public func segments(presentationDuration: Double?, limit: Int = 1_000_000) -> [(number: UInt64, time: UInt64, duration: UInt64)] {
-        var out: [(UInt64, UInt64, UInt64)] = []
-        var number = startNumber
+    /// Media segments as (number, start time, duration), expanding the timeline (an `r` of -1 repeats up to
+    /// the next `S@t` or the end of the presentation) or, without one, dividing `presentationDuration` seconds
+    /// into fixed durations. Every sum is checked: a number, time or count that does not fit, or more than
+    /// `limit` segments, is a `MediaError` and the work stops there (no input can make it loop or trap).
+    public func segments(presentationDuration: Double?, limit: Int = 1_000_000) throws(MediaError) -> [(number: UInt64, time: UInt64, duration: UInt64)] {
+        var out: [(number: UInt64, time: UInt64, duration: UInt64)] = []
+        let limit = max(limit, 0)
+        func append(_ time: UInt64, _ duration: UInt64) throws(MediaError) {
+            guard out.count < limit else { throw .malformed("more than \(limit) segments in one representation") }
+            let (number, overflow) = startNumber.addingReportingOverflow(UInt64(out.count))
+            guard !overflow else { throw .malformed("segment numbers from startNumber \(startNumber) overflow") }
+            out.append((number, time, duration))
+        }
+        guard timescale > 0 else { throw .malformed("timescale must be positive") }
+        let endTicks = try presentationDuration.map { (seconds) throws(MediaError) -> UInt64 in try Self.ticks(seconds, timescale: timescale) }
         if !timeline.isEmpty {
             var time: UInt64 = 0
-            for entry in timeline {
+            for (index, entry) in timeline.enumerated() {
                 if let t = entry.t { time = t }
-                for _ in 0...max(entry.r, 0) where out.count < limit {
-                    out.append((number, time, entry.d))
-                    time += entry.d
-                    number += 1
+                guard entry.d > 0 else { throw .malformed("SegmentTimeline S@d must be positive") }
+                let count: UInt64
+                if entry.r >= 0 {
+                    count = UInt64(entry.r) + 1
+                } else {
+                    // r = -1: repeat until the next S@t, else the end of the presentation.
+                    let next = index + 1 < timeline.count ? timeline[index + 1].t : nil
+                    guard let end = next ?? endTicks, end > time else { throw .malformed("S@r=-1 needs a following S@t or a presentation duration") }
+                    count = (end - time) / entry.d + ((end - time) % entry.d == 0 ? 0 : 1)
+                }
+                guard count <= UInt64(limit - out.count) else { throw .malformed("more than \(limit) segments in one representation") }
+                for _ in 0..<count {
+                    try append(time, entry.d)
+                    let (sum, overflow) = time.addingReportingOverflow(entry.d)
+                    guard !overflow else { throw .malformed("SegmentTimeline times overflow") }
+                    time = sum
                 }
             }
-        } else if let duration, duration > 0, let total = presentationDuration {
-            let count = min(Int((total * Double(timescale) / Double(duration)).rounded(.up)), limit)
-            for index in 0..<max(count, 0) {
-                out.append((number, UInt64(index) * duration, duration))
-                number += 1
+        } else if let duration, duration > 0, let endTicks {
+            let count = endTicks / duration + (endTicks % duration == 0 ? 0 : 1)
+            guard count <= UInt64(limit) else { throw .malformed("more than \(limit) segments in one representation") }
+            for index in 0..<count {
+                let (time, overflow) = index.multipliedReportingOverflow(by: duration)
+                guard !overflow else { throw .malformed("segment times overflow") }
+                try append(time, duration)
             }
         }
         return out
     }
 
+    /// `seconds` in ticks of `timescale`, refused when not finite, negative or too large to count.
+    static func ticks(_ seconds: Double, timescale: UInt64) throws(MediaError) -> UInt64 {
+        let ticks = (seconds * Double(timescale)).rounded(.up)
+        guard ticks.isFinite, ticks >= 0, ticks < 0x1p63 else { throw .malformed("duration \(seconds) s at timescale \(timescale) is out of range") }
+        return UInt64(ticks)
+    }
+
+    /// Widest `%0Nd` accepted in a template (a real one needs at most 20 digits).
+    public static let maxFormatWidth = 32
+
     /// Expands $RepresentationID$, $Bandwidth$, $Number$ and $Time$ (with %0Nd widths) in `template`.
-    public static func expand(_ template: String, representationID: String, bandwidth: Int, number: UInt64?, time: UInt64?) -> String {
+    /// A width above ``maxFormatWidth`` is refused.
+    public static func expand(_ template: String, representationID: String, bandwidth: Int, number: UInt64?, time: UInt64?) throws(MediaError) -> String {
         var out = ""
         var rest = Substring(template)
         while let start = rest.firstIndex(of: "$") {
@@ -68,7 +103,14 @@ public struct DASHSegmentTemplate: Sendable, Equatable {
             let token = rest[afterStart..<end]
             let parts = token.split(separator: "%", maxSplits: 1)
             let name = parts.first.map(String.init) ?? ""
-            let width = parts.count > 1 ? Int(parts[1].dropFirst().dropLast()) ?? 0 : 0
+            var width = 0
+            if parts.count > 1 {
+                let format = parts[1]
+                guard format.first == "0", format.last == "d", let value = Int(format.dropFirst().dropLast()), (0...maxFormatWidth).contains(value) else {
+                    throw .malformed("template format %\(format.prefix(16)) (only %0Nd up to \(maxFormatWidth) digits)")
+                }
+                width = value
+            }
             func padded(_ value: UInt64) -> String {
                 let digits = String(value)
                 return String(repeating: "0", count: max(width - digits.count, 0)) + digits

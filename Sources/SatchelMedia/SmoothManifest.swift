@@ -46,6 +46,9 @@ public struct SmoothManifest: Sendable, Equatable {
     /// The PlayReady protection header (base64), if present.
     public var protectionHeader: String?
 
+    /// The most fragments one stream may list.
+    public static let maxFragments = 1_000_000
+
     /// Parses a manifest.
     public init(parsing text: String) throws(MediaError) {
         let root = try MarkupElement.parse(text)
@@ -60,15 +63,22 @@ public struct SmoothManifest: Sendable, Equatable {
             var times: [UInt64] = [], durations: [UInt64] = []
             var next: UInt64 = 0
             for c in stream.children("c") {
-                let t = c.attributes["t"].flatMap { UInt64($0) } ?? next
+                let t = try c.attributes["t"].map { (text) throws(MediaError) -> UInt64 in
+                    guard let value = UInt64(text) else { throw .malformed("Smooth c@t \(text.prefix(32))") }
+                    return value
+                } ?? next
                 let d = c.attributes["d"].flatMap { UInt64($0) } ?? 0
-                let repeats = max((c.attributes["r"].flatMap { Int($0) } ?? 1), 1)
-                guard times.count + repeats <= 1_000_000 else { throw .malformed("too many Smooth fragments") }
+                let repeats = c.attributes["r"].flatMap { Int($0) } ?? 1
+                guard repeats >= 1, repeats <= Self.maxFragments - times.count else {
+                    throw .malformed("Smooth c@r must be 1 to \(Self.maxFragments) fragments in all")
+                }
                 var start = t
                 for _ in 0..<repeats {
                     times.append(start)
                     durations.append(d)
-                    start += d
+                    let (end, overflow) = start.addingReportingOverflow(d)
+                    guard !overflow else { throw .malformed("Smooth fragment times overflow") }
+                    start = end
                 }
                 next = start
             }

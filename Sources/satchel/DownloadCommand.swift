@@ -50,6 +50,7 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(name: .customLong("max-audio-bitrate"), help: "DASH/Smooth: highest audio bitrate.") var maxAudioBitrate: Int?
     @Option(name: .customLong("language"), help: "Also download audio/subtitles in this language (repeatable).") var languages: [String] = []
     @Flag(name: .customLong("include-keys"), help: "Download AES-128 key files too.") var includeKeys = false
+    @Option(name: .customLong("max-files"), help: "The most files the asset may have; a manifest listing more is refused (default 200000).") var maxFiles: Int?
     @Option(help: "Publish date (ISO 8601): hidden until then.") var publish: String?
     @Option(help: "Expiry date (ISO 8601, or YYYY-MM-DD).") var expiry: String?
     @Option(name: .customLong("expiry-after-download"), help: "Seconds the asset stays after its download completes.") var expiryAfterDownload: Double?
@@ -60,7 +61,8 @@ struct DownloadAdd: SatchelAsyncCommand {
                                         expiryDate: try expiry.map { try parseDate($0, option: "--expiry") },
                                         expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay)
         let options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
-                                      languages: languages, includeEncryptionKeys: includeKeys)
+                                      languages: languages, includeEncryptionKeys: includeKeys, maxResources: maxFiles)
+        if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
         let asset = try await directory.withManager { try await $0.add(url: url, id: id, options: options, window: window) }
         print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
     }
@@ -78,22 +80,28 @@ struct DownloadRun: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Work through the queue in the foreground.",
-        discussion: "Exit status: 0 when every asset is complete; 1 when one is blocked (errored 3 passes, or fatally); 3 when some wait (paused, a rule, downloads disabled).")
+        discussion: "Exit status: 0 when every asset is complete; 1 when one is blocked (errored 3 passes, or fatally); 3 when some wait (paused, a rule, downloads disabled); 4 when the index could not be read or written (a full disk).")
     @OptionGroup var directory: DownloadDirectoryOptions
     @Option(help: "Files of one asset downloaded at once.") var parallel: Int = 8
     @Option(help: "MB that must stay free on the disk (seed 003 headroom).") var headroom: Int64 = 1024
     @Option(name: .customLong("max-storage"), help: "MB the downloads may use in all (seed 003 maxStorageAllowed).") var maxStorage: Int64?
     @Option(name: .customLong("max-assets"), help: "Downloaded assets allowed at once (seed 003 maxDownloadedAssets).") var maxAssets: Int = 100
     @Option(name: .customLong("retry-delay"), help: "Seconds between attempts of one asset.") var retryDelay: Double = 1
+    @Option(name: .customLong("low-speed-limit"), help: "Bytes/s below which a transfer fails (retried); 0 = off.") var lowSpeedLimit: Int = 1024
+    @Option(name: .customLong("low-speed-time"), help: "Seconds the transfer may stay below --low-speed-limit.") var lowSpeedTime: Int = 30
 
     func execute() async throws {
-        guard parallel > 0, headroom >= 0, maxAssets >= 0, retryDelay >= 0 else { throw CLIError("--parallel must be positive; sizes and delays not negative") }
+        guard parallel > 0, parallel <= 256, headroom >= 0, headroom < (1 << 43), maxAssets >= 0, (0...86_400).contains(retryDelay),
+              (maxStorage ?? 0) >= 0, (maxStorage ?? 0) < (1 << 43), lowSpeedLimit >= 0, (1...86_400).contains(lowSpeedTime) else {
+            throw CLIError("--parallel must be 1 to 256; sizes, delays and limits not negative (--low-speed-time 1 to 86400 s)")
+        }
         let rules = DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max, headroom: headroom << 20)
         let summary = try await directory.withManager({ configuration in
             configuration.rules = rules
             configuration.parallelism = parallel
             configuration.retryDelay = .milliseconds(Int(retryDelay * 1000))
             configuration.passDelay = .milliseconds(Int(retryDelay * 2000))
+            configuration.lowSpeed = LowSpeedLimit(bytesPerSecond: lowSpeedLimit, period: .seconds(lowSpeedTime))
         }) { manager in
             let events = await manager.events()
             let printer = Task { await ProgressPrinter().consume(events) }
@@ -104,6 +112,10 @@ struct DownloadRun: SatchelAsyncCommand {
         }
         let line = summary.states.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", ")
         FileHandle.standardError.write(Data("satchel: \(line.isEmpty ? "queue empty" : line)\(summary.enabled ? "" : " (downloads disabled)")\n".utf8))
+        if let failure = summary.storageFailure {
+            FileHandle.standardError.write(Data("satchel: error: the download index could not be written (\(failure)); stopped\n".utf8))
+            throw ExitCode(4)
+        }
         if summary.allComplete && summary.enabled { return }
         throw ExitCode((summary.states[.blocked] ?? 0) > 0 ? 1 : 3)
     }
@@ -131,6 +143,7 @@ struct ProgressPrinter {
             case let .warning(id, message): write((interactive ? "\n" : "") + "\(id): warning: \(message)\n")
             case let .stateChanged(id, .waiting): write("\(id): waiting for a rule\n")
             case let .expiredAssetsReset(ids): write("expired and deleted: \(ids.joined(separator: ", "))\n")
+            case let .storageFailed(message): write((interactive ? "\n" : "") + "index failure: \(message)\n")
             default: break
             }
         }

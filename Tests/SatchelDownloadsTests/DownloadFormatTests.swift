@@ -202,7 +202,7 @@ struct DownloadFormatTests {
         var streams = ""
         for (set, type, levels) in [(mpd.adaptationSets[0], "video", [300_000, 900_000]), (mpd.adaptationSets[1], "audio", [64_000, 128_000])] {
             let template = try #require(set.representations[0].segmentTemplate)
-            let segments = template.segments(presentationDuration: mpd.duration)
+            let segments = try template.segments(presentationDuration: mpd.duration)
             let chosen = levels[0]
             for (index, segment) in segments.enumerated() {
                 let source = package.appendingPathComponent("\(type)_0/segment_\(index + 1).m4s")

@@ -85,12 +85,12 @@ struct HLSDownloadPlannerTests {
     }
 
     @Test("local paths stay inside the asset directory")
-    func paths() {
+    func paths() throws {
         let root = URL(string: "https://cdn.example/a/b/master.m3u8")!
-        #expect(LocalPath.map(URL(string: "https://cdn.example/a/b/v/1.ts")!, root: root) == "v/1.ts")
-        #expect(LocalPath.map(URL(string: "https://cdn.example/a/x.ts")!, root: root) == "external/cdn.example/a/x.ts")
-        #expect(LocalPath.map(URL(string: "https://cdn.example/a/b/../../etc/passwd")!, root: root) == "external/cdn.example/etc/passwd")
-        #expect(LocalPath.map(URL(string: "https://other:8443/k")!, root: root) == "external/other_8443/k")
+        #expect(try LocalPath.map(URL(string: "https://cdn.example/a/b/v/1.ts")!, root: root) == "v/1.ts")
+        #expect(try LocalPath.map(URL(string: "https://cdn.example/a/x.ts")!, root: root) == "external/cdn.example/a/x.ts")
+        #expect(try LocalPath.map(URL(string: "https://cdn.example/a/b/../../etc/passwd")!, root: root) == "external/cdn.example/etc/passwd")
+        #expect(try LocalPath.map(URL(string: "https://other:8443/k")!, root: root) == "external/other_8443/k")
         #expect(LocalPath.relative("v/1.ts", from: "v/index.m3u8") == "1.ts")
         #expect(LocalPath.piece("a.b/all.m4s", offset: 10, length: 5) == "a.b/all.10-5.m4s" && LocalPath.piece("a.b/all", offset: 0, length: 1) == "a.b/all.0-1")
         #expect(LocalPath.relative("a/1.ts", from: "v/index.m3u8") == "../a/1.ts")

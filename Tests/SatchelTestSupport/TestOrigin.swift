@@ -37,6 +37,7 @@ public final class TestOrigin: @unchecked Sendable {
     private var faults: [(suffix: String, fault: Fault, remaining: Int)] = []
     private var requests: [Request] = []
     private var throttle: (chunk: Int, microseconds: UInt32)?
+    private var virtualFiles: [String: [UInt8]] = [:]
     private var task: Task<Void, any Error>?
 
     private init(root: URL) {
@@ -74,6 +75,11 @@ public final class TestOrigin: @unchecked Sendable {
         lock.withLock { faults.append((suffix, fault, times)) }
     }
 
+    /// Serves `bytes` for requests whose raw (still percent-encoded) path is `rawPath`, e.g. `/%252e%252e/x.ts`.
+    public func serve(rawPath: String, bytes: [UInt8]) {
+        lock.withLock { virtualFiles[rawPath] = bytes }
+    }
+
     /// Removes every fault.
     public func clearFaults() {
         lock.withLock { faults = [] }
@@ -104,8 +110,9 @@ public final class TestOrigin: @unchecked Sendable {
             return Response(status: .init(code: code), body: .init(byteBuffer: ByteBuffer(string: "fault \(code)\n")))
         }
         let file = root.appendingPathComponent(path).standardized
-        guard file.path.hasPrefix(root.standardized.path), !path.contains(".."),
-              var data = try? Array(Data(contentsOf: file)), !file.hasDirectoryPath else {
+        let virtual = lock.withLock { virtualFiles[request.uri.path] }
+        guard var data = virtual ?? (file.path.hasPrefix(root.standardized.path) && !path.contains("..") && !file.hasDirectoryPath
+                                         ? try? Array(Data(contentsOf: file)) : nil) else {
             return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "not found\n")))
         }
         switch fault {

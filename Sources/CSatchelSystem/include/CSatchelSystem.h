@@ -6,6 +6,8 @@
 
 /// Reads the extended attribute `name` of `path` into `buffer`; returns its length, or -1 (errno set).
 ssize_t satchel_getxattr(const char *path, const char *name, void *buffer, size_t size);
+/// Reads the extended attribute `name` of the open file `fd` into `buffer`; returns its length, or -1 (errno set).
+ssize_t satchel_fgetxattr(int fd, const char *name, void *buffer, size_t size);
 /// Sets the extended attribute `name` on the open file `fd`; returns 0, or -1 (errno set).
 int satchel_fsetxattr(int fd, const char *name, const void *value, size_t size);
 /// Removes the extended attribute `name` from the open file `fd`; returns 0, or -1 (errno set).

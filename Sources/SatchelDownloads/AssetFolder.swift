@@ -1,0 +1,140 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A directory inside an asset's folder, opened component by component from the asset folder with
+/// `O_NOFOLLOW`, so a symbolic link planted anywhere in the chain is refused rather than followed.
+/// Every file of an asset is reached through one of these (`openat`, `fstatat`, `renameat` relative to
+/// `fd`), so nothing outside the asset's folder is ever read, counted, written or deleted.
+final class AssetFolder: @unchecked Sendable {
+    /// The open directory.
+    let fd: Int32
+    /// Its path, for messages.
+    let path: String
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// The directory `components` below `root/asset` (each component already checked by
+    /// ``LocalPath/isConfined(_:)``). With `create`, missing directories are made; without it, a missing
+    /// one answers nil. A symbolic link or a file where a directory should be is `invalidContent`.
+    static func open(root: String, asset: String, components: ArraySlice<Substring>, create: Bool,
+                     url: String) throws(DownloadFailure) -> AssetFolder? {
+        var fd = systemOpen(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd < 0, errno == ENOENT, create {
+            do { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) } catch {
+                throw .fileSystem(path: root, message: "cannot create the directory")
+            }
+            fd = systemOpen(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        guard fd >= 0 else {
+            if errno == ENOENT, !create { return nil }
+            throw AssetStore.failure(path: root)
+        }
+        var path = root
+        for component in [Substring(asset)] + components {
+            path += "/" + component
+            if create, mkdirat(fd, String(component), 0o755) != 0, errno != EEXIST {
+                let failure = AssetStore.failure(path: path)
+                close(fd)
+                throw failure
+            }
+            let next = openat(fd, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            let code = errno
+            close(fd)
+            guard next >= 0 else {
+                if code == ENOENT, !create { return nil }
+                if code == ELOOP || code == ENOTDIR {
+                    throw .invalidContent(url: url, reason: "a symbolic link or a file stands where the folder \(path) should be")
+                }
+                errno = code
+                throw AssetStore.failure(path: path)
+            }
+            fd = next
+        }
+        return AssetFolder(fd: fd, path: path)
+    }
+
+    /// The size of the regular file `name` in this directory (not following a link), nil when there is none.
+    func size(_ name: String) -> Int64? {
+        var info = stat()
+        guard fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(info.st_size)
+    }
+
+    /// Opens `name` in this directory without following a link; -1 with `errno` set on failure.
+    func openFile(_ name: String, _ flags: Int32, mode: mode_t = 0o644) -> Int32 {
+        openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)
+    }
+
+    /// Renames `from` to `to`, both in this directory.
+    func rename(_ from: String, to: String) throws(DownloadFailure) {
+        guard renameat(fd, from, fd, to) == 0 else { throw AssetStore.failure(path: path + "/" + to) }
+    }
+
+    /// Removes the file `name` from this directory (a link is removed, never its target).
+    func unlink(_ name: String) {
+        _ = unlinkat(fd, name, 0)
+    }
+
+    /// Writes `bytes` to the new file `name` atomically: a temporary file, written whole, renamed into place.
+    func writeAtomically(_ name: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(DownloadFailure) {
+        let temporary = name + ".tmp"
+        let file = openFile(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
+        guard file >= 0 else { throw AssetStore.failure(path: path + "/" + temporary) }
+        do throws(DownloadFailure) {
+            try AssetFolder.writeAll(file, bytes[...], path: path + "/" + temporary)
+        } catch {
+            close(file)
+            unlink(temporary)
+            throw error
+        }
+        close(file)
+        try rename(temporary, to: name)
+    }
+
+    /// Writes every byte of `bytes` to `fd`, retrying on EINTR.
+    static func writeAll<Bytes: Collection<UInt8>>(_ fd: Int32, _ bytes: Bytes, path: String) throws(DownloadFailure) {
+        var failure: DownloadFailure?
+        let done: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+            do throws(DownloadFailure) { try writeAll(fd, UnsafeRawBufferPointer(buffer), path: path) } catch { failure = error }
+        }
+        if done == nil {
+            let copy = Array(bytes)
+            copy.withUnsafeBytes { raw in
+                do throws(DownloadFailure) { try writeAll(fd, raw, path: path) } catch { failure = error }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes every byte of `raw` to `fd`, retrying on EINTR.
+    static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer, path: String) throws(DownloadFailure) {
+        guard let start = raw.baseAddress else { return }
+        var offset = 0
+        while offset < raw.count {
+            let written = systemWrite(fd, start + offset, raw.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw AssetStore.failure(path: path)
+            }
+            guard written > 0 else { throw .fileSystem(path: path, message: "the write made no progress") }
+            offset += written
+        }
+    }
+}
+
+#if canImport(Glibc)
+private let systemWrite = Glibc.write
+private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Glibc.open(path, flags) }
+#elseif canImport(Darwin)
+private let systemWrite = Darwin.write
+private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Darwin.open(path, flags) }
+#endif
