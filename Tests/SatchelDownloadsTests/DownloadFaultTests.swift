@@ -140,4 +140,76 @@ struct DownloadDiskFullTests {
         #expect(await log.errors.count == 9)
         await manager.close()
     }
+
+    /// Mounts a small tmpfs at `path` (root only); nil when mounting is not possible here.
+    static func mountTmpfs(_ path: URL, options: String) throws -> Bool {
+        try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
+        return (try? TestMedia.run("mount", ["-t", "tmpfs", "-o", options, "tmpfs", path.path])) != nil
+    }
+
+    /// Fills the file system at `path` until it refuses: with `inodes`, empty files until no inode is left;
+    /// otherwise one file until no block is left.
+    static func fill(_ path: URL, inodes: Bool) {
+        if inodes {
+            for index in 0..<100_000 where !FileManager.default.createFile(atPath: path.appendingPathComponent("f\(index)").path, contents: nil) { break }
+        } else {
+            let chunk = Data(repeating: 0, count: 4096)
+            guard let handle = try? FileHandle(forWritingTo: { let url = path.appendingPathComponent("filler")
+                FileManager.default.createFile(atPath: url.path, contents: nil); return url }()) else { return }
+            while (try? handle.write(contentsOf: chunk)) != nil {}
+            try? handle.close()
+        }
+    }
+
+    @Test("no free inodes, or no free blocks under the index itself: the run stops at once and says why, never spins",
+          .enabled(if: getuid() == 0, "needs root to mount a small tmpfs"), .timeLimit(.minutes(1)), arguments: [true, false])
+    func exhausted(inodes: Bool) async throws {
+        let world = try await DownloadWorld.make("exhausted")
+        defer { world.origin.stop() }
+        let data = world.directory.appendingPathComponent("data-small")
+        guard try Self.mountTmpfs(data, options: "size=2m,nr_inodes=64") else { return }
+        defer { _ = try? TestMedia.run("umount", ["-l", data.path]) }
+        let manager = try await DownloadManager(configuration: .init(dataDirectory: data.path, rules: DownloadRules(headroom: 0),
+                                                                     parallelism: 2, retryDelay: .milliseconds(1), passDelay: .milliseconds(1)),
+                                                environment: DownloadEnvironment(freeSpace: { _ in 1 << 40 }))
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        Self.fill(data, inodes: inodes)
+        let summary = await manager.run()
+        #expect(!summary.allComplete)
+        let errors = await log.errors
+        #expect(!errors.isEmpty || summary.storageFailure != nil, "the full disk was met")
+        #expect(errors.count <= 9, "the Rule of Threes bounds the attempts (\(errors.count))")
+        #expect(errors.allSatisfy { if case .diskFull = $0.0 { return true } else { if case .fileSystem = $0.0 { return true } else { return false } } },
+                "\(errors.map(\.0))")
+        let stored = await log.events.contains { if case .storageFailed = $0 { return true } else { return false } }
+        if summary.storageFailure != nil {
+            #expect(stored, "an index that cannot be written is reported as an event too")
+        } else {
+            // The index could still be written (SQLite's WAL needs no new inode): the failures were counted.
+            #expect(try await manager.asset("a").state == .blocked && errors.count == 9)
+        }
+        if !inodes { #expect(summary.storageFailure != nil, "no block left: the index write fails and the run says so") }
+        await manager.close()
+    }
+
+    @Test("a body that trickles below the low-speed limit fails as a retryable network error, then heals")
+    func trickle() async throws {
+        let world = try await DownloadWorld.make("trickle")
+        defer { world.origin.stop() }
+        let manager = try await DownloadManager(
+            configuration: .init(dataDirectory: world.dataDirectory, rules: DownloadRules(headroom: 0), parallelism: 2,
+                                 retryDelay: .milliseconds(10), passDelay: .milliseconds(10),
+                                 lowSpeed: LowSpeedLimit(bytesPerSecond: 64 * 1024, period: .milliseconds(600))))
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        world.origin.inject(.slow(milliseconds: 250), on: DownloadFaultTests.segment, times: 1)  // 4 KiB every 250 ms: 16 KiB/s
+        #expect(await manager.run().allComplete)
+        let errors = await log.errors
+        #expect(errors.count == 1)
+        guard case let .network(url, message)? = errors.first?.0 else { Issue.record("\(errors)"); return }
+        #expect(url.hasSuffix(DownloadFaultTests.segment) && message.contains("slower than") && errors.first?.1 == true)
+        try world.expectMediaMatchesOrigin("a")
+        await manager.close()
+    }
 }
