@@ -29,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.1.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.30.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
     ],
     targets: [
         // Layer 0: the shared bounds-checked big-endian reader/writer, hex, secure random, constant-time compare.
@@ -75,12 +78,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Layer 1: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):
+        // connection limits and timeouts, problem+json, 404/405 answers.
+        .target(
+            name: "SatchelHTTP",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]
+        ),
         // Layer 4: the HTTP application (license endpoints, health, metrics).
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing",
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -136,7 +153,7 @@ let package = Package(
             name: "SatchelServerTests",
             dependencies: [
                 "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer",
-                "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "SatchelHTTP", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),

@@ -63,8 +63,10 @@ struct LicenseRoutes: Sendable {
         do {
             let buffer = try await request.body.collect(upTo: Self.maximumBody)
             return Array(buffer.readableBytesView)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw Problem(status: .contentTooLarge, type: "too-large", detail: "request bodies are limited to 1 MiB")
         } catch {
-            throw Problem(status: .contentTooLarge, type: "bad-request", detail: "request bodies are limited to 1 MiB")
+            throw Problem(status: .badRequest, type: "bad-request", detail: "the request body could not be read (malformed or cut short)")
         }
     }
 

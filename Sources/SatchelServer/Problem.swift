@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import SatchelFairPlay
+import SatchelHTTP
 import SatchelLicensing
 import SatchelProtection
 
@@ -45,9 +46,5 @@ struct Problem: Error {
     }
 
     /// The application/problem+json response.
-    var response: Response {
-        let body: [String: Any] = ["type": "https://satchel.dev/problems/\(type)", "title": status.reasonPhrase, "status": status.code, "detail": detail]
-        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return Response(status: status, headers: [.contentType: "application/problem+json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
-    }
+    var response: Response { ProblemDocument(status: status.code, type: type, detail: detail).response() }
 }

@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import SatchelBytes
 import SatchelFairPlay
+import SatchelHTTP
 import SatchelLicensing
 import SatchelServer
 
@@ -23,10 +24,21 @@ struct ServeCommand: SatchelAsyncCommand {
     private var environment: [String: String] { ProcessInfo.processInfo.environment }
     private var jwksPath: String? { jwks ?? environment["SATCHEL_JWKS"] }
     @Flag(name: .customLong("insecure-no-entitlement"), help: "Development only: issue licenses without entitlement tokens.") var insecure = false
+    @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (default 10).") var headerTimeout: Double = 10
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a kept-alive connection may stay idle (default 60).") var idleTimeout: Double = 60
+    @Option(name: .customLong("max-connections"), help: "Connections served at once (default: from the descriptor limit).") var maxConnections: Int?
+    @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
+    @Option(name: .customLong("token-issuer"), help: "Entitlement tokens must carry this iss (or $SATCHEL_TOKEN_ISSUER).") var issuer: String?
 
     func validate() throws {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
             throw ValidationError("give one --fps-private-key and one --fps-dask or --fps-ask per --fps-certificate")
+        }
+        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1 else {
+            throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
+        }
+        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1 else {
+            throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
         }
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
     }
@@ -59,7 +71,11 @@ struct ServeCommand: SatchelAsyncCommand {
         guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (1...65535).contains(port) else {
             throw CLIError("the port must be 1 to 65535")
         }
-        let app = LicenseServer.application(service: service, certificate: credentials.first?.certificate, host: host, port: port, logger: logger)
+        ConnectionLimits.raiseDescriptorLimit()
+        let limits = ConnectionLimits(headerTimeout: .milliseconds(Int(headerTimeout * 1000)), idleTimeout: .milliseconds(Int(idleTimeout * 1000)),
+                                      maxConnections: maxConnections)
+        let app = LicenseServer.application(service: service, certificate: credentials.first?.certificate, host: host, port: port,
+                                            connections: ConnectionRegistry(limits: limits), logger: logger)
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s))")
         do {
             try await app.runService()

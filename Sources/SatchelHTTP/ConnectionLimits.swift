@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How long a connection may take and how many may be open: the defences every Satchel server has
+/// against slow and idle clients (a slow-header or idle-connection flood must not starve real requests).
+public struct ConnectionLimits: Sendable, Equatable {
+    /// A request's head (request line and headers) must arrive whole within this, counted from the
+    /// connection's opening or from the first byte of a later request on it. Default 10 s.
+    public var headerTimeout: Duration
+    /// A kept-alive connection with no request in progress is closed after this. Default 60 s.
+    public var idleTimeout: Duration
+    /// Connections served at once. At the cap a new connection takes the place of the longest-waiting one
+    /// that has no request in progress; when every one is busy it may still ask for a path of
+    /// ``alwaysServed`` on one of ``reserve`` extra connections; anything else gets 503.
+    public var maxConnections: Int
+    /// Extra connections, beyond the cap, that may ask for ``alwaysServed`` paths only.
+    public var reserve: Int
+    /// Paths answered even when every connection is busy (health checks).
+    public var alwaysServed: Set<String>
+
+    /// Creates limits; `maxConnections` defaults to ``defaultMaxConnections()``.
+    public init(headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60), maxConnections: Int? = nil,
+                reserve: Int = 16, alwaysServed: Set<String> = ["/health"]) {
+        self.headerTimeout = headerTimeout
+        self.idleTimeout = idleTimeout
+        self.maxConnections = max(maxConnections ?? Self.defaultMaxConnections(), 1)
+        self.reserve = max(reserve, 0)
+        self.alwaysServed = alwaysServed
+    }
+
+    /// The cap derived from the process's descriptor limit, with room to spare for the database, log and
+    /// key files and the reserve: the limit less an eighth of it (at least 64 descriptors), never below 16.
+    public static func defaultMaxConnections() -> Int {
+        var limit = rlimit()
+        guard getrlimit(descriptorResource, &limit) == 0 else { return 1024 }
+        let soft = Int(clamping: limit.rlim_cur)
+        return max(16, soft - max(64, soft / 8))
+    }
+
+    /// Raises the soft descriptor limit to the hard limit (at most `ceiling`), as servers do at start so the
+    /// cap is not needlessly low. Returns the soft limit in force afterwards.
+    @discardableResult
+    public static func raiseDescriptorLimit(ceiling: Int = 1 << 20) -> Int {
+        var limit = rlimit()
+        guard getrlimit(descriptorResource, &limit) == 0 else { return 0 }
+        let wanted = min(limit.rlim_max, rlim_t(ceiling))
+        if limit.rlim_cur < wanted {
+            var raised = limit
+            raised.rlim_cur = wanted
+            if setrlimit(descriptorResource, &raised) == 0 { return Int(clamping: wanted) }
+        }
+        return Int(clamping: limit.rlim_cur)
+    }
+}
+
+#if canImport(Glibc)
+private let descriptorResource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+#else
+private let descriptorResource = RLIMIT_NOFILE
+#endif

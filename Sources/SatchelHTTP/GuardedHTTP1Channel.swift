@@ -1,0 +1,223 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+
+/// Hummingbird's HTTP/1.1 child channel with ``ConnectionLimits`` enforced: a header-read timeout, an idle
+/// timeout, a connection cap with eviction of waiting connections, a reserve for health checks, and a clean
+/// problem+json refusal beyond it. Malformed HTTP is answered 400 as problem+json.
+public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
+    public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    /// The application's responder.
+    public let responder: HTTPChannelHandler.Responder
+    private let registry: ConnectionRegistry
+
+    /// A channel answering with `responder` under the registry's limits.
+    public init(responder: @escaping HTTPChannelHandler.Responder, registry: ConnectionRegistry) {
+        self.responder = responder
+        self.registry = registry
+    }
+
+    /// Sets up the pipeline: the guard first (it sees raw bytes), then Hummingbird's HTTP/1.1 handlers, with
+    /// the request watcher among them (it sees request heads and response ends).
+    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let watch = ConnectionWatch(registry: registry, channel: channel)
+        do {
+            try channel.pipeline.syncOperations.addHandler(ByteWatcher(watch: watch))
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        let inner = HTTP1Channel(responder: responder, configuration: .init(additionalChannelHandlers: [RequestWatcher(watch: watch)]))
+        return inner.setup(channel: channel, logger: logger)
+    }
+
+    /// Serves the connection's requests.
+    public func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}
+
+extension HTTPServerBuilder {
+    /// An HTTP/1.1 server with ``ConnectionLimits`` enforced through `registry`.
+    public static func guardedHTTP1(registry: ConnectionRegistry) -> HTTPServerBuilder {
+        .init { responder in GuardedHTTP1Channel(responder: responder, registry: registry) }
+    }
+}
+
+/// One connection's state and timer; used only on the connection's event loop.
+final class ConnectionWatch: @unchecked Sendable {
+    let registry: ConnectionRegistry
+    let channel: any Channel
+    var admission = ConnectionRegistry.Admission.accept
+    private(set) var activity = ConnectionRegistry.Activity.readingHead
+    private var timer: Scheduled<Void>?
+    private var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+    init(registry: ConnectionRegistry, channel: any Channel) {
+        self.registry = registry
+        self.channel = channel
+    }
+
+    /// The connection opened: admitted, on the reserve, or refused.
+    func opened() -> ConnectionRegistry.Admission {
+        admission = registry.open(id, channel: channel, now: .now())
+        if admission != .refuse { enter(.readingHead) }
+        return admission
+    }
+
+    /// The connection moves on: each state has its own deadline (none while busy).
+    func enter(_ next: ConnectionRegistry.Activity) {
+        activity = next
+        registry.update(id, next, now: .now())
+        timer?.cancel()
+        timer = nil
+        let limit: Duration? = switch next {
+        case .readingHead: registry.limits.headerTimeout
+        case .idle: registry.limits.idleTimeout
+        case .busy: nil
+        }
+        guard let limit else { return }
+        let channel = channel
+        timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: limit.components.seconds) &* 1_000_000_000
+                                                                  &+ limit.components.attoseconds / 1_000_000_000)) { [weak self] in
+            guard let self, self.activity == next else { return }
+            channel.close(promise: nil)
+        }
+    }
+
+    /// The connection closed.
+    func closed() {
+        timer?.cancel()
+        timer = nil
+        registry.close(id)
+    }
+}
+
+/// First in the pipeline: admits the connection, notices the first byte of a request on an idle connection.
+final class ByteWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let watch: ConnectionWatch
+
+    init(watch: ConnectionWatch) {
+        self.watch = watch
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Added to a channel that is already active: admit it once the pipeline is complete.
+        guard context.channel.isActive else { return }
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        context.eventLoop.execute { bound.value.0.admit(bound.value.1) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        admit(context)
+        context.fireChannelActive()
+    }
+
+    private var admitted = false
+
+    private func admit(_ context: ChannelHandlerContext) {
+        guard !admitted else { return }
+        admitted = true
+        if watch.opened() == .refuse {
+            // Beyond the cap and the reserve: one plain 503 and close, before any HTTP handler runs.
+            let body = ProblemDocument(status: 503, type: "too-many-connections", detail: "the server is at its connection limit; try again shortly").json
+            let head = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: \(body.count)\r\n\r\n"
+            context.writeAndFlush(NIOAny(ByteBuffer(bytes: Array(head.utf8) + body))).whenComplete { _ in context.close(promise: nil) }
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if watch.admission == .refuse { return }
+        if watch.activity == .idle { watch.enter(.readingHead) }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        watch.closed()
+        context.fireChannelInactive()
+    }
+}
+
+/// Among the HTTP handlers: a request head makes the connection busy, a response end makes it idle; on
+/// a reserve connection only ``ConnectionLimits/alwaysServed`` paths pass. Malformed HTTP gets a 400.
+final class RequestWatcher: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    let watch: ConnectionWatch
+    /// The current request was answered here; its remaining parts are dropped.
+    private var refusing = false
+    private var responding = false
+
+    init(watch: ConnectionWatch) {
+        self.watch = watch
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        if case let .head(head) = part {
+            watch.enter(.busy)
+            if watch.admission == .reserve, !watch.registry.limits.alwaysServed.contains(Self.path(head)) {
+                refusing = true
+                respond(context, status: .serviceUnavailable, type: "too-many-connections",
+                        detail: "the server is at its connection limit; try again shortly")
+                return
+            }
+        }
+        if refusing { return }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let part = unwrapOutboundIn(data)
+        switch part {
+        case .head: responding = true
+        case .end:
+            responding = false
+            if watch.admission == .reserve {  // a reserve connection serves one request
+                let written = context.eventLoop.makePromise(of: Void.self)
+                context.writeAndFlush(data, promise: written)
+                written.futureResult.whenComplete { result in
+                    promise?.completeWith(result)
+                    context.close(promise: nil)
+                }
+                return
+            }
+            watch.enter(.idle)
+        case .body: break
+        }
+        context.write(data, promise: promise)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A request that cannot be parsed: answered here as problem+json when no response is under way.
+        guard !responding, !refusing, error is HTTPParserError else {
+            context.fireErrorCaught(error)
+            return
+        }
+        refusing = true
+        respond(context, status: .badRequest, type: "bad-request", detail: "the request is not valid HTTP/1.1")
+    }
+
+    private func respond(_ context: ChannelHandlerContext, status: HTTPResponse.Status, type: String, detail: String) {
+        let body = ProblemDocument(status: status.code, type: type, detail: detail).json
+        var head = HTTPResponse(status: status)
+        head.headerFields[.contentType] = "application/problem+json"
+        head.headerFields[.contentLength] = String(body.count)
+        head.headerFields[.connection] = "close"
+        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        context.write(wrapOutboundOut(.body(ByteBuffer(bytes: body))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    private static func path(_ head: HTTPRequest) -> String {
+        let target = head.path ?? "/"
+        return String(target[..<(target.firstIndex(of: "?") ?? target.endIndex)])
+    }
+}

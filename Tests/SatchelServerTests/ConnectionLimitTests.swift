@@ -1,0 +1,110 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import SatchelHTTP
+import SatchelServer
+import SatchelTestSupport
+import Testing
+
+/// The connection defences of `satchel serve` (and every server built on the HTTP kit), over real sockets.
+@Suite("HTTP kit: timeouts, the connection cap, malformed HTTP", .serialized, .timeLimit(.minutes(2)))
+struct ConnectionLimitTests {
+    static let limits = ConnectionLimits(headerTimeout: .seconds(1), idleTimeout: .milliseconds(1500), maxConnections: 8, reserve: 2)
+
+    static func app(_ world: LicenseServerTests.World, _ registry: ConnectionRegistry = ConnectionRegistry(limits: limits)) -> some ApplicationProtocol {
+        LicenseServer.application(service: world.service, certificate: world.certificate, port: 0, connections: registry)
+    }
+
+    static let partialHead = "GET /health HTTP/1.1\r\nHost: a\r\n"
+    static let health = "GET /health HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n"
+
+    @Test("slow heads and idle keep-alive connections are closed on time; at the cap /health still answers")
+    func slowAndIdle() async throws {
+        let world = try await LicenseServerTests.world("sqlite")
+        defer { Task { await world.database.shutdown() } }
+        try await Self.app(world).test(.live) { client in
+            let port = try #require(client.port)
+            try await TestMedia.offloaded {
+                let slow = try (0..<8).map { _ in try RawConnection(port: port, timeout: 4) }
+                for connection in slow { connection.send(Self.partialHead) }
+                Thread.sleep(forTimeInterval: 0.2)
+                // The cap is full of slow heads: a health check takes the place of the oldest.
+                let check = try RawConnection(port: port)
+                check.send(Self.health)
+                #expect(check.readResponse().hasPrefix("HTTP/1.1 200"))
+                #expect(slow[0].read().closed, "the longest-waiting slow head was closed to make room")
+                // The others are closed when the header timeout passes, with no byte of a response.
+                let start = Date()
+                for connection in slow.dropFirst() {
+                    let (text, closed) = connection.read()
+                    #expect(closed && text.isEmpty)
+                }
+                #expect(Date().timeIntervalSince(start) < 3, "closed by the header timeout, not the read timeout")
+                // A kept-alive connection with no new request is closed after the idle timeout.
+                let idle = try RawConnection(port: port, timeout: 4)
+                idle.send("GET /health HTTP/1.1\r\nHost: a\r\n\r\n")
+                #expect(idle.readResponse().hasPrefix("HTTP/1.1 200"))
+                let idleStart = Date()
+                #expect(idle.read().closed)
+                #expect(Date().timeIntervalSince(idleStart) >= 1.2, "kept alive until the idle timeout")
+            }
+        }
+    }
+
+    @Test("every connection busy: /health on the reserve, other paths 503 problem+json, beyond the reserve a plain 503")
+    func busyCap() async throws {
+        let world = try await LicenseServerTests.world("sqlite")
+        defer { Task { await world.database.shutdown() } }
+        let registry = ConnectionRegistry(limits: Self.limits)
+        try await Self.app(world, registry).test(.live) { client in
+            let port = try #require(client.port)
+            try await TestMedia.offloaded {
+                // Eight requests whose bodies never finish keep every regular connection busy.
+                let busy = try (0..<8).map { _ in try RawConnection(port: port) }
+                for connection in busy { connection.send("POST /clearkey/license HTTP/1.1\r\nHost: a\r\nContent-Length: 100\r\n\r\n{") }
+                for _ in 0..<100 where registry.busyConnections < 8 { Thread.sleep(forTimeInterval: 0.05) }
+                #expect(registry.busyConnections == 8)
+                let check = try RawConnection(port: port)
+                check.send(Self.health)
+                #expect(check.readResponse().hasPrefix("HTTP/1.1 200"))
+                let other = try RawConnection(port: port)
+                other.send("GET /fps/certificate HTTP/1.1\r\nHost: a\r\n\r\n")
+                let refused = other.readResponse()
+                #expect(refused.hasPrefix("HTTP/1.1 503") && refused.contains("application/problem+json") && refused.contains("too-many-connections"), "\(refused)")
+                // Two silent connections take the reserve; the next one is refused before any request.
+                let silent = try (0..<2).map { _ in try RawConnection(port: port) }
+                Thread.sleep(forTimeInterval: 0.2)
+                let beyond = try RawConnection(port: port)
+                let answer = beyond.read()
+                #expect(answer.text.hasPrefix("HTTP/1.1 503") && answer.text.contains("too-many-connections") && answer.closed, "\(answer)")
+                #expect(registry.counters.refused >= 1)
+                _ = (busy, silent)
+            }
+        }
+    }
+
+    @Test("malformed HTTP and a malformed chunked body are 400 problem+json; unknown routes 404, wrong methods 405 with Allow")
+    func malformed() async throws {
+        let world = try await LicenseServerTests.world("sqlite")
+        defer { Task { await world.database.shutdown() } }
+        try await Self.app(world).test(.live) { client in
+            let port = try #require(client.port)
+            try await TestMedia.offloaded {
+                let garbage = try RawConnection(port: port)
+                garbage.send("THIS IS NOT HTTP\r\n\r\n")
+                let bad = garbage.readResponse()
+                #expect(bad.hasPrefix("HTTP/1.1 400") && bad.contains("application/problem+json") && bad.contains("bad-request"), "\(bad)")
+                let chunked = try RawConnection(port: port)
+                chunked.send("POST /clearkey/license HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\nxx\r\n")
+                let chunkAnswer = chunked.readResponse()
+                #expect(chunkAnswer.hasPrefix("HTTP/1.1 400") && chunkAnswer.contains("application/problem+json"), "\(chunkAnswer)")
+            }
+            let missing = try await client.execute(uri: "/no/such/route", method: .get)
+            #expect(missing.status == .notFound && missing.headers[.contentType] == "application/problem+json")
+            let wrong = try await client.execute(uri: "/fps/license", method: .get)
+            #expect(wrong.status == .methodNotAllowed && wrong.headers[.allow] == "POST" && wrong.headers[.contentType] == "application/problem+json")
+            let wrongKey = try await client.execute(uri: "/keys/00112233445566778899aabbccddeeff", method: .delete)
+            #expect(wrongKey.status == .methodNotAllowed && wrongKey.headers[.allow] == "GET, HEAD")
+        }
+    }
+}
