@@ -52,6 +52,9 @@ public final class ConnectionRegistry: @unchecked Sendable {
     /// Open connections with a request in progress.
     public var busyConnections: Int { lock.withLock { entries.values.filter { $0.activity == .busy }.count } }
 
+    /// Each open connection's activity (for diagnostics and tests).
+    public var activities: [String] { lock.withLock { entries.values.map { "\($0.activity)\($0.reserve ? " (reserve)" : "")" }.sorted() } }
+
     /// Connections closed to make room for new ones, and connections refused, since the start.
     public var counters: (evicted: Int, refused: Int) { lock.withLock { (evictions, refusals) } }
 

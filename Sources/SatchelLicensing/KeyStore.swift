@@ -181,13 +181,17 @@ public struct KeyStore: Sendable {
     }
 
     /// Records an issued license.
-    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date = Date()) async {
-        await audit.record(AuditLog.LicenseEntry(assetID: assetID, keyID: keyID, subject: subject, type: type, issuedAt: date))
+    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date = Date()) async throws(LicensingError) {
+        do { try await audit.record(AuditLog.LicenseEntry(assetID: assetID, keyID: keyID, subject: subject, type: type, issuedAt: date)) } catch {
+            throw .storage("the audit record could not be written; no license was issued")
+        }
     }
 
     /// Records a Sync SPC report.
-    public func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date = Date()) async {
-        await audit.record(AuditLog.SyncEntry(contentID: contentID, durationToExpiry: Int64(durationToExpiry), subject: subject, receivedAt: date))
+    public func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date = Date()) async throws(LicensingError) {
+        do { try await audit.record(AuditLog.SyncEntry(contentID: contentID, durationToExpiry: Int64(durationToExpiry), subject: subject, receivedAt: date)) } catch {
+            throw .storage("the sync record could not be written")
+        }
     }
 
     /// Issued licenses, newest first (audit).

@@ -62,9 +62,9 @@ public struct LicenseService: Sendable {
         let (ckc, _) = try ksm.configuration.builder.buildWithSummary(for: spc, policy: contentPolicy)
         let subject = entitlement.sub.value
         if spc.isSyncSPC, let sync = spc.sync {
-            await store.recordSync(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
+            try await store.recordSync(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
         }
-        await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: subject,
+        try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: subject,
                                       type: spc.isSyncSPC ? "fairplay-sync" : "fairplay", at: now)
         return FairPlayLicense(ckc: ckc, assetID: key.assetID, wasSync: spc.isSyncSPC)
     }
@@ -83,7 +83,7 @@ public struct LicenseService: Sendable {
             keys.append(key)
         }
         for key in keys {
-            await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: entitlement.sub.value,
+            try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: entitlement.sub.value,
                                           type: "clearkey-\(request.type)", at: now)
         }
         return ClearKey.response(keys: keys.map { ($0.key.keyID, $0.key.key) }, type: request.type)
@@ -94,7 +94,7 @@ public struct LicenseService: Sendable {
         let entitlement = try await entitlement(token)
         let key = try await store.key(id: keyID)
         try authorize(entitlement, key, now: now)
-        await store.recordLicense(assetID: key.assetID, keyID: keyID.hex, subject: entitlement.sub.value, type: "aes-128", at: now)
+        try await store.recordLicense(assetID: key.assetID, keyID: keyID.hex, subject: entitlement.sub.value, type: "aes-128", at: now)
         return key.key.key.bytes
     }
 }

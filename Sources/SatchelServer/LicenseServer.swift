@@ -22,21 +22,7 @@ public struct LicenseServer: Sendable {
         table.load(router)
         return Application(router: router, server: .guardedHTTP1(registry: connections),
                            configuration: .init(address: .hostname(host, port: port), serverName: "Satchel"),
-                           services: [AuditFlushService(audit: service.store.audit, logger: logger)], onServerRunning: onServerRunning,
+                           onServerRunning: onServerRunning,
                            logger: logger)
-    }
-}
-
-/// Writes the buffered audit records every 200 ms, and once more when the server stops.
-struct AuditFlushService: Service {
-    let audit: AuditLog
-    let logger: Logger
-
-    func run() async throws {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: .milliseconds(200))
-            do { try await audit.flush() } catch { logger.error("cannot write the audit log; records kept for the next attempt") }
-        }
-        try await audit.flush()
     }
 }

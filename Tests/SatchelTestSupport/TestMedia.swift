@@ -16,6 +16,13 @@ public enum TestMedia {
         return result.stdout
     }
 
+    /// The executable `tool` on the PATH, nil when it is not installed.
+    public static func which(_ tool: String) -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent(tool) }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
     /// A tool that failed, with the end of its error output.
     public struct ToolError: Error, CustomStringConvertible {
         public let message: String

@@ -1,0 +1,104 @@
+import Foundation
+import SatchelTestSupport
+import Testing
+
+/// The audit is the operator's record of who got which key: `satchel serve` answers a license only once
+/// its record is durable. Five times, under `wrk`, the server is killed with SIGKILL; every license a
+/// client received has its row.
+@Suite("satchel serve: no license without its audit record")
+struct AuditDurabilityTests {
+    static let keyID = "0123456789abcdef0123456789abcdef"
+
+    /// `wrk`'s completed requests less its non-2xx answers: the licenses clients received.
+    static func delivered(_ output: String) -> Int? {
+        func number(after label: String, in line: Substring) -> Int? {
+            line.components(separatedBy: label).first.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        }
+        guard let requests = output.split(separator: "\n").first(where: { $0.contains(" requests in ") })
+            .flatMap({ Int($0.trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") }) else { return nil }
+        let failures = output.split(separator: "\n").first { $0.contains("Non-2xx or 3xx responses:") }
+            .flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") } ?? 0
+        return requests - failures
+    }
+
+    @Test("kill -9 under load, five rounds: audit rows >= licenses delivered", .timeLimit(.minutes(3)))
+    func killUnderLoad() throws {
+        let wrk = try #require(TestMedia.which("wrk"), "wrk is required for this test (apt-get install wrk)")
+        let binary = try #require(CLIRunner.binary, "the satchel binary was not built")
+        let input = try TestMedia.make("cli-audit", seconds: 2)
+        let dir = try TestMedia.temporaryDirectory("cli-audit")
+        let data = dir.appendingPathComponent("data").path
+        let packaged = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg").path, "--format", "cmaf",
+                                          "--scheme", "cenc", "--key-id", Self.keyID, "--key", "00112233445566778899aabbccddeeff",
+                                          "--register", "--asset-id", "film", "--data-dir", data])
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        let kid = Data(try #require(Data(hexString: Self.keyID))).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let script = dir.appendingPathComponent("clearkey.lua")
+        try """
+            wrk.method = "POST"
+            wrk.body = '{"kids":["\(kid)"],"type":"temporary"}'
+            wrk.headers["Content-Type"] = "application/json"
+            """.write(to: script, atomically: true, encoding: .utf8)
+        let port = 18_000 + Int.random(in: 0..<2000)
+        var deliveredTotal = 0
+        for round in 1...5 {
+            let server = Process()
+            server.executableURL = binary
+            server.arguments = ["serve", "--data-dir", data, "--port", String(port), "--insecure-no-entitlement"]
+            server.standardOutput = FileHandle.nullDevice
+            server.standardError = FileHandle.nullDevice
+            try server.run()
+            var up = false
+            for _ in 0..<100 where !up {
+                Thread.sleep(forTimeInterval: 0.1)
+                up = (try? RawConnection(port: port, timeout: 1)) != nil
+            }
+            #expect(up, "round \(round): the server did not start")
+            let load = Process()
+            load.executableURL = wrk
+            load.arguments = ["-t2", "-c32", "-d3s", "-s", script.path, "http://127.0.0.1:\(port)/clearkey/license"]
+            let output = Pipe()
+            load.standardOutput = output
+            load.standardError = FileHandle.nullDevice
+            try load.run()
+            Thread.sleep(forTimeInterval: 1 + Double.random(in: 0..<1))
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            load.waitUntilExit()
+            let delivered = try #require(Self.delivered(text), "cannot read wrk's output: \(text)")
+            #expect(delivered > 0, "round \(round): no license was delivered before the kill")
+            deliveredTotal += delivered
+        }
+        // Count the audit rows (the server is gone; the store is read directly).
+        let rows = try Self.auditRows(data)
+        #expect(rows >= deliveredTotal, "\(deliveredTotal) licenses delivered, \(rows) audit rows")
+    }
+
+    /// The number of Clear Key licenses in the audit table of `data/satchel.sqlite`.
+    static func auditRows(_ data: String) throws -> Int {
+        let python = """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            print(db.execute("select count(*) from satchel_licenses where type like 'clearkey%'").fetchone()[0])
+            """
+        let python3 = try #require(TestMedia.which("python3"), "python3 is required")
+        let result = try ProcessRunner.run(python3, ["-c", python, data + "/satchel.sqlite"])
+        return try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(result.stderr)")
+    }
+}
+
+extension Data {
+    init?(hexString: String) {
+        var bytes: [UInt8] = []
+        var index = hexString.startIndex
+        while index < hexString.endIndex {
+            let next = hexString.index(index, offsetBy: 2, limitedBy: hexString.endIndex) ?? hexString.endIndex
+            guard let byte = UInt8(hexString[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self.init(bytes)
+    }
+}
