@@ -155,6 +155,7 @@ let package = Package(
                 "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer",
                 "SatchelHTTP", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

@@ -23,27 +23,40 @@ public struct Entitlement: JWTPayload, Equatable {
         self.policy = policy
     }
 
-    public func verify(using algorithm: some JWTAlgorithm) async throws {
-        try exp.verifyNotExpired()
-    }
+    /// The signature is checked by jwt-kit; the times and audience by ``EntitlementVerifier``, which names
+    /// the claim that fails.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
 
     /// True when the token names `assetID` (or every asset).
     public func covers(_ assetIDs: [String]) -> Bool { asset == "*" || assetIDs.contains(asset) }
 }
 
 /// Verifies entitlement tokens against a JSON Web Key Set: HS256 (kty "oct"), ES256 and RS256 keys.
+///
+/// A token is refused when its signature does not verify with a key of the set, its header names a `kid`
+/// the set does not hold or lists `crit` parameters, `exp` has passed, `nbf` has not come, or — when the
+/// verifier is configured with them — its `aud` does not include the audience or its `iss` differs.
 public struct EntitlementVerifier: Sendable {
     private let keys: JWTKeyCollection
     private let verified = VerifiedTokens()
+    private var kids: Set<String> = []
+    /// When set, tokens must list this audience in `aud`.
+    public var audience: String?
+    /// When set, tokens must carry this `iss`.
+    public var issuer: String?
 
     /// A verifier for the keys of a JWKS document.
-    public init(jwks: Data) async throws(LicensingError) {
+    public init(jwks: Data, audience: String? = nil, issuer: String? = nil) async throws(LicensingError) {
+        self.audience = audience
+        self.issuer = issuer
         guard let object = try? JSONSerialization.jsonObject(with: jwks) as? [String: Any], let list = object["keys"] as? [[String: Any]], !list.isEmpty else {
             throw .configuration("the JWKS must be a JSON object with a non-empty \"keys\" array")
         }
         let collection = JWTKeyCollection()
+        var kids: Set<String> = []
         for entry in list {
             let kid = (entry["kid"] as? String).map { JWKIdentifier(string: $0) }
+            if let name = entry["kid"] as? String { kids.insert(name) } else if entry["kty"] as? String != "oct" { kids.insert("default") }
             do {
                 switch entry["kty"] as? String {
                 case "oct":
@@ -66,14 +79,17 @@ public struct EntitlementVerifier: Sendable {
             }
         }
         keys = collection
+        self.kids = kids
     }
 
     /// HS256 secrets shorter than the hash output are refused (jwt-kit traps on them).
     static let minimumSecretLength = 32
 
     /// A verifier with one HS256 secret of at least 32 bytes (tests and simple setups).
-    public init(hmacSecret: [UInt8]) async throws(LicensingError) {
+    public init(hmacSecret: [UInt8], audience: String? = nil, issuer: String? = nil) async throws(LicensingError) {
         guard hmacSecret.count >= Self.minimumSecretLength else { throw .configuration("an HS256 secret must be at least 32 bytes") }
+        self.audience = audience
+        self.issuer = issuer
         let collection = JWTKeyCollection()
         await collection.add(hmac: HMACKey(from: hmacSecret), digestAlgorithm: .sha256)
         keys = collection
@@ -81,17 +97,26 @@ public struct EntitlementVerifier: Sendable {
 
     /// Verifies a token and returns its claims. A token already verified is answered from memory
     /// until it expires (players present the same token for every request of a session).
-    public func verify(_ token: String) async throws(LicensingError) -> Entitlement {
-        if let cached = verified.get(token) { return cached }
-        do {
-            let entitlement = try await keys.verify(token, as: Entitlement.self)
-            verified.put(token, entitlement)
-            return entitlement
-        } catch let error as JWTError where "\(error)".contains("exp") {
-            throw .invalidEntitlement("the token has expired")
-        } catch {
-            throw .invalidEntitlement("the token is not valid for this server")
+    public func verify(_ token: String, now: Date = Date()) async throws(LicensingError) -> Entitlement {
+        if let cached = verified.get(token, now: now) { return cached }
+        let shape = try TokenShape(token)
+        if let kid = shape.kid, !kids.contains(kid) {
+            throw .invalidEntitlement("the token's kid names no key of this server's key set")
         }
+        let entitlement: Entitlement
+        do {
+            entitlement = try await keys.verify(token, as: Entitlement.self)
+        } catch {
+            throw .invalidEntitlement("the token's signature does not verify with this server's keys")
+        }
+        guard shape.expires > now else { throw .invalidEntitlement("the token has expired") }
+        if let notBefore = shape.notBefore, notBefore > now { throw .invalidEntitlement("the token is not valid yet (nbf)") }
+        if let audience, !(shape.audiences ?? []).contains(audience) {
+            throw .invalidEntitlement("the token is not for this audience (aud)")
+        }
+        if let issuer, shape.issuer != issuer { throw .invalidEntitlement("the token is from another issuer (iss)") }
+        verified.put(token, entitlement)
+        return entitlement
     }
 
     /// Signs claims with the collection's default key (development and tests).
@@ -111,11 +136,11 @@ final class VerifiedTokens: @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [String: Entitlement] = [:]
 
-    func get(_ token: String) -> Entitlement? {
+    func get(_ token: String, now: Date) -> Entitlement? {
         lock.lock()
         defer { lock.unlock() }
         guard let entitlement = entries[token] else { return nil }
-        guard entitlement.exp.value > Date() else {
+        guard entitlement.exp.value > now else {
             entries[token] = nil
             return nil
         }

@@ -52,7 +52,7 @@ public struct LicenseService: Sendable {
         let entitlement = try await entitlement(token)
         let spc = try ksm.parse(bytes)
         let asset = spc.assetIDString ?? assetHint ?? Hex.encode(spc.assetID)
-        let key = try await store.key(asset: asset)
+        let key = try await spcKey(asset)
         try authorize(entitlement, key, now: now)
         var policy = key.policy.applying(entitlement.policy)
         if entitlement.persistent == false { policy.persist = false }
@@ -67,6 +67,17 @@ public struct LicenseService: Sendable {
         try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: subject,
                                       type: spc.isSyncSPC ? "fairplay-sync" : "fairplay", at: now)
         return FairPlayLicense(ckc: ckc, assetID: key.assetID, wasSync: spc.isSyncSPC)
+    }
+
+    /// The key for an asset ID taken from an SPC. The ID was decrypted from the SPC, so an unknown one is
+    /// never echoed back (a tampered SPC decrypts to noise).
+    private func spcKey(_ asset: String) async throws(LicensingError) -> StoredKey {
+        do {
+            return try await store.key(asset: asset)
+        } catch {
+            guard case .unknownAsset = error else { throw error }
+            throw .unknownAsset("named by the SPC")
+        }
     }
 
     /// Answers a W3C Clear Key license request with the keys the token entitles.

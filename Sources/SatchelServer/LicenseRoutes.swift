@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import SatchelBytes
 import SatchelFairPlay
+import SatchelHTTP
 import SatchelLicensing
 import SatchelProtection
 
@@ -13,6 +14,10 @@ struct LicenseRoutes: Sendable {
     let metrics: LicenseMetrics
     let logger: Logger
     static let maximumBody = 1 << 20
+    static let fairPlayNotConfigured = Problem(status: .notFound, type: "fairplay-not-configured",
+                                               detail: "FairPlay is not configured on this server (no --fps-certificate)")
+    /// Refusals are logged at most this often (a flood of bad requests must not flood the log).
+    let refusalLog = RateLimitedLog(perSecond: 10)
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("/health") { _, _ in "ok" }
@@ -20,10 +25,14 @@ struct LicenseRoutes: Sendable {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: metrics.text())))
         }
         router.get("/fps/certificate") { _, _ in
-            guard let certificate else { return Problem(status: .notFound, type: "fairplay-not-configured", detail: "FairPlay is not configured").response }
+            guard let certificate else { return Self.fairPlayNotConfigured.response }
             return Response(status: .ok, headers: [.contentType: "application/x-x509-ca-cert"], body: .init(byteBuffer: ByteBuffer(bytes: certificate)))
         }
-        router.post("/fps/license") { request, _ in await handle("fairplay") { try await fairPlay(request) } }
+        router.post("/fps/license") { request, _ in
+            // Without credentials every FairPlay route says so, before reading the body or the token.
+            guard service.ksm != nil else { return Self.fairPlayNotConfigured.response }
+            return await handle("fairplay") { try await fairPlay(request) }
+        }
         router.post("/clearkey/license") { request, _ in await handle("clearkey") { try await clearKey(request) } }
         router.get("/keys/:keyId") { request, context in
             await handle("aes-128") {
@@ -49,7 +58,10 @@ struct LicenseRoutes: Sendable {
         } catch {
             let problem = Problem(error)
             metrics.failed(problem.type)
-            logger.info("license refused", metadata: ["type": .string(type), "problem": .string(problem.type)])
+            refusalLog.log { suppressed in
+                logger.info("license refused", metadata: ["type": .string(type), "problem": .string(problem.type),
+                                                          "suppressed": .stringConvertible(suppressed)])
+            }
             return problem.response
         }
     }
@@ -57,6 +69,12 @@ struct LicenseRoutes: Sendable {
     private func bearer(_ request: Request) -> String? {
         guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
         return String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The one rule for every endpoint: the `Authorization: Bearer` header wins; a `token` in the body
+    /// (JSON or form) is used only when the request has no such header.
+    private func token(_ request: Request, body: String?) -> String? {
+        bearer(request) ?? body
     }
 
     private func body(_ request: Request) async throws -> [UInt8] {
@@ -78,14 +96,14 @@ struct LicenseRoutes: Sendable {
         if contentType.hasPrefix("application/x-www-form-urlencoded") {
             let fields = Self.formFields(String(decoding: bytes, as: UTF8.self))
             guard let spc = fields["spc"].flatMap(Self.base64) else { throw LicensingError.badRequest("form field \"spc\" (base64) is required") }
-            let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: fields["token"] ?? token)
+            let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: self.token(request, body: fields["token"]))
             return json(["ckc": Data(license.ckc).base64EncodedString()])
         }
         if let first = bytes.first(where: { ![0x20, 0x0a, 0x0d, 0x09].contains($0) }), first == UInt8(ascii: "{") {
             guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
                 throw LicensingError.badRequest("the body is not a JSON object")
             }
-            let bodyToken = object["token"] as? String ?? token
+            let bodyToken = self.token(request, body: object["token"] as? String)
             if let apple = object["fairplay-streaming-request"] as? [String: Any] {
                 return try await appleRequest(apple, token: bodyToken)
             }
@@ -119,7 +137,7 @@ struct LicenseRoutes: Sendable {
     private func clearKey(_ request: Request) async throws -> Response {
         let bytes = try await body(request)
         let clearKeyRequest = try ClearKey.Request(json: bytes)
-        let token = bearer(request) ?? (try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])?["token"] as? String
+        let token = self.token(request, body: (try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])?["token"] as? String)
         let license = try await service.clearKey(clearKeyRequest, token: token)
         return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
                         body: .init(byteBuffer: ByteBuffer(bytes: license)))

@@ -60,7 +60,9 @@ struct ServeCommand: SatchelAsyncCommand {
         }
         var verifier: EntitlementVerifier?
         if let jwksPath {
-            verifier = try await EntitlementVerifier(jwks: Data(try FileIO.read(jwksPath, what: "JWKS")))
+            verifier = try await EntitlementVerifier(jwks: Data(try FileIO.read(jwksPath, what: "JWKS")),
+                                                     audience: audience ?? environment["SATCHEL_TOKEN_AUDIENCE"],
+                                                     issuer: issuer ?? environment["SATCHEL_TOKEN_ISSUER"])
         } else {
             logger.warning("INSECURE: --insecure-no-entitlement: licenses are issued to anyone who asks. Never use this in production.")
         }
