@@ -54,7 +54,9 @@ struct DownloadFaultTests {
         world.origin.inject(.body(replaced), on: Self.segment)
         #expect(await manager.run().allComplete)
         let requests = world.origin.log.filter { $0.path == Self.segment }
-        #expect(requests.count == 2 && requests[1].range == "bytes=5000-", "the second request asked to resume")
+        // The reset comes after 5000 bytes; how many reach the part before it depends on the machine's load.
+        let resumedAt = requests.count == 2 ? requests[1].range.flatMap { Int($0.dropFirst("bytes=".count).dropLast()) } : nil
+        #expect((resumedAt ?? 0) > 0 && (resumedAt ?? 0) <= 5000, "the second request asked to resume (\(requests.map(\.range)))")
         #expect(try Data(contentsOf: world.assetDirectory("a").appendingPathComponent("video_0/segment_2.ts")) == Data(replaced))
         await manager.close()
     }
@@ -71,6 +73,7 @@ struct DownloadFaultTests {
         #expect(summary.states[.blocked] == 1)
         var asset = try await manager.asset("html")
         #expect(asset.failure == .mimeType(url: world.origin.url(Self.segment), mimeType: "text/html") && asset.retryCount == 0)
+        #expect(await log.waitUntil { if case .error = $0 { return true } else { return false } })
         let errors = await log.errors
         #expect(errors.count == 1 && errors.first?.1 == false)
         #expect(world.origin.log.filter { $0.path == Self.segment }.count == 1, "tried once")
@@ -200,15 +203,18 @@ struct DownloadDiskFullTests {
         let manager = try await DownloadManager(
             configuration: .init(dataDirectory: world.dataDirectory, rules: DownloadRules(headroom: 0), parallelism: 2,
                                  retryDelay: .milliseconds(10), passDelay: .milliseconds(10),
-                                 lowSpeed: LowSpeedLimit(bytesPerSecond: 64 * 1024, period: .milliseconds(600))))
+                                 lowSpeed: LowSpeedLimit(bytesPerSecond: 32 * 1024, period: .seconds(1))))
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
-        world.origin.inject(.slow(milliseconds: 250), on: DownloadFaultTests.segment, times: 1)  // 4 KiB every 250 ms: 16 KiB/s
+        world.origin.inject(.slow(milliseconds: 1000), on: DownloadFaultTests.segment, times: 1)  // 4 KiB a second
         #expect(await manager.run().allComplete)
+        #expect(await log.waitUntil { if case .error = $0 { return true } else { return false } })
         let errors = await log.errors
-        #expect(errors.count == 1)
-        guard case let .network(url, message)? = errors.first?.0 else { Issue.record("\(errors)"); return }
-        #expect(url.hasSuffix(DownloadFaultTests.segment) && message.contains("slower than") && errors.first?.1 == true)
+        let trickled = errors.filter { failure, willRetry in
+            guard case let .network(url, message) = failure else { return false }
+            return url.hasSuffix(DownloadFaultTests.segment) && message.contains("slower than") && willRetry
+        }
+        #expect(trickled.count == 1, "\(errors)")
         try world.expectMediaMatchesOrigin("a")
         await manager.close()
     }

@@ -20,7 +20,7 @@ struct ConnectionLimitTests {
 
     @Test("slow heads and idle keep-alive connections are closed on time; at the cap /health still answers")
     func slowAndIdle() async throws {
-        let world = try await LicenseServerTests.world("sqlite")
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         try await Self.app(world).test(.live) { client in
             let port = try #require(client.port)
@@ -53,7 +53,7 @@ struct ConnectionLimitTests {
 
     @Test("every connection busy: /health on the reserve, other paths 503 problem+json, beyond the reserve a plain 503")
     func busyCap() async throws {
-        let world = try await LicenseServerTests.world("sqlite")
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         let registry = ConnectionRegistry(limits: Self.limits)
         try await Self.app(world, registry).test(.live) { client in
@@ -91,7 +91,7 @@ struct ConnectionLimitTests {
 
     @Test("malformed HTTP and a malformed chunked body are 400 problem+json; unknown routes 404, wrong methods 405 with Allow")
     func malformed() async throws {
-        let world = try await LicenseServerTests.world("sqlite")
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         try await Self.app(world).test(.live) { client in
             let port = try #require(client.port)

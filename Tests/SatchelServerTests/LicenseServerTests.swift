@@ -38,16 +38,18 @@ struct LicenseServerTests {
         }
     }
 
-    static func world(_ database: String, policy: AssetPolicy = AssetPolicy(leaseSeconds: 600, hdcp: .type1, offline: true)) async throws -> World {
+    /// `packaged: false` skips ffmpeg and the packager (a random key is imported) for tests that need no media.
+    static func world(_ database: String, policy: AssetPolicy = AssetPolicy(leaseSeconds: 600, hdcp: .type1, offline: true),
+                      packaged: Bool = true) async throws -> World {
         let directory = try TestMedia.temporaryDirectory("server")
         let package = directory.appendingPathComponent("package")
         // ffmpeg and the packager block: off the cooperative pool, so servers of other tests keep running.
-        let keys = try await TestMedia.offloaded {
+        let keys = packaged ? try await TestMedia.offloaded {
             let input = try TestMedia.make("server-source", seconds: 4)
             _ = try Packager(options: PackageOptions(inputs: [input.path], output: package.path, format: .hlsTS, scheme: .aes128,
                                                      keyURI: "/keys/{kid}", segmentDuration: 2)).run()
             return try KeyFile.read(package.appendingPathComponent("keys.json").path).contentKeys()
-        }
+        } : [ContentKey.random()]
         let kek = try KeyEncryptionKey(SecretBytes.random(32))
         let url = database == "sqlite" ? nil : database
         let db = try await LicensingDatabase(dataDirectory: directory.appendingPathComponent("data").path, url: url)

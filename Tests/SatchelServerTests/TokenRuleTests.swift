@@ -35,7 +35,7 @@ struct TokenRuleTests {
 
     @Test("nbf, aud, iss, an unknown kid, crit headers and malformed claims are refused, each with its own message")
     func claimByClaim() async throws {
-        let world = try await LicenseServerTests.world("sqlite")
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         let jwks = #"{"keys":[{"kty":"oct","kid":"backend","k":"\#(Base64URL.encode(Self.secret))"}]}"#
         let verifier = try await EntitlementVerifier(jwks: Data(jwks.utf8), audience: "satchel", issuer: "https://backend.example")
@@ -72,7 +72,7 @@ struct TokenRuleTests {
 
     @Test("the Authorization header wins over a body token, on every endpoint that takes one")
     func headerWins() async throws {
-        let world = try await LicenseServerTests.world("sqlite")
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         let good = try await world.token(asset: world.assetID)
         let bad = try await world.token(asset: "another-movie")
@@ -102,7 +102,7 @@ struct TokenRuleTests {
 
     @Test("FairPlay without credentials: 404 problem+json on every FairPlay route, before any token check")
     func fairPlayNotConfigured() async throws {
-        let world = try await LicenseServerTests.world("sqlite")
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         let service = LicenseService(store: world.store, ksm: nil, verifier: world.signer)
         try await LicenseServer.application(service: service, certificate: nil, port: 0).test(.live) { client in
@@ -116,7 +116,7 @@ struct TokenRuleTests {
 
     @Test("an SPC naming an unknown asset gets 404 without the decrypted asset ID in the answer")
     func noEcho() async throws {
-        let world = try await LicenseServerTests.world("sqlite")
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         let secretName = "decrypted-asset-name-\(UUID().uuidString)"
         let (spc, _) = try LicenseServerTests.simulator().makeSPC(.init(assetID: Array(secretName.utf8)))
