@@ -14,7 +14,8 @@ public enum DASHDownloadPlanner {
         if let duration = manifest.duration, !DownloadPlanner.isPlausibleDuration(duration) {
             throw .malformedManifest("mediaPresentationDuration is out of range")
         }
-        let mpdPath = try LocalPath.planned(url, root: url)
+        let mapper = LocalPath.Mapper(root: url)
+        let mpdPath = try mapper.planned(url)
         let mpdBase = manifest.baseURL.flatMap { URL(string: $0, relativeTo: url)?.absoluteURL } ?? url
 
         let chosenSets = try select(manifest.adaptationSets, options: options)
@@ -27,7 +28,7 @@ public enum DASHDownloadPlanner {
             let group = "\(set.kind)/\(rep.id)"
             func add(_ target: URL, range: String?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
                 guard resources.count < options.resourceLimit else { throw .malformedManifest("more than \(options.resourceLimit) files") }
-                var path = try LocalPath.planned(target, root: url)
+                var path = try mapper.planned(target)
                 var byteRange: DownloadResource.ByteRange?
                 if let range {
                     guard let parsed = DownloadResource.ByteRange(inclusive: range) else { throw .malformedManifest("bad byte range \(range.prefix(64))") }
@@ -36,7 +37,7 @@ public enum DASHDownloadPlanner {
                 }
                 resources.append(DownloadResource(url: target.absoluteString, localPath: path, range: byteRange, kind: kind, duration: duration,
                                                   group: kind == .segment ? group : nil))
-                return LocalPath.relative(path, from: mpdPath)
+                return path
             }
             func expand(_ template: String, number: UInt64?, time: UInt64?) throws(DownloadError) -> String {
                 do { return try DASHSegmentTemplate.expand(template, representationID: rep.id, bandwidth: rep.bandwidth, number: number, time: time) } catch {
@@ -65,16 +66,17 @@ public enum DASHDownloadPlanner {
                 let each = list.duration.map { Double($0) / Double(max(list.timescale, 1)) } ?? (manifest.duration ?? 0) / Double(list.segments.count)
                 guard DownloadPlanner.isPlausibleDuration(each) else { throw .malformedManifest("SegmentList duration is out of range") }
                 if let initialization = list.initialization {
-                    list.initialization = try add(try resolve(initialization, against: base), range: nil, kind: .initialization, duration: nil)
+                    list.initialization = LocalPath.relative(try add(try resolve(initialization, against: base), range: nil, kind: .initialization, duration: nil),
+                                                             from: mpdPath)
                 }
                 list.segments = try list.segments.map { (segment) throws(DownloadError) -> (url: String?, range: String?) in
-                    (try add(try resolve(segment.url, against: base), range: segment.range, kind: .segment, duration: each), nil)
+                    (LocalPath.relative(try add(try resolve(segment.url, against: base), range: segment.range, kind: .segment, duration: each), from: mpdPath), nil)
                 }
                 rep.segmentList = list
                 rep.baseURL = nil
             } else {
                 // SegmentBase or a bare BaseURL: the representation is one file, fetched whole.
-                rep.baseURL = try add(base, range: nil, kind: .segment, duration: manifest.duration)
+                rep.baseURL = LocalPath.relative(try add(base, range: nil, kind: .segment, duration: manifest.duration), from: mpdPath)
             }
             if let position = localSets.firstIndex(where: { $0.index == setIndex }) {
                 localSets[position].set.representations.append(rep)

@@ -4,13 +4,18 @@ import Foundation
 import Logging
 import SatchelStorage
 
-/// The persistent index: one row per asset (its metadata, plan and state) and the engine's settings,
-/// in a SQLite file. The source of truth for what is queued; which bytes exist is the store's to say.
+/// The persistent index: one row per asset (its metadata and state), its plan in a table of its own, and
+/// the engine's settings, in a SQLite file. The source of truth for what is queued; which bytes exist is the
+/// store's to say.
+///
+/// A plan never changes after the asset is added, and may list 200,000 files: it is written once, kept in
+/// memory once read, and never re-encoded when the asset's state changes.
 public final class DownloadIndex: Sendable {
     private let databases: Databases
     private let database: any Database
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
+    private let plans = PlanCache()
 
     /// Opens (creating and migrating) the index at `path`.
     public init(path: String, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
@@ -20,7 +25,8 @@ public final class DownloadIndex: Sendable {
             throw .storage("cannot create the directory for \(path)")
         }
         do {
-            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateDownloadSchema()], logger: logger)
+            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateDownloadSchema(), CreatePlanSchema()],
+                                                   logger: logger)
             databases = store.databases
             database = store.database
         } catch {
@@ -35,31 +41,58 @@ public final class DownloadIndex: Sendable {
 
     /// Every asset, in queue order.
     public func all() async throws(DownloadError) -> [DownloadAsset] {
-        try await run { try await AssetRow.query(on: self.database).sort(\.$position).all() }.compactMap(decode)
+        var assets: [DownloadAsset] = []
+        for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
+            if let asset = try await decode(row) { assets.append(asset) }
+        }
+        return assets
     }
 
     /// One asset.
     public func find(_ id: String) async throws(DownloadError) -> DownloadAsset? {
-        try await run { try await AssetRow.find(id, on: self.database) }.flatMap(decode)
+        guard let row = try await run({ try await AssetRow.find(id, on: self.database) }) else { return nil }
+        return try await decode(row)
     }
 
-    /// Inserts or updates an asset.
+    /// Whether the asset is paused, read from its row alone (no plan is decoded); nil when there is no such asset.
+    public func isPaused(_ id: String) async throws(DownloadError) -> Bool? {
+        try await run { try await AssetRow.query(on: self.database).filter(\.$id == id).field(\.$id).field(\.$paused).first()?.paused }
+    }
+
+    /// Inserts or updates an asset. Its plan is written the first time only.
     public func save(_ asset: DownloadAsset) async throws(DownloadError) {
         let record: Data
-        do { record = try encoder.encode(asset) } catch { throw .storage("cannot encode \(asset.id)") }
+        var light = asset
+        light.plan = asset.plan.placeholder
+        do { record = try encoder.encode(light) } catch { throw .storage("cannot encode \(asset.id)") }
+        let planData = plans.get(asset.id) == nil ? Data(asset.plan.encodedJSON()) : nil
         try await run {
-            let row = try await AssetRow.find(asset.id, on: self.database) ?? AssetRow(id: asset.id)
-            row.position = asset.position
-            row.state = asset.state.rawValue
-            row.paused = asset.isPaused
-            row.record = record
-            try await row.save(on: self.database)
+            try await self.database.transaction { database in
+                if let planData {
+                    let plan = try await PlanRow.find(asset.id, on: database) ?? PlanRow(id: asset.id)
+                    plan.plan = planData
+                    try await plan.save(on: database)
+                }
+                let row = try await AssetRow.find(asset.id, on: database) ?? AssetRow(id: asset.id)
+                row.position = asset.position
+                row.state = asset.state.rawValue
+                row.paused = asset.isPaused
+                row.record = record
+                try await row.save(on: database)
+            }
         }
+        plans.put(asset.id, asset.plan)
     }
 
-    /// Deletes an asset's row.
+    /// Deletes an asset's row and plan.
     public func delete(_ id: String) async throws(DownloadError) {
-        try await run { try await AssetRow.query(on: self.database).filter(\.$id == id).delete() }
+        try await run {
+            try await self.database.transaction { database in
+                try await AssetRow.query(on: database).filter(\.$id == id).delete()
+                try await PlanRow.query(on: database).filter(\.$id == id).delete()
+            }
+        }
+        plans.remove(id)
     }
 
     /// The next free queue position.
@@ -81,8 +114,21 @@ public final class DownloadIndex: Sendable {
         }
     }
 
-    private func decode(_ row: AssetRow) -> DownloadAsset? {
-        try? decoder.decode(DownloadAsset.self, from: row.record)
+    /// The asset of a row with its plan (from the cache, the plan table, or — rows written before plans had a
+    /// table of their own — the row itself). nil when the row cannot be decoded.
+    private func decode(_ row: AssetRow) async throws(DownloadError) -> DownloadAsset? {
+        guard var asset = try? decoder.decode(DownloadAsset.self, from: row.record) else { return nil }
+        guard asset.plan.isPlaceholder else { return asset }
+        if let plan = plans.get(asset.id) {
+            asset.plan = plan
+            return asset
+        }
+        let id = asset.id
+        guard let data = try await run({ try await PlanRow.find(id, on: self.database)?.plan }),
+              let plan = try? decoder.decode(DownloadPlan.self, from: data) else { return nil }
+        plans.put(id, plan)
+        asset.plan = plan
+        return asset
     }
 
     private func run<T>(_ body: () async throws -> T) async throws(DownloadError) -> T {
@@ -105,6 +151,30 @@ final class AssetRow: Model, @unchecked Sendable {
     init(id: String) {
         self.id = id
     }
+}
+
+/// An asset's plan, written once when the asset is added.
+final class PlanRow: Model, @unchecked Sendable {
+    static let schema = "download_plans"
+
+    @ID(custom: "id", generatedBy: .user) var id: String?
+    @Field(key: "plan") var plan: Data
+
+    init() {}
+
+    init(id: String) {
+        self.id = id
+    }
+}
+
+/// Plans read or written in this process (they never change, so the cache is always right).
+final class PlanCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var plans: [String: DownloadPlan] = [:]
+
+    func get(_ id: String) -> DownloadPlan? { lock.withLock { plans[id] } }
+    func put(_ id: String, _ plan: DownloadPlan) { lock.withLock { plans[id] = plan } }
+    func remove(_ id: String) { _ = lock.withLock { plans.removeValue(forKey: id) } }
 }
 
 /// A key/value setting (`enabled`).
@@ -139,5 +209,19 @@ struct CreateDownloadSchema: AsyncMigration {
     func revert(on database: any Database) async throws {
         try await database.schema(SettingRow.schema).delete()
         try await database.schema(AssetRow.schema).delete()
+    }
+}
+
+/// Plans in a table of their own (rows written before keep theirs inline and still decode).
+struct CreatePlanSchema: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        try await database.schema(PlanRow.schema)
+            .field("id", .string, .identifier(auto: false))
+            .field("plan", .data, .required)
+            .create()
+    }
+
+    func revert(on database: any Database) async throws {
+        try await database.schema(PlanRow.schema).delete()
     }
 }

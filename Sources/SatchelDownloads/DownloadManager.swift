@@ -516,8 +516,9 @@ public actor DownloadManager {
     private func record(_ asset: inout DownloadAsset, state: DownloadState, failure: DownloadFailure?) async -> Bool {
         guard !removing.contains(asset.id) else { return true }
         // A pause made while this asset was being worked on is the user's and wins over the copy held here.
-        guard let current = await checked({ () async throws(DownloadError) in try await index.find(asset.id) }) else { return false }
-        if let current { asset.isPaused = current.isPaused }
+        let id = asset.id
+        guard let paused = await checked({ () async throws(DownloadError) in try await index.isPaused(id) }) else { return false }
+        if let paused { asset.isPaused = paused }
         let changed = asset.state != state
         asset.state = state
         asset.failure = failure

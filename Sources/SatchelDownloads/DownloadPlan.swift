@@ -54,6 +54,14 @@ public struct DownloadPlan: Sendable, Codable, Equatable {
         self.resources = keyed.sorted { ($0.start, $0.order) < ($1.start, $1.order) }.map(\.resource)
     }
 
+    /// What an asset row holds in place of its plan (the plan has a table of its own).
+    var placeholder: DownloadPlan {
+        DownloadPlan(format: format, mainPath: "", manifests: [], resources: [], totalDuration: nil)
+    }
+
+    /// True for ``placeholder``.
+    var isPlaceholder: Bool { mainPath.isEmpty && resources.isEmpty && manifests.isEmpty }
+
     /// Bytes the plan will fetch, when every file's size is known in advance.
     public var expectedBytes: Int? {
         var total = 0

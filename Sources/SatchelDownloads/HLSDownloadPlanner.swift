@@ -62,7 +62,8 @@ public enum HLSDownloadPlanner {
         let playlist: HLSMediaPlaylist
         do { playlist = try HLSMediaPlaylist(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard playlist.endList, playlist.playlistType != "EVENT" else { throw .liveStream(url.absoluteString) }
-        let playlistPath = try LocalPath.planned(url, root: root)
+        let mapper = LocalPath.Mapper(root: root)
+        let playlistPath = try mapper.planned(url)
         var resources: [DownloadResource] = [], seen: Set<String> = []
         var rewritten = playlist
         var nextOffset: [String: Int] = [:]
@@ -73,7 +74,7 @@ public enum HLSDownloadPlanner {
         }
         let limit = limit ?? options.resourceLimit
         func add(_ resolved: URL, _ range: HLSByteRange?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
-            var localPath = try LocalPath.planned(resolved, root: root)
+            var localPath = try mapper.planned(resolved)
             var byteRange: DownloadResource.ByteRange?
             if let range {
                 let offset = range.offset ?? nextOffset[resolved.absoluteString] ?? 0

@@ -11,57 +11,103 @@ public enum LocalPath {
     /// The local path for `url`, relative to the directory of `root` (the manifest URL). Throws
     /// `invalidContent` when the decoded path would leave the asset's directory.
     public static func map(_ url: URL, root: URL) throws(DownloadFailure) -> String {
-        let url = url.standardized, root = root.standardized  // resolve literal "." and ".." before comparing
-        let base = root.deletingLastPathComponent().absoluteString
-        let absolute = url.absoluteString
-        var relative: String
-        if absolute.hasPrefix(base), url.host == root.host, url.port == root.port {
-            relative = String(absolute.dropFirst(base.count))
-            if let end = relative.firstIndex(where: { $0 == "?" || $0 == "#" }) { relative = String(relative[..<end]) }
-        } else {
-            // The percent-encoded path: `url.path` would decode it once already (and `%252e` would become "." here).
-            let path = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
-            relative = "external/\(encode(url.host ?? "local"))\(url.port.map { "_\($0)" } ?? "")/\(path)"
+        try Mapper(root: root).map(url)
+    }
+
+    /// ``LocalPath/map(_:root:)`` for many URLs under one root: what depends on the root is worked out once.
+    public struct Mapper: Sendable {
+        /// The manifest's directory, as an absolute URL string ending in "/".
+        let base: String
+
+        /// A mapper for URLs of the manifest at `root`.
+        public init(root: URL) {
+            base = root.standardized.deletingLastPathComponent().absoluteString
         }
-        var components: [String] = []
-        for raw in relative.split(separator: "/", omittingEmptySubsequences: true) {
-            let decoded = sanitize(raw.removingPercentEncoding ?? String(raw))
-            switch decoded {
-            case "", ".": continue
-            case "..":
-                guard components.popLast() != nil else { throw escape(url) }
-            default: components.append(decoded)
+
+        /// The local path for `url` (see ``LocalPath/map(_:root:)``). Works on UTF-8 bytes: it runs once per file.
+        public func map(_ url: URL) throws(DownloadFailure) -> String {
+            var url = url
+            var absolute = url.absoluteString
+            if LocalPath.hasDotSegments(absolute) {  // resolve literal "." and ".." before comparing
+                url = url.standardized
+                absolute = url.absoluteString
             }
+            var bytes = Array(absolute.utf8)[...]
+            if let mark = bytes.firstIndex(of: UInt8(ascii: "#")) { bytes = bytes[..<mark] }
+            var query: ArraySlice<UInt8> = []
+            if let mark = bytes.firstIndex(of: UInt8(ascii: "?")) {
+                query = bytes[(mark + 1)...]
+                bytes = bytes[..<mark]
+            }
+            var relative: ArraySlice<UInt8>
+            if bytes.starts(with: base.utf8) {  // the base ends in "/" after its host, so scheme, host and port match too
+                relative = bytes.dropFirst(base.utf8.count)
+            } else {
+                // The percent-encoded path: `url.path` would decode it once already (and `%252e` would become "." here).
+                let path = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
+                relative = Array("external/\(LocalPath.encode(url.host ?? "local"))\(url.port.map { "_\($0)" } ?? "")/\(path)".utf8)[...]
+            }
+            var components: [String] = []
+            for raw in relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+                let text = String(decoding: raw, as: UTF8.self)
+                let decoded = raw.contains(UInt8(ascii: "%")) ? (text.removingPercentEncoding ?? text) : text
+                switch LocalPath.sanitize(decoded) {
+                case "", ".": continue
+                case "..":
+                    guard components.popLast() != nil else { throw LocalPath.escape(url) }
+                case let name: components.append(name)
+                }
+            }
+            if components.isEmpty { components = ["index"] }
+            if !query.isEmpty, let last = components.popLast() {
+                components.append(last + "_" + String(UInt32(truncatingIfNeeded: String(decoding: query, as: UTF8.self).hashValueStable), radix: 16))
+            }
+            let path = components.joined(separator: "/")
+            guard LocalPath.isConfined(path) else { throw LocalPath.escape(url) }
+            return path
         }
-        if components.isEmpty { components = ["index"] }
-        if let query = url.query, !query.isEmpty, let last = components.popLast() {
-            components.append(last + "_" + String(UInt32(truncatingIfNeeded: query.hashValueStable), radix: 16))
+
+        /// ``map(_:)`` for planners: an unsafe path refuses the asset (``DownloadError/unsafeResource(_:)``).
+        func planned(_ url: URL) throws(DownloadError) -> String {
+            do { return try map(url) } catch { throw .unsafeResource(error) }
         }
-        let path = components.joined(separator: "/")
-        guard isConfined(path) else { throw escape(url) }
-        return path
+    }
+
+    /// True when an absolute URL string has a "." or ".." path segment.
+    static func hasDotSegments(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        for index in bytes.indices where bytes[index] == UInt8(ascii: "/") {
+            var next = index + 1
+            guard next < bytes.count, bytes[next] == UInt8(ascii: ".") else { continue }
+            next += 1
+            if next < bytes.count, bytes[next] == UInt8(ascii: ".") { next += 1 }
+            if next == bytes.count || bytes[next] == UInt8(ascii: "/") || bytes[next] == UInt8(ascii: "?") || bytes[next] == UInt8(ascii: "#") { return true }
+        }
+        return false
     }
 
     /// True when `path` is a relative path that stays inside the directory it is taken from: not empty,
     /// not absolute, no empty, `.` or `..` component, no NUL, at most ``maxLength`` bytes, no component
     /// over 255 bytes. Every path the store opens is checked with this first.
     public static func isConfined(_ path: String) -> Bool {
-        guard !path.isEmpty, path.utf8.count <= maxLength, !path.hasPrefix("/"), !path.utf8.contains(0) else { return false }
-        return path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { component in
-            !component.isEmpty && component != "." && component != ".." && component.utf8.count <= 255
+        let bytes = path.utf8
+        guard !bytes.isEmpty, bytes.count <= maxLength, bytes.first != UInt8(ascii: "/"), !bytes.contains(0) else { return false }
+        let dot = UInt8(ascii: ".")
+        return bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).allSatisfy { component in
+            !component.isEmpty && component.count <= 255 && !component.elementsEqual([dot]) && !component.elementsEqual([dot, dot])
         }
     }
 
     /// ``map(_:root:)`` for planners: an unsafe path refuses the asset (``DownloadError/unsafeResource(_:)``).
     static func planned(_ url: URL, root: URL) throws(DownloadError) -> String {
-        do { return try map(url, root: root) } catch { throw .unsafeResource(error) }
+        try Mapper(root: root).planned(url)
     }
 
-    private static func escape(_ url: URL) -> DownloadFailure {
+    static func escape(_ url: URL) -> DownloadFailure {
         .invalidContent(url: url.absoluteString, reason: "its local path would leave the asset's folder")
     }
 
-    private static func encode(_ host: String) -> String {
+    static func encode(_ host: String) -> String {
         host.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? host
     }
 
@@ -84,8 +130,9 @@ public enum LocalPath {
     }
 
     /// A decoded component made safe as one file name: separators, NUL and ':' become '_'.
-    private static func sanitize(_ component: String) -> String {
-        String(component.map { "/\\\0:".contains($0) ? "_" : $0 })
+    static func sanitize(_ component: String) -> String {
+        guard component.utf8.contains(where: { $0 == 0x2F || $0 == 0x5C || $0 == 0 || $0 == 0x3A }) else { return component }
+        return String(component.map { "/\\\0:".contains($0) ? "_" : $0 })
     }
 }
 

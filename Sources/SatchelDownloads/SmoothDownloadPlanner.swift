@@ -10,6 +10,7 @@ public enum SmoothDownloadPlanner {
         let manifest: SmoothManifest
         do { manifest = try SmoothManifest(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard !manifest.isLive else { throw .liveStream(url.absoluteString) }
+        let mapper = LocalPath.Mapper(root: url)
         let timescale = Double(max(manifest.timescale, 1))
         guard DownloadPlanner.isPlausibleDuration(Double(manifest.duration) / timescale) else { throw .malformedManifest("Duration is out of range") }
         var streams: [SmoothManifest.StreamIndex] = []
@@ -39,7 +40,7 @@ public enum SmoothDownloadPlanner {
             for (time, duration) in zip(stream.fragmentTimes, stream.fragmentDurations) {
                 let reference = stream.fragmentURL(bitrate: level.bitrate, startTime: time)
                 guard let fragment = URL(string: reference, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad fragment URL \(reference)") }
-                resources.append(DownloadResource(url: fragment.absoluteString, localPath: try LocalPath.planned(fragment, root: url), kind: .segment,
+                resources.append(DownloadResource(url: fragment.absoluteString, localPath: try mapper.planned(fragment), kind: .segment,
                                                   duration: Double(duration) / timescale, group: "\(stream.type)/\(stream.name ?? "")/\(level.bitrate)"))
             }
         }

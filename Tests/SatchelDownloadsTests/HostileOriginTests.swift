@@ -1,5 +1,5 @@
 import Foundation
-import SatchelDownloads
+@testable import SatchelDownloads
 import SatchelTestSupport
 import Testing
 
@@ -211,5 +211,27 @@ struct HostileManifestTests {
                 return true
             }
         }
+    }
+}
+
+@Suite("Download index: plans stored compactly")
+struct PlanStorageTests {
+    @Test("the hand-written plan JSON decodes to the same plan; rows written by earlier versions still decode")
+    func roundTrip() throws {
+        let plan = DownloadPlan(format: .hls, mainPath: "master.m3u8",
+                                manifests: [.init(path: "master.m3u8", text: "#EXTM3U\n\"quoted\" \\ tab\there\u{1}\n")],
+                                resources: [
+                                    DownloadResource(url: "http://o/k?t=1", localPath: "keys/k_1", kind: .key),
+                                    DownloadResource(url: "http://o/a.ts", localPath: "a.0-100.ts", range: .init(offset: 0, length: 100), kind: .segment,
+                                                     duration: 2.002, group: "v"),
+                                    DownloadResource(url: "http://o/b.mp4", localPath: "line\nbreak \"b\".mp4", kind: .file, expectedSize: 5,
+                                                     permittedMimeTypes: ["video/*", "application/octet-stream"]),
+                                ], totalDuration: 12.5)
+        let decoded = try JSONDecoder().decode(DownloadPlan.self, from: Data(plan.encodedJSON()))
+        #expect(decoded == plan)
+        #expect(try JSONDecoder().decode(DownloadPlan.self, from: JSONEncoder().encode(plan)) == plan, "Codable agrees")
+        let old = #"{"format":"file","mainPath":"f.mp4","manifests":[],"resources":[{"url":"http://o/f.mp4","localPath":"f.mp4","kind":"file","expectedSize":9}]}"#
+        let legacy = try JSONDecoder().decode(DownloadPlan.self, from: Data(old.utf8))
+        #expect(legacy.resources == [DownloadResource(url: "http://o/f.mp4", localPath: "f.mp4", kind: .file, expectedSize: 9)])
     }
 }
