@@ -123,8 +123,10 @@ let package = Package(
                 "SatchelLicensing",
                 "SatchelServer",
                 "SatchelDownloads",
+                "SatchelHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -146,7 +148,8 @@ let package = Package(
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
-        .target(name: "SatchelTestSupport", dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")],
+        .target(name: "SatchelTestSupport", dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+                                                          .product(name: "HTTPTypes", package: "swift-http-types")],
                 path: "Tests/SatchelTestSupport"),
         .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport"]),
         .testTarget(
@@ -166,9 +169,10 @@ let package = Package(
         ),
         .testTarget(name: "SatchelPackagerTests",
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
-        .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
+        .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
-        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay", "SatchelPackager", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay", "SatchelPackager", "SatchelLicensing",
+                                                             "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

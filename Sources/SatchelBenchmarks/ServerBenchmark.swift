@@ -58,8 +58,11 @@ struct ServerBenchmark {
 
         let fairPlay = try wrk(path: "/fps/license", token: token, bodyFile: spcFile.path, contentType: "application/octet-stream", directory: directory)
         let clearKey = try wrk(path: "/clearkey/license", token: token, body: clearKeyBody, contentType: "application/json", directory: directory)
+        let (records, transactions) = (await store.audit.written, await store.audit.transactions)
         await database.shutdown()
         print("License server under wrk (2 threads, 32 connections, \(seconds) s, loopback, valid tokens)")
+        print(String(format: "Audit: %d records durable before their answers, in %d transactions (%.1f a transaction: group commit)",
+                     records, transactions, Double(records) / Double(max(transactions, 1))))
         print(String(format: "FairPlay SPC→CKC in process (1 core)      %8.0f /s", inProcess))
         print(String(format: "FairPlay CKCs over HTTP (2 cores)         %8.0f /s  = %.0f %% of in-process (target ≥ 60 %%)", fairPlay, 100 * fairPlay / inProcess))
         print(String(format: "Clear Key licenses over HTTP              %8.0f /s", clearKey))

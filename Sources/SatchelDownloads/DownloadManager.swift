@@ -184,9 +184,10 @@ public actor DownloadManager {
         guard try await index.find(id) == nil else { throw .duplicateID(id) }
         let plan: DownloadPlan
         do {
-            let probe = try await fetcher.probe(parsed)
+            let headers = options.headers ?? [:]
+            let probe = try await fetcher.probe(parsed, headers: headers)
             let fetcher = self.fetcher
-            plan = try await DownloadPlanner.plan(probe: probe, options: options) { url in try await fetcher.text(url) }
+            plan = try await DownloadPlanner.plan(probe: probe, options: options) { url in try await fetcher.text(url, headers: headers) }
         } catch let error as DownloadError {
             throw error
         } catch let failure as DownloadFailure {
@@ -567,8 +568,8 @@ public actor DownloadManager {
         let budget = DownloadBudget(used: currentUsage(), rules: configuration.rules, freeSpace: { environment.freeSpace(root) })
         let (fetcher, store, parallelism) = (fetcher, store, max(configuration.parallelism, 1))
         let task = Task {
-            await Self.fetchAll(asset.plan, missing: missing, assetID: asset.id, fetcher: fetcher, store: store, budget: budget,
-                                progress: live, parallelism: parallelism)
+            await Self.fetchAll(asset.plan, missing: missing, assetID: asset.id, fetcher: fetcher, store: store,
+                                headers: asset.options.headers ?? [:], budget: budget, progress: live, parallelism: parallelism)
         }
         current = (asset.id, task)
         let interval = configuration.progressInterval
@@ -610,7 +611,8 @@ public actor DownloadManager {
     /// Fetches `missing` files, `parallelism` at a time, in plan order. Stops at the first failure
     /// (the most serious one wins: fatal, then a rule, then any other, then cancellation).
     private static func fetchAll(_ plan: DownloadPlan, missing: [Int], assetID: String, fetcher: ResourceFetcher, store: AssetStore,
-                                 budget: DownloadBudget, progress: LiveProgress, parallelism: Int) async -> (DownloadFailure?, [String]) {
+                                 headers: [String: String], budget: DownloadBudget, progress: LiveProgress,
+                                 parallelism: Int) async -> (DownloadFailure?, [String]) {
         await withTaskGroup(of: Result<String?, DownloadFailure>.self) { group in
             var next = missing.startIndex
             var running = 0
@@ -626,7 +628,7 @@ public actor DownloadManager {
                     running += 1
                     group.addTask {
                         do {
-                            return .success(try await fetcher.fetch(plan.resources[index], index: index, assetID: assetID, store: store,
+                            return .success(try await fetcher.fetch(plan.resources[index], index: index, assetID: assetID, store: store, headers: headers,
                                                                     budget: budget, progress: progress))
                         } catch {
                             return .failure(ResourceFetcher.failure(error, url: plan.resources[index].url))

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What to download of an adaptive stream.
 public struct DownloadOptions: Sendable, Codable, Equatable {
     /// HLS: the variant with the highest BANDWIDTH not above this (the lowest when none is); 0 = the lowest; nil = the highest.
@@ -13,6 +15,9 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// MIME types a single-file download may have (`video/*` style wildcards allowed); nil = ``MIMEType/defaultPermitted``.
     /// Any other type is a fatal error.
     public var permittedMimeTypes: [String]?
+    /// Headers sent with every request for the asset (manifests, media, keys): a token or a cookie the origin
+    /// or key server wants. Never logged and never part of an error message.
+    public var headers: [String: String]?
     /// The most files one asset may have (segments of every track, init segments, keys); a manifest that
     /// lists more is refused. nil = ``defaultMaxResources``.
     public var maxResources: Int?
@@ -21,13 +26,36 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// track, so 129,600 for video, audio and subtitles) and small enough that the index stays quick.
     public static let defaultMaxResources = 200_000
 
+    /// Parses `Name: value` header lines (as curl's `-H`), refusing names that are not HTTP tokens and values
+    /// with line breaks. The error never repeats a value.
+    public static func parseHeaders(_ lines: [String]) throws(DownloadError) -> [String: String]? {
+        guard !lines.isEmpty else { return nil }
+        var headers: [String: String] = [:]
+        let token = CharacterSet(charactersIn: "!#$%&'*+-.^_`|~").union(.alphanumerics)
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { throw .invalidArgument("--header needs the form \"Name: value\"") }
+            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name.unicodeScalars.allSatisfy({ token.contains($0) && $0.isASCII }) else {
+                throw .invalidArgument("--header: \"\(name.prefix(40))\" is not a header name")
+            }
+            guard !value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
+                throw .invalidArgument("--header \(name): the value may not contain line breaks")
+            }
+            headers[name] = value
+        }
+        return headers
+    }
+
     /// The cap in force.
     public var resourceLimit: Int { max(maxResources ?? Self.defaultMaxResources, 1) }
 
     /// Creates options.
     public init(maxBitrate: Int? = nil, maxVideoBitrate: Int? = nil, maxAudioBitrate: Int? = nil, languages: [String] = [],
-                includeEncryptionKeys: Bool = false, permittedMimeTypes: [String]? = nil, maxResources: Int? = nil) {
+                includeEncryptionKeys: Bool = false, permittedMimeTypes: [String]? = nil, maxResources: Int? = nil,
+                headers: [String: String]? = nil) {
         self.maxResources = maxResources
+        self.headers = headers
         self.maxBitrate = maxBitrate
         self.maxVideoBitrate = maxVideoBitrate
         self.maxAudioBitrate = maxAudioBitrate

@@ -21,8 +21,8 @@ struct ResourceFetcher: Sendable {
     // MARK: Manifests
 
     /// Fetches the asset's URL far enough to know what it is: manifests are read whole, media is not.
-    func probe(_ url: URL) async throws(DownloadFailure) -> DownloadPlanner.Probe {
-        try await request(url) { (response) throws(DownloadFailure) in
+    func probe(_ url: URL, headers: [String: String] = [:]) async throws(DownloadFailure) -> DownloadPlanner.Probe {
+        try await request(url, headers: headers) { (response) throws(DownloadFailure) in
             let contentType = response.headers.first(name: "content-type")
             let length = response.headers.first(name: "content-length").flatMap { Int($0) }
             var textual = contentType.map(Self.isTextType) ?? false
@@ -42,8 +42,8 @@ struct ResourceFetcher: Sendable {
     }
 
     /// Fetches a manifest's text.
-    func text(_ url: URL) async throws(DownloadFailure) -> String {
-        try await request(url) { (response) throws(DownloadFailure) in
+    func text(_ url: URL, headers: [String: String] = [:]) async throws(DownloadFailure) -> String {
+        try await request(url, headers: headers) { (response) throws(DownloadFailure) in
             String(decoding: try await Self.read(response, url: url) { _ in false }, as: UTF8.self)
         }
     }
@@ -63,10 +63,13 @@ struct ResourceFetcher: Sendable {
         return body
     }
 
-    private func request<T>(_ url: URL, _ body: (HTTPClientResponse) async throws(DownloadFailure) -> T) async throws(DownloadFailure) -> T {
+    private func request<T>(_ url: URL, headers: [String: String],
+                            _ body: (HTTPClientResponse) async throws(DownloadFailure) -> T) async throws(DownloadFailure) -> T {
         let response: HTTPClientResponse
+        var request = HTTPClientRequest(url: url.absoluteString)
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { request.headers.add(name: name, value: value) }
         do {
-            response = try await client.execute(HTTPClientRequest(url: url.absoluteString), deadline: .now() + .seconds(60))
+            response = try await client.execute(request, deadline: .now() + .seconds(60))
         } catch {
             throw Self.failure(error, url: url.absoluteString)
         }
@@ -90,7 +93,7 @@ struct ResourceFetcher: Sendable {
     /// Downloads one resource unless it is complete. Returns a warning when the final size disagrees
     /// with the size announced earlier (the file is still complete). Every file is opened inside the
     /// asset's folder without following links (``AssetStore/folder(_:of:create:url:)``).
-    func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: AssetStore,
+    func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: AssetStore, headers: [String: String] = [:],
                budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
         guard let (folder, name) = try store.folder(assetID, of: resource.localPath, create: true, url: resource.url) else {
             throw .fileSystem(path: store.path(assetID, resource.localPath), message: "the folder is missing")
@@ -104,6 +107,7 @@ struct ResourceFetcher: Sendable {
         }
         let base = Int64(resource.range?.offset ?? 0)
         var request = HTTPClientRequest(url: resource.url)
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { request.headers.add(name: name, value: value) }
         if let length = resource.range?.length {
             request.headers.add(name: "Range", value: "bytes=\(base + have)-\(base + Int64(length) - 1)")
         } else if have > 0 {
@@ -274,7 +278,12 @@ struct ResourceFetcher: Sendable {
         if let failure = error as? DownloadFailure { return failure }
         if error is CancellationError || Task.isCancelled { return .cancelled }
         if let client = error as? HTTPClientError, client == .cancelled { return .cancelled }
-        return .network(url: url, message: String(describing: error))
+        let text = String(describing: error)
+        if text.contains("Connection refused") {
+            let target = URL(string: url).map { "\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? ""
+            return .network(url: url, message: "connection refused: nothing is listening at \(target)")
+        }
+        return .network(url: url, message: text)
     }
 }
 

@@ -13,6 +13,10 @@ public struct Entitlement: JWTPayload, Equatable {
     public var persistent: Bool?
     /// Policy overrides.
     public var policy: PolicyOverrides?
+    /// The audience, when the server checks one (`--token-audience`).
+    public var aud: String?
+    /// The issuer, when the server checks one (`--token-issuer`).
+    public var iss: String?
 
     /// Creates claims.
     public init(subject: String, asset: String, expires: Date, persistent: Bool? = nil, policy: PolicyOverrides? = nil) {
@@ -122,6 +126,17 @@ public struct EntitlementVerifier: Sendable {
     /// Signs claims with the collection's default key (development and tests).
     public func sign(_ entitlement: Entitlement) async throws -> String {
         try await keys.sign(entitlement)
+    }
+
+    /// Signs claims with the key named `kid` (development: `satchel token`). The key must hold its secret
+    /// (`oct`) or private part (EC, RSA).
+    public func sign(_ entitlement: Entitlement, kid: String) async throws(LicensingError) -> String {
+        guard kids.contains(kid) else { throw .configuration("the JWKS has no key with kid \(kid)") }
+        do {
+            return try await keys.sign(entitlement, kid: JWKIdentifier(string: kid))
+        } catch {
+            throw .configuration("the key \(kid) cannot sign (an EC or RSA key needs its private part, \"d\")")
+        }
     }
 
     static func base64URL(_ text: String) -> [UInt8]? {

@@ -33,14 +33,18 @@ enum InputReader {
         return bytes
     }
 
+    /// Boxes an MP4 or MOV file may start with.
+    static let topLevelBoxes: Set<String> = ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot", "uuid", "styp", "sidx", "moof", "pdin"]
+
     /// The tracks of one input file, sniffing MP4/MOV or MPEG-TS.
     static func tracks(of path: String) throws(PackagerError) -> [MediaTrack] {
         let bytes = try readFile(path)
         guard bytes.count >= 8 else { throw .input(file: path, reason: "the file is too short to be media") }
+        let isTS = bytes[0] == 0x47 && (bytes.count < 189 || bytes[188] == 0x47)
+        let firstBox = String(decoding: bytes[4..<8], as: UTF8.self)
+        guard isTS || Self.topLevelBoxes.contains(firstBox) else { throw .input(file: path, reason: "not an MP4, MOV or MPEG-TS file") }
         do {
-            if bytes[0] == 0x47 && (bytes.count < 189 || bytes[188] == 0x47) {
-                return try TSDemuxer.demux(bytes)
-            }
+            if isTS { return try TSDemuxer.demux(bytes) }
             return try MP4Demuxer.demux(bytes)
         } catch {
             throw .input(file: path, reason: "\(error)")

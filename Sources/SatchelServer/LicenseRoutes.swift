@@ -93,7 +93,8 @@ struct LicenseRoutes: Sendable {
         let bytes = try await body(request)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
         let token = bearer(request)
-        if contentType.hasPrefix("application/x-www-form-urlencoded") {
+        // A raw SPC is recognised by its header whatever the Content-Type says (`curl --data-binary` sends a form type).
+        if contentType.hasPrefix("application/x-www-form-urlencoded"), !Self.looksLikeSPC(bytes) {
             let fields = Self.formFields(String(decoding: bytes, as: UTF8.self))
             guard let spc = fields["spc"].flatMap(Self.base64) else { throw LicensingError.badRequest("form field \"spc\" (base64) is required") }
             let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: self.token(request, body: fields["token"]))
@@ -146,6 +147,11 @@ struct LicenseRoutes: Sendable {
     private func json(_ object: [String: Any]) -> Response {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// True for bytes that start as an SPC does: version 1 (big-endian) and a reserved word, far longer than a form.
+    static func looksLikeSPC(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 176 && bytes.starts(with: [0, 0, 0, 1])
     }
 
     static func base64(_ text: String) -> [UInt8]? {

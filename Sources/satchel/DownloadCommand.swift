@@ -16,11 +16,13 @@ struct DownloadDirectoryOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: "Data directory (downloads.sqlite, assets/). Default: $SATCHEL_DATA_DIR or ./satchel-data.")
     var dataDirectory: String?
 
-    /// Opens the engine, runs `body`, closes the engine.
-    func withManager<T>(_ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
+    /// Opens the engine, runs `body`, closes the engine. `readOnly` commands create nothing: a data directory
+    /// that does not exist is an error.
+    func withManager<T>(readOnly: Bool = false, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
                         _ body: (DownloadManager) async throws -> T) async throws -> T {
         var configuration = DownloadManager.Configuration(
             dataDirectory: dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data")
+        if readOnly { try StoreOptions.requireExisting(configuration.dataDirectory) }
         configure(&configuration)
         let manager = try await DownloadManager(configuration: configuration)
         do {
@@ -50,6 +52,8 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(name: .customLong("max-audio-bitrate"), help: "DASH/Smooth: highest audio bitrate.") var maxAudioBitrate: Int?
     @Option(name: .customLong("language"), help: "Also download audio/subtitles in this language (repeatable).") var languages: [String] = []
     @Flag(name: .customLong("include-keys"), help: "Download AES-128 key files too.") var includeKeys = false
+    @Option(name: .customLong("header"), help: "\"Name: value\" sent with every request for the asset, e.g. a token (repeatable; never printed).")
+    var headers: [String] = []
     @Option(name: .customLong("max-files"), help: "The most files the asset may have; a manifest listing more is refused (default 200000).") var maxFiles: Int?
     @Option(help: "Publish date (ISO 8601): hidden until then.") var publish: String?
     @Option(help: "Expiry date (ISO 8601, or YYYY-MM-DD).") var expiry: String?
@@ -61,7 +65,8 @@ struct DownloadAdd: SatchelAsyncCommand {
                                         expiryDate: try expiry.map { try parseDate($0, option: "--expiry") },
                                         expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay)
         let options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
-                                      languages: languages, includeEncryptionKeys: includeKeys, maxResources: maxFiles)
+                                      languages: languages, includeEncryptionKeys: includeKeys, maxResources: maxFiles,
+                                      headers: try DownloadOptions.parseHeaders(headers))
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
         let asset = try await directory.withManager { try await $0.add(url: url, id: id, options: options, window: window) }
         print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
@@ -167,7 +172,7 @@ struct DownloadList: SatchelAsyncCommand {
     }
 
     func execute() async throws {
-        let rows = try await directory.withManager { manager in
+        let rows = try await directory.withManager(readOnly: true) { manager in
             var rows: [Row] = []
             for asset in try await manager.assets(availabilityFilter: available) {
                 rows.append(Row(id: asset.id, url: asset.url, format: asset.plan.format.rawValue, state: asset.state.rawValue, paused: asset.isPaused,

@@ -92,9 +92,21 @@ struct FPSSimulateCommand: ParsableCommand {
         @Option(name: .customLong("expect-content-key"), help: "Check the recovered key against this hex value.") var expectContentKey: String?
         @Option(name: .customLong("content-key-out"), help: "Write the recovered key (binary, mode 0600) to this file.") var contentKeyOut: String?
 
+        /// What a server's JSON error says (problem+json `detail`, else the text), when `bytes` is one rather than a CKC.
+        static func serverError(_ bytes: [UInt8]) -> String? {
+            guard bytes.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else { return nil }
+            struct Problem: Decodable { var detail: String?; var title: String? }
+            let problem = try? JSONDecoder().decode(Problem.self, from: Data(bytes))
+            return problem?.detail ?? problem?.title ?? String(decoding: bytes.prefix(200), as: UTF8.self)
+        }
+
         func run() throws {
             let values = try JSONDecoder().decode(DeviceSimulator.Session.self, from: Data(FileIO.read(session, what: "session")))
-            let opened = try DeviceSimulator.openCKC(FileIO.read(ckc, what: "CKC"), session: values)
+            let bytes = try FileIO.read(ckc, what: "CKC")
+            if let problem = Self.serverError(bytes) {
+                throw CLIError("\(ckc) holds the server's error answer, not a CKC: \(problem)")
+            }
+            let opened = try DeviceSimulator.openCKC(bytes, session: values)
             print("CKC opened: R1 matches, \(values.requestedBlocks.count) requested tags returned verbatim")
             print("content IV \(Hex.encode(opened.contentIV))")
             if let duration = opened.duration {

@@ -38,7 +38,7 @@ struct KeysCommand: AsyncParsableCommand {
         @Flag(help: "Print JSON.") var json = false
 
         func execute() async throws {
-            let (keyStore, database) = try await store.open()
+            let (keyStore, database) = try await store.open(readOnly: true)
             let rows: [KeySummary]
             do { rows = try await keyStore.list() } catch { await database.shutdown(); throw error }
             await database.shutdown()

@@ -65,6 +65,7 @@ struct PackageCommand: SatchelAsyncCommand {
         }
         await database.shutdown()
         print("registered \(keys.count) key\(keys.count == 1 ? "" : "s") for asset \(asset)")
+        for key in keys { print("key ID \(key.keyID.hex) (base64url \(key.keyID.base64URL))") }
     }
 }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import SatchelBytes
 import SatchelFairPlay
 import SatchelHTTP
@@ -83,6 +84,9 @@ struct ServeCommand: SatchelAsyncCommand {
             try await app.runService()
         } catch {
             await database.shutdown()
+            if let io = error as? IOError, io.errnoCode == EADDRINUSE {
+                throw CLIError("\(host):\(port) is already in use (another satchel serve?): stop it or choose another --port")
+            }
             throw error
         }
         await database.shutdown()

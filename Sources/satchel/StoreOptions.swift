@@ -17,15 +17,27 @@ struct StoreOptions: ParsableArguments {
         dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data"
     }
 
-    /// Opens the database and the key store.
-    func open() async throws -> (KeyStore, LicensingDatabase) {
+    /// Opens the database and the key store. `readOnly` commands create nothing: a data directory that does
+    /// not exist (with SQLite) is an error, not a new empty store with a new key-encryption key.
+    func open(readOnly: Bool = false) async throws -> (KeyStore, LicensingDatabase) {
         let url = databaseURL ?? ProcessInfo.processInfo.environment["SATCHEL_DATABASE_URL"]
+        if readOnly, url == nil { try Self.requireExisting(resolvedDataDirectory) }
         let (kek, created) = try KeyEncryptionKey.load(file: kekFile, dataDirectory: resolvedDataDirectory)
         if let created {
             FileHandle.standardError.write(Data("satchel: created a new key-encryption key in \(created); back it up: without it the stored keys cannot be opened\n".utf8))
         }
         let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url)
         return (KeyStore(database: database.database, kek: kek), database)
+    }
+}
+
+extension StoreOptions {
+    /// Throws unless `directory` exists (read-only commands never create one).
+    static func requireExisting(_ directory: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CLIError("no data directory at \(directory) (give --data-dir, or set $SATCHEL_DATA_DIR)")
+        }
     }
 }
 

@@ -4,8 +4,12 @@ and MPD, and every segment a manifest names exists. Prints one line; exit 1 on a
 import os
 import sys
 
-import m3u8
-from mpegdash.parser import MPEGDASHParser
+try:
+    import m3u8
+    from mpegdash.parser import MPEGDASHParser
+except ImportError:
+    print("FAIL Python's m3u8 and mpegdash packages are required (scripts/test installs them: pip install m3u8 mpegdash)")
+    sys.exit(1)
 
 
 def fail(message):

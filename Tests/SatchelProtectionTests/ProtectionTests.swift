@@ -1,11 +1,13 @@
 import Foundation
 import SatchelBytes
 import SatchelMedia
+import SatchelTestSupport
 import Testing
 @testable import SatchelProtection
 
 /// Runs openssl as an independent implementation of the ciphers.
 func openssl(_ arguments: [String], input: [UInt8]) throws -> [UInt8] {
+    try TestMedia.require("openssl")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["openssl"] + arguments

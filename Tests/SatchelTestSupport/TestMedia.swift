@@ -11,6 +11,7 @@ public enum TestMedia {
     /// Runs a tool and returns its standard output; throws with its standard error on failure.
     @discardableResult
     public static func run(_ tool: String, _ arguments: [String]) throws -> String {
+        try require(tool)
         let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), [tool] + arguments)
         guard result.status == 0 else { throw ToolError(message: "\(tool) failed: \(result.stderr.suffix(600))") }
         return result.stdout
@@ -21,6 +22,13 @@ public enum TestMedia {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent(tool) }
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// Throws, naming the tool, when `tool` is not installed (scripts/test installs every tool the tests use).
+    public static func require(_ tool: String) throws {
+        guard which(tool) != nil else {
+            throw ToolError(message: "\(tool) is required by this test and is not installed (scripts/test installs it)")
+        }
     }
 
     /// A tool that failed, with the end of its error output.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
@@ -38,6 +39,7 @@ public final class TestOrigin: @unchecked Sendable {
     private var requests: [Request] = []
     private var throttle: (chunk: Int, microseconds: UInt32)?
     private var virtualFiles: [String: [UInt8]] = [:]
+    private var requiredHeader: (name: String, value: String)?
     private var task: Task<Void, any Error>?
 
     private init(root: URL) {
@@ -80,6 +82,11 @@ public final class TestOrigin: @unchecked Sendable {
         lock.withLock { virtualFiles[rawPath] = bytes }
     }
 
+    /// Answers 401 to every request that does not carry this header with this value (nil: no check).
+    public func require(header name: String, value: String?) {
+        lock.withLock { requiredHeader = value.map { (name, $0) } }
+    }
+
     /// Removes every fault.
     public func clearFaults() {
         lock.withLock { faults = [] }
@@ -105,6 +112,10 @@ public final class TestOrigin: @unchecked Sendable {
         let path = String(request.uri.path.removingPercentEncoding?.dropFirst() ?? "")
         let rangeHeader = request.headers[.range]
         lock.withLock { requests.append(Request(path: path, range: rangeHeader)) }
+        if let required = lock.withLock({ requiredHeader }),
+           request.headers[values: HTTPField.Name(required.name) ?? .authorization].first != required.value {
+            return Response(status: .unauthorized, body: .init(byteBuffer: ByteBuffer(string: "sign in\n")))
+        }
         let fault = takeFault(for: path)
         if case let .status(code)? = fault {
             return Response(status: .init(code: code), body: .init(byteBuffer: ByteBuffer(string: "fault \(code)\n")))

@@ -1,0 +1,102 @@
+import Foundation
+import SatchelLicensing
+import SatchelTestSupport
+import Testing
+
+/// What a new user meets first: tokens for local testing, commands that create nothing by accident, and
+/// one plain sentence for the common mistakes.
+@Suite("satchel: the newcomer's path")
+struct NewcomerTests {
+    @Test("satchel token signs with a JWKS key the server accepts; an unknown kid is refused")
+    func token() async throws {
+        let dir = try TestMedia.temporaryDirectory("cli-token")
+        let jwks = dir.appendingPathComponent("jwks.json")
+        try #"{"keys":[{"kty":"oct","kid":"backend","k":"c2F0Y2hlbC1leGFtcGxlLXNlY3JldC1vZi0zMi1ieXRlcyE"}]}"#
+            .write(to: jwks, atomically: true, encoding: .utf8)
+        let made = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", "user-42", "--asset", "movie",
+                                      "--persistent", "--ttl", "600"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let verifier = try await EntitlementVerifier(jwks: Data(contentsOf: jwks))
+        let claims = try await verifier.verify(made.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(claims.sub.value == "user-42" && claims.asset == "movie" && claims.persistent == true)
+        #expect(claims.exp.value.timeIntervalSinceNow > 500 && claims.exp.value.timeIntervalSinceNow <= 600)
+        let unknown = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "other", "--sub", "u", "--asset", "movie"])
+        #expect(unknown.status != 0 && unknown.stderr.contains("no key with kid other"))
+    }
+
+    @Test("read-only commands with a data directory that does not exist say so and create nothing")
+    func readOnly() throws {
+        let missing = try TestMedia.temporaryDirectory("cli-readonly").appendingPathComponent("nothing-here")
+        for command in [["keys", "list"], ["download", "list"]] {
+            let result = try CLIRunner.run(command + ["--data-dir", missing.path])
+            #expect(result.status != 0 && result.stderr.contains("no data directory at \(missing.path)"), "\(command)")
+            #expect(!FileManager.default.fileExists(atPath: missing.path), "\(command) created nothing")
+        }
+    }
+
+    @Test("one plain sentence: a file that is not media, a port in use, a refused connection, a JSON error saved as a CKC")
+    func plainErrors() async throws {
+        let dir = try TestMedia.temporaryDirectory("cli-errors")
+        let text = dir.appendingPathComponent("notes.txt")
+        try String(repeating: "not media at all\n", count: 10).write(to: text, atomically: true, encoding: .utf8)
+        let packaged = try CLIRunner.run(["package", text.path, "--out", dir.appendingPathComponent("pkg").path, "--format", "hls-ts"])
+        #expect(packaged.status != 0 && packaged.stderr.contains("not an MP4, MOV or MPEG-TS file"), "\(packaged.stderr)")
+
+        let refused = try CLIRunner.run(["download", "add", "http://127.0.0.1:1/movie/master.m3u8", "--data-dir", dir.appendingPathComponent("dl").path])
+        #expect(refused.status != 0 && refused.stderr.contains("connection refused: nothing is listening at 127.0.0.1:1"), "\(refused.stderr)")
+
+        let problem = dir.appendingPathComponent("movie.ckc")
+        try #"{"detail":"the token has expired","status":401,"title":"Unauthorized","type":"https://satchel.dev/problems/invalid-entitlement"}"#
+            .write(to: problem, atomically: true, encoding: .utf8)
+        let session = dir.appendingPathComponent("movie.json")
+        try Data("{}".utf8).write(to: session)
+        let spc = try CLIRunner.run(["fps", "simulate", "spc", "--certificate", CLIRunner.credentials + "/dev_certificate.der", "--dask", CLIRunner.dask,
+                                     "--asset-id", "movie", "--out", dir.appendingPathComponent("movie.spc").path, "--session", session.path])
+        #expect(spc.status == 0, "\(spc.stderr)")
+        let opened = try CLIRunner.run(["fps", "simulate", "open", "--ckc", problem.path, "--session", session.path])
+        #expect(opened.status != 0 && opened.stderr.contains("holds the server's error answer, not a CKC: the token has expired"), "\(opened.stderr)")
+
+        let binary = try #require(CLIRunner.binary)
+        let port = 19_000 + Int.random(in: 0..<1000)
+        let data = dir.appendingPathComponent("data").path
+        let first = Process()
+        first.executableURL = binary
+        first.arguments = ["serve", "--data-dir", data, "--insecure-no-entitlement", "--port", String(port)]
+        first.standardError = FileHandle.nullDevice
+        try first.run()
+        defer { first.terminate() }
+        try await TestMedia.offloaded {
+            for _ in 0..<100 where (try? RawConnection(port: port, timeout: 1)) == nil { Thread.sleep(forTimeInterval: 0.1) }
+            let second = try CLIRunner.run(["serve", "--data-dir", data, "--insecure-no-entitlement", "--port", String(port)])
+            #expect(second.status != 0 && second.stderr.contains("127.0.0.1:\(port) is already in use"), "\(second.stderr)")
+        }
+    }
+
+    @Test("download add --header reaches the origin and never appears in output or errors")
+    func headers() async throws {
+        let directory = try TestMedia.temporaryDirectory("cli-header")
+        let site = directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let input = try await TestMedia.offloaded { try TestMedia.make("cli-header", seconds: 2) }
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        origin.require(header: "Authorization", value: "Bearer right-s3cret")
+        let data = directory.appendingPathComponent("dl").path
+        try await TestMedia.offloaded {
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("movie").path, "--format", "hls-ts"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            let wrong = try CLIRunner.run(["download", "add", origin.url("movie/master.m3u8"), "--data-dir", data, "--id", "m",
+                                           "--header", "Authorization: Bearer wrong-s3cret"])
+            #expect(wrong.status != 0 && wrong.stderr.contains("HTTP 401") && !wrong.stderr.contains("s3cret"), "\(wrong.stderr)")
+            let added = try CLIRunner.run(["download", "add", origin.url("movie/master.m3u8"), "--data-dir", data, "--id", "m",
+                                           "--header", "Authorization: Bearer right-s3cret"])
+            #expect(added.status == 0, "\(added.stderr)")
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0 && !run.stderr.contains("s3cret"), "\(run.stderr)")
+            let list = try CLIRunner.run(["download", "list", "--data-dir", data, "--json"])
+            #expect(list.stdout.contains("\"complete\"") && !list.stdout.contains("s3cret"))
+            let bad = try CLIRunner.run(["download", "add", origin.url("movie/master.m3u8"), "--data-dir", data, "--header", "no colon here"])
+            #expect(bad.status != 0 && bad.stderr.contains("Name: value"))
+        }
+    }
+}
