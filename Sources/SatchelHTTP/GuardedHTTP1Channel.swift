@@ -47,13 +47,16 @@ extension HTTPServerBuilder {
     }
 }
 
-/// One connection's state and timer; used only on the connection's event loop.
+/// One connection's state and deadline; used only on the connection's event loop. One timer at a time is
+/// armed for the current deadline; a transition only moves the deadline, and the timer, when it fires,
+/// closes the connection or re-arms itself for the deadline now in force (no timer churn per request).
 final class ConnectionWatch: @unchecked Sendable {
     let registry: ConnectionRegistry
     let channel: any Channel
     var admission = ConnectionRegistry.Admission.accept
     private(set) var activity = ConnectionRegistry.Activity.readingHead
-    private var timer: Scheduled<Void>?
+    private var deadline: NIODeadline?
+    private var armed = false
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
     init(registry: ConnectionRegistry, channel: any Channel) {
@@ -68,30 +71,43 @@ final class ConnectionWatch: @unchecked Sendable {
         return admission
     }
 
-    /// The connection moves on: each state has its own deadline (none while busy).
+    /// The connection moves on: reading a head and idle have deadlines, busy has none.
     func enter(_ next: ConnectionRegistry.Activity) {
         activity = next
-        registry.update(id, next, now: .now())
-        timer?.cancel()
-        timer = nil
+        let now = NIODeadline.now()
+        registry.update(id, next, now: now)
         let limit: Duration? = switch next {
         case .readingHead: registry.limits.headerTimeout
         case .idle: registry.limits.idleTimeout
         case .busy: nil
         }
-        guard let limit else { return }
-        let channel = channel
-        timer = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: limit.components.seconds) &* 1_000_000_000
-                                                                  &+ limit.components.attoseconds / 1_000_000_000)) { [weak self] in
-            guard let self, self.activity == next else { return }
+        deadline = limit.map { now + Self.timeAmount($0) }
+        arm()
+    }
+
+    private func arm() {
+        guard let deadline, !armed else { return }
+        armed = true
+        channel.eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.fire() }
+    }
+
+    private func fire() {
+        armed = false
+        guard let deadline else { return }  // busy now: the next transition arms a timer again
+        if NIODeadline.now() >= deadline {
             channel.close(promise: nil)
+        } else {
+            arm()  // the deadline moved on since this timer was armed
         }
+    }
+
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(Int64(clamping: duration.components.seconds) &* 1_000_000_000 &+ duration.components.attoseconds / 1_000_000_000)
     }
 
     /// The connection closed.
     func closed() {
-        timer?.cancel()
-        timer = nil
+        deadline = nil
         registry.close(id)
     }
 }

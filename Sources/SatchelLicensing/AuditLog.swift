@@ -90,34 +90,45 @@ public actor AuditLog {
         try await commit()
     }
 
-    /// Writes the records in one transaction.
+    /// Writes the records atomically: one multi-row INSERT (a statement is its own transaction), or a
+    /// transaction when there are several statements.
     private func write(_ pendingLicenses: [LicenseEntry], _ pendingSyncs: [SyncEntry]) async throws {
         guard !pendingLicenses.isEmpty || !pendingSyncs.isEmpty else { return }
-        do {
-            try await database.transaction { db in
-                guard let sql = db as? any SQLDatabase else {
-                    throw LicensingError.storage("the audit log needs an SQL database")
-                }
-                // Multi-row INSERTs through SQLKit: no per-row model reflection.
-                for chunk in stride(from: 0, to: pendingLicenses.count, by: 500).map({ pendingLicenses[$0..<min($0 + 500, pendingLicenses.count)] }) {
-                    var insert = sql.insert(into: LicenseModel.schema).columns("id", "asset_id", "key_id", "subject", "type", "issued_at")
-                    for entry in chunk {
-                        insert = insert.values(SQLBind(UUID()), SQLBind(entry.assetID), SQLBind(entry.keyID), SQLBind(entry.subject),
-                                               SQLBind(entry.type), SQLBind(entry.issuedAt))
-                    }
-                    try await insert.run()
-                }
-                for chunk in stride(from: 0, to: pendingSyncs.count, by: 500).map({ pendingSyncs[$0..<min($0 + 500, pendingSyncs.count)] }) {
-                    var insert = sql.insert(into: SyncModel.schema).columns("id", "content_id", "duration_to_expiry", "subject", "received_at")
-                    for entry in chunk {
-                        insert = insert.values(SQLBind(UUID()), SQLBind(entry.contentID), SQLBind(entry.durationToExpiry),
-                                               SQLBind(entry.subject), SQLBind(entry.receivedAt))
-                    }
-                    try await insert.run()
+        try await database.withConnection { connection in
+            guard let sql = connection as? any SQLDatabase else { throw LicensingError.storage("the audit log needs an SQL database") }
+            let statements = Self.inserts(pendingLicenses, pendingSyncs, on: sql)
+            if statements.count == 1, let statement = statements.first {
+                try await statement.run()
+            } else {
+                try await connection.transaction { db in
+                    guard let sql = db as? any SQLDatabase else { throw LicensingError.storage("the audit log needs an SQL database") }
+                    for statement in Self.inserts(pendingLicenses, pendingSyncs, on: sql) { try await statement.run() }
                 }
             }
-            written += pendingLicenses.count + pendingSyncs.count
-            transactions += 1
         }
+        written += pendingLicenses.count + pendingSyncs.count
+        transactions += 1
+    }
+
+    /// Multi-row INSERTs (at most 500 rows each) for the records: no per-row model reflection.
+    private static func inserts(_ licenses: [LicenseEntry], _ syncs: [SyncEntry], on sql: any SQLDatabase) -> [SQLInsertBuilder] {
+        var statements: [SQLInsertBuilder] = []
+        for start in stride(from: 0, to: licenses.count, by: 500) {
+            var insert = sql.insert(into: LicenseModel.schema).columns("id", "asset_id", "key_id", "subject", "type", "issued_at")
+            for entry in licenses[start..<min(start + 500, licenses.count)] {
+                insert = insert.values(SQLBind(UUID()), SQLBind(entry.assetID), SQLBind(entry.keyID), SQLBind(entry.subject),
+                                       SQLBind(entry.type), SQLBind(entry.issuedAt))
+            }
+            statements.append(insert)
+        }
+        for start in stride(from: 0, to: syncs.count, by: 500) {
+            var insert = sql.insert(into: SyncModel.schema).columns("id", "content_id", "duration_to_expiry", "subject", "received_at")
+            for entry in syncs[start..<min(start + 500, syncs.count)] {
+                insert = insert.values(SQLBind(UUID()), SQLBind(entry.contentID), SQLBind(entry.durationToExpiry),
+                                       SQLBind(entry.subject), SQLBind(entry.receivedAt))
+            }
+            statements.append(insert)
+        }
+        return statements
     }
 }

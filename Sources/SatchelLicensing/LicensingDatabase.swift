@@ -3,6 +3,7 @@ import FluentPostgresDriver
 import FluentSQLiteDriver
 import Foundation
 import Logging
+import SQLKit
 import SatchelStorage
 
 /// The key store's database: a SQLite file in the data directory by default, PostgreSQL with a
@@ -42,6 +43,20 @@ public final class LicensingDatabase: Sendable {
             database = store.database
         } catch {
             throw .storage("cannot open or migrate the \(kind) database: \(error)")
+        }
+        if kind == "sqlite" {
+            // Write-ahead logging (kept in the file): readers never wait for the audit's writer. With NORMAL the log
+            // is synced at checkpoints rather than at every commit: a commit is durable against a crash of the process
+            // (what the audit promises: no license answered without its record), not against one of the machine.
+            // The handle uses one connection (one event loop's pool of one); should it be reopened, SQLite's default
+            // (FULL: a sync at every commit) applies, which is stricter.
+            do {
+                try await (database as? any SQLDatabase)?.raw("PRAGMA journal_mode = WAL").run()
+                try await (database as? any SQLDatabase)?.raw("PRAGMA synchronous = NORMAL").run()
+            } catch {
+                await databases.shutdownAsync()
+                throw .storage("cannot switch the SQLite database to write-ahead logging: \(error)")
+            }
         }
     }
 

@@ -67,14 +67,16 @@ struct LicenseRoutes: Sendable {
     }
 
     private func bearer(_ request: Request) -> String? {
-        guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
-        return String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        guard let value = request.headers[.authorization], value.utf8.count > 7,
+              String(decoding: value.utf8.prefix(7), as: UTF8.self).lowercased() == "bearer " else { return nil }
+        let token = value.utf8.dropFirst(7).drop { $0 == UInt8(ascii: " ") }
+        return String(decoding: token.reversed().drop { $0 == UInt8(ascii: " ") }.reversed(), as: UTF8.self)
     }
 
     /// The one rule for every endpoint: the `Authorization: Bearer` header wins; a `token` in the body
     /// (JSON or form) is used only when the request has no such header.
-    private func token(_ request: Request, body: String?) -> String? {
-        bearer(request) ?? body
+    private func token(_ request: Request, body: @autoclosure () -> String?) -> String? {
+        bearer(request) ?? body()
     }
 
     private func body(_ request: Request) async throws -> [UInt8] {
