@@ -61,27 +61,42 @@ public final class DownloadIndex: Sendable {
 
     /// Inserts or updates an asset. Its plan is written the first time only.
     public func save(_ asset: DownloadAsset) async throws(DownloadError) {
+        _ = try await write(asset, createIfMissing: true)
+    }
+
+    /// Updates an asset that is still in the index; false (nothing written) when its row is gone, so that a
+    /// state change racing with a removal never brings the asset back.
+    @discardableResult
+    public func update(_ asset: DownloadAsset) async throws(DownloadError) -> Bool {
+        try await write(asset, createIfMissing: false)
+    }
+
+    private func write(_ asset: DownloadAsset, createIfMissing: Bool) async throws(DownloadError) -> Bool {
         let record: Data
         var light = asset
         light.plan = asset.plan.placeholder
         do { record = try encoder.encode(light) } catch { throw .storage("cannot encode \(asset.id)") }
         let planData = plans.get(asset.id) == nil ? Data(asset.plan.encodedJSON()) : nil
-        try await run {
-            try await self.database.transaction { database in
+        let written = try await run {
+            try await self.database.transaction { database -> Bool in
+                let existing = try await AssetRow.find(asset.id, on: database)
+                guard existing != nil || createIfMissing else { return false }
                 if let planData {
                     let plan = try await PlanRow.find(asset.id, on: database) ?? PlanRow(id: asset.id)
                     plan.plan = planData
                     try await plan.save(on: database)
                 }
-                let row = try await AssetRow.find(asset.id, on: database) ?? AssetRow(id: asset.id)
+                let row = existing ?? AssetRow(id: asset.id)
                 row.position = asset.position
                 row.state = asset.state.rawValue
                 row.paused = asset.isPaused
                 row.record = record
                 try await row.save(on: database)
+                return true
             }
         }
-        plans.put(asset.id, asset.plan)
+        if written { plans.put(asset.id, asset.plan) }
+        return written
     }
 
     /// Deletes an asset's row and plan.

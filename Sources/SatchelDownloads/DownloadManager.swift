@@ -243,7 +243,7 @@ public actor DownloadManager {
         guard asset.window.isPublished(at: environment.now()) else { throw .notFound(id) }
         if asset.firstPlayAt == nil {
             asset.firstPlayAt = environment.now()
-            try await index.save(asset)
+            try await index.update(asset)
         }
     }
 
@@ -318,7 +318,7 @@ public actor DownloadManager {
         guard var asset = try await index.find(id) else { throw .notFound(id) }
         let state = asset.state
         change(&asset)
-        try await index.save(asset)
+        try await index.update(asset)
         if asset.state != state { emit(.stateChanged(assetID: id, state: asset.state)) }
     }
 
@@ -342,7 +342,7 @@ public actor DownloadManager {
             usedBytes = nil
             asset.state = .expired
             asset.failure = nil
-            try await index.save(asset)
+            try await index.update(asset)
             expired.append(asset.id)
             emit(.stateChanged(assetID: asset.id, state: .expired))
         }
@@ -449,8 +449,9 @@ public actor DownloadManager {
             failure = error.description
         }
         var states: [DownloadState: Int] = [:]
-        for asset in assets { states[asset.state, default: 0] += 1 }
-        return RunSummary(states: states, paused: assets.filter(\.isPaused).count, enabled: enabled, storageFailure: failure)
+        let kept = assets.filter { !removing.contains($0.id) }  // an asset being removed is no longer queued
+        for asset in kept { states[asset.state, default: 0] += 1 }
+        return RunSummary(states: states, paused: kept.filter(\.isPaused).count, enabled: enabled, storageFailure: failure)
     }
 
     private static func isDownloadable(_ asset: DownloadAsset) -> Bool {
@@ -467,9 +468,9 @@ public actor DownloadManager {
         }
         for attempt in 1...3 {
             // Re-read: a pause, removal or switch-off may have come in (from this process or another).
-            guard enabled, !Task.isCancelled, storageFailure == nil,
+            guard enabled, !Task.isCancelled, storageFailure == nil, !removing.contains(asset.id),
                   let found = await checked({ () async throws(DownloadError) in try await index.find(asset.id) }),
-                  let latest = found, Self.isDownloadable(latest) else { return false }
+                  let latest = found, Self.isDownloadable(latest), !removing.contains(asset.id) else { return false }
             asset = latest
             guard await record(&asset, state: .downloading, failure: asset.failure) else { return false }
             setStatus(.downloading(asset.id))
@@ -518,13 +519,16 @@ public actor DownloadManager {
         guard !removing.contains(asset.id) else { return true }
         // A pause made while this asset was being worked on is the user's and wins over the copy held here.
         let id = asset.id
-        guard let paused = await checked({ () async throws(DownloadError) in try await index.isPaused(id) }) else { return false }
-        if let paused { asset.isPaused = paused }
+        guard let row = await checked({ () async throws(DownloadError) in try await index.isPaused(id) }) else { return false }
+        // No row: the asset was removed meanwhile, and nothing may write it back.
+        guard let paused = row, !removing.contains(id) else { return true }
+        asset.isPaused = paused
         let changed = asset.state != state
         asset.state = state
         asset.failure = failure
         let saved = asset
-        guard await checked({ () async throws(DownloadError) in try await index.save(saved) }) != nil else { return false }
+        guard let written = await checked({ () async throws(DownloadError) in try await index.update(saved) }) else { return false }
+        guard written else { return true }  // removed meanwhile
         if changed { emit(.stateChanged(assetID: asset.id, state: state)) }
         return true
     }

@@ -13,10 +13,10 @@ public struct Entitlement: JWTPayload, Equatable {
     public var persistent: Bool?
     /// Policy overrides.
     public var policy: PolicyOverrides?
-    /// The audience, when the server checks one (`--token-audience`).
-    public var aud: String?
+    /// The audience (one or several), when the server checks one (`--token-audience`).
+    public var aud: AudienceClaim?
     /// The issuer, when the server checks one (`--token-issuer`).
-    public var iss: String?
+    public var iss: IssuerClaim?
 
     /// Creates claims.
     public init(subject: String, asset: String, expires: Date, persistent: Bool? = nil, policy: PolicyOverrides? = nil) {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import JWTKit
 import SatchelLicensing
 
 /// `satchel token`: an entitlement token for local testing, signed with a key of a JWKS.
@@ -22,8 +23,8 @@ struct TokenCommand: SatchelAsyncCommand {
         guard (1...31_536_000).contains(ttl) else { throw CLIError("--ttl must be 1 to 31536000 seconds") }
         let signer = try await EntitlementVerifier(jwks: Data(try FileIO.read(jwks, what: "JWKS")))
         var claims = Entitlement(subject: sub, asset: asset, expires: Date().addingTimeInterval(Double(ttl)), persistent: persistent ? true : nil)
-        claims.aud = audience
-        claims.iss = issuer
+        claims.aud = audience.map { AudienceClaim(value: [$0]) }
+        claims.iss = issuer.map { IssuerClaim(value: $0) }
         print(try await signer.sign(claims, kid: kid))
     }
 }
