@@ -18,27 +18,69 @@ struct ReadmeTests {
     @Test("the round trip (package, register, serve, token, AES-128, Clear Key, FairPlay, play with ffmpeg) runs as written",
           .timeLimit(.minutes(3)))
     func roundTrip() async throws {
-        let binary = try #require(CLIRunner.binary, "the satchel binary was not built")
         for tool in ["ffmpeg", "curl", "python3", "bash"] { try TestMedia.require(tool) }
-        let script = try Self.block(after: "<!-- round-trip -->")
         for port in [8081, 8082] {
             #expect((try? RawConnection(port: port, timeout: 1)) == nil, "port \(port), which README's round trip uses, is taken")
         }
-        let root = try TestMedia.temporaryDirectory("readme")
-        let work = root.appendingPathComponent("work")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("shared"),
-                                                   withDestinationURL: CLIRunner.packageRoot.deletingLastPathComponent().appendingPathComponent("shared"))
-        let file = root.appendingPathComponent("round-trip.sh")
-        try ("set -euo pipefail\ntrap 'kill -9 $(jobs -p) 2>/dev/null; wait 2>/dev/null || true' EXIT\ncd \"\(work.path)\"\n"
-             + "export PATH=\"\(binary.deletingLastPathComponent().path):$PATH\"\n" + script + "\n").write(to: file, atomically: true, encoding: .utf8)
+        let work = try TestMedia.temporaryDirectory("readme-key")
         // The test process's children may inherit a blocked SIGTERM: the wrapper's trap ends them with SIGKILL.
-        let result = try await TestMedia.offloaded { try ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"), [file.path]) }
+        let result = try await Self.run(try Self.block(after: "<!-- round-trip -->") + "\ncp movie.key \"\(work.path)/\"\n", label: "readme")
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
         #expect(result.stdout.contains("registered 1 key for asset movie") && result.stdout.contains("base64url"))
         #expect(result.stdout.contains("\"type\":\"temporary\"") || result.stdout.contains("\"keys\""), "the Clear Key license was printed")
         #expect(result.stdout.contains("CKC opened: R1 matches"))
         #expect(result.stdout.contains("\nplayed\n"), "\(result.stderr.suffix(600))")
         #expect((try? Data(contentsOf: work.appendingPathComponent("movie.key")).count) == 16)
+    }
+
+    /// Runs `script` with bash in a fresh directory beside `shared/`, with the built `satchel` first on the PATH.
+    static func run(_ script: String, label: String) async throws -> ProcessRunner.Result {
+        let binary = try #require(CLIRunner.binary, "the satchel binary was not built")
+        let root = try TestMedia.temporaryDirectory(label)
+        let work = root.appendingPathComponent("work")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: root.appendingPathComponent("shared"),
+                                                   withDestinationURL: CLIRunner.packageRoot.deletingLastPathComponent().appendingPathComponent("shared"))
+        let file = root.appendingPathComponent("script.sh")  // the wrapper's trap ends leftover children with SIGKILL
+        try ("set -euo pipefail\ntrap 'kill -9 $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true' EXIT\ncd \"\(work.path)\"\n"
+             + "export PATH=\"\(binary.deletingLastPathComponent().path):$PATH\"\n" + script + "\n").write(to: file, atomically: true, encoding: .utf8)
+        return try await TestMedia.offloaded { try ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"), [file.path]) }
+    }
+
+    @Test("one example per scheme, and the ffmpeg checks after them, run as written", .timeLimit(.minutes(3)))
+    func packageExamples() async throws {
+        try TestMedia.require("ffmpeg")
+        let prelude = """
+            ffmpeg -loglevel error -f lavfi -i testsrc2=duration=4:size=640x360:rate=25 -f lavfi -i sine=duration=4 -c:v libx264 -c:a aac -shortest in.mp4
+            ffmpeg -loglevel error -i in.mp4 -vf scale=320:180 -c:v libx264 -an 720p.mp4
+            cp in.mp4 1080p.mp4
+            ffmpeg -loglevel error -i in.mp4 -vn -c:a copy audio.m4a
+            KID=0123456789abcdef0123456789abcdef
+            K=00112233445566778899aabbccddeeff
+
+            """
+        let result = try await Self.run(prelude + (try Self.block(after: "<!-- package-examples -->")) + "\n"
+                                        + (try Self.block(after: "<!-- package-checks -->")) + "\necho checked\n", label: "readme-package")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        #expect(result.stdout.contains("checked"))
+        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("packaged ") }.count == 7)
+    }
+
+    @Test("the main job starts the license service with Apple's development credentials, as written", .timeLimit(.minutes(2)))
+    func mainJob() async throws {
+        let readme = try String(contentsOf: CLIRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let line = try #require(readme.split(separator: "\n").first { $0.hasPrefix("swift run satchel serve ") })
+        // The same command with the binary `swift run` would build, so the test does not build twice.
+        let command = "satchel" + line.dropFirst("swift run satchel".count)
+        let script = """
+            \(command) &
+            until curl -sf http://127.0.0.1:8080/health > /dev/null; do sleep 0.2; done
+            curl -sf http://127.0.0.1:8080/fps/certificate -o cert.der
+            cmp cert.der ../shared/conformance/fairplay/credentials/dev_certificate.der && echo "certificate served"
+            """
+        for port in [8080] { #expect((try? RawConnection(port: port, timeout: 1)) == nil, "port \(port), which the main job uses, is taken") }
+        let result = try await Self.run(script, label: "readme-main")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        #expect(result.stdout.contains("certificate served"))
     }
 }
