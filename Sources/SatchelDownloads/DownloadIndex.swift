@@ -182,13 +182,21 @@ final class PlanRow: Model, @unchecked Sendable {
     }
 }
 
-/// Plans read or written in this process (they never change, so the cache is always right).
+/// Plans read or written in this process (they never change, so the cache is always right). At most
+/// ``capacity`` are kept (a plan may list 200,000 files): past that, an arbitrary one is dropped and read again
+/// from the plan table when needed.
 final class PlanCache: @unchecked Sendable {
+    static let capacity = 32
     private let lock = NSLock()
     private var plans: [String: DownloadPlan] = [:]
 
     func get(_ id: String) -> DownloadPlan? { lock.withLock { plans[id] } }
-    func put(_ id: String, _ plan: DownloadPlan) { lock.withLock { plans[id] = plan } }
+    func put(_ id: String, _ plan: DownloadPlan) {
+        lock.withLock {
+            if plans[id] == nil, plans.count >= Self.capacity, let any = plans.keys.first { plans[any] = nil }
+            plans[id] = plan
+        }
+    }
     func remove(_ id: String) { _ = lock.withLock { plans.removeValue(forKey: id) } }
 }
 

@@ -113,4 +113,14 @@ struct ConnectionLimitTests {
             #expect(wrongKey.status == .methodNotAllowed && wrongKey.headers[.allow] == "GET, HEAD")
         }
     }
+
+    @Test("the default cap comes from the descriptor limit, with room to spare")
+    func defaultCap() {
+        var limit = rlimit()
+        _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        let soft = Int(clamping: limit.rlim_cur)
+        let cap = ConnectionLimits.defaultMaxConnections()
+        #expect(cap >= 16 && (soft <= 80 || cap <= soft - 64) && cap >= soft - soft / 8 - 64, "cap \(cap) for \(soft) descriptors")
+        #expect(ConnectionLimits().maxConnections == cap)
+    }
 }
