@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "SatchelProtection", targets: ["SatchelProtection"]),
         .library(name: "SatchelPackager", targets: ["SatchelPackager"]),
         .library(name: "SatchelDownloads", targets: ["SatchelDownloads"]),
+        .library(name: "SatchelSystem", targets: ["SatchelSystem"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
     dependencies: [
@@ -49,15 +50,17 @@ let package = Package(
         ),
         // Layer 0: portable wrappers over system calls Swift's Glibc module lacks (extended attributes).
         .target(name: "CSatchelSystem"),
-        // Layer 0: opening a FluentKit database with its migrations (the key store and the download index).
-        .target(name: "SatchelStorage", dependencies: [.product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log")]),
+        // Layer 0: the crash-safe file writer, the lock box, file-system errors.
+        .target(name: "SatchelSystem", dependencies: ["SatchelBytes", "CSatchelSystem"]),
+        // Layer 1: opening a FluentKit database with its migrations (the key store and the download index).
+        .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
-        .target(name: "SatchelPackager", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
+        .target(name: "SatchelPackager", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelSystem"]),
         // Layer 2: keys, policies, entitlements, license issuance and audit; FluentKit storage.
         .target(
             name: "SatchelLicensing",
             dependencies: [
-                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelStorage",
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelStorage", "SatchelSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "SQLKit", package: "sql-kit"),
@@ -71,7 +74,7 @@ let package = Package(
         .target(
             name: "SatchelDownloads",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelStorage", "CSatchelSystem",
+                "SatchelBytes", "SatchelMedia", "SatchelStorage", "SatchelSystem", "CSatchelSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
@@ -83,6 +86,10 @@ let package = Package(
         .target(
             name: "SatchelHTTP",
             dependencies: [
+                "SatchelBytes", "SatchelSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -124,6 +131,7 @@ let package = Package(
                 "SatchelServer",
                 "SatchelDownloads",
                 "SatchelHTTP",
+                "SatchelSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -109,7 +109,8 @@ struct PackagingBenchmark {
     }
 }
 
-struct BenchmarkError: Error, CustomStringConvertible {
+struct BenchmarkError: ProblemConvertible {
     let message: String
     var description: String { message }
+    var code: String { "benchmark" }
 }

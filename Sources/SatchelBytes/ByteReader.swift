@@ -137,7 +137,18 @@ public struct ByteReader: Sendable {
 }
 
 /// Why a ``ByteReader`` refused to read.
-public enum ByteReaderError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum ByteReaderError: ProblemConvertible, Equatable {
+    /// `input-truncated` or `invalid-length`.
+    public var code: String {
+        switch self {
+        case .truncated: return "input-truncated"
+        case .invalidLength: return "invalid-length"
+        }
+    }
+
+    /// The bytes came from outside: 400.
+    public var httpStatus: Int { 400 }
+
     /// Fewer bytes remained than a field needs.
     case truncated(needed: Int, available: Int, at: Int)
     /// A negative or impossible length was asked for.

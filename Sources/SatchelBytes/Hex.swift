@@ -48,7 +48,19 @@ public enum Hex {
 }
 
 /// Why a hex string was refused. The cases never echo the input: it may be a secret.
-public enum HexError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum HexError: ProblemConvertible, Equatable {
+    /// `hex-invalid-character`, `hex-odd-length` or `hex-wrong-length`.
+    public var code: String {
+        switch self {
+        case .invalidCharacter: return "hex-invalid-character"
+        case .oddLength: return "hex-odd-length"
+        case .wrongLength: return "hex-wrong-length"
+        }
+    }
+
+    /// Hex comes from a request or an argument: 400.
+    public var httpStatus: Int { 400 }
+
     /// A character that is not a hex digit.
     case invalidCharacter
     /// An odd number of hex digits.

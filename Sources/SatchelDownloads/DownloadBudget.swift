@@ -1,25 +1,26 @@
 import Foundation
+import SatchelSystem
 
 /// The storage rules while bytes are being written: every chunk is checked against
 /// `maxStorageAllowed` and `headroom` before it is written, so a download stops before crossing either.
-final class DownloadBudget: @unchecked Sendable {
-    private let lock = NSLock()
-    private var used: Int64
+final class DownloadBudget: Sendable {
+    private let used: Locked<Int64>
     private let rules: DownloadRules
     private let freeSpace: @Sendable () -> Int64?
 
     init(used: Int64, rules: DownloadRules, freeSpace: @escaping @Sendable () -> Int64?) {
-        self.used = used
+        self.used = Locked(used)
         self.rules = rules
         self.freeSpace = freeSpace
     }
 
     /// Bytes the engine's files use now.
-    var usedBytes: Int64 { lock.withLock { used } }
+    var usedBytes: Int64 { used.current }
 
     /// Takes `count` bytes, or throws the rule that writing them would break.
     func reserve(_ count: Int64) throws(DownloadFailure) {
-        let result: DownloadFailure? = lock.withLock {
+        let (rules, freeSpace) = (rules, freeSpace)
+        let result: DownloadFailure? = used.withLock { used in
             if used + count > rules.maxStorageAllowed { return .storageLimit(usedBytes: used, limit: rules.maxStorageAllowed) }
             if let free = freeSpace(), free - count < rules.headroom { return .headroom(freeBytes: free, headroom: rules.headroom) }
             used += count
@@ -30,24 +31,21 @@ final class DownloadBudget: @unchecked Sendable {
 
     /// Gives bytes back (a partial file restarted from zero).
     func release(_ count: Int64) {
-        lock.withLock { used -= count }
+        used.withLock { $0 -= count }
     }
 }
 
 /// Live byte and file counts of the asset being downloaded, read by the engine's progress ticker.
-final class LiveProgress: @unchecked Sendable {
-    private let lock = NSLock()
-    private var bytes: Int64
-    private var complete: [Bool]
+final class LiveProgress: Sendable {
+    private let state: Locked<(bytes: Int64, complete: [Bool])>
 
     init(scan: AssetStore.Scan) {
-        bytes = scan.bytes
-        complete = scan.complete
+        state = Locked((scan.bytes, scan.complete))
     }
 
-    func add(_ count: Int64) { lock.withLock { bytes += count } }
+    func add(_ count: Int64) { state.withLock { $0.bytes += count } }
 
-    func markComplete(_ index: Int) { lock.withLock { complete[index] = true } }
+    func markComplete(_ index: Int) { state.withLock { $0.complete[index] = true } }
 
-    var snapshot: (bytes: Int64, complete: [Bool]) { lock.withLock { (bytes, complete) } }
+    var snapshot: (bytes: Int64, complete: [Bool]) { state.current }
 }

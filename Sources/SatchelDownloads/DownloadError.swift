@@ -1,5 +1,38 @@
+import SatchelBytes
+
 /// Why an asset cannot be enqueued or an engine call cannot be done. Cases say what to do.
-public enum DownloadError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum DownloadError: ProblemConvertible, Equatable {
+    /// A stable identifier per case.
+    public var code: String {
+        switch self {
+        case .liveStream: return "live-stream"
+        case .unknownFormat: return "unknown-format"
+        case .malformedManifest: return "malformed-manifest"
+        case .nothingSelected: return "nothing-selected"
+        case .mimeNotPermitted: return "mime-not-permitted"
+        case .fetch: return "manifest-fetch"
+        case .unsafeResource: return "unsafe-resource"
+        case .duplicateID: return "duplicate-id"
+        case .notFound: return "not-found"
+        case .expired: return "expired"
+        case .invalidArgument: return "invalid-argument"
+        case .storage: return "storage"
+        }
+    }
+
+    /// 404 for an unknown asset, 409 for a duplicate, 410 for an expired one, 502 when the origin failed,
+    /// 500 for storage, else 400 (the request names something that cannot be downloaded).
+    public var httpStatus: Int {
+        switch self {
+        case .notFound: return 404
+        case .duplicateID: return 409
+        case .expired: return 410
+        case .fetch: return 502
+        case .storage: return 500
+        default: return 400
+        }
+    }
+
     /// Live streams cannot be downloaded to go.
     case liveStream(String)
     /// The URL is text but not an HLS, DASH or Smooth manifest.
@@ -45,7 +78,25 @@ public enum DownloadError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Why one download attempt stopped. Every failure is typed; ``isFatal`` ones are not retried and
 /// ``isRuleLimit`` ones are not errors at all: the asset waits until the rule allows it.
-public enum DownloadFailure: Error, Equatable, Sendable, Codable, CustomStringConvertible {
+public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
+    /// A stable identifier per case (events and `download list` show it).
+    public var code: String {
+        switch self {
+        case .network: return "network"
+        case .httpStatus: return "http-status"
+        case .invalidContent: return "invalid-content"
+        case .mimeType: return "mime-type"
+        case .diskFull: return "disk-full"
+        case .fileSystem: return "file-system"
+        case .license: return "license"
+        case .cancelled: return "cancelled"
+        case .storageLimit: return "storage-limit"
+        case .headroom: return "headroom"
+        case .maxDownloadedAssets: return "max-downloaded-assets"
+        case .networkUnavailable: return "network-unavailable"
+        }
+    }
+
     /// The connection failed, was reset, timed out or ended early.
     case network(url: String, message: String)
     /// The origin answered with an HTTP error status.

@@ -1,6 +1,7 @@
 import FluentKit
 import FluentSQLiteDriver
 import Foundation
+import SatchelSystem
 import Logging
 import SatchelStorage
 
@@ -185,19 +186,18 @@ final class PlanRow: Model, @unchecked Sendable {
 /// Plans read or written in this process (they never change, so the cache is always right). At most
 /// ``capacity`` are kept (a plan may list 200,000 files): past that, an arbitrary one is dropped and read again
 /// from the plan table when needed.
-final class PlanCache: @unchecked Sendable {
+final class PlanCache: Sendable {
     static let capacity = 32
-    private let lock = NSLock()
-    private var plans: [String: DownloadPlan] = [:]
+    private let plans = Locked<[String: DownloadPlan]>([:])
 
-    func get(_ id: String) -> DownloadPlan? { lock.withLock { plans[id] } }
+    func get(_ id: String) -> DownloadPlan? { plans.withLock { $0[id] } }
     func put(_ id: String, _ plan: DownloadPlan) {
-        lock.withLock {
+        plans.withLock { plans in
             if plans[id] == nil, plans.count >= Self.capacity, let any = plans.keys.first { plans[any] = nil }
             plans[id] = plan
         }
     }
-    func remove(_ id: String) { _ = lock.withLock { plans.removeValue(forKey: id) } }
+    func remove(_ id: String) { _ = plans.withLock { $0.removeValue(forKey: id) } }
 }
 
 /// A key/value setting (`enabled`).

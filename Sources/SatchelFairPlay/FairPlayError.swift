@@ -1,9 +1,23 @@
+import SatchelBytes
+
 /// Everything that can go wrong in FairPlay processing.
 ///
 /// Cases carry what went wrong and never carry a secret (no keys, no SK, no DASk).
 /// ``appleErrorCode`` gives the code Apple's FPS client reports for the same condition
 /// where the programming guide defines one (Table 3-1).
-public enum FairPlayError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum FairPlayError: ProblemConvertible, Equatable {
+    /// 403 when the policy or the client refuses, 500 for the server's own credentials and crypto, else 400.
+    public var httpStatus: Int {
+        switch self {
+        case .streamingTargetNotAllowed, .clientLacksCapability: return 403
+        case .cryptoFailure, .invalidPrivateKey, .invalidCertificate, .unsupportedRSAKeySize: return 500
+        default: return 400
+        }
+    }
+
+    /// `fairplay-<code>`.
+    public var problemType: String { "fairplay-" + code }
+
     // Containers
     /// The SPC is shorter than its fixed header or than its declared payload.
     case spcTruncated(length: Int, needed: Int)

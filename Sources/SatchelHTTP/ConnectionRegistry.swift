@@ -1,10 +1,11 @@
 import Foundation
 import NIOCore
+import SatchelSystem
 
 /// Every open connection of one server and what it is doing, shared by all event loops (under a lock),
 /// deciding at each new connection whether it is served, takes the place of a waiting one, may ask for
 /// a health check only, or is refused. See ``ConnectionLimits``.
-public final class ConnectionRegistry: @unchecked Sendable {
+public final class ConnectionRegistry: Sendable {
     /// What a connection is doing.
     enum Activity: Sendable {
         /// Kept alive between requests, no byte of a new request yet.
@@ -34,12 +35,25 @@ public final class ConnectionRegistry: @unchecked Sendable {
 
     /// The limits in force.
     public let limits: ConnectionLimits
-    private let lock = NSLock()
-    private var entries: [ObjectIdentifier: Entry] = [:]
-    private var regular = 0
-    private var reserved = 0
-    private var evictions = 0
-    private var refusals = 0
+    private struct Table {
+        var entries: [ObjectIdentifier: Entry] = [:]
+        var regular = 0
+        var reserved = 0
+        var evictions = 0
+        var refusals = 0
+
+        /// The regular connection that has waited longest without a request in progress (slow heads first).
+        func oldestWaiting() -> ObjectIdentifier? {
+            var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
+            for (id, entry) in entries where !entry.reserve && entry.activity != .busy {
+                let rank = entry.activity == .readingHead ? 0 : 1
+                if best.map({ (rank, entry.since) < ($0.rank, $0.since) }) ?? true { best = (id, rank, entry.since) }
+            }
+            return best?.id
+        }
+    }
+
+    private let table = Locked(Table())
 
     /// A registry for one server.
     public init(limits: ConnectionLimits) {
@@ -47,38 +61,41 @@ public final class ConnectionRegistry: @unchecked Sendable {
     }
 
     /// Open connections (regular and reserve).
-    public var openConnections: Int { lock.withLock { entries.count } }
+    public var openConnections: Int { table.withLock { $0.entries.count } }
 
     /// Open connections with a request in progress.
-    public var busyConnections: Int { lock.withLock { entries.values.filter { $0.activity == .busy }.count } }
+    public var busyConnections: Int { table.withLock { $0.entries.values.filter { $0.activity == .busy }.count } }
 
     /// Each open connection's activity (for diagnostics and tests).
-    public var activities: [String] { lock.withLock { entries.values.map { "\($0.activity)\($0.reserve ? " (reserve)" : "")" }.sorted() } }
+    public var activities: [String] {
+        table.withLock { $0.entries.values.map { "\($0.activity)\($0.reserve ? " (reserve)" : "")" }.sorted() }
+    }
 
     /// Connections closed to make room for new ones, and connections refused, since the start.
-    public var counters: (evicted: Int, refused: Int) { lock.withLock { (evictions, refusals) } }
+    public var counters: (evicted: Int, refused: Int) { table.withLock { ($0.evictions, $0.refusals) } }
 
     /// Admits a new connection; at the cap the longest-waiting connection without a request in progress
     /// (one reading a head, or idle) is closed to make room.
     func open(_ id: ObjectIdentifier, channel: any Channel, now: NIODeadline) -> Admission {
         var victim: (any Channel)?
-        let admission: Admission = lock.withLock {
-            if regular >= limits.maxConnections, let oldest = oldestWaiting() {
-                victim = entries.removeValue(forKey: oldest)?.channel
-                regular -= 1
-                evictions += 1
+        let limits = limits
+        let admission: Admission = table.withLock { table in
+            if table.regular >= limits.maxConnections, let oldest = table.oldestWaiting() {
+                victim = table.entries.removeValue(forKey: oldest)?.channel
+                table.regular -= 1
+                table.evictions += 1
             }
-            if regular < limits.maxConnections {
-                regular += 1
-                entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: false)
+            if table.regular < limits.maxConnections {
+                table.regular += 1
+                table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: false)
                 return .accept
             }
-            if reserved < limits.reserve {
-                reserved += 1
-                entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: true)
+            if table.reserved < limits.reserve {
+                table.reserved += 1
+                table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: true)
                 return .reserve
             }
-            refusals += 1
+            table.refusals += 1
             return .refuse
         }
         victim?.close(promise: nil)
@@ -87,27 +104,17 @@ public final class ConnectionRegistry: @unchecked Sendable {
 
     /// Records what a connection is doing now.
     func update(_ id: ObjectIdentifier, _ activity: Activity, now: NIODeadline) {
-        lock.withLock {
-            entries[id]?.activity = activity
-            entries[id]?.since = now
+        table.withLock { table in
+            table.entries[id]?.activity = activity
+            table.entries[id]?.since = now
         }
     }
 
     /// Forgets a closed connection (one evicted earlier is already gone).
     func close(_ id: ObjectIdentifier) {
-        lock.withLock {
-            guard let entry = entries.removeValue(forKey: id) else { return }
-            if entry.reserve { reserved -= 1 } else { regular -= 1 }
+        table.withLock { table in
+            guard let entry = table.entries.removeValue(forKey: id) else { return }
+            if entry.reserve { table.reserved -= 1 } else { table.regular -= 1 }
         }
-    }
-
-    /// The regular connection that has waited longest without a request in progress (slow heads first).
-    private func oldestWaiting() -> ObjectIdentifier? {
-        var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
-        for (id, entry) in entries where !entry.reserve && entry.activity != .busy {
-            let rank = entry.activity == .readingHead ? 0 : 1
-            if best.map({ (rank, entry.since) < ($0.rank, $0.since) }) ?? true { best = (id, rank, entry.since) }
-        }
-        return best?.id
     }
 }

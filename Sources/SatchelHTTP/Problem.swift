@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import SatchelBytes
 
 /// An RFC 9457 problem document: a stable `type` URI, the status, its reason and a detail a user can act on.
 public struct ProblemDocument: Codable, Sendable, Equatable {
@@ -45,63 +46,63 @@ public struct ProblemDocument: Codable, Sendable, Equatable {
     }
 }
 
-/// The routes of an application, for answering a request that matches none: 405 with `Allow` when the path
-/// exists with other methods, else 404 — both as problem+json.
-public final class RouteTable: @unchecked Sendable {
-    private let lock = NSLock()
-    private var routes: [(path: RouterPath, method: HTTPRequest.Method)] = []
+/// A problem as Hummingbird's `HTTPResponseError`: throw it (or any ``ProblemConvertible`` error, which
+/// ``ProblemMiddleware`` turns into one) from a route and the client gets `application/problem+json`.
+public struct Problem: HTTPResponseError, Sendable {
+    /// The HTTP status.
+    public let status: HTTPResponse.Status
+    /// The problem type slug.
+    public let type: String
+    /// What happened, never a secret.
+    public let detail: String
+    /// Extra response headers (`Allow`, `Retry-After`).
+    public let headers: HTTPFields
 
-    /// An empty table; ``load(_:)`` fills it once the routes are registered.
-    public init() {}
-
-    /// Takes the router's routes.
-    public func load<Context>(_ router: Router<Context>) {
-        let list = router.routes.map { ($0.path, $0.method) }
-        lock.withLock { routes = list }
+    /// A problem with the slug `type`.
+    public init(status: HTTPResponse.Status, type: String, detail: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.type = type
+        self.detail = detail
+        self.headers = headers
     }
 
-    /// The methods routed for `path` (HEAD with GET).
-    public func methods(for path: String) -> [HTTPRequest.Method] {
-        let components = path.split(separator: "/", omittingEmptySubsequences: true)
-        let table = lock.withLock { routes }
-        var methods: [HTTPRequest.Method] = []
-        for route in table where Self.matches(route.path, components) && !methods.contains(route.method) {
-            methods.append(route.method)
-            if route.method == .get, !methods.contains(.head) { methods.append(.head) }
+    /// The problem for a module's error: its type, status and safe detail.
+    public init(_ error: some ProblemConvertible) {
+        self.init(status: .init(code: error.httpStatus), type: error.problemType, detail: error.problemDetail)
+    }
+
+    /// The problem for any error: a ``Problem`` as it is, a ``ProblemConvertible`` error by its own
+    /// description, Hummingbird's `HTTPError` by its status; anything else is a 500 that says nothing more.
+    public init(any error: any Error) {
+        switch error {
+        case let problem as Problem: self = problem
+        case let error as any ProblemConvertible: self.init(error)
+        case let error as HTTPError:
+            self.init(status: error.status, type: Self.slug(error.status),
+                      detail: error.body ?? error.status.reasonPhrase, headers: error.headers)
+        default: self.init(status: .internalServerError, type: "internal", detail: "internal error")
         }
-        return methods
     }
 
-    private static func matches(_ path: RouterPath, _ components: [Substring]) -> Bool {
-        let elements = path.components
-        if elements.last == .recursiveWildcard { return components.count >= elements.count - 1 }
-        guard elements.count == components.count else { return false }
-        return zip(elements, components).allSatisfy { $0 ~= $1 }
-    }
-}
+    /// The document sent.
+    public var document: ProblemDocument { ProblemDocument(status: status.code, type: type, detail: detail) }
 
-/// Turns the router's "no route" into problem+json: 404, or 405 with `Allow` when only the method is wrong.
-/// Add it first, so it also wraps the router's not-found responder.
-public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
-    let table: RouteTable
+    /// The `application/problem+json` response.
+    public var response: Response { document.response(headers: headers) }
 
-    /// A middleware answering from `table`.
-    public init(table: RouteTable) {
-        self.table = table
-    }
+    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as HTTPError where error.status == .notFound && [nil, "NotFound"].contains(context.endpointPath) {
-            let allowed = table.methods(for: request.uri.path)
-            guard !allowed.isEmpty else {
-                return ProblemDocument(status: 404, type: "not-found", detail: "no such endpoint").response()
-            }
-            var headers = HTTPFields()
-            headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
-            return ProblemDocument(status: 405, type: "method-not-allowed",
-                                   detail: "\(request.method.rawValue) is not allowed here; use \(headers[.allow] ?? "")").response(headers: headers)
+    /// A slug for a bare status (`not-found`, `too-large`).
+    static func slug(_ status: HTTPResponse.Status) -> String {
+        switch status.code {
+        case 400: return "bad-request"
+        case 401: return "unauthorized"
+        case 403: return "forbidden"
+        case 404: return "not-found"
+        case 405: return "method-not-allowed"
+        case 413: return "too-large"
+        case 500: return "internal"
+        default: return "http-\(status.code)"
         }
     }
 }

@@ -1,13 +1,17 @@
 import Foundation
+import SatchelSystem
 
 /// Lets at most `perSecond` log lines through each second; the next line that passes says how many were
 /// suppressed meanwhile. For refusals and errors a client can provoke at will.
-public final class RateLimitedLog: @unchecked Sendable {
-    private let lock = NSLock()
+public final class RateLimitedLog: Sendable {
+    private struct Window {
+        var start = Date.distantPast
+        var lines = 0
+        var suppressed = 0
+    }
+
     private let perSecond: Int
-    private var windowStart = Date.distantPast
-    private var inWindow = 0
-    private var suppressed = 0
+    private let window = Locked(Window())
 
     /// A limiter letting `perSecond` lines through each second.
     public init(perSecond: Int) {
@@ -17,18 +21,19 @@ public final class RateLimitedLog: @unchecked Sendable {
     /// Calls `write` with the count of lines suppressed since the last one written, unless this second's
     /// quota is spent (then the line is counted and dropped).
     public func log(now: Date = Date(), _ write: (Int) -> Void) {
-        let suppressedSoFar: Int? = lock.withLock {
-            if now.timeIntervalSince(windowStart) >= 1 {
-                windowStart = now
-                inWindow = 0
+        let perSecond = perSecond
+        let suppressedSoFar: Int? = window.withLock { window in
+            if now.timeIntervalSince(window.start) >= 1 {
+                window.start = now
+                window.lines = 0
             }
-            guard inWindow < perSecond else {
-                suppressed += 1
+            guard window.lines < perSecond else {
+                window.suppressed += 1
                 return nil
             }
-            inWindow += 1
-            defer { suppressed = 0 }
-            return suppressed
+            window.lines += 1
+            defer { window.suppressed = 0 }
+            return window.suppressed
         }
         if let suppressedSoFar { write(suppressedSoFar) }
     }

@@ -1,4 +1,6 @@
 import Foundation
+import SatchelBytes
+import SatchelSystem
 import JWTKit
 
 /// The claims of an entitlement token issued by the content provider's backend.
@@ -53,28 +55,29 @@ public struct EntitlementVerifier: Sendable {
     public init(jwks: Data, audience: String? = nil, issuer: String? = nil) async throws(LicensingError) {
         self.audience = audience
         self.issuer = issuer
-        guard let object = try? JSONSerialization.jsonObject(with: jwks) as? [String: Any], let list = object["keys"] as? [[String: Any]], !list.isEmpty else {
+        guard let document = try? JSONDecoder().decode([String: JSONValue].self, from: jwks), case let .array(list)? = document["keys"],
+              !list.isEmpty else {
             throw .configuration("the JWKS must be a JSON object with a non-empty \"keys\" array")
         }
         let collection = JWTKeyCollection()
         var kids: Set<String> = []
         for entry in list {
-            let kid = (entry["kid"] as? String).map { JWKIdentifier(string: $0) }
-            if let name = entry["kid"] as? String { kids.insert(name) } else if entry["kty"] as? String != "oct" { kids.insert("default") }
+            guard case var .object(jwk) = entry else { throw .configuration("every entry of the JWKS \"keys\" array must be an object") }
+            let kid = jwk["kid"]?.string.map { JWKIdentifier(string: $0) }
+            if let name = jwk["kid"]?.string { kids.insert(name) } else if jwk["kty"]?.string != "oct" { kids.insert("default") }
             do {
-                switch entry["kty"] as? String {
+                switch jwk["kty"]?.string {
                 case "oct":
-                    guard let k = (entry["k"] as? String).flatMap(Self.base64URL), k.count >= Self.minimumSecretLength else {
+                    guard let k = jwk["k"]?.string.flatMap(Self.base64URL), k.count >= Self.minimumSecretLength else {
                         throw LicensingError.configuration("an \"oct\" key needs \"k\" of at least 32 bytes (HS256)")
                     }
                     await collection.add(hmac: HMACKey(from: k), digestAlgorithm: .sha256, kid: kid)
                 case "RSA", "EC":
-                    var jwk = entry
-                    if jwk["kid"] == nil { jwk["kid"] = "default" }
-                    let data = try JSONSerialization.data(withJSONObject: jwk)
+                    if jwk["kid"] == nil { jwk["kid"] = .string("default") }
+                    let data = try JSONEncoder().encode(jwk)
                     try await collection.add(jwk: JSONDecoder().decode(JWK.self, from: data))
                 default:
-                    throw LicensingError.configuration("unsupported JWK kty \(entry["kty"] as? String ?? "(none)") (use oct, EC or RSA)")
+                    throw LicensingError.configuration("unsupported JWK kty \(jwk["kty"]?.string ?? "(none)") (use oct, EC or RSA)")
                 }
             } catch let error as LicensingError {
                 throw error
@@ -147,25 +150,24 @@ public struct EntitlementVerifier: Sendable {
 }
 
 /// Tokens whose signature has been checked, kept until their `exp`.
-final class VerifiedTokens: @unchecked Sendable {
-    private let lock = NSLock()
-    private var entries: [String: Entitlement] = [:]
+final class VerifiedTokens: Sendable {
+    private let entries = Locked<[String: Entitlement]>([:])
 
     func get(_ token: String, now: Date) -> Entitlement? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let entitlement = entries[token] else { return nil }
-        guard entitlement.exp.value > now else {
-            entries[token] = nil
-            return nil
+        entries.withLock { entries in
+            guard let entitlement = entries[token] else { return nil }
+            guard entitlement.exp.value > now else {
+                entries[token] = nil
+                return nil
+            }
+            return entitlement
         }
-        return entitlement
     }
 
     func put(_ token: String, _ entitlement: Entitlement) {
-        lock.lock()
-        defer { lock.unlock() }
-        if entries.count >= 50_000 { entries.removeAll() }
-        entries[token] = entitlement
+        entries.withLock { entries in
+            if entries.count >= 50_000 { entries.removeAll() }
+            entries[token] = entitlement
+        }
     }
 }

@@ -1,5 +1,6 @@
 import FluentKit
 import Foundation
+import SatchelSystem
 import SatchelBytes
 import SatchelProtection
 
@@ -217,31 +218,28 @@ public struct KeyStore: Sendable {
 }
 
 /// Opened keys by lookup key, each with the time it was loaded.
-final class KeyCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var entries: [String: (key: StoredKey, loaded: ContinuousClock.Instant)] = [:]
+final class KeyCache: Sendable {
+    private let entries = Locked<[String: (key: StoredKey, loaded: ContinuousClock.Instant)]>([:])
 
     func get(_ lookup: String) -> StoredKey? {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let entry = entries[lookup] else { return nil }
-        guard entry.loaded.duration(to: .now) < KeyStore.cacheLifetime else {
-            entries[lookup] = nil
-            return nil
+        entries.withLock { entries in
+            guard let entry = entries[lookup] else { return nil }
+            guard entry.loaded.duration(to: .now) < KeyStore.cacheLifetime else {
+                entries[lookup] = nil
+                return nil
+            }
+            return entry.key
         }
-        return entry.key
     }
 
     func put(_ key: StoredKey, for lookups: [String]) {
-        lock.lock()
-        defer { lock.unlock() }
-        if entries.count > 10_000 { entries.removeAll() }
-        for lookup in lookups { entries[lookup] = (key, .now) }
+        entries.withLock { entries in
+            if entries.count > 10_000 { entries.removeAll() }
+            for lookup in lookups { entries[lookup] = (key, .now) }
+        }
     }
 
     func clear() {
-        lock.lock()
-        defer { lock.unlock() }
-        entries.removeAll()
+        entries.withLock { $0.removeAll() }
     }
 }

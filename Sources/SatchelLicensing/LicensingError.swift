@@ -1,5 +1,19 @@
+import SatchelBytes
+
 /// Why a key or license operation failed. Never carries key material.
-public enum LicensingError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum LicensingError: ProblemConvertible, Equatable {
+    /// 401 for a missing or invalid token, 403 when it does not entitle, 404 for an unknown asset,
+    /// 400 for a malformed request, 500 for configuration and storage.
+    public var httpStatus: Int {
+        switch self {
+        case .missingEntitlement, .invalidEntitlement: return 401
+        case .notEntitled, .policyDenied: return 403
+        case .unknownAsset: return 404
+        case .badRequest: return 400
+        case .configuration, .storage: return 500
+        }
+    }
+
     /// No entitlement token was given.
     case missingEntitlement
     /// The token is malformed, badly signed or expired.

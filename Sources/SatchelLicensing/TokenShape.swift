@@ -1,24 +1,5 @@
 import Foundation
-
-/// A JSON value, for checking the shape of a token's header and claims before trusting any of it.
-enum JSONValue: Decodable, Equatable, Sendable {
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case object([String: JSONValue])
-    case array([JSONValue])
-    case null
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
-}
+import SatchelBytes
 
 /// The header and claims of an entitlement token, read (not yet verified) so that every malformed part
 /// is named precisely: which claim is wrong and how, an unknown `kid`, a `crit` header Satchel cannot honour.

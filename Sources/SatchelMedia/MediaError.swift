@@ -1,7 +1,22 @@
 import SatchelBytes
 
 /// Why media bytes could not be read or written. Cases say where and what, so a user can act.
-public enum MediaError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum MediaError: ProblemConvertible, Equatable {
+    /// `media-truncated`, `media-malformed` or `media-unsupported`.
+    public var code: String {
+        switch self {
+        case .truncated: return "media-truncated"
+        case .malformed: return "media-malformed"
+        case .unsupported: return "media-unsupported"
+        }
+    }
+
+    /// Media is input: 400, or 415 for what Satchel does not handle.
+    public var httpStatus: Int {
+        if case .unsupported = self { return 415 }
+        return 400
+    }
+
     /// The input ended inside a structure.
     case truncated(String)
     /// A structure is malformed.

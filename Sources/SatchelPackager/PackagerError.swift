@@ -1,8 +1,18 @@
+import SatchelBytes
 import SatchelMedia
 import SatchelProtection
 
 /// Why packaging failed; names the input file where one is at fault. Never carries key material.
-public enum PackagerError: Error, Sendable, CustomStringConvertible {
+public enum PackagerError: ProblemConvertible {
+    /// `packager-input`, `packager-options` or `packager-output`.
+    public var code: String {
+        switch self {
+        case .input: return "packager-input"
+        case .invalidOptions: return "packager-options"
+        case .output: return "packager-output"
+        }
+    }
+
     /// An input file cannot be read or parsed.
     case input(file: String, reason: String)
     /// The options do not make sense together.

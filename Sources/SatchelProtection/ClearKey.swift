@@ -18,10 +18,10 @@ public enum ClearKey {
 
         /// Parses `{"kids": [...], "type": "..."}`.
         public init(json: [UInt8]) throws(ProtectionError) {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
-                  let kids = object["kids"] as? [String] else {
+            guard let message = try? JSONDecoder().decode(Message.self, from: Data(json)) else {
                 throw .invalidMessage("a Clear Key request is a JSON object with a \"kids\" array")
             }
+            let kids = message.kids
             guard !kids.isEmpty, kids.count <= 64 else { throw .invalidMessage("a Clear Key request names 1 to 64 key IDs") }
             keyIDs = try kids.map { (text) throws(ProtectionError) in
                 guard let bytes = Base64URL.decode(text), bytes.count == 16 else {
@@ -29,9 +29,15 @@ public enum ClearKey {
                 }
                 return try KeyID(bytes)
             }
-            let type = object["type"] as? String ?? "temporary"
+            let type = message.type ?? "temporary"
             guard ["temporary", "persistent-license"].contains(type) else { throw .invalidMessage("session type \"\(type.prefix(40))\"") }
             self.type = type
+        }
+
+        /// The request's JSON shape (EME §9.1.3).
+        private struct Message: Decodable {
+            let kids: [String]
+            let type: String?
         }
 
         /// The JSON body.
@@ -49,11 +55,20 @@ public enum ClearKey {
 
     /// Reads a license response into key IDs and keys.
     public static func parseResponse(_ json: [UInt8]) throws(ProtectionError) -> [(keyID: KeyID, key: SecretBytes)] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json)) as? [String: Any],
-              let keys = object["keys"] as? [[String: Any]] else { throw .invalidMessage("a Clear Key response has a \"keys\" array") }
-        return try keys.map { (entry) throws(ProtectionError) in
-            guard entry["kty"] as? String == "oct", let k = (entry["k"] as? String).flatMap(Base64URL.decode), k.count == 16,
-                  let kid = (entry["kid"] as? String).flatMap(Base64URL.decode), kid.count == 16 else {
+        struct Entry: Decodable {
+            let kty: String?
+            let k: String?
+            let kid: String?
+        }
+        struct License: Decodable {
+            let keys: [Entry]
+        }
+        guard let license = try? JSONDecoder().decode(License.self, from: Data(json)) else {
+            throw .invalidMessage("a Clear Key response has a \"keys\" array")
+        }
+        return try license.keys.map { (entry) throws(ProtectionError) in
+            guard entry.kty == "oct", let k = entry.k.flatMap(Base64URL.decode), k.count == 16,
+                  let kid = entry.kid.flatMap(Base64URL.decode), kid.count == 16 else {
                 throw .invalidMessage("a Clear Key response entry needs kty \"oct\", a 16-byte k and kid")
             }
             return (try KeyID(kid), SecretBytes(k))

@@ -1,5 +1,26 @@
+import SatchelBytes
+
 /// Why content could not be encrypted or decrypted. Never carries key material.
-public enum ProtectionError: Error, Equatable, Sendable, CustomStringConvertible {
+public enum ProtectionError: ProblemConvertible, Equatable {
+    /// `invalid-length`, `malformed-protected-data`, `invalid-message` or `crypto-failure`.
+    public var code: String {
+        switch self {
+        case .invalidLength: return "invalid-length"
+        case .malformed: return "malformed-protected-data"
+        case .invalidMessage: return "invalid-message"
+        case .cryptoFailure: return "crypto-failure"
+        }
+    }
+
+    /// A client's message or data is at fault (400); a failing cipher is the server's (500).
+    public var httpStatus: Int {
+        if case .cryptoFailure = self { return 500 }
+        return 400
+    }
+
+    /// What a client sees: its own mistake in words; a server fault as a bare "bad request" never says more.
+    public var problemType: String { httpStatus == 400 ? "bad-request" : "internal" }
+
     /// A key, key ID or IV has the wrong size.
     case invalidLength(what: String, expected: Int, actual: Int)
     /// Ciphertext is malformed (bad padding, not whole blocks, subsamples that do not fit).

@@ -1,13 +1,13 @@
 import Foundation
 import Prometheus
+import SatchelSystem
 
 /// Prometheus metrics of the license service: licenses issued by type, errors by type, latency.
 /// Kept in the server's own registry, so several servers in one process stay apart.
-final class LicenseMetrics: @unchecked Sendable {
+final class LicenseMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let latency: DurationHistogram
-    private let lock = NSLock()
-    private var counters: [String: Counter] = [:]
+    private let counters = Locked<[String: Counter]>([:])
 
     init() {
         latency = registry.makeDurationHistogram(name: "satchel_license_duration_seconds",
@@ -20,12 +20,12 @@ final class LicenseMetrics: @unchecked Sendable {
     func failed(_ type: String) { counter("satchel_license_errors_total", type).increment() }
 
     private func counter(_ name: String, _ type: String) -> Counter {
-        lock.lock()
-        defer { lock.unlock() }
-        if let counter = counters[name + "/" + type] { return counter }
-        let counter = registry.makeCounter(name: name, labels: [("type", type)])
-        counters[name + "/" + type] = counter
-        return counter
+        counters.withLock { counters in
+            if let counter = counters[name + "/" + type] { return counter }
+            let counter = registry.makeCounter(name: name, labels: [("type", type)])
+            counters[name + "/" + type] = counter
+            return counter
+        }
     }
 
     func observe(_ duration: Duration) { latency.recordNanoseconds(duration.nanoseconds) }

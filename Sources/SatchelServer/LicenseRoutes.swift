@@ -2,52 +2,46 @@ import Foundation
 import Hummingbird
 import Logging
 import SatchelBytes
-import SatchelFairPlay
 import SatchelHTTP
 import SatchelLicensing
 import SatchelProtection
 
-/// The HTTP endpoints of `satchel serve`.
-struct LicenseRoutes: Sendable {
+/// The license endpoints of `satchel serve`: FairPlay (`/fps/…`), W3C Clear Key and HLS AES-128 keys.
+/// Errors are thrown as they are; the HTTP kit answers them as problem+json.
+struct LicenseRoutes: RouteGroup {
     let service: LicenseService
     let certificate: [UInt8]?
     let metrics: LicenseMetrics
     let logger: Logger
-    static let maximumBody = 1 << 20
     static let fairPlayNotConfigured = Problem(status: .notFound, type: "fairplay-not-configured",
                                                detail: "FairPlay is not configured on this server (no --fps-certificate)")
     /// Refusals are logged at most this often (a flood of bad requests must not flood the log).
     let refusalLog = RateLimitedLog(perSecond: 10)
 
-    func register(on router: Router<BasicRequestContext>) {
-        router.get("/health") { _, _ in "ok" }
-        router.get("/metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: metrics.text())))
-        }
+    func register(on router: Router<SatchelRequestContext>) {
         router.get("/fps/certificate") { _, _ in
-            guard let certificate else { return Self.fairPlayNotConfigured.response }
-            return Response(status: .ok, headers: [.contentType: "application/x-x509-ca-cert"], body: .init(byteBuffer: ByteBuffer(bytes: certificate)))
+            guard let certificate else { throw Self.fairPlayNotConfigured }
+            return Response.bytes(certificate, contentType: "application/x-x509-ca-cert")
         }
         router.post("/fps/license") { request, _ in
             // Without credentials every FairPlay route says so, before reading the body or the token.
-            guard service.ksm != nil else { return Self.fairPlayNotConfigured.response }
-            return await handle("fairplay") { try await fairPlay(request) }
+            guard service.ksm != nil else { throw Self.fairPlayNotConfigured }
+            return try await counted("fairplay") { try await fairPlay(request) }
         }
-        router.post("/clearkey/license") { request, _ in await handle("clearkey") { try await clearKey(request) } }
-        router.get("/keys/:keyId") { request, context in
-            await handle("aes-128") {
+        router.post("/clearkey/license") { request, _ in try await counted("clearkey") { try await clearKey(request) } }
+        router.get("/keys/{keyId}") { request, context in
+            try await counted("aes-128") {
                 guard let id = context.parameters.get("keyId"), let keyID = try? KeyID(hex: id) else {
                     throw Problem(status: .badRequest, type: "bad-request", detail: "the key ID must be 32 hex digits")
                 }
-                let key = try await service.aes128Key(keyID, token: bearer(request))
-                return Response(status: .ok, headers: [.contentType: "application/octet-stream", .cacheControl: "no-store"],
-                                body: .init(byteBuffer: ByteBuffer(bytes: key)))
+                let key = try await service.aes128Key(keyID, token: request.bearerToken)
+                return Response.bytes(key, contentType: "application/octet-stream")
             }
         }
     }
 
-    /// Runs a handler, counting, timing and turning failures into problem responses.
-    private func handle(_ type: String, _ body: () async throws -> Response) async -> Response {
+    /// Counts and times a license request; a refusal is counted by its problem type and logged (rate-limited).
+    private func counted(_ type: String, _ body: () async throws -> Response) async throws -> Response {
         let clock = ContinuousClock()
         let start = clock.now
         defer { metrics.observe(start.duration(to: clock.now)) }
@@ -56,35 +50,28 @@ struct LicenseRoutes: Sendable {
             metrics.issued(type)
             return response
         } catch {
-            let problem = Problem(error)
+            let problem = Problem(any: error)
             metrics.failed(problem.type)
             refusalLog.log { suppressed in
                 logger.info("license refused", metadata: ["type": .string(type), "problem": .string(problem.type),
                                                           "suppressed": .stringConvertible(suppressed)])
             }
-            return problem.response
+            throw problem
         }
-    }
-
-    private func bearer(_ request: Request) -> String? {
-        guard let value = request.headers[.authorization], value.utf8.count > 7,
-              String(decoding: value.utf8.prefix(7), as: UTF8.self).lowercased() == "bearer " else { return nil }
-        let token = value.utf8.dropFirst(7).drop { $0 == UInt8(ascii: " ") }
-        return String(decoding: token.reversed().drop { $0 == UInt8(ascii: " ") }.reversed(), as: UTF8.self)
     }
 
     /// The one rule for every endpoint: the `Authorization: Bearer` header wins; a `token` in the body
     /// (JSON or form) is used only when the request has no such header.
     private func token(_ request: Request, body: @autoclosure () -> String?) -> String? {
-        bearer(request) ?? body()
+        request.bearerToken ?? body()
     }
 
     private func body(_ request: Request) async throws -> [UInt8] {
         do {
-            let buffer = try await request.body.collect(upTo: Self.maximumBody)
+            let buffer = try await request.body.collect(upTo: .max)
             return Array(buffer.readableBytesView)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
-            throw Problem(status: .contentTooLarge, type: "too-large", detail: "request bodies are limited to 1 MiB")
+        } catch let problem as Problem {
+            throw problem  // the body limit
         } catch {
             throw Problem(status: .badRequest, type: "bad-request", detail: "the request body could not be read (malformed or cut short)")
         }
@@ -94,61 +81,49 @@ struct LicenseRoutes: Sendable {
     private func fairPlay(_ request: Request) async throws -> Response {
         let bytes = try await body(request)
         let contentType = request.headers[.contentType]?.lowercased() ?? ""
-        let token = bearer(request)
         // A raw SPC is recognised by its header whatever the Content-Type says (`curl --data-binary` sends a form type).
         if contentType.hasPrefix("application/x-www-form-urlencoded"), !Self.looksLikeSPC(bytes) {
             let fields = Self.formFields(String(decoding: bytes, as: UTF8.self))
             guard let spc = fields["spc"].flatMap(Self.base64) else { throw LicensingError.badRequest("form field \"spc\" (base64) is required") }
-            let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: self.token(request, body: fields["token"]))
-            return json(["ckc": Data(license.ckc).base64EncodedString()])
+            let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: token(request, body: fields["token"]))
+            return try Response.json(CKCAnswer(ckc: Data(license.ckc).base64EncodedString()))
         }
         if let first = bytes.first(where: { ![0x20, 0x0a, 0x0d, 0x09].contains($0) }), first == UInt8(ascii: "{") {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
-                throw LicensingError.badRequest("the body is not a JSON object")
+            guard let message = try? JSONDecoder().decode(FairPlayLicenseRequest.self, from: Data(bytes)) else {
+                throw LicensingError.badRequest("the body is not a JSON object of the documented shape")
             }
-            let bodyToken = self.token(request, body: object["token"] as? String)
-            if let apple = object["fairplay-streaming-request"] as? [String: Any] {
-                return try await appleRequest(apple, token: bodyToken)
-            }
-            guard let spc = (object["spc"] as? String).flatMap(Self.base64) else { throw LicensingError.badRequest("\"spc\" (base64) is required") }
-            let license = try await service.fairPlay(spc: spc, assetHint: object["assetId"] as? String, token: bodyToken)
-            return json(["ckc": Data(license.ckc).base64EncodedString()])
+            let bodyToken = token(request, body: message.token)
+            if let apple = message.appleRequest { return try await appleRequest(apple, token: bodyToken) }
+            guard let spc = message.spc.flatMap(Self.base64) else { throw LicensingError.badRequest("\"spc\" (base64) is required") }
+            let license = try await service.fairPlay(spc: spc, assetHint: message.assetId, token: bodyToken)
+            return try Response.json(CKCAnswer(ckc: Data(license.ckc).base64EncodedString()))
         }
-        let license = try await service.fairPlay(spc: bytes, token: token)
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: ByteBuffer(bytes: license.ckc)))
+        let license = try await service.fairPlay(spc: bytes, token: request.bearerToken)
+        return Response.bytes(license.ckc, contentType: "application/octet-stream")
     }
 
     /// Apple's JSON protocol: `{"fairplay-streaming-request": {"version": 1, "streaming-keys": [{"id", "uri", "spc"}]}}`.
-    private func appleRequest(_ request: [String: Any], token: String?) async throws -> Response {
-        guard (request["version"] as? Int) == 1, let keys = request["streaming-keys"] as? [[String: Any]], !keys.isEmpty, keys.count <= 32 else {
+    private func appleRequest(_ request: AppleStreamingRequest, token: String?) async throws -> Response {
+        guard request.version == 1, let keys = request.streamingKeys, !keys.isEmpty, keys.count <= 32 else {
             throw LicensingError.badRequest("fairplay-streaming-request needs version 1 and 1 to 32 streaming-keys")
         }
-        var answers: [[String: Any]] = []
+        var answers: [AppleStreamingResponse.Key] = []
         for key in keys {
-            guard let spc = (key["spc"] as? String).flatMap(Self.base64) else { throw LicensingError.badRequest("each streaming key needs an \"spc\"") }
-            let hint = (key["uri"] as? String).flatMap { URL(string: $0)?.host }
+            guard let spc = key.spc.flatMap(Self.base64) else { throw LicensingError.badRequest("each streaming key needs an \"spc\"") }
+            let hint = key.uri.flatMap { URL(string: $0)?.host }
             let license = try await service.fairPlay(spc: spc, assetHint: hint, token: token)
-            var answer: [String: Any] = ["ckc": Data(license.ckc).base64EncodedString()]
-            if let id = key["id"] { answer["id"] = id }
-            if let uri = key["uri"] { answer["uri"] = uri }
-            answers.append(answer)
+            answers.append(.init(id: key.id, uri: key.uri, ckc: Data(license.ckc).base64EncodedString()))
         }
-        return json(["fairplay-streaming-response": ["version": 1, "streaming-keys": answers]])
+        return try Response.json(AppleStreamingResponse(response: .init(streamingKeys: answers)))
     }
 
     /// POST /clearkey/license.
     private func clearKey(_ request: Request) async throws -> Response {
         let bytes = try await body(request)
         let clearKeyRequest = try ClearKey.Request(json: bytes)
-        let token = self.token(request, body: (try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])?["token"] as? String)
+        let token = token(request, body: (try? JSONDecoder().decode(TokenMember.self, from: Data(bytes)))?.token)
         let license = try await service.clearKey(clearKeyRequest, token: token)
-        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: license)))
-    }
-
-    private func json(_ object: [String: Any]) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
-        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return Response.bytes(license, contentType: "application/json")
     }
 
     /// True for bytes that start as an SPC does: version 1 (big-endian) and a reserved word, far longer than a form.
@@ -169,5 +144,17 @@ struct LicenseRoutes: Sendable {
             fields[decode(parts[0])] = decode(parts[1])
         }
         return fields
+    }
+}
+
+/// `/health` and `/metrics` (Prometheus text: licenses by type, refusals by problem type, latency, HTTP requests).
+struct ServiceRoutes: RouteGroup {
+    let metrics: LicenseMetrics
+
+    func register(on router: Router<SatchelRequestContext>) {
+        router.get("/health") { _, _ in "ok" }
+        router.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: metrics.text())))
+        }
     }
 }

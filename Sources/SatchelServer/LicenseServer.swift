@@ -2,27 +2,28 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import Prometheus
 import ServiceLifecycle
-import SatchelFairPlay
 import SatchelHTTP
 import SatchelLicensing
 
-/// `satchel serve`: the license service as a Hummingbird application.
+/// `satchel serve`: the license service as a Hummingbird application, assembled by the HTTP kit's
+/// ``ApplicationBuilder`` from route groups (licenses and the service endpoints today).
 public struct LicenseServer: Sendable {
     /// Builds the application for `service`, listening on `host`:`port`, with its connections under the
-    /// registry's limits (timeouts and the connection cap; see ``ConnectionLimits``).
+    /// registry's limits (timeouts and the connection cap; see ``ConnectionLimits``). `services` run and stop
+    /// with the server (a ``LifecycleService`` that closes the database).
     public static func application(service: LicenseService, certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
+                                   services: [any Service] = [],
                                    logger: Logger = Logger(label: "satchel.serve"),
                                    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) -> some ApplicationProtocol {
-        let router = Router()
-        let table = RouteTable()
-        router.add(middleware: ProblemMiddleware(table: table))
-        LicenseRoutes(service: service, certificate: certificate, metrics: LicenseMetrics(), logger: logger).register(on: router)
-        table.load(router)
-        return Application(router: router, server: .guardedHTTP1(registry: connections),
-                           configuration: .init(address: .hostname(host, port: port), serverName: "Satchel"),
-                           onServerRunning: onServerRunning,
-                           logger: logger)
+        let metrics = LicenseMetrics()
+        var builder = ApplicationBuilder(host: host, port: port, connections: connections,
+                                         metrics: PrometheusMetricsFactory(registry: metrics.registry), logger: logger)
+        builder.add(ServiceRoutes(metrics: metrics))
+        builder.add(LicenseRoutes(service: service, certificate: certificate, metrics: metrics, logger: logger))
+        for service in services { builder.add(service: service) }
+        return builder.build(onServerRunning: onServerRunning)
     }
 }

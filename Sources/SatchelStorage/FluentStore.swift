@@ -10,21 +10,16 @@ public struct FluentStore: Sendable {
     /// The database handle.
     public let database: any Database
 
-    /// Why a database could not be opened.
-    public struct OpenError: Error, CustomStringConvertible {
-        public let description: String
-    }
-
     /// Opens `configuration` and runs `migrations` (setting up the migration log first). Everything opened
     /// is shut down again when this fails.
     public static func open(_ configuration: DatabaseConfigurationFactory, as id: DatabaseID, migrations: [any Migration],
-                            logger: Logger) async throws(OpenError) -> FluentStore {
+                            logger: Logger) async throws(StorageError) -> FluentStore {
         let group = MultiThreadedEventLoopGroup.singleton
         let databases = Databases(threadPool: NIOThreadPool.singleton, on: group)
         databases.use(configuration, as: id)
         guard let database = databases.database(logger: logger, on: group.any()) else {
             await databases.shutdownAsync()
-            throw OpenError(description: "cannot open the database")
+            throw .cannotOpen("no database is configured under this ID")
         }
         let list = Migrations()
         for migration in migrations { list.add(migration) }
@@ -34,7 +29,7 @@ public struct FluentStore: Sendable {
             try await migrator.prepareBatch().get()
         } catch {
             await databases.shutdownAsync()
-            throw OpenError(description: String(String(describing: error).prefix(200)))
+            throw .migration(String(String(describing: error).prefix(200)))
         }
         return FluentStore(databases: databases, database: database)
     }

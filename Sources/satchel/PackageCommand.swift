@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SatchelSystem
 import SatchelBytes
 import SatchelPackager
 import SatchelProtection
@@ -70,21 +71,20 @@ struct PackageCommand: SatchelAsyncCommand {
 }
 
 /// A one-line progress bar on stderr, drawn only when stderr is a terminal.
-final class ProgressBar: @unchecked Sendable {
+final class ProgressBar: Sendable {
     private let label: String
     private let enabled = isatty(STDERR_FILENO) == 1
-    private let lock = NSLock()
-    private var lastPercent = -1
+    private let lastPercent = Locked(-1)
 
     init(label: String) { self.label = label }
 
     func update(_ fraction: Double) {
         guard enabled else { return }
         let percent = Int((min(max(fraction, 0), 1) * 100).rounded(.down))
-        lock.lock()
-        defer { lock.unlock() }
-        guard percent != lastPercent else { return }
-        lastPercent = percent
+        guard lastPercent.withLock({ last in
+            defer { last = percent }
+            return last != percent
+        }) else { return }
         let filled = percent * 30 / 100
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: 30 - filled)
         FileHandle.standardError.write(Data("\r\(label) [\(bar)] \(percent)%".utf8))

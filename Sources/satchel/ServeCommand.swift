@@ -77,18 +77,18 @@ struct ServeCommand: SatchelAsyncCommand {
         ConnectionLimits.raiseDescriptorLimit()
         let limits = ConnectionLimits(headerTimeout: .milliseconds(Int(headerTimeout * 1000)), idleTimeout: .milliseconds(Int(idleTimeout * 1000)),
                                       maxConnections: maxConnections)
+        // The database closes inside ServiceLifecycle, after the server has stopped taking requests.
         let app = LicenseServer.application(service: service, certificate: credentials.first?.certificate, host: host, port: port,
-                                            connections: ConnectionRegistry(limits: limits), logger: logger)
+                                            connections: ConnectionRegistry(limits: limits),
+                                            services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger)
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s))")
         do {
             try await app.runService()
         } catch {
-            await database.shutdown()
             if let io = error as? IOError, io.errnoCode == EADDRINUSE {
                 throw CLIError("\(host):\(port) is already in use (another satchel serve?): stop it or choose another --port")
             }
             throw error
         }
-        await database.shutdown()
     }
 }

@@ -1,0 +1,68 @@
+import Foundation
+import SatchelBytes
+
+/// `POST /fps/license` as JSON: `{"spc", "assetId", "token"}`, or Apple's `fairplay-streaming-request`.
+struct FairPlayLicenseRequest: Decodable {
+    var spc: String?
+    var assetId: String?
+    var token: String?
+    var appleRequest: AppleStreamingRequest?
+
+    enum CodingKeys: String, CodingKey {
+        case spc, assetId, token
+        case appleRequest = "fairplay-streaming-request"
+    }
+}
+
+/// Apple's JSON protocol: `{"version": 1, "streaming-keys": [{"id", "uri", "spc"}]}`.
+struct AppleStreamingRequest: Decodable {
+    var version: Int?
+    var streamingKeys: [StreamingKey]?
+
+    struct StreamingKey: Decodable {
+        /// Echoed back as sent (a number or a string).
+        var id: JSONValue?
+        var uri: String?
+        var spc: String?
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case version
+        case streamingKeys = "streaming-keys"
+    }
+}
+
+/// The answer to Apple's JSON protocol.
+struct AppleStreamingResponse: Encodable {
+    var response: Body
+
+    struct Body: Encodable {
+        var version = 1
+        var streamingKeys: [Key]
+
+        enum CodingKeys: String, CodingKey {
+            case version
+            case streamingKeys = "streaming-keys"
+        }
+    }
+
+    struct Key: Encodable {
+        var id: JSONValue?
+        var uri: String?
+        var ckc: String
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case response = "fairplay-streaming-response"
+    }
+}
+
+/// `{"ckc": base64}`.
+struct CKCAnswer: Encodable {
+    var ckc: String
+}
+
+/// The optional `token` member of a JSON body (the Clear Key request carries its own members beside it).
+struct TokenMember: Decodable {
+    var token: String?
+}

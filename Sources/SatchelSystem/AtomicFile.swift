@@ -1,0 +1,103 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one way Satchel writes a file that must survive a crash: a temporary file in the same directory,
+/// written whole, `fsync`ed, renamed over the target, and the directory `fsync`ed so the rename itself is
+/// durable. A reader sees the old file or the new one, never a part; after a power cut, the same.
+public enum AtomicFile {
+    /// Writes `bytes` to `path` with `mode`.
+    public static func write<Bytes: Collection<UInt8>>(_ bytes: Bytes, to path: String, mode: mode_t = 0o644) throws(SystemError) {
+        let (directory, name) = split(path)
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open the directory", path: directory, errno: errno) }
+        defer { close(fd) }
+        try write(bytes, name: name, in: fd, directoryPath: directory, mode: mode)
+    }
+
+    /// Writes `bytes` as `name` inside the open directory `directory` (no symbolic link is followed);
+    /// `directoryPath` is used in messages only.
+    public static func write<Bytes: Collection<UInt8>>(_ bytes: Bytes, name: String, in directory: Int32, directoryPath: String,
+                                                       mode: mode_t = 0o644) throws(SystemError) {
+        let target = directoryPath + "/" + name
+        var temporary = ""
+        var fd: Int32 = -1
+        for _ in 0..<8 where fd < 0 {
+            temporary = ".\(name).\(String(UInt64.random(in: 0...UInt64.max), radix: 36)).tmp"
+            fd = openat(directory, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+            if fd < 0, errno != EEXIST { break }
+        }
+        guard fd >= 0 else { throw SystemError("create a file beside", path: target, errno: errno) }
+        do throws(SystemError) {
+            try writeAll(fd, bytes, path: target)
+            try sync(fd, path: target)
+            close(fd)
+            fd = -1
+            guard renameat(directory, temporary, directory, name) == 0 else { throw SystemError("rename into", path: target, errno: errno) }
+        } catch {
+            if fd >= 0 { close(fd) }
+            _ = unlinkat(directory, temporary, 0)
+            throw error
+        }
+        try sync(directory, path: directoryPath)
+    }
+
+    /// Makes what was written to `fd` durable.
+    public static func sync(_ fd: Int32, path: String) throws(SystemError) {
+        while fsync(fd) != 0 {
+            guard errno == EINTR else { throw SystemError("sync", path: path, errno: errno) }
+        }
+    }
+
+    /// Makes the entries of the directory at `path` durable (after a rename or a new file in it).
+    public static func syncDirectory(_ path: String) throws(SystemError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open the directory", path: path, errno: errno) }
+        defer { close(fd) }
+        try sync(fd, path: path)
+    }
+
+    /// Writes every byte of `bytes` to `fd`, retrying on EINTR.
+    public static func writeAll<Bytes: Collection<UInt8>>(_ fd: Int32, _ bytes: Bytes, path: String) throws(SystemError) {
+        var failure: SystemError?
+        let done: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+            do throws(SystemError) { try writeAll(fd, UnsafeRawBufferPointer(buffer), path: path) } catch { failure = error }
+        }
+        if done == nil {
+            Array(bytes).withUnsafeBytes { raw in
+                do throws(SystemError) { try writeAll(fd, raw, path: path) } catch { failure = error }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes every byte of `raw` to `fd`, retrying on EINTR.
+    public static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer, path: String) throws(SystemError) {
+        guard let start = raw.baseAddress else { return }
+        var offset = 0
+        while offset < raw.count {
+            let written = systemWrite(fd, start + offset, raw.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw SystemError("write", path: path, errno: errno)
+            }
+            guard written > 0 else { throw SystemError("write", path: path, errno: EIO) }
+            offset += written
+        }
+    }
+
+    /// The directory and the last component of `path` (`.` when it has no directory).
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+}
+
+#if canImport(Glibc)
+private let systemWrite = Glibc.write
+#elseif canImport(Darwin)
+private let systemWrite = Darwin.write
+#endif
