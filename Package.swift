@@ -173,7 +173,7 @@ let package = Package(
         .testTarget(
             name: "SatchelDownloadsTests",
             dependencies: [
-                "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelTestSupport",
+                "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelSystem", "SatchelTestSupport",
             ]
         ),
         .testTarget(name: "SatchelPackagerTests",

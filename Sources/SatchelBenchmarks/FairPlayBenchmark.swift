@@ -18,7 +18,7 @@ struct FairPlayBenchmark {
         return root.deletingLastPathComponent().appendingPathComponent("shared/conformance/fairplay/credentials")
     }
 
-    func run() throws {
+    func run() async throws {
         let certificate = Array(try Data(contentsOf: Self.credentialsDirectory.appendingPathComponent("dev_certificate.der")))
         let keyPEM = try String(contentsOf: Self.credentialsDirectory.appendingPathComponent("dev_private_key.pem"), encoding: .utf8)
         let dFunction = try DevelopmentDFunction(dask: SecretBytes(hex: "d87ce7a26081de2e8eb8acef3a6dc179", count: 16))
@@ -43,9 +43,9 @@ struct FairPlayBenchmark {
         var rsaRates: [Double] = [], ksmRates: [Double] = [], parseRates: [Double] = [], ratios: [Double] = []
         let rounds = max(Int(seconds * 4), 3)
         for _ in 0..<rounds {
-            let rsa = try measure(0.25) { index in _ = try privateKey.decrypt(wrapped[index % wrapped.count], padding: .PKCS1_OAEP) }
-            let ksmRound = try measure(0.25) { index in _ = try ksm.process(spcs[index % spcs.count]) { _ in policy } }
-            parseRates.append(try measure(0.1) { index in _ = try ksm.parse(spcs[index % spcs.count]) })
+            let rsa = try await measure(0.25) { index in _ = try privateKey.decrypt(wrapped[index % wrapped.count], padding: .PKCS1_OAEP) }
+            let ksmRound = try await measure(0.25) { index in _ = try await ksm.process(spcs[index % spcs.count]) { _ in policy } }
+            parseRates.append(try await measure(0.1) { index in _ = try ksm.parse(spcs[index % spcs.count]) })
             rsaRates.append(rsa)
             ksmRates.append(ksmRound)
             ratios.append(ksmRound / rsa)
@@ -55,11 +55,11 @@ struct FairPlayBenchmark {
             let parsed = try spcs.map { try ksm.parse($0) }
             let payloads = parsed.map { TLLVCodec.encode($0.tllvs.blocks) }
             let builder = CKCBuilder()
-            print(row("part: SPC header", try measure(0.5) { i in _ = try SPCParser.readHeader(spcs[i % 64]) }))
-            print(row("part: TLLV payload parse", try measure(0.5) { i in _ = try TLLVCodec.parse(payloads[i % 64]) }))
-            print(row("part: protocol checks", try measure(0.5) { i in _ = try ksm.check(parsed[i % 64], now: Date()) }))
-            print(row("part: CKC build", try measure(0.5) { i in _ = try builder.build(for: parsed[i % 64], policy: policy) }))
-            print(row("part: 256 random bytes", try measure(0.5) { _ in _ = SecureRandom.Pool(capacity: 256) }))
+            print(row("part: SPC header", try await measure(0.5) { i in _ = try SPCParser.readHeader(spcs[i % 64]) }))
+            print(row("part: TLLV payload parse", try await measure(0.5) { i in _ = try TLLVCodec.parse(payloads[i % 64]) }))
+            print(row("part: protocol checks", try await measure(0.5) { i in _ = try ksm.check(parsed[i % 64], now: Date()) }))
+            print(row("part: CKC build", try await measure(0.5) { i in _ = try builder.build(for: parsed[i % 64], policy: policy) }))
+            print(row("part: 256 random bytes", try await measure(0.5) { _ in _ = SecureRandom.Pool(capacity: 256) }))
         }
         let rsaRate = median(rsaRates), ksmRate = median(ksmRates), parseRate = median(parseRates)
 
@@ -74,15 +74,15 @@ struct FairPlayBenchmark {
     }
 
     /// Operations per second of `body` on this thread over `seconds`.
-    private func measure(_ duration: Double, _ body: (Int) throws -> Void) throws -> Double {
-        for index in 0..<50 { try body(index) }  // warm up
+    private func measure(_ duration: Double, _ body: (Int) async throws -> Void) async throws -> Double {
+        for index in 0..<50 { try await body(index) }  // warm up
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start.advanced(by: .milliseconds(Int64(duration * 1000)))
         var count = 0
         while clock.now < deadline {
             for _ in 0..<100 {
-                try body(count)
+                try await body(count)
                 count += 1
             }
         }

@@ -26,7 +26,7 @@ struct ServerBenchmark {
                                                 dFunction: dFunction)
         let ksm = KeySecurityModule(configuration: .init(credentials: [credential]))
         let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil)
-        let store = KeyStore(database: database.database, kek: try KeyEncryptionKey(SecretBytes.random(32)))
+        let store = FluentKeyStore(database: database.database, kek: try KeyEncryptionKey(SecretBytes.random(32)))
         let key = ContentKey.random()
         try await store.importKeys([key], assetID: "bench", fairPlayAssetID: "bench", policy: AssetPolicy(leaseSeconds: 600))
         let verifier = try await EntitlementVerifier(hmacSecret: SecureRandom.bytes(32))
@@ -50,7 +50,7 @@ struct ServerBenchmark {
         let start = clock.now
         var count = 0
         while start.duration(to: clock.now) < .seconds(2) {
-            _ = try ksm.process(spc) { _ in policy }
+            _ = try await ksm.process(spc) { _ in policy }
             count += 1
         }
         let elapsed = start.duration(to: clock.now)

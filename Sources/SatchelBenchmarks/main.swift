@@ -17,7 +17,7 @@ let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil }
 
 if suites.isEmpty || suites.contains("fairplay") {
     do {
-        try FairPlayBenchmark(seconds: seconds, parts: arguments.contains("--parts")).run()
+        try await FairPlayBenchmark(seconds: seconds, parts: arguments.contains("--parts")).run()
     } catch {
         FileHandle.standardError.write(Data("benchmark failed: \(error)\n".utf8))
         exit(1)

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -9,7 +10,7 @@ import Darwin
 /// `O_NOFOLLOW`, so a symbolic link planted anywhere in the chain is refused rather than followed.
 /// Every file of an asset is reached through one of these (`openat`, `fstatat`, `renameat` relative to
 /// `fd`), so nothing outside the asset's folder is ever read, counted, written or deleted.
-final class AssetFolder: @unchecked Sendable {
+public final class AssetFolder: @unchecked Sendable {
     /// The open directory.
     let fd: Int32
     /// Its path, for messages.
@@ -84,57 +85,36 @@ final class AssetFolder: @unchecked Sendable {
         _ = unlinkat(fd, name, 0)
     }
 
-    /// Writes `bytes` to the new file `name` atomically: a temporary file, written whole, renamed into place.
+    /// Writes `bytes` as `name` with the one crash-safe writer (temporary file, fsync, rename, fsync of the folder).
     func writeAtomically(_ name: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(DownloadFailure) {
-        let temporary = name + ".tmp"
-        let file = openFile(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: mode)
-        guard file >= 0 else { throw AssetStore.failure(path: path + "/" + temporary) }
-        do throws(DownloadFailure) {
-            try AssetFolder.writeAll(file, bytes[...], path: path + "/" + temporary)
+        do throws(SystemError) {
+            try AtomicFile.write(bytes, name: name, in: fd, directoryPath: path, mode: mode)
         } catch {
-            close(file)
-            unlink(temporary)
-            throw error
+            throw AssetStore.failure(error)
         }
-        close(file)
-        try rename(temporary, to: name)
     }
 
     /// Writes every byte of `bytes` to `fd`, retrying on EINTR.
     static func writeAll<Bytes: Collection<UInt8>>(_ fd: Int32, _ bytes: Bytes, path: String) throws(DownloadFailure) {
-        var failure: DownloadFailure?
-        let done: Void? = bytes.withContiguousStorageIfAvailable { buffer in
-            do throws(DownloadFailure) { try writeAll(fd, UnsafeRawBufferPointer(buffer), path: path) } catch { failure = error }
+        do throws(SystemError) {
+            try AtomicFile.writeAll(fd, bytes, path: path)
+        } catch {
+            throw AssetStore.failure(error)
         }
-        if done == nil {
-            let copy = Array(bytes)
-            copy.withUnsafeBytes { raw in
-                do throws(DownloadFailure) { try writeAll(fd, raw, path: path) } catch { failure = error }
-            }
-        }
-        if let failure { throw failure }
     }
 
-    /// Writes every byte of `raw` to `fd`, retrying on EINTR.
-    static func writeAll(_ fd: Int32, _ raw: UnsafeRawBufferPointer, path: String) throws(DownloadFailure) {
-        guard let start = raw.baseAddress else { return }
-        var offset = 0
-        while offset < raw.count {
-            let written = systemWrite(fd, start + offset, raw.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw AssetStore.failure(path: path)
-            }
-            guard written > 0 else { throw .fileSystem(path: path, message: "the write made no progress") }
-            offset += written
+    /// Makes what was written to the open file `file` durable (before it is renamed complete).
+    static func sync(_ file: Int32, path: String) throws(DownloadFailure) {
+        do throws(SystemError) {
+            try AtomicFile.sync(file, path: path)
+        } catch {
+            throw AssetStore.failure(error)
         }
     }
 }
 
 #if canImport(Glibc)
-private let systemWrite = Glibc.write
 private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Glibc.open(path, flags) }
 #elseif canImport(Darwin)
-private let systemWrite = Darwin.write
 private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Darwin.open(path, flags) }
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -9,7 +10,7 @@ import Darwin
 /// path is complete (it is only ever created by renaming a verified `.part` file); `<path>.part` is a
 /// partial download whose size says where to resume. So the store itself answers "which bytes are
 /// missing", and the index needs no per-file ledger.
-public struct AssetStore: Sendable {
+public struct AssetStore: AssetStoring {
     /// The directory holding every asset's directory.
     public let root: String
 
@@ -34,7 +35,7 @@ public struct AssetStore: Sendable {
     /// The directory holding `localPath` inside the asset's folder, reached without following links, and
     /// the file's name in it. `localPath` must be confined (``LocalPath/isConfined(_:)``): anything else is
     /// `invalidContent` for `url` and nothing is opened. Without `create`, nil when a directory is missing.
-    func folder(_ id: String, of localPath: String, create: Bool, url: String) throws(DownloadFailure) -> (folder: AssetFolder, name: String)? {
+    public func folder(_ id: String, of localPath: String, create: Bool, url: String) throws(DownloadFailure) -> (folder: AssetFolder, name: String)? {
         guard Self.isValidID(id), LocalPath.isConfined(localPath) else {
             throw .invalidContent(url: url, reason: "its local path would leave the asset's folder")
         }
@@ -84,7 +85,7 @@ public struct AssetStore: Sendable {
     }
 
     /// Writes the plan's manifests (atomically: a temporary file renamed into place).
-    func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
+    public func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
         for manifest in plan.manifests {
             guard let (folder, name) = try folder(id, of: manifest.path, create: true, url: manifest.path) else { continue }
             try folder.writeAtomically(name, Array(manifest.text.utf8))
@@ -92,7 +93,7 @@ public struct AssetStore: Sendable {
     }
 
     /// Creates every directory the plan's files go into (once each, not once per file).
-    func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
+    public func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
         var made = Set<Substring>()
         for resource in plan.resources {
             let directory = resource.localPath.lastIndex(of: "/").map { resource.localPath[..<$0] } ?? ""
@@ -101,9 +102,13 @@ public struct AssetStore: Sendable {
     }
 
     /// Deletes an asset's files (links inside are removed, never followed).
-    public func delete(_ id: String) {
+    public func delete(_ id: String) throws(DownloadFailure) {
         guard Self.isValidID(id) else { return }
-        try? FileManager.default.removeItem(atPath: directory(id))
+        var info = stat()
+        guard lstat(directory(id), &info) == 0 else { return }  // nothing on disk
+        do { try FileManager.default.removeItem(atPath: directory(id)) } catch {
+            throw .fileSystem(path: directory(id), message: "cannot delete the asset's folder")
+        }
     }
 
     /// Bytes used by every asset (regular files only; a link is not followed).
@@ -120,8 +125,11 @@ public struct AssetStore: Sendable {
 
     /// The typed failure for the current `errno`.
     static func failure(path: String) -> DownloadFailure {
-        let code = errno
-        if code == ENOSPC || code == EDQUOT { return .diskFull(path: path) }
-        return .fileSystem(path: path, message: String(cString: strerror(code)))
+        failure(SystemError("write", path: path, errno: errno))
+    }
+
+    /// The download failure for a file-system error: a full disk, or any other.
+    static func failure(_ error: SystemError) -> DownloadFailure {
+        error.isDiskFull ? .diskFull(path: error.path) : .fileSystem(path: error.path, message: String(cString: strerror(error.errno)))
     }
 }

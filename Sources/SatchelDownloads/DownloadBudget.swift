@@ -3,7 +3,7 @@ import SatchelSystem
 
 /// The storage rules while bytes are being written: every chunk is checked against
 /// `maxStorageAllowed` and `headroom` before it is written, so a download stops before crossing either.
-final class DownloadBudget: Sendable {
+public final class DownloadBudget: Sendable {
     private let used: Locked<Int64>
     private let rules: DownloadRules
     private let freeSpace: @Sendable () -> Int64?
@@ -15,10 +15,10 @@ final class DownloadBudget: Sendable {
     }
 
     /// Bytes the engine's files use now.
-    var usedBytes: Int64 { used.current }
+    public var usedBytes: Int64 { used.current }
 
     /// Takes `count` bytes, or throws the rule that writing them would break.
-    func reserve(_ count: Int64) throws(DownloadFailure) {
+    public func reserve(_ count: Int64) throws(DownloadFailure) {
         let (rules, freeSpace) = (rules, freeSpace)
         let result: DownloadFailure? = used.withLock { used in
             if used + count > rules.maxStorageAllowed { return .storageLimit(usedBytes: used, limit: rules.maxStorageAllowed) }
@@ -30,22 +30,25 @@ final class DownloadBudget: Sendable {
     }
 
     /// Gives bytes back (a partial file restarted from zero).
-    func release(_ count: Int64) {
+    public func release(_ count: Int64) {
         used.withLock { $0 -= count }
     }
 }
 
 /// Live byte and file counts of the asset being downloaded, read by the engine's progress ticker.
-final class LiveProgress: Sendable {
+public final class LiveProgress: Sendable {
     private let state: Locked<(bytes: Int64, complete: [Bool])>
 
     init(scan: AssetStore.Scan) {
         state = Locked((scan.bytes, scan.complete))
     }
 
-    func add(_ count: Int64) { state.withLock { $0.bytes += count } }
+    /// Counts bytes written (negative: bytes discarded).
+    public func add(_ count: Int64) { state.withLock { $0.bytes += count } }
 
-    func markComplete(_ index: Int) { state.withLock { $0.complete[index] = true } }
+    /// Marks the plan's file `index` complete.
+    public func markComplete(_ index: Int) { state.withLock { $0.complete[index] = true } }
 
-    var snapshot: (bytes: Int64, complete: [Bool]) { state.current }
+    /// Bytes on disk and the files complete.
+    public var snapshot: (bytes: Int64, complete: [Bool]) { state.current }
 }

@@ -11,12 +11,13 @@ import SatchelStorage
 ///
 /// A plan never changes after the asset is added, and may list 200,000 files: it is written once, kept in
 /// memory once read, and never re-encoded when the asset's state changes.
-public final class DownloadIndex: Sendable {
+public final class DownloadIndex: DownloadIndexing {
     private let databases: Databases
     private let database: any Database
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
     private let plans = PlanCache()
+    private let closed = Locked(false)
 
     /// Opens (creating and migrating) the index at `path`.
     public init(path: String, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
@@ -37,7 +38,14 @@ public final class DownloadIndex: Sendable {
 
     /// Closes the database.
     public func close() async {
+        guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
         await databases.shutdownAsync()
+    }
+
+    /// An index dropped without ``close()`` closes its database here, waiting for it (never on an event loop:
+    /// the index is released by the engine's actor or its caller).
+    deinit {
+        if !closed.current { databases.shutdown() }
     }
 
     /// Every asset, in queue order.

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// Seed 003's download rules.
 public struct DownloadRules: Sendable, Codable, Equatable {
@@ -30,19 +31,19 @@ public enum NetworkType: String, Sendable, Codable {
     case none
 }
 
-/// The environment the engine consults: time, free space, network type. Injected in tests.
+/// The environment the engine consults: the clock, free space, network type. Injected in tests.
 public struct DownloadEnvironment: Sendable {
-    /// Now.
-    public var now: @Sendable () -> Date
+    /// The clock (availability windows, completion and first-play times).
+    public var clock: any WallClock
     /// Free bytes on the volume holding a path (nil when unknown).
     public var freeSpace: @Sendable (String) -> Int64?
     /// The current network type.
     public var networkType: @Sendable () -> NetworkType
 
     /// Creates an environment.
-    public init(now: @escaping @Sendable () -> Date = Date.init, freeSpace: @escaping @Sendable (String) -> Int64? = DownloadEnvironment.volumeFreeSpace,
+    public init(clock: any WallClock = SystemClock(), freeSpace: @escaping @Sendable (String) -> Int64? = DownloadEnvironment.volumeFreeSpace,
                 networkType: @escaping @Sendable () -> NetworkType = { .unmetered }) {
-        self.now = now
+        self.clock = clock
         self.freeSpace = freeSpace
         self.networkType = networkType
     }

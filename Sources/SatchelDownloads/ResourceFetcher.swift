@@ -3,6 +3,8 @@ import CSatchelSystem
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import SatchelSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,17 +13,45 @@ import Darwin
 
 /// Fetches manifests and files over HTTP (keep-alive, HTTP/2 where offered). Files are written to
 /// `<path>.part`, resumed with HTTP Range, checked, and renamed into place only when complete.
-struct ResourceFetcher: Sendable {
+public final class ResourceFetcher: ResourceFetching {
     let client: HTTPClient
     /// A body slower than this is a retryable network failure.
-    var lowSpeed = LowSpeedLimit()
+    let lowSpeed: LowSpeedLimit
+    private let isShutDown = Locked(false)
+
+    /// A fetcher with its own HTTP client: `connectTimeout` and `readTimeout` per connection, `parallelism`
+    /// connections per host, no transparent decompression (files are stored as the origin sends them).
+    public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(30), parallelism: Int = 8,
+                lowSpeed: LowSpeedLimit = LowSpeedLimit()) {
+        var http = HTTPClient.Configuration(timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout)))
+        http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(parallelism, 1))
+        http.decompression = .disabled
+        client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: http)
+        self.lowSpeed = lowSpeed
+    }
+
+    /// Closes the client's connections.
+    public func shutdown() async {
+        guard isShutDown.withLock({ done in defer { done = true }; return !done }) else { return }
+        do { try await client.shutdown() } catch {
+            // Shutting down twice is the only failure, and the flag above rules it out.
+        }
+    }
+
+    /// A fetcher dropped without ``shutdown()`` closes its client here; the callback keeps the client alive
+    /// until it has.
+    deinit {
+        guard !isShutDown.current else { return }
+        let client = client
+        client.shutdown(queue: .global()) { _ in withExtendedLifetime(client) {} }
+    }
     /// Manifests larger than this are refused.
     static let maxManifestBytes = 32 << 20
 
     // MARK: Manifests
 
     /// Fetches the asset's URL far enough to know what it is: manifests are read whole, media is not.
-    func probe(_ url: URL, headers: [String: String] = [:]) async throws(DownloadFailure) -> DownloadPlanner.Probe {
+    public func probe(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> DownloadPlanner.Probe {
         try await request(url, headers: headers) { (response) throws(DownloadFailure) in
             let contentType = response.headers.first(name: "content-type")
             let length = response.headers.first(name: "content-length").flatMap { Int($0) }
@@ -42,7 +72,7 @@ struct ResourceFetcher: Sendable {
     }
 
     /// Fetches a manifest's text.
-    func text(_ url: URL, headers: [String: String] = [:]) async throws(DownloadFailure) -> String {
+    public func text(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> String {
         try await request(url, headers: headers) { (response) throws(DownloadFailure) in
             String(decoding: try await Self.read(response, url: url) { _ in false }, as: UTF8.self)
         }
@@ -93,8 +123,8 @@ struct ResourceFetcher: Sendable {
     /// Downloads one resource unless it is complete. Returns a warning when the final size disagrees
     /// with the size announced earlier (the file is still complete). Every file is opened inside the
     /// asset's folder without following links (``AssetStore/folder(_:of:create:url:)``).
-    func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: AssetStore, headers: [String: String] = [:],
-               budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
+    public func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: any AssetStoring, headers: [String: String],
+                      budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
         guard let (folder, name) = try store.folder(assetID, of: resource.localPath, create: true, url: resource.url) else {
             throw .fileSystem(path: store.path(assetID, resource.localPath), message: "the folder is missing")
         }
@@ -203,6 +233,7 @@ struct ResourceFetcher: Sendable {
             try part.restart(have: &have, budget: budget, progress: progress)
             throw .invalidContent(url: resource.url, reason: "an AES-128 key must be 16 bytes")
         }
+        try AssetFolder.sync(fd, path: part.path)  // the bytes are on disk before the name says complete
         return try finish(resource, index: index, part: part, size: have, announced: announced, progress: progress)
     }
 

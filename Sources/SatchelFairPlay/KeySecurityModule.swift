@@ -20,10 +20,14 @@ public struct KeySecurityModule: Sendable {
         public var requireOfflineKeyCapability: Bool
         /// CKC construction settings.
         public var builder: CKCBuilder
+        /// The server's clock (the SPC creation-date window).
+        public var clock: any WallClock
 
         /// Creates a configuration.
         public init(credentials: [FairPlayCredential], supportedVersions: [UInt32] = [1], rejectDowngrade: Bool = false,
-                    maxSPCAge: UInt32? = nil, requireOfflineKeyCapability: Bool = true, builder: CKCBuilder = CKCBuilder()) {
+                    maxSPCAge: UInt32? = nil, requireOfflineKeyCapability: Bool = true, builder: CKCBuilder = CKCBuilder(),
+                    clock: any WallClock = SystemClock()) {
+            self.clock = clock
             self.credentials = credentials
             self.supportedVersions = supportedVersions
             self.rejectDowngrade = rejectDowngrade
@@ -85,13 +89,14 @@ public struct KeySecurityModule: Sendable {
         }
     }
 
-    /// Processes one SPC end to end. `policy` maps the parsed SPC to the content key and rights;
-    /// it may throw (unknown asset, not entitled), and its error is passed through unchanged.
-    public func process(_ spcBytes: [UInt8], now: Date = Date(),
-                        policy: (SPC) throws -> ContentKeyPolicy) throws -> Response {
+    /// Processes one SPC end to end, every step in order: parse (steps 1-6), the protocol checks at the
+    /// configured clock's time, `policy` (the server's key lookup, entitlement and rights for the parsed SPC;
+    /// its error is passed through unchanged), the policy hooks, the CKC. A license server calls this and
+    /// nothing else, so a step added here is never skipped.
+    public func process(_ spcBytes: [UInt8], policy: (SPC) async throws -> ContentKeyPolicy) async throws -> Response {
         let spc = try parse(spcBytes)
-        let versions = try check(spc, now: now)
-        let chosen = try policy(spc)
+        let versions = try check(spc, now: configuration.clock.now)
+        let chosen = try await policy(spc)
         try authorize(spc, policy: chosen)
         let (ckc, summary) = try configuration.builder.buildWithSummary(for: spc, policy: chosen)
         return Response(ckc: ckc, spc: spc, versions: versions, summary: summary)

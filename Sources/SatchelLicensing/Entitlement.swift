@@ -104,7 +104,7 @@ public struct EntitlementVerifier: Sendable {
 
     /// Verifies a token and returns its claims. A token already verified is answered from memory
     /// until it expires (players present the same token for every request of a session).
-    public func verify(_ token: String, now: Date = Date()) async throws(LicensingError) -> Entitlement {
+    public func verify(_ token: String, now: Date) async throws(LicensingError) -> Entitlement {
         if let cached = verified.get(token, now: now) { return cached }
         let shape = try TokenShape(token)
         if let kid = shape.kid, !kids.contains(kid) {

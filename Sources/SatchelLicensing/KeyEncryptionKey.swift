@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SatchelSystem
 import SatchelBytes
 
 /// The key-encryption key (KEK): seals content keys at rest with AES-256-GCM, bound to their key ID.
@@ -36,8 +37,12 @@ public struct KeyEncryptionKey: Sendable {
         } catch {
             throw .configuration("cannot create the data directory \(dataDirectory)")
         }
-        guard FileManager.default.createFile(atPath: path, contents: Data(Hex.encode(bytes).utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw .configuration("cannot write \(path)")
+        do throws(SystemError) {
+            try AtomicFile.write(Array(Hex.encode(bytes).utf8), to: path, mode: 0o600, replace: false)
+        } catch where error.errno == EEXIST {
+            return try load(file: path, dataDirectory: dataDirectory)  // another process made it first: use that one
+        } catch {
+            throw .configuration(error.description)
         }
         return (try KeyEncryptionKey(SecretBytes(bytes)), path)
     }

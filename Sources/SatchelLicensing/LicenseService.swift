@@ -7,17 +7,21 @@ import SatchelProtection
 /// only against a valid entitlement and within the asset's policy, and each recorded for audit.
 public struct LicenseService: Sendable {
     /// The key store.
-    public let store: KeyStore
+    public let store: any KeyStore
     /// The FairPlay KSM, when FairPlay credentials are configured.
     public let ksm: KeySecurityModule?
     /// The entitlement verifier; nil only in the insecure development mode.
     public let verifier: EntitlementVerifier?
 
+    /// The clock for policy windows, token expiry and audit times.
+    public let clock: any WallClock
+
     /// Creates the service.
-    public init(store: KeyStore, ksm: KeySecurityModule?, verifier: EntitlementVerifier?) {
+    public init(store: any KeyStore, ksm: KeySecurityModule?, verifier: EntitlementVerifier?, clock: any WallClock = SystemClock()) {
         self.store = store
         self.ksm = ksm
         self.verifier = verifier
+        self.clock = clock
     }
 
     /// A FairPlay license: what the endpoint returns.
@@ -33,10 +37,10 @@ public struct LicenseService: Sendable {
     /// Verifies the token (or, in development mode, lets every request through as "anonymous").
     public func entitlement(_ token: String?) async throws(LicensingError) -> Entitlement {
         guard let verifier else {
-            return Entitlement(subject: "anonymous", asset: "*", expires: Date().addingTimeInterval(60), persistent: true)
+            return Entitlement(subject: "anonymous", asset: "*", expires: clock.now.addingTimeInterval(60), persistent: true)
         }
         guard let token, !token.isEmpty else { throw .missingEntitlement }
-        return try await verifier.verify(token)
+        return try await verifier.verify(token, now: clock.now)
     }
 
     private func authorize(_ entitlement: Entitlement, _ key: StoredKey, now: Date) throws(LicensingError) {
@@ -47,26 +51,30 @@ public struct LicenseService: Sendable {
     }
 
     /// Answers an SPC. `assetHint` (from the request body or the skd URI) is used when the SPC's asset ID is not text.
-    public func fairPlay(spc bytes: [UInt8], assetHint: String? = nil, token: String?, now: Date = Date()) async throws -> FairPlayLicense {
+    /// The token is checked first; then the KSM runs every step of ``KeySecurityModule/process(_:policy:)``, asking
+    /// this service for the key and rights of the SPC's asset in between; the license is recorded before it is returned.
+    public func fairPlay(spc bytes: [UInt8], assetHint: String? = nil, token: String?) async throws -> FairPlayLicense {
         guard let ksm else { throw LicensingError.configuration("FairPlay is not configured on this server (no --fps-certificate)") }
         let entitlement = try await entitlement(token)
-        let spc = try ksm.parse(bytes)
-        let asset = spc.assetIDString ?? assetHint ?? Hex.encode(spc.assetID)
-        let key = try await spcKey(asset)
-        try authorize(entitlement, key, now: now)
-        var policy = key.policy.applying(entitlement.policy)
-        if entitlement.persistent == false { policy.persist = false }
-        let contentPolicy = try policy.fairPlayPolicy(contentKey: key.key.key, iv: key.key.iv)
-        _ = try ksm.check(spc, now: now)
-        try ksm.authorize(spc, policy: contentPolicy)
-        let (ckc, _) = try ksm.configuration.builder.buildWithSummary(for: spc, policy: contentPolicy)
+        let now = clock.now
+        var chosen: StoredKey?
+        let response = try await ksm.process(bytes) { spc in
+            let key = try await spcKey(spc.assetIDString ?? assetHint ?? Hex.encode(spc.assetID))
+            try authorize(entitlement, key, now: now)
+            var policy = key.policy.applying(entitlement.policy)
+            if entitlement.persistent == false { policy.persist = false }
+            chosen = key
+            return try policy.fairPlayPolicy(contentKey: key.key.key, iv: key.key.iv)
+        }
+        guard let key = chosen else { throw LicensingError.configuration("the KSM answered without asking for a key") }
+        let spc = response.spc
         let subject = entitlement.sub.value
         if spc.isSyncSPC, let sync = spc.sync {
             try await store.recordSync(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
         }
         try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: subject,
                                       type: spc.isSyncSPC ? "fairplay-sync" : "fairplay", at: now)
-        return FairPlayLicense(ckc: ckc, assetID: key.assetID, wasSync: spc.isSyncSPC)
+        return FairPlayLicense(ckc: response.ckc, assetID: key.assetID, wasSync: spc.isSyncSPC)
     }
 
     /// The key for an asset ID taken from an SPC. The ID was decrypted from the SPC, so an unknown one is
@@ -81,8 +89,9 @@ public struct LicenseService: Sendable {
     }
 
     /// Answers a W3C Clear Key license request with the keys the token entitles.
-    public func clearKey(_ request: ClearKey.Request, token: String?, now: Date = Date()) async throws -> [UInt8] {
+    public func clearKey(_ request: ClearKey.Request, token: String?) async throws -> [UInt8] {
         let entitlement = try await entitlement(token)
+        let now = clock.now
         var keys: [StoredKey] = []
         for keyID in request.keyIDs {
             let key = try await store.key(id: keyID)
@@ -101,8 +110,9 @@ public struct LicenseService: Sendable {
     }
 
     /// The raw 16-byte key for HLS AES-128 (`GET /keys/{keyId}`).
-    public func aes128Key(_ keyID: KeyID, token: String?, now: Date = Date()) async throws -> [UInt8] {
+    public func aes128Key(_ keyID: KeyID, token: String?) async throws -> [UInt8] {
         let entitlement = try await entitlement(token)
+        let now = clock.now
         let key = try await store.key(id: keyID)
         try authorize(entitlement, key, now: now)
         try await store.recordLicense(assetID: key.assetID, keyID: keyID.hex, subject: entitlement.sub.value, type: "aes-128", at: now)

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 
 /// A package being built in a temporary directory beside its destination, renamed into place at the end.
 struct PackageDirectory {
@@ -17,8 +18,8 @@ struct PackageDirectory {
         }
     }
 
-    /// Writes `bytes` to `relativePath` inside the package, straight from the array's buffer.
-    /// No per-file rename is needed: the whole directory is renamed into place by ``commit()``.
+    /// Writes `bytes` to `relativePath` inside the package with the crash-safe writer; the whole directory is
+    /// then renamed into place by ``commit()``, so a package is either all there or not there.
     func write(_ bytes: [UInt8], to relativePath: String, mode: Int = 0o644) throws(PackagerError) {
         let url = temporary.appendingPathComponent(relativePath)
         let parent = url.deletingLastPathComponent()
@@ -27,19 +28,11 @@ struct PackageDirectory {
                 throw .output("cannot create \(parent.lastPathComponent)")
             }
         }
-        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode_t(mode))
-        guard descriptor >= 0 else { throw .output("cannot create \(relativePath): \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        let failure: Int32? = bytes.withUnsafeBytes { buffer in
-            guard let base = buffer.baseAddress else { return nil }
-            var written = 0
-            while written < buffer.count {
-                let result = Foundation.write(descriptor, base + written, buffer.count - written)
-                if result > 0 { written += result } else if errno != EINTR { return errno }
-            }
-            return nil
+        do throws(SystemError) {
+            try AtomicFile.write(bytes, to: url.path, mode: mode_t(mode))
+        } catch {
+            throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
         }
-        if let failure { throw .output("cannot write \(relativePath): \(String(cString: strerror(failure)))") }
     }
 
     /// Text convenience.
@@ -59,6 +52,7 @@ struct PackageDirectory {
             if hadOld, !manager.fileExists(atPath: destination.path) { try? manager.moveItem(at: old, to: destination) }
             throw .output("cannot move the package into \(destination.path)")
         }
+        try? AtomicFile.syncDirectory(destination.deletingLastPathComponent().path)  // the rename survives a crash
         if hadOld { try? manager.removeItem(at: old) }
     }
 

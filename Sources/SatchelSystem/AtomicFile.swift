@@ -8,19 +8,21 @@ import Darwin
 /// written whole, `fsync`ed, renamed over the target, and the directory `fsync`ed so the rename itself is
 /// durable. A reader sees the old file or the new one, never a part; after a power cut, the same.
 public enum AtomicFile {
-    /// Writes `bytes` to `path` with `mode`.
-    public static func write<Bytes: Collection<UInt8>>(_ bytes: Bytes, to path: String, mode: mode_t = 0o644) throws(SystemError) {
+    /// Writes `bytes` to `path` with `mode`. With `replace` false an existing file is never replaced
+    /// (the call throws with `EEXIST`): for a file two processes may create at once, such as a key.
+    public static func write<Bytes: Collection<UInt8>>(_ bytes: Bytes, to path: String, mode: mode_t = 0o644,
+                                                       replace: Bool = true) throws(SystemError) {
         let (directory, name) = split(path)
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw SystemError("open the directory", path: directory, errno: errno) }
         defer { close(fd) }
-        try write(bytes, name: name, in: fd, directoryPath: directory, mode: mode)
+        try write(bytes, name: name, in: fd, directoryPath: directory, mode: mode, replace: replace)
     }
 
     /// Writes `bytes` as `name` inside the open directory `directory` (no symbolic link is followed);
     /// `directoryPath` is used in messages only.
     public static func write<Bytes: Collection<UInt8>>(_ bytes: Bytes, name: String, in directory: Int32, directoryPath: String,
-                                                       mode: mode_t = 0o644) throws(SystemError) {
+                                                       mode: mode_t = 0o644, replace: Bool = true) throws(SystemError) {
         let target = directoryPath + "/" + name
         var temporary = ""
         var fd: Int32 = -1
@@ -35,7 +37,13 @@ public enum AtomicFile {
             try sync(fd, path: target)
             close(fd)
             fd = -1
-            guard renameat(directory, temporary, directory, name) == 0 else { throw SystemError("rename into", path: target, errno: errno) }
+            if replace {
+                guard renameat(directory, temporary, directory, name) == 0 else { throw SystemError("rename into", path: target, errno: errno) }
+            } else {
+                // A hard link fails when the name exists: whoever created it first wins, nothing is overwritten.
+                guard linkat(directory, temporary, directory, name, 0) == 0 else { throw SystemError("create", path: target, errno: errno) }
+                _ = unlinkat(directory, temporary, 0)
+            }
         } catch {
             if fd >= 0 { close(fd) }
             _ = unlinkat(directory, temporary, 0)

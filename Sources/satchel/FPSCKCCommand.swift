@@ -4,7 +4,7 @@ import SatchelBytes
 import SatchelFairPlay
 
 /// `satchel fps ckc`: answer one SPC file with a CKC file.
-struct FPSCKCCommand: ParsableCommand {
+struct FPSCKCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ckc", abstract: "Build the CKC that answers an SPC.")
 
@@ -40,7 +40,7 @@ struct FPSCKCCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    func run() async throws {
         let ksm = KeySecurityModule(configuration: .init(
             credentials: [try credentials.credential(secrets)], supportedVersions: try parseVersions(versions),
             rejectDowngrade: rejectDowngrade, maxSPCAge: maxSPCAge))
@@ -55,7 +55,7 @@ struct FPSCKCCommand: ParsableCommand {
             },
             streaming: StreamingPermissions(airPlay: !denyAirPlay, avAdapter: !denyAVAdapter),
             withholdKeyWhilePlaying: withhold)
-        let response = try ksm.process(try FileIO.read(spc, what: "SPC")) { _ in policy }
+        let response = try await ksm.process(try FileIO.read(spc, what: "SPC")) { _ in policy }
         try FileIO.write(response.ckc, to: out)
         var notes: [String] = []
         if response.versions.isDowngrade { notes.append("warning: the device used an older protocol version than the best common one") }

@@ -4,7 +4,7 @@ import SatchelBytes
 import SatchelFairPlay
 
 /// `satchel fps roundtrip`: a simulated device asks the KSM for a key and checks the answer.
-struct FPSRoundTripCommand: ParsableCommand {
+struct FPSRoundTripCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roundtrip",
         abstract: "Simulated device → SPC → KSM → CKC → device, with a random content key; prints the inspection report.")
@@ -14,7 +14,7 @@ struct FPSRoundTripCommand: ParsableCommand {
     @Option(name: .customLong("asset-id"), help: "The asset ID.") var assetID = "satchel-demo"
     @Option(name: .customLong("lease-seconds"), help: "Lease duration to grant.") var leaseSeconds: UInt32 = 3600
 
-    func run() throws {
+    func run() async throws {
         guard let certificatePath = credentials.certificate else { throw CLIError("--certificate is required") }
         let credential = try credentials.credential(secrets)
         let simulator = try DeviceSimulator(certificate: FileIO.read(certificatePath, what: "certificate"), dFunction: secrets.dFunction())
@@ -28,7 +28,7 @@ struct FPSRoundTripCommand: ParsableCommand {
         let policy = try ContentKeyPolicy(contentKey: contentKey, contentIV: SecureRandom.bytes(16),
                                           duration: .lease(leaseSeconds), hdcp: .type0)
         let ksm = KeySecurityModule(configuration: .init(credentials: [credential], maxSPCAge: 300))
-        let response = try ksm.process(spc) { _ in policy }
+        let response = try await ksm.process(spc) { _ in policy }
         let opened = try DeviceSimulator.openCKC(response.ckc, session: session)
         print(try InspectionReport(spc: response.spc, ckcBytes: response.ckc).text)
         guard opened.contentKey == contentKey, opened.contentIV == policy.contentIV, opened.duration == policy.duration else {

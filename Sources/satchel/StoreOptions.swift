@@ -27,7 +27,7 @@ struct StoreOptions: ParsableArguments {
             FileHandle.standardError.write(Data("satchel: created a new key-encryption key in \(created); back it up: without it the stored keys cannot be opened\n".utf8))
         }
         let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url)
-        return (KeyStore(database: database.database, kek: kek), database)
+        return (FluentKeyStore(database: database.database, kek: kek), database)
     }
 }
 

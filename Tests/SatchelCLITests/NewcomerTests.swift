@@ -17,7 +17,7 @@ struct NewcomerTests {
                                       "--persistent", "--ttl", "600"])
         #expect(made.status == 0, "\(made.stderr)")
         let verifier = try await EntitlementVerifier(jwks: Data(contentsOf: jwks))
-        let claims = try await verifier.verify(made.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        let claims = try await verifier.verify(made.stdout.trimmingCharacters(in: .whitespacesAndNewlines), now: Date())
         #expect(claims.sub.value == "user-42" && claims.asset == "movie" && claims.persistent == true)
         #expect(claims.exp.value.timeIntervalSinceNow > 500 && claims.exp.value.timeIntervalSinceNow <= 600)
         let unknown = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "other", "--sub", "u", "--asset", "movie"])

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 import SatchelDownloads
 import SatchelTestSupport
 import Testing
@@ -89,8 +90,8 @@ struct DownloadRulesTests {
         let world = try await DownloadWorld.make("windows")
         defer { world.origin.stop() }
         let start = Date(timeIntervalSince1970: 2_000_000_000)
-        let clock = Knob(start)
-        let manager = try await world.manager(environment: DownloadEnvironment(now: { clock.value }))
+        let clock = ManualClock(start)
+        let manager = try await world.manager(environment: DownloadEnvironment(clock: clock))
         let log = await EventLog(manager)
         let url = world.origin.url("asset/master.m3u8")
         try await manager.add(url: url, id: "later", window: .init(publishDate: start.addingTimeInterval(3600)))
@@ -102,24 +103,28 @@ struct DownloadRulesTests {
         #expect(try await manager.assets(availabilityFilter: false).count == 4)
         await #expect(throws: DownloadError.notFound("later")) { try await manager.localPath("later") }
 
-        clock.value = start.addingTimeInterval(601)  // EAD passes
+        clock.set(start.addingTimeInterval(601))  // EAD passes
         #expect(try await manager.assets(availabilityFilter: true).map(\.id) == ["dated", "eap"])
         #expect(try await manager.asset("ead").state == .expired)
+        #expect(FileManager.default.fileExists(atPath: world.assetDirectory("ead").path), "reading never deletes")
+        #expect(try await manager.sweepExpired() == ["ead"])
         #expect(!FileManager.default.fileExists(atPath: world.assetDirectory("ead").path), "expired files are deleted")
         #expect(await log.events.contains(.expiredAssetsReset(["ead"])))
         await #expect(throws: DownloadError.expired("ead")) { try await manager.localPath("ead") }
         await #expect(throws: DownloadError.expired("ead")) { try await manager.registerPlayStart("ead") }
 
         try await manager.registerPlayStart("eap")
-        clock.value = start.addingTimeInterval(640)
+        clock.set(start.addingTimeInterval(640))
         try await manager.registerPlayStart("eap")  // the first play counts, not the latest
-        clock.value = start.addingTimeInterval(662)
+        clock.set(start.addingTimeInterval(662))
         #expect(try await manager.sweepExpired() == ["eap"])
 
-        clock.value = start.addingTimeInterval(7200)  // "later" is published, "dated" expires
+        clock.set(start.addingTimeInterval(7200))  // "later" is published, "dated" expires
         #expect(try await manager.assets(availabilityFilter: true).map(\.id) == ["later"])
         #expect(try await manager.localPath("later").hasSuffix("later/master.m3u8"))
         #expect(try await manager.asset("dated").state == .expired)
+        #expect(await manager.run().states[.expired] == 3, "a run deletes what has expired")
+        #expect(!FileManager.default.fileExists(atPath: world.assetDirectory("dated").path))
         await manager.close()
     }
 

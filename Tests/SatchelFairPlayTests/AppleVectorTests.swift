@@ -12,7 +12,7 @@ struct AppleVectorTests {
     }
 
     @Test("each SPC parses, passes the integrity check and gives the documented SK", arguments: Conformance.vectors)
-    func parsesSPC(vector: Conformance.Vector) throws {
+    func parsesSPC(vector: Conformance.Vector) async throws {
         let spc = try parser.parse(try Conformance.bytes(vector.spcPath))
         #expect(Hex.encode(spc.header.certificateHash) == "5561980aa51f03aa04bca24556c841a71736c771")
         #expect(Hex.encode(spc.session.sessionKey.bytes) == vector.sessionKey)
@@ -27,7 +27,7 @@ struct AppleVectorTests {
     }
 
     @Test("FPS/spc1 matches the values verify_ckc prints in the guide")
-    func spc1MatchesGuideListing() throws {
+    func spc1MatchesGuideListing() async throws {
         let spc = try parser.parse(try Conformance.bytes("FPS/spc1.bin"))
         #expect(spc.header.payloadLength == 2688)
         #expect(Hex.encode(spc.header.iv) == "5d1644eaec11f983147541e46eeb2774")
@@ -45,7 +45,7 @@ struct AppleVectorTests {
     }
 
     @Test("each Apple CKC opens to the documented key, IV and durations", arguments: Conformance.vectors)
-    func opensAppleCKC(vector: Conformance.Vector) throws {
+    func opensAppleCKC(vector: Conformance.Vector) async throws {
         let spc = try parser.parse(try Conformance.bytes(vector.spcPath))
         let ckcBytes = try Conformance.bytes(vector.ckcPath)
         let ckc = try CKC.open(ckcBytes, for: spc)
@@ -71,7 +71,7 @@ struct AppleVectorTests {
     }
 
     @Test("our CKC for each SPC carries the same encrypted-CK value, R1 and requested tags as Apple's", arguments: Conformance.vectors)
-    func buildsEquivalentCKC(vector: Conformance.Vector) throws {
+    func buildsEquivalentCKC(vector: Conformance.Vector) async throws {
         let spcBytes = try Conformance.bytes(vector.spcPath)
         let spc = try parser.parse(spcBytes)
         let apple = try CKC.open(try Conformance.bytes(vector.ckcPath), for: spc)
@@ -80,7 +80,7 @@ struct AppleVectorTests {
             contentIV: try Hex.decode(vector.contentIV, count: 16),
             duration: vector.lease ? .lease(120) : nil)
         let ksm = KeySecurityModule(configuration: .init(credentials: [try Conformance.developmentCredential()]))
-        let response = try ksm.process(spcBytes) { _ in policy }
+        let response = try await ksm.process(spcBytes) { _ in policy }
         let ours = try CKC.open(response.ckc, for: spc)
         #expect(ours.tllvs[.encryptedContentKey]?.value == apple.tllvs[.encryptedContentKey]?.value)
         #expect(ours.r1 == apple.r1)
@@ -95,25 +95,25 @@ struct AppleVectorTests {
         let report = try InspectionReport(spc: spc, ckcBytes: response.ckc)
         #expect(report.ckc?.r1Matches == true && report.ckc?.returnedTagsMatch == true)
         // A fresh random CKC IV every time.
-        let again = try ksm.process(spcBytes) { _ in policy }
+        let again = try await ksm.process(spcBytes) { _ in policy }
         #expect(Array(again.ckc[8..<24]) != Array(response.ckc[8..<24]))
     }
 
     @Test("the wrong DASk fails the integrity check with a typed error")
-    func wrongDASk() throws {
+    func wrongDASk() async throws {
         let credential = try FairPlayCredential(
             certificate: try Conformance.certificate(), privateKey: try Conformance.privateKeyPEM(),
             dFunction: DevelopmentDFunction(dask: SecretBytes([UInt8](repeating: 7, count: 16))))
-        #expect(throws: FairPlayError.integrityCheckFailed) {
+        await #expect(throws: FairPlayError.integrityCheckFailed) {
             try SPCParser(credentials: [credential]).parse(try Conformance.bytes("FPS/spc1.bin"))
         }
     }
 
     @Test("an SPC for an unconfigured certificate is refused with its hash")
-    func unknownCertificate() throws {
+    func unknownCertificate() async throws {
         var bytes = try Conformance.bytes("FPS/spc1.bin")
         bytes[152] ^= 0xff
-        #expect(throws: FairPlayError.self) { try parser.parse(bytes) }
+        await #expect(throws: FairPlayError.self) { try parser.parse(bytes) }
         do {
             _ = try parser.parse(bytes)
         } catch {

@@ -9,9 +9,9 @@ struct FuzzTests {
     enum Outcome { case ckc, typedError }
 
     /// Runs one input through the KSM and classifies the outcome; records an issue for anything else.
-    func feed(_ ksm: KeySecurityModule, _ bytes: [UInt8]) -> Outcome? {
+    func feed(_ ksm: KeySecurityModule, _ bytes: [UInt8]) async -> Outcome? {
         do {
-            let response = try ksm.process(bytes) { _ in try Fixture.policy() }
+            let response = try await ksm.process(bytes) { _ in try Fixture.policy() }
             _ = try CKC.open(response.ckc, for: response.spc)
             return .ckc
         } catch is FairPlayError {
@@ -23,19 +23,19 @@ struct FuzzTests {
     }
 
     @Test("random bytes of every length are refused with typed errors")
-    func randomBytes() throws {
+    func randomBytes() async throws {
         let ksm = try Fixture().ksm()
         var random = SplitMix64(seed: 1)
         for index in 0..<3000 {
             let length = index < 400 ? index : Int.random(in: 0...4000, using: &random)
             var bytes = random.bytes(length)
             if index % 2 == 0 && bytes.count >= 8 { bytes.replaceSubrange(0..<8, with: [0, 0, 0, 1, 0, 0, 0, 0]) }
-            #expect(feed(ksm, bytes) == .typedError)
+            #expect(await feed(ksm, bytes) == .typedError)
         }
     }
 
     @Test("mutated Apple and simulator SPCs: bit flips, truncation, extension, length fields")
-    func mutatedSPCs() throws {
+    func mutatedSPCs() async throws {
         let fixture = try Fixture()
         let ksm = fixture.ksm()
         var seeds = try Conformance.vectors.map { try Conformance.bytes($0.spcPath) }
@@ -65,13 +65,13 @@ struct FuzzTests {
                 let value = lengths[Int.random(in: 0..<lengths.count, using: &random)]
                 bytes.replaceSubrange(172..<176, with: [UInt8(value >> 24), UInt8((value >> 16) & 0xff), UInt8((value >> 8) & 0xff), UInt8(value & 0xff)])
             }
-            if let outcome = feed(ksm, bytes) { outcomes[outcome, default: 0] += 1 }
+            if let outcome = await feed(ksm, bytes) { outcomes[outcome, default: 0] += 1 }
         }
         #expect(outcomes[.typedError, default: 0] > 0)
     }
 
     @Test("hostile plaintext payloads sealed into valid containers reach every TLLV check")
-    func hostilePayloads() throws {
+    func hostilePayloads() async throws {
         let fixture = try Fixture()
         let ksm = fixture.ksm()
         var random = SplitMix64(seed: 3)
@@ -117,8 +117,8 @@ struct FuzzTests {
             }
             if index % 8 == 7 { payload += random.bytes(16) }  // trailing garbage block
             let sealed = try fixture.simulator.seal(payload: payload)
-            if let outcome = feed(ksm, sealed) { outcomes[outcome, default: 0] += 1 }
-            do { _ = try ksm.process(sealed) { _ in try Fixture.policy() } } catch let error as FairPlayError { codes.insert(error.code) } catch {}
+            if let outcome = await feed(ksm, sealed) { outcomes[outcome, default: 0] += 1 }
+            do { _ = try await ksm.process(sealed) { _ in try Fixture.policy() } } catch let error as FairPlayError { codes.insert(error.code) } catch {}
         }
         #expect(outcomes[.ckc, default: 0] > 0, "some mutations stay valid")
         #expect(outcomes[.typedError, default: 0] > 0)
@@ -126,10 +126,10 @@ struct FuzzTests {
     }
 
     @Test("random and mutated CKCs are refused by the device with typed errors")
-    func mutatedCKCs() throws {
+    func mutatedCKCs() async throws {
         let fixture = try Fixture()
         let (spc, session) = try fixture.simulator.makeSPC(.init(assetID: [1, 2], returnTags: [.assetID]))
-        let ckc = try fixture.ksm().process(spc) { _ in try Fixture.policy() }.ckc
+        let ckc = try await fixture.ksm().process(spc) { _ in try Fixture.policy() }.ckc
         var random = SplitMix64(seed: 4)
         for index in 0..<3000 {
             var bytes = index % 3 == 0 ? random.bytes(Int.random(in: 0...600, using: &random)) : ckc

@@ -13,7 +13,7 @@ struct SimulatorRoundTripTests {
     static let states: [PlaybackState?] = [nil, .readyToStart, .playingOrPaused, .leaseExpiring]
 
     @Test("every policy combination survives SPC → KSM → CKC → device", arguments: 0..<durations.count)
-    func everyCombination(durationIndex: Int) throws {
+    func everyCombination(durationIndex: Int) async throws {
         let fixture = try Fixture()
         var random = SplitMix64(seed: UInt64(durationIndex) &* 7919)
         let duration = Self.durations[durationIndex]
@@ -21,7 +21,7 @@ struct SimulatorRoundTripTests {
             for state in Self.states {
                 for withhold in [false, true] {
                     for offline in duration == nil ? [false, true] : [false] {
-                        try roundTrip(fixture: fixture, random: &random, duration: duration, hdcp: hdcp,
+                        try await roundTrip(fixture: fixture, random: &random, duration: duration, hdcp: hdcp,
                                       state: state, withhold: withhold, offline: offline)
                     }
                 }
@@ -30,7 +30,7 @@ struct SimulatorRoundTripTests {
     }
 
     func roundTrip(fixture: Fixture, random: inout SplitMix64, duration: ContentKeyDuration?, hdcp: HDCPRequirement?,
-                   state: PlaybackState?, withhold: Bool, offline: Bool) throws {
+                   state: PlaybackState?, withhold: Bool, offline: Bool) async throws {
         let key = random.bytes(16), iv = random.bytes(16)
         let assetID = random.bytes(Int.random(in: 2...200, using: &random))
         let undefined = (0..<Int.random(in: 0...4, using: &random)).map { index in
@@ -49,7 +49,7 @@ struct SimulatorRoundTripTests {
         let offlineKey = offline ? try OfflineKeyPolicy(contentID: random.bytes(16), storageSeconds: 2_592_000, playbackSeconds: 86_400) : nil
         let policy = try ContentKeyPolicy(contentKey: SecretBytes(key), contentIV: iv, duration: duration, hdcp: hdcp,
                                           offlineKey: offlineKey, withholdKeyWhilePlaying: withhold)
-        let response = try fixture.ksm().process(spc) { parsed in
+        let response = try await fixture.ksm().process(spc) { parsed in
             #expect(parsed.assetID == assetID)
             return policy
         }
@@ -72,23 +72,23 @@ struct SimulatorRoundTripTests {
     }
 
     @Test("a production-mode (ASk) round trip works, and a different ASk fails the integrity check")
-    func productionMode() throws {
+    func productionMode() async throws {
         let ask = SecretBytes.random(16)
         let simulator = try DeviceSimulator(certificate: try Conformance.certificate(), dFunction: ProductionDFunction(ask: ask))
         let credential = try FairPlayCredential(certificate: try Conformance.certificate(), privateKey: try Conformance.privateKeyPEM(),
                                                 dFunction: ProductionDFunction(ask: ask))
         let ksm = KeySecurityModule(configuration: .init(credentials: [credential]))
         let (spc, session) = try simulator.makeSPC(.init(assetID: Array("movie-1".utf8)))
-        let response = try ksm.process(spc) { _ in try Fixture.policy() }
+        let response = try await ksm.process(spc) { _ in try Fixture.policy() }
         #expect(try DeviceSimulator.openCKC(response.ckc, session: session).contentKey.bytes == Array(repeating: 0x42, count: 16))
 
         let other = try FairPlayCredential(certificate: try Conformance.certificate(), privateKey: try Conformance.privateKeyPEM(),
                                            dFunction: ProductionDFunction(ask: SecretBytes.random(16)))
-        #expect(throws: FairPlayError.integrityCheckFailed) { try SPCParser(credentials: [other]).parse(spc) }
+        await #expect(throws: FairPlayError.integrityCheckFailed) { try SPCParser(credentials: [other]).parse(spc) }
     }
 
     @Test("several credentials: the SPC's certificate hash picks the right one")
-    func severalCredentials() throws {
+    func severalCredentials() async throws {
         let fixture = try Fixture()
         let generated = try GeneratedCredential()
         let dask = SecretBytes.random(16)
@@ -99,29 +99,29 @@ struct SimulatorRoundTripTests {
         let (spcB, sessionB) = try simulator.makeSPC(.init(assetID: [1, 2, 3]))
         let (spcA, sessionA) = try fixture.simulator.makeSPC(.init(assetID: [4, 5, 6]))
         for (spc, session) in [(spcA, sessionA), (spcB, sessionB)] {
-            let response = try ksm.process(spc) { _ in try Fixture.policy() }
+            let response = try await ksm.process(spc) { _ in try Fixture.policy() }
             _ = try DeviceSimulator.openCKC(response.ckc, session: session)
         }
-        #expect(throws: FairPlayError.self) { try fixture.ksm().parse(spcB) }
+        await #expect(throws: FairPlayError.self) { try fixture.ksm().parse(spcB) }
     }
 
     @Test("the simulator session survives a JSON round trip and never prints the session key")
-    func sessionCodable() throws {
+    func sessionCodable() async throws {
         let fixture = try Fixture()
         let (spc, session) = try fixture.simulator.makeSPC(.init(assetID: [9, 9], returnTags: [.assetID]))
         let data = try JSONEncoder().encode(session)
         let decoded = try JSONDecoder().decode(DeviceSimulator.Session.self, from: data)
-        let response = try fixture.ksm().process(spc) { _ in try Fixture.policy() }
+        let response = try await fixture.ksm().process(spc) { _ in try Fixture.policy() }
         #expect(try DeviceSimulator.openCKC(response.ckc, session: decoded).contentKey.bytes == Array(repeating: 0x42, count: 16))
         #expect(!"\(session.sessionKey)".contains(Hex.encode(session.sessionKey.bytes)))
     }
 
     @Test("a CKC for another SPC is refused by the device")
-    func wrongCKC() throws {
+    func wrongCKC() async throws {
         let fixture = try Fixture()
         let (spc1, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 1]))
         let (_, session2) = try fixture.simulator.makeSPC(.init(assetID: [1, 1]))
-        let ckc = try fixture.ksm().process(spc1) { _ in try Fixture.policy() }.ckc
-        #expect(throws: FairPlayError.self) { try DeviceSimulator.openCKC(ckc, session: session2) }
+        let ckc = try await fixture.ksm().process(spc1) { _ in try Fixture.policy() }.ckc
+        await #expect(throws: FairPlayError.self) { try DeviceSimulator.openCKC(ckc, session: session2) }
     }
 }

@@ -53,7 +53,7 @@ struct LicenseServerTests {
         let kek = try KeyEncryptionKey(SecretBytes.random(32))
         let url = database == "sqlite" ? nil : database
         let db = try await LicensingDatabase(dataDirectory: directory.appendingPathComponent("data").path, url: url)
-        let store = KeyStore(database: db.database, kek: kek)
+        let store = FluentKeyStore(database: db.database, kek: kek)
         let assetID = "movie-\(UUID().uuidString.prefix(8))"
         try await store.importKeys(keys, assetID: assetID, fairPlayAssetID: assetID, policy: policy)
         let certificate = try FairPlayFixtures.certificate()
@@ -256,13 +256,13 @@ struct LicenseServerTests {
         #expect(kek.created != nil)
         let key = ContentKey.random()
         let first = try await LicensingDatabase(dataDirectory: data, url: nil)
-        try await KeyStore(database: first.database, kek: kek.kek).importKeys([key], assetID: "kept", fairPlayAssetID: "kept-fps",
+        try await FluentKeyStore(database: first.database, kek: kek.kek).importKeys([key], assetID: "kept", fairPlayAssetID: "kept-fps",
                                                                                policy: AssetPolicy(rentalSeconds: 99, offline: true))
         await first.shutdown()
         let reloaded = try KeyEncryptionKey.load(file: nil, dataDirectory: data, environment: [:])
         #expect(reloaded.created == nil)
         let second = try await LicensingDatabase(dataDirectory: data, url: nil)
-        let store = KeyStore(database: second.database, kek: reloaded.kek)
+        let store = FluentKeyStore(database: second.database, kek: reloaded.kek)
         let stored = try await store.key(asset: "kept-fps")
         #expect(stored.key == key && stored.policy.rentalSeconds == 99 && stored.policy.offline)
         #expect(try await store.list().map(\.keyID) == [key.keyID.hex])
@@ -272,7 +272,7 @@ struct LicenseServerTests {
         #expect(!String(decoding: file, as: UTF8.self).contains(Hex.encode(key.key.bytes)))
         let wrongKEK = try KeyEncryptionKey(SecretBytes.random(32))
         let third = try await LicensingDatabase(dataDirectory: data, url: nil)
-        await #expect(throws: LicensingError.self) { try await KeyStore(database: third.database, kek: wrongKEK).key(asset: "kept") }
+        await #expect(throws: LicensingError.self) { try await FluentKeyStore(database: third.database, kek: wrongKEK).key(asset: "kept") }
         await third.shutdown()
     }
 
@@ -291,7 +291,7 @@ struct EntitlementKeyTests {
         let verifier = try await EntitlementVerifier(jwks: Data(jwks.utf8))
         let signer = try await EntitlementVerifier(hmacSecret: secret)
         let token = try await signer.sign(Entitlement(subject: "s", asset: "a", expires: Date().addingTimeInterval(60)))
-        #expect(try await verifier.verify(token).asset == "a")
+        #expect(try await verifier.verify(token, now: Date()).asset == "a")
         for bad in [#"{"keys":[{"kty":"oct","k":"c2hvcnQ"}]}"#, #"{"keys":[{"kty":"XYZ"}]}"#, #"{"keys":[]}"#, "nonsense"] {
             await #expect(throws: LicensingError.self) { try await EntitlementVerifier(jwks: Data(bad.utf8)) }
         }
@@ -319,11 +319,11 @@ struct AsymmetricEntitlementTests {
         let claims = Entitlement(subject: "device-9", asset: "film", expires: Date().addingTimeInterval(300))
         for kid in ["ec", "rsa"] {
             let token = try await signers.sign(claims, kid: JWKIdentifier(string: kid))
-            #expect(try await verifier.verify(token).sub.value == "device-9", "\(kid)")
+            #expect(try await verifier.verify(token, now: Date()).sub.value == "device-9", "\(kid)")
         }
         let stranger = JWTKeyCollection()
         await stranger.add(ecdsa: ES256PrivateKey(), kid: "ec")
         let forged = try await stranger.sign(claims, kid: JWKIdentifier(string: "ec"))
-        await #expect(throws: LicensingError.self) { try await verifier.verify(forged) }
+        await #expect(throws: LicensingError.self) { try await verifier.verify(forged, now: Date()) }
     }
 }

@@ -1,0 +1,68 @@
+import Foundation
+
+/// The engine's persistent index: one record per asset (metadata and state) and the engine's settings.
+/// ``DownloadIndex`` keeps it in SQLite; another store (a test double, a shared database) may stand in.
+public protocol DownloadIndexing: Sendable {
+    /// Every asset, in queue order.
+    func all() async throws(DownloadError) -> [DownloadAsset]
+    /// One asset, nil when there is none.
+    func find(_ id: String) async throws(DownloadError) -> DownloadAsset?
+    /// Whether the asset is paused (read cheaply); nil when there is no such asset.
+    func isPaused(_ id: String) async throws(DownloadError) -> Bool?
+    /// Inserts an asset (or replaces it).
+    func save(_ asset: DownloadAsset) async throws(DownloadError)
+    /// Updates an asset still in the index; false when its record is gone (a removal is never undone).
+    @discardableResult
+    func update(_ asset: DownloadAsset) async throws(DownloadError) -> Bool
+    /// Deletes an asset's record.
+    func delete(_ id: String) async throws(DownloadError)
+    /// The next free queue position.
+    func nextPosition() async throws(DownloadError) -> Int
+    /// A stored setting.
+    func setting(_ key: String) async throws(DownloadError) -> String?
+    /// Stores a setting.
+    func setSetting(_ key: String, _ value: String) async throws(DownloadError)
+    /// Closes the index.
+    func close() async
+}
+
+/// Fetches over the network: the asset's first response, manifests, and each file into the store.
+/// ``ResourceFetcher`` does it over HTTP; a license step or a permission step can wrap it.
+public protocol ResourceFetching: Sendable {
+    /// Fetches the asset's URL far enough to know what it is.
+    func probe(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> DownloadPlanner.Probe
+    /// Fetches a manifest's text.
+    func text(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> String
+    /// Downloads one resource into the store unless it is complete; a warning when sizes disagree.
+    func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: any AssetStoring, headers: [String: String],
+               budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String?
+    /// Releases connections.
+    func shutdown() async
+}
+
+/// The downloaded files. ``AssetStore`` keeps them under a root directory, one folder per asset.
+public protocol AssetStoring: Sendable {
+    /// The directory holding every asset's folder.
+    var root: String { get }
+    /// The final path of a file of the asset.
+    func path(_ id: String, _ localPath: String) -> String
+    /// The open folder holding `localPath` and the file's name in it (links never followed).
+    func folder(_ id: String, of localPath: String, create: Bool, url: String) throws(DownloadFailure) -> (folder: AssetFolder, name: String)?
+    /// Which of the plan's files are complete, and the bytes on disk.
+    func scan(_ id: String, plan: DownloadPlan) -> AssetStore.Scan
+    /// Writes the plan's manifests.
+    func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure)
+    /// Creates the folders the plan's files go into.
+    func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure)
+    /// Deletes an asset's files.
+    func delete(_ id: String) throws(DownloadFailure)
+    /// Bytes used by every asset.
+    func usage() -> Int64
+}
+
+/// A step every attempt passes before any file is fetched (a license, a permission from the backplane).
+/// A thrown failure is handled as any other: retried under the Rule of Threes unless it is fatal.
+public protocol DownloadStep: Sendable {
+    /// Prepares `asset` for an attempt, or says why it cannot be downloaded now.
+    func prepare(_ asset: DownloadAsset) async throws(DownloadFailure)
+}

@@ -1,0 +1,88 @@
+import Foundation
+import SatchelBytes
+import SatchelProtection
+
+/// A ``KeyStore`` in memory: the same rules as the database store (asset IDs of 1 to 200 bytes, lookups by
+/// asset, FairPlay asset or key ID, deletion by asset or key), nothing kept after the process ends.
+public actor InMemoryKeyStore: KeyStore {
+    private struct Asset {
+        var fairPlayAssetID: String
+        var policy: AssetPolicy
+        var keys: [ContentKey]
+    }
+
+    private var assets: [String: Asset] = [:]
+    private var order: [String] = []
+    private var issued: [IssuedLicense] = []
+    private var syncs: [(contentID: String, durationToExpiry: Int64, subject: String)] = []
+
+    /// An empty store.
+    public init() {}
+
+    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy) throws(LicensingError) {
+        guard !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("an asset ID is 1 to 200 bytes") }
+        guard !keys.isEmpty else { throw .badRequest("no keys to import") }
+        let moved = Set(keys.map(\.keyID))
+        for (id, asset) in assets where id != assetID {
+            assets[id]?.keys = asset.keys.filter { !moved.contains($0.keyID) }  // a key belongs to one asset
+        }
+        var kept = assets[assetID]?.keys.filter { !moved.contains($0.keyID) } ?? []
+        kept.append(contentsOf: keys)
+        if assets[assetID] == nil { order.append(assetID) }
+        assets[assetID] = Asset(fairPlayAssetID: fairPlayAssetID ?? assetID, policy: policy, keys: kept)
+    }
+
+    public func list() -> [KeySummary] {
+        order.sorted().flatMap { id in
+            (assets[id]?.keys ?? []).map { key in
+                KeySummary(assetID: id, fairPlayAssetID: assets[id]?.fairPlayAssetID ?? id, keyID: key.keyID.hex,
+                           policy: assets[id]?.policy ?? AssetPolicy())
+            }
+        }
+    }
+
+    public func delete(_ id: String) -> Bool {
+        if assets.removeValue(forKey: id) != nil {
+            order.removeAll { $0 == id }
+            return true
+        }
+        for (assetID, asset) in assets where asset.keys.contains(where: { $0.keyID.hex == id.lowercased() }) {
+            assets[assetID]?.keys.removeAll { $0.keyID.hex == id.lowercased() }
+            return true
+        }
+        return false
+    }
+
+    public func key(id keyID: KeyID) throws(LicensingError) -> StoredKey {
+        for (assetID, asset) in assets {
+            if let key = asset.keys.first(where: { $0.keyID == keyID }) { return stored(assetID, asset, key) }
+        }
+        throw .unknownAsset(keyID.hex)
+    }
+
+    public func key(asset: String) throws(LicensingError) -> StoredKey {
+        let id = assets[asset] != nil ? asset : assets.first { $0.value.fairPlayAssetID == asset }?.key
+        guard let id, let found = assets[id], let key = found.keys.first else { throw .unknownAsset(asset) }
+        return stored(id, found, key)
+    }
+
+    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date) {
+        issued.append((assetID, keyID, subject, type, date))
+    }
+
+    public func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date) {
+        syncs.append((contentID, Int64(durationToExpiry), subject))
+    }
+
+    public func licenses(limit: Int) -> [IssuedLicense] {
+        Array(issued.reversed().prefix(max(limit, 0)))
+    }
+
+    public func syncReports() -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
+        syncs
+    }
+
+    private func stored(_ assetID: String, _ asset: Asset, _ key: ContentKey) -> StoredKey {
+        StoredKey(assetID: assetID, fairPlayAssetID: asset.fairPlayAssetID, key: key, policy: asset.policy)
+    }
+}
