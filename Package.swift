@@ -165,7 +165,9 @@ let package = Package(
             name: "SatchelServerTests",
             dependencies: [
                 "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer",
-                "SatchelHTTP", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "SatchelHTTP", "SatchelSystem", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

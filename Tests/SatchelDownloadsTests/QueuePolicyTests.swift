@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+@testable import SatchelDownloads
+
+/// The queue's rules as values: no files, no network, no database.
+@Suite("Queue policy: order, rule holds, windows, the Rule of Threes")
+struct QueuePolicyTests {
+    static let now = Date(timeIntervalSince1970: 1_900_000_000)
+
+    static func asset(_ id: String, position: Int, state: DownloadState = .queued, paused: Bool = false, retryCount: Int = 0,
+                      window: AvailabilityWindow = AvailabilityWindow(), completedAt: Date? = nil) -> DownloadAsset {
+        let plan = DownloadPlan(format: .file, mainPath: "f.mp4", manifests: [],
+                                resources: [DownloadResource(url: "http://o/f.mp4", localPath: "f.mp4", kind: .file)], totalDuration: nil)
+        return DownloadAsset(id: id, url: "http://o/\(id)", state: state, isPaused: paused, failure: nil, retryCount: retryCount, window: window,
+                             options: DownloadOptions(), plan: plan, addedAt: now, completedAt: completedAt, firstPlayAt: nil, position: position)
+    }
+
+    static func environment(network: NetworkType = .unmetered, free: Int64? = 1 << 40, used: Int64 = 0) -> QueueEnvironment {
+        QueueEnvironment(network: network, freeSpace: free, usedBytes: used, now: now)
+    }
+
+    @Test("the first downloadable asset in queue order goes next; paused, complete, blocked, expired and visited ones are skipped")
+    func order() {
+        let policy = QueuePolicy(rules: DownloadRules(headroom: 0))
+        let queue = [Self.asset("c", position: 3), Self.asset("paused", position: 0, paused: true), Self.asset("done", position: 1, state: .complete),
+                     Self.asset("blocked", position: 2, state: .blocked), Self.asset("b", position: 4, state: .waiting),
+                     Self.asset("gone", position: -1, state: .expired)]
+        #expect(policy.next(queue: queue, environment: Self.environment(), visited: []) == .download("c"))
+        #expect(policy.next(queue: queue, environment: Self.environment(), visited: ["c"]) == .download("b"))
+        #expect(policy.next(queue: queue, environment: Self.environment(), visited: ["c", "b"]) == .endOfPass)
+        #expect(policy.next(queue: [], environment: Self.environment(), visited: []) == .endOfPass)
+    }
+
+    @Test("rules hold an asset: no network, cellular without permission, the asset count, maxStorageAllowed, headroom")
+    func holds() {
+        let queue = [Self.asset("a", position: 0), Self.asset("done", position: 1, state: .complete)]
+        let open = QueuePolicy(rules: DownloadRules(headroom: 0))
+        #expect(open.next(queue: queue, environment: Self.environment(network: .none), visited: []) == .hold("a", .networkUnavailable(.none)))
+        #expect(open.next(queue: queue, environment: Self.environment(network: .cellular), visited: []) == .hold("a", .networkUnavailable(.cellular)))
+        let cellular = QueuePolicy(rules: DownloadRules(headroom: 0, downloadOverCellular: true))
+        #expect(cellular.next(queue: queue, environment: Self.environment(network: .cellular), visited: []) == .download("a"))
+        let one = QueuePolicy(rules: DownloadRules(maxDownloadedAssets: 1, headroom: 0))
+        #expect(one.next(queue: queue, environment: Self.environment(), visited: []) == .hold("a", .maxDownloadedAssets(1)))
+        let small = QueuePolicy(rules: DownloadRules(maxStorageAllowed: 100, headroom: 0))
+        #expect(small.next(queue: queue, environment: Self.environment(used: 100), visited: []) == .hold("a", .storageLimit(usedBytes: 100, limit: 100)))
+        #expect(small.next(queue: queue, environment: Self.environment(used: 99), visited: []) == .download("a"))
+        let roomy = QueuePolicy(rules: DownloadRules(headroom: 1000))
+        #expect(roomy.next(queue: queue, environment: Self.environment(free: 999), visited: []) == .hold("a", .headroom(freeBytes: 999, headroom: 1000)))
+        #expect(roomy.next(queue: queue, environment: Self.environment(free: nil), visited: []) == .download("a"), "unknown free space holds nothing")
+    }
+
+    @Test("windows: an asset past its expiry date, or its time after download, expires before anything is downloaded; reading shows it expired")
+    func windows() {
+        let policy = QueuePolicy(rules: DownloadRules(headroom: 0))
+        let dated = Self.asset("dated", position: 1, state: .complete, window: .init(expiryDate: Self.now))
+        let ead = Self.asset("ead", position: 2, state: .complete, window: .init(expiryAfterDownload: 60), completedAt: Self.now.addingTimeInterval(-61))
+        let fresh = Self.asset("fresh", position: 3, state: .complete, window: .init(expiryAfterDownload: 60), completedAt: Self.now.addingTimeInterval(-59))
+        let queued = Self.asset("q", position: 0)
+        #expect(policy.next(queue: [queued, dated, ead, fresh], environment: Self.environment(), visited: []) == .expire(["dated", "ead"]))
+        #expect(QueuePolicy.presented(ead, at: Self.now).state == .expired)
+        #expect(QueuePolicy.presented(fresh, at: Self.now).state == .complete)
+        #expect(!QueuePolicy.hasExpired(Self.asset("x", position: 0, state: .expired, window: .init(expiryDate: Self.now)), at: Self.now))
+    }
+
+    @Test("the Rule of Threes: three attempts per pass, a pass counted on the third failure, blocked after three passes")
+    func ruleOfThrees() {
+        let failure = DownloadFailure.network(url: "http://o/f", message: "reset")
+        #expect(QueuePolicy.outcome(of: nil, attempt: 1, retryCount: 0) == .complete)
+        #expect(QueuePolicy.outcome(of: failure, attempt: 1, retryCount: 0) == .retry(failure))
+        #expect(QueuePolicy.outcome(of: failure, attempt: 2, retryCount: 0) == .retry(failure))
+        #expect(QueuePolicy.outcome(of: failure, attempt: 3, retryCount: 0) == .endPass(failure, blocked: false))
+        #expect(QueuePolicy.outcome(of: failure, attempt: 3, retryCount: 1) == .endPass(failure, blocked: false))
+        #expect(QueuePolicy.outcome(of: failure, attempt: 3, retryCount: 2) == .endPass(failure, blocked: true))
+        #expect(QueuePolicy.outcome(of: .cancelled, attempt: 3, retryCount: 2) == .stopped)
+        #expect(QueuePolicy.outcome(of: .headroom(freeBytes: 1, headroom: 2), attempt: 1, retryCount: 0) == .wait(.headroom(freeBytes: 1, headroom: 2)))
+        let fatal = DownloadFailure.mimeType(url: "http://o/f", mimeType: "text/html")
+        #expect(QueuePolicy.outcome(of: fatal, attempt: 1, retryCount: 0) == .block(fatal))
+
+        var asset = Self.asset("a", position: 0)
+        asset = QueuePolicy.apply(.endPass(failure, blocked: false), to: asset, now: Self.now)
+        #expect(asset.state == .queued && asset.retryCount == 1 && asset.failure == failure)
+        #expect(QueuePolicy.wantsAnotherPass(.endPass(failure, blocked: false)))
+        asset = QueuePolicy.apply(.endPass(failure, blocked: true), to: asset, now: Self.now)
+        #expect(asset.state == .blocked && asset.retryCount == 2)
+        #expect(!QueuePolicy.wantsAnotherPass(.endPass(failure, blocked: true)))
+        let done = QueuePolicy.apply(.complete, to: Self.asset("b", position: 0), now: Self.now)
+        #expect(done.state == .complete && done.completedAt == Self.now && done.failure == nil)
+        #expect(QueuePolicy.apply(.wait(.maxDownloadedAssets(1)), to: done, now: Self.now).state == .waiting)
+    }
+}
