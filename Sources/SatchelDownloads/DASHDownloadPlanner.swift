@@ -6,25 +6,51 @@ import SatchelMedia
 /// text sets in requested languages; SegmentTemplate ($Number$/$Time$, timelines), SegmentList (byte
 /// ranges become files of their own) and SegmentBase (the whole file). Pure.
 public enum DASHDownloadPlanner {
-    /// The plan for the MPD at `url`.
+    /// The plan for the MPD at `url`. The local MPD is the origin's, rewritten by ``DASHRewriter``: `BaseURL`s
+    /// point at the local folders, `SegmentURL`/`Initialization` at the local files (a byte range that became a
+    /// file of its own loses its range attribute), the adaptation sets and representations not downloaded go
+    /// whole; every other element, attribute and comment stays byte for byte.
     public static func plan(mpd text: String, url: URL, options: DownloadOptions) throws(DownloadError) -> DownloadPlan {
         let manifest: DASHManifest
-        do { manifest = try DASHManifest(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
+        let document: MarkupSpans
+        do {
+            manifest = try DASHManifest(parsing: text)
+            document = try MarkupSpans(text)
+        } catch {
+            throw .malformedManifest("\(url.lastPathComponent): \(error)")
+        }
         guard manifest.type != "dynamic" else { throw .liveStream(url.absoluteString) }
         if let duration = manifest.duration, !DownloadPlanner.isPlausibleDuration(duration) {
             throw .malformedManifest("mediaPresentationDuration is out of range")
         }
         let mapper = LocalPath.Mapper(root: url)
         let mpdPath = try mapper.planned(url)
-        let mpdBase = manifest.baseURL.flatMap { URL(string: $0, relativeTo: url)?.absoluteURL } ?? url
+        let tree = Tree(document)
+        guard let period = tree.children(of: 0, named: "Period").first else { throw .malformedManifest("the MPD has no Period") }
+        let setElements = tree.children(of: period, named: "AdaptationSet")
+        let mpdBase = try resolve(tree.baseURL(of: 0), against: url)
+        let periodBase = try resolve(tree.baseURL(of: period), against: mpdBase)
+        var edits: [Int: DASHElementEdit] = [:]
+        for other in tree.children(of: 0, named: "Period").dropFirst() { edits[other] = .remove }
+        try setBase(tree, element: 0, base: mpdBase, parentDirectory: "", edits: &edits, mapper: mapper)
+        try setBase(tree, element: period, base: periodBase, parentDirectory: try localDirectory(of: mpdBase, mapper: mapper), edits: &edits, mapper: mapper)
 
         let chosenSets = try select(manifest.adaptationSets, options: options)
         var resources: [DownloadResource] = []
-        var localSets: [(index: Int, set: DASHAdaptationSet)] = []
-        for (setIndex, representation) in chosenSets {
+        var keptSets: Set<Int> = [], keptReps: Set<Int> = []
+        for (setIndex, rep) in chosenSets {
+            guard setElements.indices.contains(setIndex) else { throw .malformedManifest("adaptation set \(setIndex) is missing") }
+            let setElement = setElements[setIndex]
             let set = manifest.adaptationSets[setIndex]
-            var rep = representation
-            let base = try resolve(rep.baseURL, against: mpdBase)
+            let setBase = try resolve(tree.baseURL(of: setElement), against: periodBase)
+            if keptSets.insert(setElement).inserted {
+                try self.setBase(tree, element: setElement, base: setBase, parentDirectory: try localDirectory(of: periodBase, mapper: mapper),
+                                 edits: &edits, mapper: mapper)
+            }
+            let repElement = tree.children(of: setElement, named: "Representation").first { tree.attribute("id", of: $0) == rep.id }
+            if let repElement { keptReps.insert(repElement) }
+            let base = try resolve(rep.baseURL, against: setBase)
+            let setDirectory = try localDirectory(of: setBase, mapper: mapper)
             let group = "\(set.kind)/\(rep.id)"
             func add(_ target: URL, range: String?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
                 guard resources.count < options.resourceLimit else { throw .malformedManifest("more than \(options.resourceLimit) files") }
@@ -59,38 +85,88 @@ public enum DASHDownloadPlanner {
                     _ = try add(try resolve(name, against: base), range: nil, kind: .segment,
                                 duration: Double(segment.duration) / Double(max(template.timescale, 1)))
                 }
-                // Files keep their origin-relative paths, so the template still resolves against the local base.
-                rep.baseURL = try localDirectory(of: base, root: url, mpdPath: mpdPath)
-            } else if var list = rep.segmentList {
+                // Files keep their origin-relative paths, so the template resolves against the local base as it did online.
+                if let repElement { try self.setBase(tree, element: repElement, base: base, parentDirectory: setDirectory, edits: &edits, mapper: mapper) }
+            } else if let list = rep.segmentList {
                 guard !list.segments.isEmpty else { throw .malformedManifest("representation \(rep.id) has an empty SegmentList") }
                 let each = list.duration.map { Double($0) / Double(max(list.timescale, 1)) } ?? (manifest.duration ?? 0) / Double(list.segments.count)
                 guard DownloadPlanner.isPlausibleDuration(each) else { throw .malformedManifest("SegmentList duration is out of range") }
-                if let initialization = list.initialization {
-                    list.initialization = LocalPath.relative(try add(try resolve(initialization, against: base), range: nil, kind: .initialization, duration: nil),
-                                                             from: mpdPath)
+                let baseDirectory = try localDirectory(of: base, mapper: mapper)
+                var initialization: String?
+                if let source = list.initialization {
+                    initialization = try add(try resolve(source, against: base), range: nil, kind: .initialization, duration: nil)
                 }
-                list.segments = try list.segments.map { (segment) throws(DownloadError) -> (url: String?, range: String?) in
-                    (LocalPath.relative(try add(try resolve(segment.url, against: base), range: segment.range, kind: .segment, duration: each), from: mpdPath), nil)
+                var pieces: [(path: String, ranged: Bool)] = []
+                for segment in list.segments {
+                    pieces.append((try add(try resolve(segment.url, against: base), range: segment.range, kind: .segment, duration: each), segment.range != nil))
                 }
-                rep.segmentList = list
-                rep.baseURL = nil
+                if let repElement { try self.setBase(tree, element: repElement, base: base, parentDirectory: setDirectory, edits: &edits, mapper: mapper) }
+                let listElement = repElement.flatMap { tree.children(of: $0, named: "SegmentList").first } ?? tree.children(of: setElement, named: "SegmentList").first
+                if let listElement {
+                    for (element, piece) in zip(tree.children(of: listElement, named: "SegmentURL"), pieces) {
+                        var attributes: [String: String?] = ["media": LocalPath.relative(piece.path, from: baseDirectory + "_")]
+                        if piece.ranged { attributes["mediaRange"] = .some(nil) }
+                        edits[element] = DASHElementEdit(attributes: attributes)
+                    }
+                    if let initialization, let element = tree.children(of: listElement, named: "Initialization").first {
+                        edits[element] = DASHElementEdit(attributes: ["sourceURL": LocalPath.relative(initialization, from: baseDirectory + "_")])
+                    }
+                }
             } else {
-                // SegmentBase or a bare BaseURL: the representation is one file, fetched whole.
-                rep.baseURL = LocalPath.relative(try add(base, range: nil, kind: .segment, duration: manifest.duration), from: mpdPath)
-            }
-            if let position = localSets.firstIndex(where: { $0.index == setIndex }) {
-                localSets[position].set.representations.append(rep)
-            } else {
-                var copy = set
-                copy.representations = [rep]
-                localSets.append((setIndex, copy))
+                // SegmentBase or a bare BaseURL: the representation is one file, fetched whole (its index ranges stay valid).
+                let file = try add(base, range: nil, kind: .segment, duration: manifest.duration)
+                if let repElement, let baseElement = tree.children(of: repElement, named: "BaseURL").first {
+                    edits[baseElement] = DASHElementEdit(text: LocalPath.relative(file, from: setDirectory + "_"))
+                }
             }
         }
-        var local = manifest
-        local.baseURL = nil
-        local.adaptationSets = localSets.map(\.set)
-        return DownloadPlan(format: .dash, mainPath: mpdPath, manifests: [.init(path: mpdPath, text: local.text)], resources: resources,
+        for setElement in setElements where !keptSets.contains(setElement) { edits[setElement] = .remove }
+        for setElement in keptSets {
+            for repElement in tree.children(of: setElement, named: "Representation") where !keptReps.contains(repElement) { edits[repElement] = .remove }
+        }
+        let local = DASHRewriter.rewrite(document) { _, id in edits[id] ?? .keep }
+        return DownloadPlan(format: .dash, mainPath: mpdPath, manifests: [.init(path: mpdPath, text: local)], resources: resources,
                             totalDuration: manifest.duration)
+    }
+
+    /// Points every `BaseURL` child of `element` at the local folder of `base`, relative to the parent's local folder.
+    private static func setBase(_ tree: Tree, element: Int, base: URL, parentDirectory: String, edits: inout [Int: DASHElementEdit],
+                                mapper: LocalPath.Mapper) throws(DownloadError) {
+        let elements = tree.children(of: element, named: "BaseURL")
+        guard !elements.isEmpty else { return }
+        let directory = try localDirectory(of: base, mapper: mapper)
+        var relative = LocalPath.relative(directory + "_", from: parentDirectory + "_")
+        relative.removeLast()
+        for baseElement in elements { edits[baseElement] = DASHElementEdit(text: relative.isEmpty ? "./" : relative) }
+    }
+
+    /// The local folder (relative to the MPD's, with a trailing `/`, or empty for the MPD's own) holding what `base` resolves against.
+    private static func localDirectory(of base: URL, mapper: LocalPath.Mapper) throws(DownloadError) -> String {
+        let directory = base.absoluteString.hasSuffix("/") ? base : base.deletingLastPathComponent()
+        let probe = try mapper.planned(directory.appendingPathComponent("_"))
+        return String(probe.dropLast())
+    }
+
+    /// The element tree of an MPD, by index into ``MarkupSpans/elements``.
+    struct Tree {
+        let document: MarkupSpans
+
+        init(_ document: MarkupSpans) {
+            self.document = document
+        }
+
+        func children(of id: Int, named name: String) -> [Int] {
+            document.elements[id].children.filter { document.elements[$0].name == name }
+        }
+
+        func attribute(_ name: String, of id: Int) -> String? {
+            document.elements[id].attribute(name)?.value
+        }
+
+        /// The first `BaseURL` child's text, trimmed.
+        func baseURL(of id: Int) -> String? {
+            children(of: id, named: "BaseURL").first.map { document.text(of: $0).trimmingCharacters(in: .whitespacesAndNewlines) }
+        }
     }
 
     /// The adaptation sets and representations to download.
@@ -114,14 +190,5 @@ public enum DASHDownloadPlanner {
         guard let reference, !reference.isEmpty else { return base }
         guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .malformedManifest("bad URL \(reference)") }
         return resolved
-    }
-
-    /// The local BaseURL for a representation whose files live under `base`, or nil when that is the MPD's own directory.
-    private static func localDirectory(of base: URL, root: URL, mpdPath: String) throws(DownloadError) -> String? {
-        let directory = base.absoluteString.hasSuffix("/") ? base : base.deletingLastPathComponent()
-        guard directory.absoluteString != root.deletingLastPathComponent().absoluteString else { return nil }
-        let probe = try LocalPath.planned(directory.appendingPathComponent("_"), root: root)
-        let path = probe.split(separator: "/").dropLast().joined(separator: "/")
-        return path.isEmpty ? nil : LocalPath.relative(path + "/_", from: mpdPath).dropLast(1).description
     }
 }

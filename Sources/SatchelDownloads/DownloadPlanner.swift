@@ -79,7 +79,7 @@ extension HLSDownloadPlanner {
         let master: HLSMasterPlaylist
         do { master = try HLSMasterPlaylist(parsing: text) } catch { throw DownloadError.malformedManifest("\(url.lastPathComponent): \(error)") }
         let selection = try select(master: master, url: url, options: options)
-        var manifests = [DownloadPlan.LocalManifest(path: mainPath, text: try rewriteMaster(master, selection: selection, url: url))]
+        var manifests = [DownloadPlan.LocalManifest(path: mainPath, text: try rewriteMaster(text, selection: selection, url: url))]
         var resources: [DownloadResource] = []
         for playlistURL in selection.playlists {
             let (media, playlist) = try plan(mediaPlaylist: try await fetchText(playlistURL), url: playlistURL, root: url, options: options,

@@ -36,43 +36,60 @@ public enum HLSDownloadPlanner {
         return Selection(variant: variant, renditions: renditions, playlists: playlists)
     }
 
-    /// The master playlist keeping only the selection, pointing at the local media playlists.
-    public static func rewriteMaster(_ master: HLSMasterPlaylist, selection: Selection, url: URL) throws(DownloadError) -> String {
-        func local(_ uri: String) throws(DownloadError) -> String {
-            guard let resolved = URL(string: uri, relativeTo: url)?.absoluteURL else { return uri }
-            return try LocalPath.planned(resolved, root: url)
+    /// The master playlist rewritten by ``HLSRewriter``: the chosen variant and renditions point at the local media
+    /// playlists, the entries not downloaded go whole (with the variant's `SUBTITLES` when no subtitle rendition is
+    /// kept), I-frame playlists, session data and session keys point at the origin; every other byte stays.
+    public static func rewriteMaster(_ text: String, selection: Selection, url: URL) throws(DownloadError) -> String {
+        let variantURL = URL(string: selection.variant.uri, relativeTo: url)?.absoluteURL
+        let chosen = Set(selection.renditions.map { "\($0.type)/\($0.groupID)/\($0.name)" })
+        let keepsSubtitles = selection.renditions.contains { $0.type == "SUBTITLES" }
+        var variantKept = false
+        return try HLSRewriter.rewrite(text) { (reference) throws(DownloadError) -> HLSURIDecision in
+            guard let resolved = URL(string: reference.uri, relativeTo: url)?.absoluteURL else {
+                throw .malformedManifest("\(url.lastPathComponent): bad URI \(reference.uri.prefix(100))")
+            }
+            switch reference.site {
+            case .variant:
+                guard !variantKept, resolved == variantURL, Int(reference.attributes["BANDWIDTH"] ?? "") == selection.variant.bandwidth else {
+                    return .remove
+                }
+                variantKept = true
+                return .replace(try LocalPath.planned(resolved, root: url), removeAttributes: keepsSubtitles ? [] : ["SUBTITLES"])
+            case .tag("EXT-X-MEDIA"):
+                let attributes = reference.attributes
+                let key = "\(attributes["TYPE"] ?? "")/\(attributes["GROUP-ID"] ?? "")/\(attributes["NAME"] ?? "")"
+                guard chosen.contains(key) else { return .remove }
+                return .replace(try LocalPath.planned(resolved, root: url))
+            default:
+                return Self.online(reference, resolved)
+            }
         }
-        var variant = selection.variant
-        variant.uri = try local(variant.uri)
-        let renditions = try selection.renditions.map { (rendition) throws(DownloadError) -> HLSRendition in
-            var copy = rendition
-            if let uri = rendition.uri { copy.uri = try local(uri) }
-            return copy
-        }
-        if !renditions.contains(where: { $0.type == "SUBTITLES" }) { variant.subtitlesGroup = nil }
-        return HLSMasterPlaylist(version: master.version, independentSegments: master.independentSegments, sessionKeys: master.sessionKeys,
-                                 renditions: renditions, variants: [variant]).text
     }
 
-    /// The files of one media playlist and the playlist rewritten for local playback.
-    /// Byte-ranged pieces become files of their own, so the local playlist needs no byte ranges.
+    /// A URI the download does not fetch, made absolute so the local copy still reaches it (license URIs stay as written).
+    static func online(_ reference: HLSURIReference, _ resolved: URL) -> HLSURIDecision {
+        let scheme = resolved.scheme?.lowercased() ?? ""
+        return ["http", "https"].contains(scheme) ? .replace(resolved.absoluteString) : .keep
+    }
+
+    /// The files of one media playlist and the playlist rewritten for local playback by ``HLSRewriter``: every URI
+    /// points at the local file, byte-ranged pieces become files of their own (their `EXT-X-BYTERANGE` goes),
+    /// every other line stays as the origin wrote it.
     /// `limit` caps the files (the asset's ``DownloadOptions/resourceLimit`` less what other playlists planned).
     public static func plan(mediaPlaylist text: String, url: URL, root: URL, options: DownloadOptions,
                             limit: Int? = nil) throws(DownloadError) -> (resources: [DownloadResource], playlist: String) {
         let playlist: HLSMediaPlaylist
         do { playlist = try HLSMediaPlaylist(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard playlist.endList, playlist.playlistType != "EVENT" else { throw .liveStream(url.absoluteString) }
+        for segment in playlist.segments where !DownloadPlanner.isPlausibleDuration(segment.duration) {
+            throw .malformedManifest("\(url.lastPathComponent): EXTINF duration is out of range")
+        }
         let mapper = LocalPath.Mapper(root: root)
         let playlistPath = try mapper.planned(url)
         var resources: [DownloadResource] = [], seen: Set<String> = []
-        var rewritten = playlist
         var nextOffset: [String: Int] = [:]
-
-        func resolve(_ uri: String) throws(DownloadError) -> URL {
-            guard let resolved = URL(string: uri, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad URI \(uri)") }
-            return resolved
-        }
         let limit = limit ?? options.resourceLimit
+
         func add(_ resolved: URL, _ range: HLSByteRange?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
             var localPath = try mapper.planned(resolved)
             var byteRange: DownloadResource.ByteRange?
@@ -93,29 +110,34 @@ public enum HLSDownloadPlanner {
             return LocalPath.relative(localPath, from: playlistPath)
         }
 
-        for index in playlist.segments.indices {
-            var segment = playlist.segments[index]
-            guard DownloadPlanner.isPlausibleDuration(segment.duration) else {
-                throw .malformedManifest("\(url.lastPathComponent): EXTINF duration is out of range")
+        var segmentsSeen = 0
+        let rewritten = try HLSRewriter.rewrite(text) { (reference) throws(DownloadError) -> HLSURIDecision in
+            guard let resolved = URL(string: reference.uri, relativeTo: url)?.absoluteURL else {
+                throw .malformedManifest("\(url.lastPathComponent): bad URI \(reference.uri.prefix(100))")
             }
-            if let map = segment.map {
-                segment.map = HLSMap(uri: try add(try resolve(map.uri), map.byteRange, kind: .initialization, duration: nil))
-            }
-            segment.keys = try segment.keys.map { (key) throws(DownloadError) -> HLSKey in
-                var copy = key
-                guard let uri = key.uri, !uri.hasPrefix("skd://"), !uri.hasPrefix("data:"), key.method != "NONE" else { return copy }
-                let resolved = try resolve(uri)
-                if key.method == "AES-128" && options.includeEncryptionKeys {
-                    copy.uri = try add(resolved, nil, kind: .key, duration: nil)
-                } else {
-                    copy.uri = resolved.absoluteString  // left to the license layer, reachable from the local copy
+            switch reference.site {
+            case .segment:
+                guard let index = reference.segmentIndex, playlist.segments.indices.contains(index) else {
+                    throw .malformedManifest("\(url.lastPathComponent): a URI line that is not a segment")
                 }
-                return copy
+                let duration = playlist.segments[index].duration
+                segmentsSeen += 1
+                return .replace(try add(resolved, reference.byteRange, kind: .segment, duration: duration), dropByteRange: reference.byteRange != nil)
+            case .tag("EXT-X-MAP"):
+                return .replace(try add(resolved, reference.byteRange, kind: .initialization, duration: nil), dropByteRange: reference.byteRange != nil)
+            case .tag("EXT-X-KEY"):
+                let method = reference.attributes["METHOD"] ?? "NONE"
+                if method == "AES-128", options.includeEncryptionKeys, ["http", "https"].contains(resolved.scheme?.lowercased() ?? "") {
+                    return .replace(try add(resolved, nil, kind: .key, duration: nil))
+                }
+                return Self.online(reference, resolved)  // left to the license layer, reachable from the local copy
+            default:
+                return Self.online(reference, resolved)
             }
-            segment.uri = try add(try resolve(segment.uri), segment.byteRange, kind: .segment, duration: segment.duration)
-            segment.byteRange = nil
-            rewritten.segments[index] = segment
         }
-        return (resources, rewritten.text)
+        guard segmentsSeen == playlist.segments.count else {
+            throw .malformedManifest("\(url.lastPathComponent): \(playlist.segments.count) segments, \(segmentsSeen) segment URIs")
+        }
+        return (resources, rewritten)
     }
 }

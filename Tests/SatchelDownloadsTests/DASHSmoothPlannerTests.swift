@@ -39,7 +39,7 @@ struct DASHSmoothPlannerTests {
         #expect(plan.resources.prefix(2).allSatisfy { $0.kind == .initialization }, "init segments first")
         #expect(plan.totalDuration == 8 && plan.mediaDuration == 8)
         let local = try DASHManifest(parsing: try #require(plan.manifests.first?.text))
-        #expect(local.baseURL == nil && local.adaptationSets.count == 2)
+        #expect(local.baseURL == "./" && local.adaptationSets.count == 2, "the MPD's BaseURL now names the local folder")
         #expect(local.adaptationSets[1].representations.map(\.id) == ["en-lo"] && local.adaptationSets[1].representations[0].baseURL == "audio/en/")
         let german = try DASHDownloadPlanner.plan(mpd: Self.mpd, url: Self.url, options: .init(languages: ["de"]))
         #expect(german.resources.contains { $0.localPath == "de/1.m4s" } && german.resources.contains { $0.localPath == "v2/t4000.m4s" })
