@@ -94,6 +94,23 @@ public final class AssetFolder: @unchecked Sendable {
         }
     }
 
+    /// The whole content of the regular file `name` (at most 256 MiB), read without following a link.
+    func readAll(_ name: String) throws(DownloadFailure) -> [UInt8] {
+        let file = openFile(name, O_RDONLY)
+        guard file >= 0 else { throw AssetStore.failure(path: path + "/" + name) }
+        defer { close(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw AssetStore.failure(path: path + "/" + name) }
+            if count == 0 { return bytes }
+            bytes += chunk[..<count]
+            guard bytes.count <= 256 << 20 else { throw .fileSystem(path: path + "/" + name, message: "larger than 256 MiB") }
+        }
+    }
+
     /// Writes every byte of `bytes` to `fd`, retrying on EINTR.
     static func writeAll<Bytes: Collection<UInt8>>(_ fd: Int32, _ bytes: Bytes, path: String) throws(DownloadFailure) {
         do throws(SystemError) {

@@ -13,10 +13,37 @@ import Darwin
 public struct AssetStore: AssetStoring {
     /// The directory holding every asset's directory.
     public let root: String
+    /// Plans read or written by this store (they never change once written).
+    private let plans = PlanCache()
+    /// The folder inside each asset's folder that holds the engine's own files (the plan); no downloaded file
+    /// is ever stored under this name (``LocalPath`` renames such a path).
+    public static let metadataFolder = ".satchel"
+    static let planPath = metadataFolder + "/plan.json"
 
     /// Creates a store rooted at `root`.
     public init(root: String) {
         self.root = root
+    }
+
+    /// Writes the asset's plan (files and manifest texts) into its folder with the crash-safe writer.
+    public func writePlan(_ id: String, _ plan: DownloadPlan) throws(DownloadFailure) {
+        guard let (folder, name) = try folder(id, of: Self.planPath, create: true, url: Self.planPath) else {
+            throw .fileSystem(path: path(id, Self.planPath), message: "the folder is missing")
+        }
+        try folder.writeAtomically(name, plan.encodedJSON())
+        plans.put(id, plan)
+    }
+
+    /// The asset's plan, nil when its folder holds none. A plan that cannot be read or decoded is a failure.
+    public func readPlan(_ id: String) throws(DownloadFailure) -> DownloadPlan? {
+        if let cached = plans.get(id) { return cached }
+        guard let (folder, name) = try folder(id, of: Self.planPath, create: false, url: Self.planPath), folder.size(name) != nil else { return nil }
+        let bytes = try folder.readAll(name)
+        guard let plan = try? JSONDecoder().decode(DownloadPlan.self, from: Data(bytes)) else {
+            throw .fileSystem(path: path(id, Self.planPath), message: "the plan is damaged")
+        }
+        plans.put(id, plan)
+        return plan
     }
 
     /// True for IDs that are safe directory names: 1–128 of `A–Z a–z 0–9 . _ -`, not `.` or `..`.
@@ -102,12 +129,19 @@ public struct AssetStore: AssetStoring {
     }
 
     /// Deletes an asset's files (links inside are removed, never followed).
-    public func delete(_ id: String) throws(DownloadFailure) {
+    /// With `keepingPlan`, the plan stays (an expired asset is still listed, with its files gone).
+    public func delete(_ id: String, keepingPlan: Bool) throws(DownloadFailure) {
         guard Self.isValidID(id) else { return }
         var info = stat()
         guard lstat(directory(id), &info) == 0 else { return }  // nothing on disk
-        do { try FileManager.default.removeItem(atPath: directory(id)) } catch {
-            throw .fileSystem(path: directory(id), message: "cannot delete the asset's folder")
+        if !keepingPlan { plans.remove(id) }
+        do {
+            guard keepingPlan else { return try FileManager.default.removeItem(atPath: directory(id)) }
+            for entry in try FileManager.default.contentsOfDirectory(atPath: directory(id)) where entry != Self.metadataFolder {
+                try FileManager.default.removeItem(atPath: directory(id) + "/" + entry)
+            }
+        } catch {
+            throw .fileSystem(path: directory(id), message: "cannot delete the asset's files")
         }
     }
 

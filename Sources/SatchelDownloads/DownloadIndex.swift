@@ -5,12 +5,10 @@ import SatchelSystem
 import Logging
 import SatchelStorage
 
-/// The persistent index: one row per asset (its metadata and state), its plan in a table of its own, and
-/// the engine's settings, in a SQLite file. The source of truth for what is queued; which bytes exist is the
-/// store's to say.
-///
-/// A plan never changes after the asset is added, and may list 200,000 files: it is written once, kept in
-/// memory once read, and never re-encoded when the asset's state changes.
+/// The persistent index: one row per asset (its metadata, state and progress) and the engine's settings, in a
+/// SQLite file. The source of truth for what is queued; which bytes exist is the store's to say. The plan (which
+/// may list 200,000 files) lives in the asset's folder, written once when the asset is added, so a state change
+/// writes a small row. Plans of rows written by earlier versions (inline, or in the plan table) are still read.
 public final class DownloadIndex: DownloadIndexing {
     private let databases: Databases
     private let database: any Database
@@ -85,16 +83,10 @@ public final class DownloadIndex: DownloadIndexing {
         var light = asset
         light.plan = asset.plan.placeholder
         do { record = try encoder.encode(light) } catch { throw .storage("cannot encode \(asset.id)") }
-        let planData = plans.get(asset.id) == nil ? Data(asset.plan.encodedJSON()) : nil
         let written = try await run {
             try await self.database.transaction { database -> Bool in
                 let existing = try await AssetRow.find(asset.id, on: database)
                 guard existing != nil || createIfMissing else { return false }
-                if let planData {
-                    let plan = try await PlanRow.find(asset.id, on: database) ?? PlanRow(id: asset.id)
-                    plan.plan = planData
-                    try await plan.save(on: database)
-                }
                 let row = existing ?? AssetRow(id: asset.id)
                 row.position = asset.position
                 row.state = asset.state.rawValue
@@ -104,7 +96,6 @@ public final class DownloadIndex: DownloadIndexing {
                 return true
             }
         }
-        if written { plans.put(asset.id, asset.plan) }
         return written
     }
 
@@ -116,7 +107,6 @@ public final class DownloadIndex: DownloadIndexing {
                 try await PlanRow.query(on: database).filter(\.$id == id).delete()
             }
         }
-        plans.remove(id)
     }
 
     /// The next free queue position.
@@ -138,8 +128,8 @@ public final class DownloadIndex: DownloadIndexing {
         }
     }
 
-    /// The asset of a row with its plan (from the cache, the plan table, or — rows written before plans had a
-    /// table of their own — the row itself). nil when the row cannot be decoded.
+    /// The asset of a row. Its plan lives in the asset's folder (the engine reads it from the store); rows
+    /// written by earlier versions carry it inline or in the plan table, and keep it. nil when the row cannot be decoded.
     private func decode(_ row: AssetRow) async throws(DownloadError) -> DownloadAsset? {
         guard var asset = try? decoder.decode(DownloadAsset.self, from: row.record) else { return nil }
         guard asset.plan.isPlaceholder else { return asset }
@@ -148,10 +138,10 @@ public final class DownloadIndex: DownloadIndexing {
             return asset
         }
         let id = asset.id
-        guard let data = try await run({ try await PlanRow.find(id, on: self.database)?.plan }),
-              let plan = try? decoder.decode(DownloadPlan.self, from: data) else { return nil }
-        plans.put(id, plan)
-        asset.plan = plan
+        if let data = try await run({ try await PlanRow.find(id, on: self.database)?.plan }), let plan = try? decoder.decode(DownloadPlan.self, from: data) {
+            plans.put(id, plan)
+            asset.plan = plan
+        }
         return asset
     }
 

@@ -130,8 +130,9 @@ extension DownloadManager {
             // Re-read: a pause, removal or switch-off may have come in (from this process or another).
             guard enabled, !Task.isCancelled, storageFailure == nil, !removing.contains(asset.id),
                   let found = await checked({ () async throws(DownloadError) in try await index.find(asset.id) }),
-                  let latest = found, QueuePolicy.isDownloadable(latest), !removing.contains(asset.id) else { return false }
-            asset = latest
+                  let latest = found, QueuePolicy.isDownloadable(latest), !removing.contains(asset.id),
+                  let planned = await checked({ () async throws(DownloadError) in try withPlan(latest) }) else { return false }
+            asset = planned
             guard await record(&asset, state: .downloading, failure: asset.failure) else { return false }
             setStatus(.downloading(asset.id))
             emit(.started(assetID: asset.id))
@@ -141,7 +142,9 @@ extension DownloadManager {
                   let latest = found else { return false }  // removed meanwhile, or the index failed
             let outcome = QueuePolicy.outcome(of: result.failure, attempt: attempt, retryCount: latest.retryCount)
             let next = QueuePolicy.apply(outcome, to: latest, now: environment.clock.now)
+            let plan = asset.plan
             asset = latest
+            asset.plan = plan
             asset.retryCount = next.retryCount
             asset.completedAt = next.completedAt
             switch outcome {

@@ -192,7 +192,14 @@ public actor DownloadManager {
         let asset = DownloadAsset(id: id, url: url, state: .queued, isPaused: false, failure: nil, retryCount: 0, window: window,
                                   options: options, plan: plan, addedAt: environment.clock.now, completedAt: nil, firstPlayAt: nil,
                                   position: try await index.nextPosition())
-        try await index.save(asset)
+        // The plan goes into the asset's folder first (crash-safe); the index row that makes the asset exist follows.
+        do { try store.writePlan(id, plan) } catch { throw .storage(error.description) }
+        do {
+            try await index.save(asset)
+        } catch {
+            try? store.delete(id, keepingPlan: false)  // the row was never written: nothing may stay behind
+            throw error
+        }
         emit(.queueChanged)
         emit(.stateChanged(assetID: id, state: .queued))
         wake()
@@ -204,14 +211,31 @@ public actor DownloadManager {
     /// only those inside their window (published, not expired).
     public func assets(availabilityFilter: Bool = false) async throws(DownloadError) -> [DownloadAsset] {
         let now = environment.clock.now
-        return try await index.all().map { QueuePolicy.presented($0, at: now) }
-            .filter { !availabilityFilter || ($0.state != .expired && $0.window.isPublished(at: now)) }
+        var assets: [DownloadAsset] = []
+        for asset in try await index.all() {
+            let shown = QueuePolicy.presented(asset, at: now)
+            guard !availabilityFilter || (shown.state != .expired && shown.window.isPublished(at: now)) else { continue }
+            assets.append(try withPlan(shown))
+        }
+        return assets
     }
 
     /// One asset, as of now (see ``assets(availabilityFilter:)``).
     public func asset(_ id: String) async throws(DownloadError) -> DownloadAsset {
         guard let asset = try await index.find(id) else { throw .notFound(id) }
-        return QueuePolicy.presented(asset, at: environment.clock.now)
+        return try withPlan(QueuePolicy.presented(asset, at: environment.clock.now))
+    }
+
+    /// The asset with its plan, read from its folder (the index holds metadata only).
+    func withPlan(_ asset: DownloadAsset) throws(DownloadError) -> DownloadAsset {
+        guard asset.plan.isPlaceholder else { return asset }
+        var full = asset
+        do {
+            if let plan = try store.readPlan(asset.id) { full.plan = plan }
+        } catch {
+            throw .storage("asset \(asset.id): \(error.description)")
+        }
+        return full
     }
 
     /// The asset's progress, from what is on disk.
@@ -277,7 +301,7 @@ public actor DownloadManager {
         removing.insert(id)
         defer { removing.remove(id) }
         await stopCurrent(ifItIs: id)
-        do { try store.delete(id) } catch { throw .storage(error.description) }
+        do { try store.delete(id, keepingPlan: false) } catch { throw .storage(error.description) }
         try await index.delete(id)
         usedBytes = nil
         emit(.queueChanged)
@@ -341,7 +365,7 @@ public actor DownloadManager {
         for id in ids {
             guard var asset = try await index.find(id), asset.state != .expired else { continue }
             await stopCurrent(ifItIs: id)
-            do { try store.delete(id) } catch { throw .storage(error.description) }
+            do { try store.delete(id, keepingPlan: true) } catch { throw .storage(error.description) }
             usedBytes = nil
             asset.state = .expired
             asset.failure = nil

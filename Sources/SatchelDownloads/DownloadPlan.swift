@@ -54,7 +54,7 @@ public struct DownloadPlan: Sendable, Codable, Equatable {
         self.resources = keyed.sorted { ($0.start, $0.order) < ($1.start, $1.order) }.map(\.resource)
     }
 
-    /// What an asset row holds in place of its plan (the plan has a table of its own).
+    /// What an asset row holds in place of its plan (the plan lives in the asset's folder).
     var placeholder: DownloadPlan {
         DownloadPlan(format: format, mainPath: "", manifests: [], resources: [], totalDuration: nil)
     }

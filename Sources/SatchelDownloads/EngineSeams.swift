@@ -1,6 +1,7 @@
 import Foundation
 
-/// The engine's persistent index: one record per asset (metadata and state) and the engine's settings.
+/// The engine's persistent index: one record per asset (metadata, state and progress, never the plan, which
+/// lives in the asset's folder) and the engine's settings.
 /// ``DownloadIndex`` keeps it in SQLite; another store (a test double, a shared database) may stand in.
 public protocol DownloadIndexing: Sendable {
     /// Every asset, in queue order.
@@ -54,8 +55,12 @@ public protocol AssetStoring: Sendable {
     func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure)
     /// Creates the folders the plan's files go into.
     func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure)
-    /// Deletes an asset's files.
-    func delete(_ id: String) throws(DownloadFailure)
+    /// Deletes an asset's files (all of them, or all but its plan).
+    func delete(_ id: String, keepingPlan: Bool) throws(DownloadFailure)
+    /// Writes the asset's plan into its folder, crash-safe.
+    func writePlan(_ id: String, _ plan: DownloadPlan) throws(DownloadFailure)
+    /// The asset's plan, nil when there is none.
+    func readPlan(_ id: String) throws(DownloadFailure) -> DownloadPlan?
     /// Bytes used by every asset.
     func usage() -> Int64
 }

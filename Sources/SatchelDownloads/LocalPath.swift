@@ -59,6 +59,7 @@ public enum LocalPath {
                 }
             }
             if components.isEmpty { components = ["index"] }
+            if components.first == AssetStore.metadataFolder { components[0] = "_" + AssetStore.metadataFolder }  // reserved for the plan
             if !query.isEmpty, let last = components.popLast() {
                 components.append(last + "_" + String(UInt32(truncatingIfNeeded: String(decoding: query, as: UTF8.self).hashValueStable), radix: 16))
             }

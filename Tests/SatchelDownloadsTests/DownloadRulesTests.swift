@@ -108,7 +108,7 @@ struct DownloadRulesTests {
         #expect(try await manager.asset("ead").state == .expired)
         #expect(FileManager.default.fileExists(atPath: world.assetDirectory("ead").path), "reading never deletes")
         #expect(try await manager.sweepExpired() == ["ead"])
-        #expect(!FileManager.default.fileExists(atPath: world.assetDirectory("ead").path), "expired files are deleted")
+        #expect(TestMedia.files(under: world.assetDirectory("ead")) == [".satchel/plan.json"], "expired files are deleted; the plan stays for the listing")
         #expect(await log.events.contains(.expiredAssetsReset(["ead"])))
         await #expect(throws: DownloadError.expired("ead")) { try await manager.localPath("ead") }
         await #expect(throws: DownloadError.expired("ead")) { try await manager.registerPlayStart("ead") }
@@ -124,7 +124,7 @@ struct DownloadRulesTests {
         #expect(try await manager.localPath("later").hasSuffix("later/master.m3u8"))
         #expect(try await manager.asset("dated").state == .expired)
         #expect(await manager.run().states[.expired] == 3, "a run deletes what has expired")
-        #expect(!FileManager.default.fileExists(atPath: world.assetDirectory("dated").path))
+        #expect(TestMedia.files(under: world.assetDirectory("dated")) == [".satchel/plan.json"])
         await manager.close()
     }
 

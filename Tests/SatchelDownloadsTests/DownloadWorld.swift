@@ -60,7 +60,7 @@ struct DownloadWorld {
     /// Every downloaded media file (not a manifest) of an asset is byte-identical to the origin's file at the same path.
     func expectMediaMatchesOrigin(_ id: String, originDirectory: String = "asset", sourceLocation: SourceLocation = #_sourceLocation) throws {
         let local = assetDirectory(id)
-        let media = Self.files(under: local).filter { !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") }
+        let media = Self.files(under: local).filter { !$0.hasPrefix(".satchel/") && !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") }
         #expect(!media.isEmpty, sourceLocation: sourceLocation)
         #expect(!media.contains { $0.hasSuffix(".part") }, "no partial file is left", sourceLocation: sourceLocation)
         for path in media {
@@ -72,10 +72,11 @@ struct DownloadWorld {
         }
     }
 
-    /// The sum of the sizes of an asset's media files, whole and partial (what progress should report; not manifests).
+    /// The sum of the sizes of an asset's media files, whole and partial (what progress should report; not manifests
+    /// nor the engine's own plan).
     func mediaBytes(_ id: String) -> Int64 {
         let local = assetDirectory(id)
-        return Self.files(under: local).filter { !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") }
+        return Self.files(under: local).filter { !$0.hasPrefix(".satchel/") && !$0.hasSuffix(".m3u8") && !$0.hasSuffix(".mpd") && !$0.hasSuffix("Manifest") }
             .reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: local.appendingPathComponent($1).path)[.size] as? Int64) ?? 0) }
     }
 }

@@ -138,8 +138,19 @@ struct LosslessManifestTests {
         defer { world.origin.stop() }
         let manager = try await world.manager()
         try await manager.add(url: world.origin.url("rich/master.m3u8"), id: "rich")
+        let plan = world.assetDirectory("rich").appendingPathComponent(".satchel/plan.json")
+        let inode = try FileManager.default.attributesOfItem(atPath: plan.path)[.systemFileNumber] as? Int
+        try await manager.pause("rich")
+        try await manager.resume("rich")
         #expect(await manager.run().allComplete)
         await manager.close()
+        // The plan (with the manifests' text) lives in the asset's folder, written once; the index holds metadata only.
+        #expect(try FileManager.default.attributesOfItem(atPath: plan.path)[.systemFileNumber] as? Int == inode, "state changes never rewrite the plan")
+        #expect(try String(contentsOf: plan, encoding: .utf8).contains("EXT-X-ACME-CHANNEL"))
+        for name in try FileManager.default.contentsOfDirectory(atPath: world.dataDirectory) where name.hasPrefix("downloads.sqlite") {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: world.dataDirectory).appendingPathComponent(name))
+            #expect(bytes.range(of: Data("EXT-X-ACME-CHANNEL".utf8)) == nil, "\(name) holds no manifest text")
+        }
 
         let local = { (path: String) throws -> String in
             try String(contentsOf: world.assetDirectory("rich").appendingPathComponent(path), encoding: .utf8)
