@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+/// The structure ARCHITECTURE.md describes, checked against the sources.
+@Suite("Architecture: layers, error codes, the layout table")
+struct ArchitectureTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static func read(_ path: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Rows of the first markdown table under `heading` whose first cells match `pattern` (the cells, split).
+    static func tableRows(_ text: String, under heading: String) -> [[String]] {
+        guard let start = text.range(of: "\n" + heading + "\n") else { return [] }
+        var rows: [[String]] = []
+        var inTable = false
+        for line in text[start.upperBound...].split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("|") {
+                inTable = true
+                let cells = line.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                    .map { $0.trimmingCharacters(in: .whitespaces) }
+                if cells.first?.hasPrefix("---") == false { rows.append(cells) }
+            } else if inTable {
+                break
+            }
+        }
+        return Array(rows.dropFirst())  // the header
+    }
+
+    /// Module name → layer, from ARCHITECTURE.md's module table (the one list of layers).
+    static func layers() throws -> [String: Int] {
+        var layers: [String: Int] = [:]
+        for row in tableRows(try read("ARCHITECTURE.md"), under: "## Modules") where row.count >= 2 {
+            guard let layer = Int(row[0]) else { continue }
+            layers[row[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = layer
+        }
+        return layers
+    }
+
+    static func sourceModules() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("Sources").path).filter { !$0.hasPrefix(".") }.sorted()
+    }
+
+    static func swiftFiles(in module: String) -> [URL] {
+        let directory = root.appendingPathComponent("Sources/\(module)")
+        let walker = FileManager.default.enumerator(atPath: directory.path)
+        var files: [URL] = []
+        while let path = walker?.nextObject() as? String {
+            if path.hasSuffix(".swift") { files.append(directory.appendingPathComponent(path)) }
+        }
+        return files
+    }
+
+    @Test("every module in Sources has a layer, and none imports a module of a higher layer")
+    func layering() throws {
+        let layers = try Self.layers()
+        #expect(layers.count >= 10, "the module table was read")
+        var violations: [String] = []
+        for module in try Self.sourceModules() {
+            guard let layer = layers[module] else {
+                violations.append("\(module) is not in ARCHITECTURE.md's module table")
+                continue
+            }
+            for file in Self.swiftFiles(in: module) {
+                for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
+                    let name = String(line.split(separator: " ").last ?? "")
+                    if let imported = layers[name], imported > layer {
+                        violations.append("\(module) (layer \(layer)) imports \(name) (layer \(imported)) in \(file.lastPathComponent)")
+                    }
+                }
+            }
+        }
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    @Test("every error type in Sources adopts ProblemConvertible (a stable code, an HTTP status, a safe detail)")
+    func errorCodes() throws {
+        var missing: [String] = []
+        let declaration = try NSRegularExpression(pattern: #"(?m)^\s*(?:public |internal |private |fileprivate )?(?:final )?(?:enum|struct|class) (\w+)\s*:\s*([^{]+)\{"#)
+        for module in try Self.sourceModules() {
+            for file in Self.swiftFiles(in: module) {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for match in declaration.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                    guard let name = Range(match.range(at: 1), in: text), let conformances = Range(match.range(at: 2), in: text) else { continue }
+                    let list = text[conformances].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                    if list.contains(where: { $0 == "Error" || $0.hasSuffix("Error") && $0 != "HTTPResponseError" }) && !list.contains("ProblemConvertible") {
+                        missing.append("\(module).\(text[name])")
+                    }
+                }
+            }
+        }
+        #expect(missing.isEmpty, "\(missing)")
+    }
+
+    @Test("README's layout table names exactly the modules of ARCHITECTURE.md")
+    func readmeLayout() throws {
+        let architecture = Set(try Self.layers().keys)
+        let readme = Set(Self.tableRows(try Self.read("README.md"), under: "## Layout").compactMap { $0.first?.trimmingCharacters(in: CharacterSet(charactersIn: "`")) })
+        #expect(readme == architecture, "README only: \(readme.subtracting(architecture)); ARCHITECTURE.md only: \(architecture.subtracting(readme))")
+        #expect(architecture == Set(try Self.sourceModules()), "ARCHITECTURE.md lists exactly the modules in Sources")
+    }
+}
