@@ -4,7 +4,7 @@ import SatchelBytes
 import SatchelFairPlay
 
 /// `satchel fps ckc`: answer one SPC file with a CKC file.
-struct FPSCKCCommand: AsyncParsableCommand {
+struct FPSCKCCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "ckc", abstract: "Build the CKC that answers an SPC.")
 
@@ -40,7 +40,7 @@ struct FPSCKCCommand: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    func execute() async throws {
         let ksm = KeySecurityModule(configuration: .init(
             credentials: [try credentials.credential(secrets)], supportedVersions: try parseVersions(versions),
             rejectDowngrade: rejectDowngrade, maxSPCAge: maxSPCAge))

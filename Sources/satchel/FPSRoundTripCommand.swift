@@ -4,7 +4,7 @@ import SatchelBytes
 import SatchelFairPlay
 
 /// `satchel fps roundtrip`: a simulated device asks the KSM for a key and checks the answer.
-struct FPSRoundTripCommand: AsyncParsableCommand {
+struct FPSRoundTripCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "roundtrip",
         abstract: "Simulated device → SPC → KSM → CKC → device, with a random content key; prints the inspection report.")
@@ -14,7 +14,7 @@ struct FPSRoundTripCommand: AsyncParsableCommand {
     @Option(name: .customLong("asset-id"), help: "The asset ID.") var assetID = "satchel-demo"
     @Option(name: .customLong("lease-seconds"), help: "Lease duration to grant.") var leaseSeconds: UInt32 = 3600
 
-    func run() async throws {
+    func execute() async throws {
         guard let certificatePath = credentials.certificate else { throw CLIError("--certificate is required") }
         let credential = try credentials.credential(secrets)
         let simulator = try DeviceSimulator(certificate: FileIO.read(certificatePath, what: "certificate"), dFunction: secrets.dFunction())

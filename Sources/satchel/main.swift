@@ -1,10 +1,6 @@
 import ArgumentParser
 import Foundation
-import SatchelDownloads
-import SatchelFairPlay
-import SatchelLicensing
-import SatchelPackager
-import SatchelProtection
+import SatchelBytes
 
 // Thin entry point: parse, run, and turn any failure into one line on stderr and a non-zero exit.
 do {
@@ -14,20 +10,10 @@ do {
     } else {
         try command.run()
     }
-} catch let error as LicensingError {
-    fail(error.description)
-} catch let error as FairPlayError {
-    fail(error.description)
-} catch let error as PackagerError {
-    fail(error.description)
-} catch let error as ProtectionError {
-    fail(error.description)
 } catch let code as ExitCode {
     exit(code.rawValue)
-} catch let error as DownloadError {
-    fail(error.description)
-} catch let error as CLIError {
-    fail(error.description)
+} catch let error as any ProblemConvertible {
+    fail(error.description)  // every module's error says what happened in one line
 } catch {
     let code = SatchelCommand.exitCode(for: error)
     if code == .success {

@@ -125,7 +125,7 @@ struct DownloadCommandTests {
         let final = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0"])
         #expect(final.status == 0, "\(final.stderr)")
         let local = directory.appendingPathComponent("data/assets/x")
-        let media = TestMedia.files(under: local).filter { !$0.hasSuffix(".m3u8") }
+        let media = TestMedia.files(under: local).filter { !$0.hasSuffix(".m3u8") && !$0.hasPrefix(".satchel/") }
         #expect(!media.isEmpty && !media.contains { $0.hasSuffix(".part") || $0.hasSuffix(".tmp") })
         for path in media {
             let originFile = directory.appendingPathComponent("site/asset").appendingPathComponent(path)
