@@ -37,12 +37,13 @@ public struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     private func write(_ request: Request, status: Int, problem: String?, start: ContinuousClock.Instant, clock: ContinuousClock) {
+        let level: Logger.Level = status >= 500 ? .error : status >= 400 ? Self.raise(self.level) : self.level
+        guard level >= logger.logLevel else { return }  // nothing is formatted for a line that would be dropped
         let elapsed = start.duration(to: clock.now)
         var metadata: Logger.Metadata = ["method": .string(request.method.rawValue), "path": .string(request.uri.path),
                                          "status": .stringConvertible(status),
                                          "ms": .string(String(format: "%.2f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000))]
         if let problem { metadata["problem"] = .string(problem) }
-        let level: Logger.Level = status >= 500 ? .error : status >= 400 ? Self.raise(self.level) : self.level
         logger.log(level: level, "request", metadata: metadata)
     }
 
