@@ -58,7 +58,7 @@ extension DownloadManager {
         storageFailure = nil
         var visited: Set<String> = []
         var anotherPass = false
-        while !Task.isCancelled, enabled, storageFailure == nil {
+        while !Task.isCancelled, enabled, storageFailure == nil, !closed {
             guard let queue = await checked({ () async throws(DownloadError) in try await index.all() }) else { break }
             let policy = QueuePolicy(rules: configuration.rules)
             switch policy.next(queue: queue, environment: queueEnvironment(), visited: visited) {
@@ -128,7 +128,7 @@ extension DownloadManager {
         var asset = start
         for attempt in 1...QueuePolicy.attemptsPerPass {
             // Re-read: a pause, removal or switch-off may have come in (from this process or another).
-            guard enabled, !Task.isCancelled, storageFailure == nil, !removing.contains(asset.id),
+            guard enabled, !closed, !Task.isCancelled, storageFailure == nil, !removing.contains(asset.id),
                   let found = await checked({ () async throws(DownloadError) in try await index.find(asset.id) }),
                   let latest = found, QueuePolicy.isDownloadable(latest), !removing.contains(asset.id),
                   let planned = await checked({ () async throws(DownloadError) in try withPlan(latest) }) else { return false }

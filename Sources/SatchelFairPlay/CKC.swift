@@ -16,8 +16,10 @@ public struct CKC: Sendable {
     public let r1: [UInt8]
     /// Content key duration, if present.
     public let duration: ContentKeyDuration?
-    /// HDCP requirement, if the TLLV is present.
+    /// HDCP requirement, if the TLLV is present with a value of Table 2-12.
     public let hdcp: HDCPRequirement?
+    /// The HDCP TLLV's level as sent (also an undefined one), if the TLLV is present.
+    public let hdcpValue: UInt64?
     /// Offline key (dual expiry), if present.
     public let offlineKey: OfflineKeyPolicy?
 
@@ -59,6 +61,18 @@ public struct CKC: Sendable {
         try open(bytes, sessionKey: spc.session.sessionKey, r1: spc.session.r1, antiReplaySeed: spc.antiReplaySeed)
     }
 
+    /// The level of an HDCP enforcement TLLV: its first 8 bytes. Satchel and Apple's reference KSM write 16
+    /// (the level, then 8 reserved bytes); 8 alone is read too. An undefined level is returned as it is, for the
+    /// caller to report.
+    static func hdcpLevel(_ block: TLLV) throws(FairPlayError) -> UInt64 {
+        guard block.valueLength == 8 || block.valueLength == 16 else {
+            throw .invalidCKC("HDCP enforcement TLLV value is \(block.valueLength) bytes, needs 8 or 16")
+        }
+        var reader = ByteReader(block.value)
+        guard let level = try? reader.readUInt64() else { throw .invalidCKC("HDCP enforcement TLLV is truncated") }
+        return level
+    }
+
     private init(version: UInt32, iv: [UInt8], tllvs: TLLVList, sessionKey: SecretBytes) throws(FairPlayError) {
         self.version = version
         self.iv = iv
@@ -74,12 +88,7 @@ public struct CKC: Sendable {
         if duration != nil && offlineKey != nil {
             throw .invalidCKC("Offline Key and Content Key Duration TLLVs together")
         }
-        hdcp = try tllvs[.hdcpEnforcement].map { (block) throws(FairPlayError) in
-            var reader = ByteReader(block.value)
-            guard block.valueLength == 8, let raw = try? reader.readUInt64(), let value = HDCPRequirement(rawValue64: raw) else {
-                throw .invalidCKC("HDCP enforcement TLLV has an undefined value")
-            }
-            return value
-        }
+        hdcpValue = try tllvs[.hdcpEnforcement].map(Self.hdcpLevel)
+        hdcp = hdcpValue.flatMap(HDCPRequirement.init(rawValue64:))
     }
 }

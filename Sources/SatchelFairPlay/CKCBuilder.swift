@@ -46,8 +46,10 @@ public struct CKCBuilder: Sendable {
             generated.append(block(.contentKeyDuration, duration.value, &random))
         }
         if let hdcp = policy.hdcp {
-            var writer = ByteWriter(capacity: 8)
+            // As Apple's reference KSM writes it: the level (Table 2-12), then 8 reserved bytes.
+            var writer = ByteWriter(capacity: 16)
             writer.writeUInt64(hdcp.rawValue64)
+            writer.writeUInt64(0)
             generated.append(block(.hdcpEnforcement, writer.bytes, &random))
         }
         if let offline = policy.offlineKey {

@@ -148,7 +148,7 @@ public struct InspectionReport: Sendable, Codable, Equatable {
                 Duration(leaseSeconds: $0.leaseSeconds, rentalSeconds: $0.rentalSeconds, keyType: $0.keyType.description,
                          keyTypeValue: Self.hex32($0.keyType.rawValue), reserved: Self.hex32($0.reserved))
             },
-            hdcp: ckc.hdcp?.rawValue,
+            hdcp: ckc.hdcp?.rawValue ?? ckc.hdcpValue.map { "undefined value 0x" + Self.hex64($0) },
             offlineKey: ckc.offlineKey.map {
                 Offline(version: $0.version, contentID: Hex.encode($0.contentID),
                         storageSeconds: $0.storageSeconds, playbackSeconds: $0.playbackSeconds)

@@ -16,7 +16,9 @@ public struct KeySecurityModule: Sendable {
         public var rejectDowngrade: Bool
         /// Maximum distance in seconds between the SPC creation date and the server clock; nil = no check.
         public var maxSPCAge: UInt32?
-        /// Refuse an offline key for clients that do not announce the offline key capability.
+        /// The offline-key rule. As Apple's reference KSM does, an SPC without a Capabilities TLLV (devices before
+        /// iOS 11 never send one) gets the Offline Key TLLV the policy asks for, and only an SPC whose Capabilities
+        /// TLLV lacks the offline-key bit is refused. With this set, an SPC must announce the capability.
         public var requireOfflineKeyCapability: Bool
         /// CKC construction settings.
         public var builder: CKCBuilder
@@ -25,7 +27,7 @@ public struct KeySecurityModule: Sendable {
 
         /// Creates a configuration.
         public init(credentials: [FairPlayCredential], supportedVersions: [UInt32] = [1], rejectDowngrade: Bool = false,
-                    maxSPCAge: UInt32? = nil, requireOfflineKeyCapability: Bool = true, builder: CKCBuilder = CKCBuilder(),
+                    maxSPCAge: UInt32? = nil, requireOfflineKeyCapability: Bool = false, builder: CKCBuilder = CKCBuilder(),
                     clock: any WallClock = SystemClock()) {
             self.clock = clock
             self.credentials = credentials
@@ -84,7 +86,7 @@ public struct KeySecurityModule: Sendable {
     public func authorize(_ spc: SPC, policy: ContentKeyPolicy) throws(FairPlayError) {
         let target = spc.streamingTarget
         guard policy.streaming.allows(target) else { throw .streamingTargetNotAllowed(target) }
-        if policy.offlineKey != nil, configuration.requireOfflineKeyCapability, spc.capabilities?.offlineKey != true {
+        if policy.offlineKey != nil, spc.capabilities?.offlineKey == false || (configuration.requireOfflineKeyCapability && spc.capabilities == nil) {
             throw .clientLacksCapability("the Offline Key TLLV (dual expiry)")
         }
     }

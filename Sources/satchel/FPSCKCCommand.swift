@@ -27,6 +27,9 @@ struct FPSCKCCommand: SatchelAsyncCommand {
     @Option(name: .customLong("max-spc-age"), help: "Refuse SPCs created further than this from now (seconds).") var maxSPCAge: UInt32?
     @Option(name: .customLong("versions"), help: "Protocol versions this server supports, comma separated.") var versions: String = "1"
     @Flag(name: .customLong("reject-downgrade"), help: "Refuse SPCs that use an older version than the best common one.") var rejectDowngrade = false
+    @Flag(name: .customLong("require-offline-capability"),
+          help: "Send an Offline Key TLLV only to clients whose SPC announces the capability (default: as Apple's reference KSM).")
+    var requireOfflineCapability = false
     @Option(help: "Where to write the CKC.") var out: String
 
     func validate() throws {
@@ -43,7 +46,7 @@ struct FPSCKCCommand: SatchelAsyncCommand {
     func execute() async throws {
         let ksm = KeySecurityModule(configuration: .init(
             credentials: [try credentials.credential(secrets)], supportedVersions: try parseVersions(versions),
-            rejectDowngrade: rejectDowngrade, maxSPCAge: maxSPCAge))
+            rejectDowngrade: rejectDowngrade, maxSPCAge: maxSPCAge, requireOfflineKeyCapability: requireOfflineCapability))
         let policy = try ContentKeyPolicy(
             contentKey: SecretBytes(hexOption(contentKey, count: 16, name: "--content-key")),
             contentIV: hexOption(contentIV, count: 16, name: "--content-iv"),

@@ -24,6 +24,9 @@ struct ServeCommand: SatchelAsyncCommand {
 
     private var environment: [String: String] { ProcessInfo.processInfo.environment }
     private var jwksPath: String? { jwks ?? environment["SATCHEL_JWKS"] }
+    @Flag(name: .customLong("require-offline-capability"),
+          help: "Send an Offline Key TLLV only to clients whose SPC announces the capability (default: as Apple's reference KSM).")
+    var requireOfflineCapability = false
     @Flag(name: .customLong("insecure-no-entitlement"), help: "Development only: issue licenses without entitlement tokens.") var insecure = false
     @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (default 10).") var headerTimeout: Double = 10
     @Option(name: .customLong("idle-timeout"), help: "Seconds a kept-alive connection may stay idle (default 60).") var idleTimeout: Double = 60
@@ -68,7 +71,8 @@ struct ServeCommand: SatchelAsyncCommand {
             logger.warning("INSECURE: --insecure-no-entitlement: licenses are issued to anyone who asks. Never use this in production.")
         }
         let (keyStore, database) = try await store.open()
-        let ksm = credentials.isEmpty ? nil : KeySecurityModule(configuration: .init(credentials: credentials))
+        let ksm = credentials.isEmpty ? nil : KeySecurityModule(configuration: .init(credentials: credentials,
+                                                                                                 requireOfflineKeyCapability: requireOfflineCapability))
         let service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
         let host = bind ?? environment["SATCHEL_BIND"] ?? "127.0.0.1"
         guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (1...65535).contains(port) else {

@@ -49,9 +49,12 @@ struct FPSCommandTests {
         let unlimited = dir.appendingPathComponent("u.bin").path
         #expect(try CLIRunner.run(base + ["--persist", "--out", unlimited]).status == 0)
         #expect(try CKC.open(Array(try Data(contentsOf: URL(fileURLWithPath: unlimited))), for: spc).duration?.keyType == .persistableUnlimited)
-        // Apple's SPC has no capabilities TLLV, so an offline key is refused.
-        let refused = try CLIRunner.run(base + ["--offline-content-id", String(repeating: "ab", count: 16), "--storage-seconds", "10",
-                                                "--playback-seconds", "5", "--out", dir.appendingPathComponent("o.bin").path])
+        // Apple's SPC has no Capabilities TLLV: as the reference KSM, it gets the Offline Key TLLV; the strict option refuses it.
+        let offlineArguments = ["--offline-content-id", String(repeating: "ab", count: 16), "--storage-seconds", "10", "--playback-seconds", "5"]
+        let offline = dir.appendingPathComponent("o.bin").path
+        #expect(try CLIRunner.run(base + offlineArguments + ["--out", offline]).status == 0)
+        #expect(try CKC.open(Array(try Data(contentsOf: URL(fileURLWithPath: offline))), for: spc).offlineKey?.playbackSeconds == 5)
+        let refused = try CLIRunner.run(base + offlineArguments + ["--require-offline-capability", "--out", dir.appendingPathComponent("s.bin").path])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("Offline Key"))
         let conflict = try CLIRunner.run(base + ["--offline-content-id", String(repeating: "ab", count: 16), "--storage-seconds", "10",

@@ -90,14 +90,20 @@ struct KSMCheckTests {
         await #expect(try await fixture.ksm().process(local) { _ in denied }.spc.streamingTarget == .device)
     }
 
-    @Test("an offline key needs the client's offline key capability, and never goes with a duration")
+    @Test("offline keys as the reference KSM: no Capabilities TLLV gets one, a TLLV without the bit is refused; strict mode needs the bit")
     func offlineKeyRules() async throws {
         let fixture = try Fixture()
         let offline = try OfflineKeyPolicy(contentID: Array(repeating: 1, count: 16), storageSeconds: 100, playbackSeconds: 10)
         let policy = try Fixture.policy { $0.offlineKey = offline }
-        let (old, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 2]))
+        let (old, oldSession) = try fixture.simulator.makeSPC(.init(assetID: [1, 2]))
+        await #expect(try await DeviceSimulator.openCKC(fixture.ksm().process(old) { _ in policy }.ckc, session: oldSession).offlineKey == offline,
+                      "a device before iOS 11 sends no Capabilities TLLV and gets the Offline Key TLLV")
         await #expect(throws: FairPlayError.clientLacksCapability("the Offline Key TLLV (dual expiry)")) {
-            try await fixture.ksm().process(old) { _ in policy }
+            try await fixture.ksm { $0.requireOfflineKeyCapability = true }.process(old) { _ in policy }
+        }
+        let (without, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 2], capabilities: .init(hdcpEnforcement: true, offlineKey: false)))
+        await #expect(throws: FairPlayError.clientLacksCapability("the Offline Key TLLV (dual expiry)")) {
+            try await fixture.ksm().process(without) { _ in policy }
         }
         let (capable, session) = try fixture.simulator.makeSPC(.init(assetID: [1, 2], capabilities: .init(hdcpEnforcement: false, offlineKey: true)))
         await #expect(try await DeviceSimulator.openCKC(fixture.ksm().process(capable) { _ in policy }.ckc, session: session).offlineKey == offline)
@@ -107,6 +113,24 @@ struct KSMCheckTests {
         }
         await #expect(throws: FairPlayError.invalidLength(what: "offline content ID", expected: 16, actual: 3)) {
             try OfflineKeyPolicy(contentID: [1, 2, 3], storageSeconds: 1, playbackSeconds: 1)
+        }
+    }
+
+    @Test("HDCP TLLVs of 16 bytes (the reference KSM) and 8 bytes both read; an undefined level is kept for the report, not refused")
+    func hdcpForms() throws {
+        func block(_ level: UInt64, reserved: Bool) -> TLLV {
+            var writer = ByteWriter()
+            writer.writeUInt64(level)
+            if reserved { writer.writeUInt64(0) }
+            return TLLV(tag: .hdcpEnforcement, value: writer.bytes, padding: Array(repeating: 0, count: reserved ? 0 : 8))
+        }
+        for reserved in [true, false] {
+            #expect(try CKC.hdcpLevel(block(HDCPRequirement.type1.rawValue64, reserved: reserved)) == HDCPRequirement.type1.rawValue64)
+        }
+        let odd = try CKC.hdcpLevel(block(0x1234, reserved: true))
+        #expect(odd == 0x1234 && HDCPRequirement(rawValue64: odd) == nil)
+        #expect(throws: FairPlayError.invalidCKC("HDCP enforcement TLLV value is 4 bytes, needs 8 or 16")) {
+            try CKC.hdcpLevel(TLLV(tag: .hdcpEnforcement, value: [1, 2, 3, 4], padding: Array(repeating: 0, count: 12)))
         }
     }
 

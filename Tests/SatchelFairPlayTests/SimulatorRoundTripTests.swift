@@ -65,6 +65,7 @@ struct SimulatorRoundTripTests {
         #expect(ckc.duration == (state == nil ? nil : duration), "\(label)")
         #expect(response.summary.durationOmitted == (duration != nil && state == nil))
         #expect(ckc.hdcp == hdcp)
+        #expect(ckc.tllvs[.hdcpEnforcement]?.valueLength == (hdcp == nil ? nil : 16), "the level and 8 reserved bytes, as the reference KSM")
         #expect(ckc.offlineKey == offlineKey)
         for tag in returnTags {
             #expect(ckc.tllvs[tag] == response.spc.tllvs[tag])
