@@ -233,8 +233,22 @@ public final class ResourceFetcher: ResourceFetching {
             try part.restart(have: &have, budget: budget, progress: progress)
             throw .invalidContent(url: resource.url, reason: "an AES-128 key must be 16 bytes")
         }
-        try AssetFolder.sync(fd, path: part.path)  // the bytes are on disk before the name says complete
+        try await Self.sync(fd, path: part.path)  // the bytes are on disk before the name says complete
         return try finish(resource, index: index, part: part, size: have, announced: announced, progress: progress)
+    }
+
+    /// `fsync` on NIO's blocking-I/O pool, so the few threads that run tasks keep fetching meanwhile.
+    static func sync(_ fd: Int32, path: String) async throws(DownloadFailure) {
+        let result: Result<Void, DownloadFailure>
+        do {
+            result = try await NIOThreadPool.singleton.runIfActive { () -> Result<Void, DownloadFailure> in
+                do throws(DownloadFailure) { try AssetFolder.sync(fd, path: path) } catch { return .failure(error) }
+                return .success(())
+            }
+        } catch {
+            result = .failure(.fileSystem(path: path, message: "the I/O thread pool is not running"))
+        }
+        try result.get()
     }
 
     private func finish(_ resource: DownloadResource, index: Int, part: Part, size: Int64, announced: Int64?,

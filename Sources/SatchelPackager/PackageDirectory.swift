@@ -18,8 +18,9 @@ struct PackageDirectory {
         }
     }
 
-    /// Writes `bytes` to `relativePath` inside the package with the crash-safe writer; the whole directory is
-    /// then renamed into place by ``commit()``, so a package is either all there or not there.
+    /// Writes `bytes` to `relativePath` inside the package with the crash-safe writer's staged form (written and
+    /// fsynced); the whole directory is then made durable and renamed into place by ``commit()``, so a package is
+    /// either all there or not there, also after a power cut.
     func write(_ bytes: [UInt8], to relativePath: String, mode: Int = 0o644) throws(PackagerError) {
         let url = temporary.appendingPathComponent(relativePath)
         let parent = url.deletingLastPathComponent()
@@ -29,7 +30,7 @@ struct PackageDirectory {
             }
         }
         do throws(SystemError) {
-            try AtomicFile.write(bytes, to: url.path, mode: mode_t(mode))
+            try AtomicFile.writeStaged(bytes, to: url.path, mode: mode_t(mode))
         } catch {
             throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
         }
@@ -43,6 +44,20 @@ struct PackageDirectory {
     /// Moves the finished package into place, replacing any previous package there.
     func commit() throws(PackagerError) {
         let manager = FileManager.default
+        // The entries of every directory of the package are durable before the package takes its name.
+        var directories = [temporary.path]
+        if let walker = manager.enumerator(atPath: temporary.path) {
+            while let relative = walker.nextObject() as? String {
+                var isDirectory: ObjCBool = false
+                let path = temporary.path + "/" + relative
+                if manager.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { directories.append(path) }
+            }
+        }
+        for directory in directories {
+            do throws(SystemError) { try AtomicFile.syncDirectory(directory) } catch {
+                throw .output("cannot make \(directory) durable: \(String(cString: strerror(error.errno)))")
+            }
+        }
         let old = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).old-\(UUID().uuidString)")
         let hadOld = manager.fileExists(atPath: destination.path)
         do {
@@ -52,7 +67,11 @@ struct PackageDirectory {
             if hadOld, !manager.fileExists(atPath: destination.path) { try? manager.moveItem(at: old, to: destination) }
             throw .output("cannot move the package into \(destination.path)")
         }
-        try? AtomicFile.syncDirectory(destination.deletingLastPathComponent().path)  // the rename survives a crash
+        do throws(SystemError) {
+            try AtomicFile.syncDirectory(destination.deletingLastPathComponent().path)  // the rename survives a crash
+        } catch {
+            throw .output("the package is in place but its rename may not survive a crash: \(String(cString: strerror(error.errno)))")
+        }
         if hadOld { try? manager.removeItem(at: old) }
     }
 
