@@ -43,6 +43,13 @@ public struct LicenseService: Sendable {
         return try await verifier.verify(token, now: clock.now)
     }
 
+    /// The one offline rule, for every license type: a persistable FairPlay key, a dual-expiry Offline Key TLLV and a
+    /// persistent Clear Key license go only to a token with `persistent: true`, for an asset whose policy allows
+    /// offline use. (An HLS AES-128 key is a plain key: whoever holds one can keep it, so it has no offline form.)
+    public static func allowsOffline(_ entitlement: Entitlement, _ policy: AssetPolicy) -> Bool {
+        policy.offline && entitlement.persistent == true
+    }
+
     private func authorize(_ entitlement: Entitlement, _ key: StoredKey, now: Date) throws(LicensingError) {
         guard entitlement.covers([key.assetID, key.fairPlayAssetID]) else {
             throw .notEntitled("the token is for asset \"\(entitlement.asset.prefix(100))\", not \"\(key.assetID)\"")
@@ -62,7 +69,10 @@ public struct LicenseService: Sendable {
             let key = try await spcKey(spc.assetIDString ?? assetHint ?? Hex.encode(spc.assetID))
             try authorize(entitlement, key, now: now)
             var policy = key.policy.applying(entitlement.policy)
-            if entitlement.persistent == false { policy.persist = false }
+            if !Self.allowsOffline(entitlement, key.policy) {
+                policy.persist = false
+                policy.offlineContentID = nil
+            }
             chosen = key
             return try policy.fairPlayPolicy(contentKey: key.key.key, iv: key.key.iv)
         }
@@ -96,9 +106,9 @@ public struct LicenseService: Sendable {
         for keyID in request.keyIDs {
             let key = try await store.key(id: keyID)
             try authorize(entitlement, key, now: now)
-            if request.type == "persistent-license" {
+            if request.type == "persistent-license", !Self.allowsOffline(entitlement, key.policy) {
                 guard key.policy.offline else { throw LicensingError.policyDenied("persistent licenses are not allowed for \(key.assetID)") }
-                guard entitlement.persistent == true else { throw LicensingError.notEntitled("the token does not allow persistent licenses") }
+                throw LicensingError.notEntitled("the token does not allow persistent licenses")
             }
             keys.append(key)
         }
