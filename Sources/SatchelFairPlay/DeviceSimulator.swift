@@ -107,6 +107,7 @@ public struct DeviceSimulator: Sendable {
 
     /// A simulator for the app identified by `certificate` (DER or PEM), deriving DASk with `dFunction`.
     public init(certificate: [UInt8], dFunction: any DFunction) throws(FairPlayError) {
+        guard !certificate.isEmpty else { throw .missingCertificate }
         let der = try FairPlayCredential.certificateDER(certificate)
         let spki = try CertificateReader.subjectPublicKeyInfo(der)
         let key: _RSA.Encryption.PublicKey
@@ -123,7 +124,9 @@ public struct DeviceSimulator: Sendable {
 
     /// Builds an SPC. Returns its bytes and the session values needed to open the answer.
     public func makeSPC(_ options: Options) throws(FairPlayError) -> (spc: [UInt8], session: Session) {
+        guard !options.assetID.isEmpty else { throw .missingAssetID }
         guard (2...200).contains(options.assetID.count) else { throw .invalidAssetIDLength(options.assetID.count) }
+        if let versions = options.supportedVersions, versions.isEmpty { throw .missingVersionList }
         let sessionKey = SecretBytes.random(16)
         let hu = SecureRandom.bytes(20), r1 = SecureRandom.bytes(44), integrity = SecureRandom.bytes(16)
         let r2 = SecureRandom.bytes(21), arSeed = SecureRandom.bytes(16)
@@ -159,6 +162,34 @@ public struct DeviceSimulator: Sendable {
         return (spc, Session(sessionKey: sessionKey, r1: r1, antiReplaySeed: arSeed, requestedBlocks: requested))
     }
 
+    /// Whether a key received at `receivedAt` may still decrypt at `now`, as the FPS client judges it: a lease runs from
+    /// receipt (-42656 when over); a rental or a limited persisted key runs from receipt, an Offline Key's storage window
+    /// until the first playback and its playback window from then (-42800 when over); an Offline Key TLLV of another
+    /// version is a format the client no longer supports (-42799).
+    public static func checkKey(_ ckc: CKC, receivedAt: Date, firstPlaybackAt: Date?, now: Date) throws(FairPlayError) {
+        func over(_ seconds: UInt32, since start: Date) -> Bool { seconds > 0 && now > start.addingTimeInterval(TimeInterval(seconds)) }
+        if let duration = ckc.duration {
+            switch duration.keyType {
+            case .leaseOnly, .leaseAndRental:
+                if over(duration.leaseSeconds, since: receivedAt) { throw .leaseExpired }
+            default: break
+            }
+            switch duration.keyType {
+            case .rentalOnly, .leaseAndRental, .persistableLimited:
+                if over(duration.rentalSeconds, since: receivedAt) { throw .persistentKeyExpired }
+            default: break
+            }
+        }
+        if let offline = ckc.offlineKey {
+            guard offline.version == 1 else { throw .persistentKeyFormatUnsupported(version: offline.version) }
+            if let firstPlaybackAt {
+                if over(offline.playbackSeconds, since: firstPlaybackAt) { throw .persistentKeyExpired }
+            } else if over(offline.storageSeconds, since: receivedAt) {
+                throw .persistentKeyExpired
+            }
+        }
+    }
+
     /// Wraps an arbitrary plaintext payload in an SPC container: a fresh SPC key, RSA-OAEP
     /// under the certificate's key, AES-CBC. Lets tests feed hostile payloads to a KSM.
     public func seal(payload: [UInt8]) throws(FairPlayError) -> [UInt8] {
@@ -168,7 +199,7 @@ public struct DeviceSimulator: Sendable {
         do {
             wrappedKey = Array(try publicKey.key.encrypt(Data(spck), padding: .PKCS1_OAEP))
         } catch {
-            throw .cryptoFailure("RSA-OAEP encryption")
+            throw .spcCreationFailed("RSA-OAEP encryption of the SPC key")
         }
         var writer = ByteWriter(capacity: SPCParser.headerSize + encrypted.count)
         writer.writeUInt32(1)

@@ -9,7 +9,7 @@ public enum FairPlayError: ProblemConvertible, Equatable {
     /// 403 when the policy or the client refuses, 500 for the server's own credentials and crypto, else 400.
     public var httpStatus: Int {
         switch self {
-        case .streamingTargetNotAllowed, .clientLacksCapability: return 403
+        case .streamingTargetNotAllowed, .clientLacksCapability, .certificateRevoked: return 403
         case .cryptoFailure, .invalidPrivateKey, .invalidCertificate, .unsupportedRSAKeySize: return 500
         default: return 400
         }
@@ -88,13 +88,39 @@ public enum FairPlayError: ProblemConvertible, Equatable {
     /// A cryptographic primitive failed.
     case cryptoFailure(String)
 
+    // Device side (the simulator), with the FPS client's codes
+    /// No certificate was given for SPC creation.
+    case missingCertificate
+    /// No asset ID was given for SPC creation.
+    case missingAssetID
+    /// No version list was given for SPC creation.
+    case missingVersionList
+    /// SPC creation failed.
+    case spcCreationFailed(String)
+    /// The certificate has been revoked (the server's list names it).
+    case certificateRevoked(hashHex: String)
+    /// The key's lease has expired.
+    case leaseExpired
+    /// A persisted key (or an offline key's storage or playback window) has expired.
+    case persistentKeyExpired
+    /// A persisted key's format is no longer supported (a new key must be requested).
+    case persistentKeyFormatUnsupported(version: UInt32)
+
     /// The FPS client error code for the same condition, where Table 3-1 of the guide defines one.
     public var appleErrorCode: Int? {
         switch self {
+        case .leaseExpired: return -42656
         case .invalidCKC, .ckcTruncated, .unsupportedCKCVersion: return -42668
+        case .missingCertificate: return -42672
+        case .missingAssetID: return -42673
+        case .missingVersionList: return -42674
         case .invalidAssetIDLength: return -42675
+        case .spcCreationFailed: return -42676
         case .unknownCertificate, .invalidCertificate: return -42679
         case .noCommonProtocolVersion, .protocolVersionNotSupported: return -42681
+        case .certificateRevoked: return -42783
+        case .persistentKeyFormatUnsupported: return -42799
+        case .persistentKeyExpired: return -42800
         default: return nil
         }
     }
@@ -133,6 +159,14 @@ public enum FairPlayError: ProblemConvertible, Equatable {
         case .unsupportedRSAKeySize: return "unsupported-rsa-key-size"
         case .invalidCertificate: return "invalid-certificate"
         case .cryptoFailure: return "crypto-failure"
+        case .missingCertificate: return "missing-certificate"
+        case .missingAssetID: return "missing-asset-id"
+        case .missingVersionList: return "missing-version-list"
+        case .spcCreationFailed: return "spc-creation-failed"
+        case .certificateRevoked: return "certificate-revoked"
+        case .leaseExpired: return "lease-expired"
+        case .persistentKeyExpired: return "persistent-key-expired"
+        case .persistentKeyFormatUnsupported: return "persistent-key-format-unsupported"
         }
     }
 
@@ -174,6 +208,14 @@ public enum FairPlayError: ProblemConvertible, Equatable {
         case let .unsupportedRSAKeySize(bits): text = "RSA key is \(bits) bits; FairPlay needs 1024"
         case let .invalidCertificate(reason): text = "cannot read the Application Certificate: \(reason)"
         case let .cryptoFailure(operation): text = "cryptographic operation failed: \(operation)"
+        case .missingCertificate: text = "no certificate was supplied for SPC creation"
+        case .missingAssetID: text = "no asset ID was supplied for SPC creation"
+        case .missingVersionList: text = "no version list was supplied for SPC creation"
+        case let .spcCreationFailed(reason): text = "SPC creation failed: \(reason)"
+        case let .certificateRevoked(hash): text = "the application certificate \(hash) has been revoked"
+        case .leaseExpired: text = "the key's lease has expired"
+        case .persistentKeyExpired: text = "the persisted key has expired; request a new one"
+        case let .persistentKeyFormatUnsupported(version): text = "persisted key format \(version) is no longer supported; request a new key"
         }
         if let code = appleErrorCode { return "\(text) [FPS \(code)]" }
         return text

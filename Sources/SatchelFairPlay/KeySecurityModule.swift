@@ -24,6 +24,8 @@ public struct KeySecurityModule: Sendable {
         public var builder: CKCBuilder
         /// The server's clock (the SPC creation-date window).
         public var clock: any WallClock
+        /// SHA-1 hashes (hex) of Application Certificates that are revoked: their SPCs are refused (-42783).
+        public var revokedCertificates: Set<String> = []
 
         /// Creates a configuration.
         public init(credentials: [FairPlayCredential], supportedVersions: [UInt32] = [1], rejectDowngrade: Bool = false,
@@ -63,9 +65,14 @@ public struct KeySecurityModule: Sendable {
         self.parser = SPCParser(credentials: configuration.credentials)
     }
 
-    /// Decrypts and integrity-checks an SPC (steps 1-6), without policy checks.
+    /// Decrypts and integrity-checks an SPC (steps 1-6), without policy checks; an SPC of a revoked certificate
+    /// is refused before anything is decrypted.
     public func parse(_ spcBytes: [UInt8]) throws(FairPlayError) -> SPC {
-        try parser.parse(spcBytes)
+        if !configuration.revokedCertificates.isEmpty {  // before any decryption
+            let hash = Hex.encode(try SPCParser.readHeader(spcBytes).0.certificateHash)
+            if configuration.revokedCertificates.contains(hash) { throw .certificateRevoked(hashHex: hash) }
+        }
+        return try parser.parse(spcBytes)
     }
 
     /// Runs the protocol checks: versions and the SPC creation date window.
