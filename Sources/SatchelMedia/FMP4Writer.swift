@@ -177,7 +177,10 @@ public enum FMP4Writer {
                         w.u32(UInt32(bitPattern: sample.ctsOffset))
                     }
                 }
-                if let protection {
+                // Sample auxiliary information only where a sample has some: a track with a constant IV and
+                // whole-sample encryption (cbcs audio) needs none, and a `saiz` of default size 0 with no table
+                // is malformed (ISO/IEC 14496-12 8.7.8), so browsers refuse it.
+                if let protection, protection.perSampleIVSize > 0 || samples.contains(where: { !$0.subsamples.isEmpty }) {
                     let useSubsamples = samples.contains { !$0.subsamples.isEmpty }
                     w.fullBox("senc", flags: useSubsamples ? 0x2 : 0) { w in
                         w.u32(UInt32(samples.count))
