@@ -12,7 +12,8 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     public var languages: [String]
     /// Download AES-128 key files too (otherwise keys are left to the license layer).
     public var includeEncryptionKeys: Bool
-    /// MIME types a single-file download may have (`video/*` style wildcards allowed); nil = ``MIMEType/defaultPermitted``.
+    /// MIME types a single-file download may have (`video/*` style wildcards allowed); nil = ``MIMEType/defaultPermitted``;
+    /// an empty list = no check.
     /// Any other type is a fatal error.
     public var permittedMimeTypes: [String]?
     /// Headers sent with every request for the asset (manifests, media, keys): a token or a cookie the origin

@@ -51,7 +51,7 @@ public enum DownloadPlanner {
         case .file:
             let permitted = options.permittedMimeTypes ?? MIMEType.defaultPermitted
             let type = probe.contentType ?? "application/octet-stream"
-            guard MIMEType.matches(type, permitted) else { throw DownloadError.mimeNotPermitted(url: url.absoluteString, mimeType: MIMEType.essence(type)) }
+            guard MIMEType.permits(permitted, type) else { throw DownloadError.mimeNotPermitted(url: url.absoluteString, mimeType: MIMEType.essence(type)) }
             let path = try LocalPath.planned(url, root: url)
             let file = DownloadResource(url: url.absoluteString, localPath: path, kind: .file, expectedSize: probe.contentLength,
                                         permittedMimeTypes: permitted)

@@ -9,6 +9,21 @@ public enum MIMEType {
         String(contentType.split(separator: ";", maxSplits: 1).first ?? "").trimmingCharacters(in: .whitespaces).lowercased()
     }
 
+    /// True when `contentType` is permitted by `list`: an explicit empty list permits everything (no check).
+    public static func permits(_ list: [String], _ contentType: String) -> Bool {
+        list.isEmpty || matches(contentType, list)
+    }
+
+    /// The list of `--permitted-mime-types`: comma-separated types (`type/*` wildcards allowed); an empty
+    /// text is the empty list, which turns the check off. A malformed entry is refused.
+    public static func parseList(_ text: String) throws(DownloadError) -> [String] {
+        let entries = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        for entry in entries where entry.split(separator: "/", omittingEmptySubsequences: false).count != 2 || entry.contains(" ") {
+            throw .invalidArgument("\"\(entry.prefix(60))\" is not a MIME type (type/subtype, type/* or */*)")
+        }
+        return entries
+    }
+
     /// True when `contentType` matches one of `patterns` (`type/*` wildcards allowed).
     public static func matches(_ contentType: String, _ patterns: [String]) -> Bool {
         let type = essence(contentType)

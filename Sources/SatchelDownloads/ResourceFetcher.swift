@@ -178,7 +178,7 @@ public final class ResourceFetcher: ResourceFetching {
             throw .httpStatus(url: resource.url, status: status)
         }
         if let contentType = response.headers.first(name: "content-type") {
-            let permitted = resource.permittedMimeTypes.map { MIMEType.matches(contentType, $0) } ?? !MIMEType.isWebPage(contentType)
+            let permitted = resource.permittedMimeTypes.map { MIMEType.permits($0, contentType) } ?? !MIMEType.isWebPage(contentType)
             guard permitted else { throw .mimeType(url: resource.url, mimeType: MIMEType.essence(contentType)) }
         }
 

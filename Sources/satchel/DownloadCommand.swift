@@ -54,6 +54,9 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Flag(name: .customLong("include-keys"), help: "Download AES-128 key files too.") var includeKeys = false
     @Option(name: .customLong("header"), help: "\"Name: value\" sent with every request for the asset, e.g. a token (repeatable; never printed).")
     var headers: [String] = []
+    @Option(name: .customLong("permitted-mime-types"),
+            help: "Comma-separated MIME types a single-file asset may have (video/* style; \"\" = no check). Default: video, audio, MP4, octet-stream.")
+    var permittedMimeTypes: String?
     @Option(name: .customLong("max-files"), help: "The most files the asset may have; a manifest listing more is refused (default 200000).") var maxFiles: Int?
     @Option(help: "Publish date (ISO 8601): hidden until then.") var publish: String?
     @Option(help: "Expiry date (ISO 8601, or YYYY-MM-DD).") var expiry: String?
@@ -65,7 +68,8 @@ struct DownloadAdd: SatchelAsyncCommand {
                                         expiryDate: try expiry.map { try parseDate($0, option: "--expiry") },
                                         expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay)
         let options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
-                                      languages: languages, includeEncryptionKeys: includeKeys, maxResources: maxFiles,
+                                      languages: languages, includeEncryptionKeys: includeKeys,
+                                      permittedMimeTypes: try permittedMimeTypes.map(MIMEType.parseList), maxResources: maxFiles,
                                       headers: try DownloadOptions.parseHeaders(headers))
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
         let asset = try await directory.withManager { try await $0.add(url: url, id: id, options: options, window: window) }
