@@ -47,7 +47,9 @@ public enum DASHDownloadPlanner {
                 try self.setBase(tree, element: setElement, base: setBase, parentDirectory: try localDirectory(of: periodBase, mapper: mapper),
                                  edits: &edits, mapper: mapper)
             }
-            let repElement = tree.children(of: setElement, named: "Representation").first { tree.attribute("id", of: $0) == rep.id }
+            // The model lists a set's representations in document order, so the element is the one at the same position.
+            let repElements = tree.children(of: setElement, named: "Representation")
+            let repElement = set.representations.firstIndex(of: rep).flatMap { repElements.indices.contains($0) ? repElements[$0] : nil }
             if let repElement { keptReps.insert(repElement) }
             let base = try resolve(rep.baseURL, against: setBase)
             let setDirectory = try localDirectory(of: setBase, mapper: mapper)
@@ -157,10 +159,6 @@ public enum DASHDownloadPlanner {
 
         func children(of id: Int, named name: String) -> [Int] {
             document.elements[id].children.filter { document.elements[$0].name == name }
-        }
-
-        func attribute(_ name: String, of id: Int) -> String? {
-            document.elements[id].attribute(name)?.value
         }
 
         /// The first `BaseURL` child's text, trimmed.

@@ -167,7 +167,7 @@ final class AssetRow: Model, @unchecked Sendable {
     }
 }
 
-/// An asset's plan, written once when the asset is added.
+/// The plan table of earlier versions: read for their rows, never written (plans now live in the asset's folder).
 final class PlanRow: Model, @unchecked Sendable {
     static let schema = "download_plans"
 
@@ -183,7 +183,7 @@ final class PlanRow: Model, @unchecked Sendable {
 
 /// Plans read or written in this process (they never change, so the cache is always right). At most
 /// ``capacity`` are kept (a plan may list 200,000 files): past that, an arbitrary one is dropped and read again
-/// from the plan table when needed.
+/// from where it is kept (the asset's folder, or the plan table of earlier versions) when needed.
 final class PlanCache: Sendable {
     static let capacity = 32
     private let plans = Locked<[String: DownloadPlan]>([:])

@@ -44,7 +44,7 @@ public enum HLSDownloadPlanner {
         let chosen = Set(selection.renditions.map { "\($0.type)/\($0.groupID)/\($0.name)" })
         let keepsSubtitles = selection.renditions.contains { $0.type == "SUBTITLES" }
         var variantKept = false
-        return try HLSRewriter.rewrite(text) { (reference) throws(DownloadError) -> HLSURIDecision in
+        let local = try HLSRewriter.rewrite(text) { (reference) throws(DownloadError) -> HLSURIDecision in
             guard let resolved = URL(string: reference.uri, relativeTo: url)?.absoluteURL else {
                 throw .malformedManifest("\(url.lastPathComponent): bad URI \(reference.uri.prefix(100))")
             }
@@ -64,6 +64,8 @@ public enum HLSDownloadPlanner {
                 return Self.online(reference, resolved)
             }
         }
+        guard variantKept else { throw .malformedManifest("\(url.lastPathComponent): the chosen variant is not in the playlist") }
+        return local
     }
 
     /// A URI the download does not fetch, made absolute so the local copy still reaches it (license URIs stay as written).

@@ -42,13 +42,13 @@ public enum DASHRewriter {
             for (name, value) in change.attributes {
                 guard let attribute = element.attribute(name) else { continue }
                 if let value {
-                    replacements.append((attribute.valueRange, Array(MarkupSpans.escape(value).utf8)))
+                    replacements.append((attribute.valueRange, Array(xmlEscape(value).utf8)))
                 } else {
                     replacements.append((attribute.fullRange, []))
                 }
             }
             if let text = change.text, element.children.isEmpty {
-                replacements.append((element.contentRange, Array(MarkupSpans.escape(text).utf8)))
+                replacements.append((element.contentRange, Array(xmlEscape(text).utf8)))
             }
         }
         replacements.sort { $0.range.lowerBound < $1.range.lowerBound }

@@ -63,7 +63,7 @@ public final class MarkupElement: @unchecked Sendable {
     }
 }
 
-/// Escapes text for XML attributes and content.
+/// Escapes text for XML attributes (either quote) and content: the one escaper of the MPD writer and rewriter.
 func xmlEscape(_ text: String) -> String {
     var out = ""
     for char in text {
@@ -72,6 +72,7 @@ func xmlEscape(_ text: String) -> String {
         case "<": out += "&lt;"
         case ">": out += "&gt;"
         case "\"": out += "&quot;"
+        case "'": out += "&apos;"
         default: out.append(char)
         }
     }

@@ -173,20 +173,4 @@ public struct MarkupSpans: Sendable {
         }
         return result + rest
     }
-
-    /// `text` escaped for an attribute value or element text.
-    public static func escape(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&quot;"
-            case "'": result += "&apos;"
-            default: result.append(character)
-            }
-        }
-        return result
-    }
 }

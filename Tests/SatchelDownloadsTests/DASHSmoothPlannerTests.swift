@@ -82,3 +82,25 @@ struct DASHSmoothPlannerTests {
         }
     }
 }
+
+@Suite("DASH download planning: representations without IDs")
+struct DASHUnnamedRepresentationTests {
+    @Test("the chosen representation is kept by its position when representations carry no id; the others go")
+    func byPosition() throws {
+        let mpd = """
+        <?xml version="1.0"?>
+        <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S">
+          <Period>
+            <AdaptationSet contentType="video" mimeType="video/mp4">
+              <Representation bandwidth="500000"><BaseURL>lo.mp4</BaseURL></Representation>
+              <Representation bandwidth="2000000"><BaseURL>hi.mp4</BaseURL></Representation>
+            </AdaptationSet>
+          </Period>
+        </MPD>
+        """
+        let plan = try DASHDownloadPlanner.plan(mpd: mpd, url: URL(string: "https://cdn.example/m/manifest.mpd")!, options: .init())
+        let local = try #require(plan.manifests.first?.text)
+        #expect(plan.resources.map(\.localPath) == ["hi.mp4"])
+        #expect(local.contains("<BaseURL>hi.mp4</BaseURL>") && !local.contains("lo.mp4"), "\(local)")
+    }
+}

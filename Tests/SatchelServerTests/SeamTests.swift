@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBytes
+import SatchelFairPlay
 import SatchelLicensing
 import SatchelProtection
 import SatchelSystem
@@ -51,6 +52,35 @@ struct SeamTests {
         await #expect(throws: LicensingError.self) { try await service.aes128Key(key.keyID, token: nil) }
         clock.advance(2)
         #expect(try await service.aes128Key(key.keyID, token: nil) == key.key.bytes)
+    }
+
+    @Test("token expiry is judged by the service's clock: a token still fresh by the machine's clock expires by the service's")
+    func tokenExpiryByClock() async throws {
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
+        defer { Task { await world.database.shutdown() } }
+        let clock = ManualClock(Date())
+        let service = LicenseService(store: world.store, ksm: nil, verifier: world.signer, clock: clock)
+        let token = try await world.token(asset: world.assetID, expires: 600)
+        let request = ClearKey.Request(keyIDs: [world.key.keyID])
+        _ = try await service.clearKey(request, token: token)
+        clock.advance(601)
+        await #expect(throws: LicensingError.invalidEntitlement("the token has expired")) { try await service.clearKey(request, token: token) }
+    }
+
+    @Test("the license server runs every step of the KSM: a certificate revoked in the KSM's configuration is refused over it")
+    func serviceRunsTheKSM() async throws {
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
+        defer { Task { await world.database.shutdown() } }
+        let simulator = try LicenseServerTests.simulator()
+        let (spc, _) = try simulator.makeSPC(.init(assetID: Array(world.assetID.utf8)))
+        let hash = Hex.encode(try SPCParser.readHeader(spc).0.certificateHash)
+        let ksm = try #require(world.service.ksm)
+        var configuration = ksm.configuration
+        configuration.revokedCertificates = [hash]
+        let service = LicenseService(store: world.store, ksm: KeySecurityModule(configuration: configuration), verifier: world.signer)
+        let token = try await world.token(asset: world.assetID)
+        await #expect(throws: FairPlayError.certificateRevoked(hashHex: hash)) { try await service.fairPlay(spc: spc, token: token) }
+        #expect(try await world.service.fairPlay(spc: spc, token: token).ckc.count > 0, "the same SPC is answered without the revocation")
     }
 
     @Test("the crash-safe writer replaces whole files, leaves no temporary file, keeps the mode, and can refuse to replace")

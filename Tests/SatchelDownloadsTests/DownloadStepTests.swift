@@ -1,0 +1,57 @@
+import Foundation
+import SatchelDownloads
+import SatchelSystem
+import SatchelTestSupport
+import Testing
+
+/// A `DownloadStep` (the seam for a license or permission step) runs before every attempt; its failure is handled
+/// as any other: retried under the Rule of Threes, and nothing is fetched until it passes.
+@Suite("Download engine: steps before every attempt")
+struct DownloadStepTests {
+    /// Refuses the first `refusals` attempts with a license failure, then lets them through.
+    final class LicenseStep: DownloadStep {
+        let calls = Locked(0)
+        let refusals: Int
+        init(refusals: Int) { self.refusals = refusals }
+
+        func prepare(_ asset: DownloadAsset) async throws(DownloadFailure) {
+            let call = calls.withLock { calls -> Int in
+                calls += 1
+                return calls
+            }
+            if call <= refusals { throw .license("no license yet for \(asset.id)") }
+        }
+    }
+
+    @Test("a step that fails twice delays the download (nothing fetched), then lets it complete; one that always fails ends blocked")
+    func steps() async throws {
+        let directory = try TestMedia.temporaryDirectory("steps")
+        let site = directory.appendingPathComponent("site")
+        try LosslessManifestTests.write("#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\na.ts\n#EXTINF:2,\nb.ts\n#EXT-X-ENDLIST\n", "s/index.m3u8", in: site)
+        for name in ["a", "b"] { try LosslessManifestTests.media(1000, "s/\(name).ts", in: site) }
+        let world = DownloadWorld(directory: directory, site: site, origin: try await TestOrigin.start(root: site))
+        defer { world.origin.stop() }
+
+        let step = LicenseStep(refusals: 2)
+        let manager = try await DownloadManager(configuration: .init(dataDirectory: world.dataDirectory, rules: DownloadRules(headroom: 0),
+                                                                     retryDelay: .milliseconds(10), passDelay: .milliseconds(10)),
+                                                steps: [step])
+        let log = await EventLog(manager)
+        try await manager.add(url: world.origin.url("s/index.m3u8"), id: "s")
+        #expect(await manager.run().allComplete)
+        #expect(step.calls.current == 3)
+        #expect(await log.events.contains(.error(assetID: "s", failure: .license("no license yet for s"), willRetry: true)))
+        #expect(world.origin.log.filter { $0.path.hasSuffix(".ts") }.count == 2, "the segments were fetched once, after the step passed")
+        await manager.close()
+
+        let never = LicenseStep(refusals: .max)
+        let blocked = try await DownloadManager(configuration: .init(dataDirectory: world.directory.appendingPathComponent("data2").path,
+                                                                     rules: DownloadRules(headroom: 0), retryDelay: .milliseconds(1),
+                                                                     passDelay: .milliseconds(1)),
+                                                steps: [never])
+        try await blocked.add(url: world.origin.url("s/index.m3u8"), id: "s")
+        #expect(await blocked.run().states[.blocked] == 1)
+        #expect(never.calls.current == 9, "three attempts in each of three passes")
+        await blocked.close()
+    }
+}
