@@ -30,16 +30,38 @@ public struct H264SliceContext: Sendable, Equatable {
 
     /// Bytes from the start of a slice NAL unit (header byte included, emulation prevention as in
     /// the stream) to the first byte of slice data; nil when the header cannot be parsed.
-    public func headerLength(ofSlice nal: ArraySlice<UInt8>) -> Int? {
+    public func headerLength(ofSlice nal: ArraySlice<UInt8>) -> Int? { headerLength(ofSlice: nal, prefixes: Self.headerPrefixes) }
+
+    func headerLength(ofSlice nal: ArraySlice<UInt8>, prefixes: [Int]) -> Int? {
         guard let first = nal.first else { return nil }
-        let type = first & 0x1F, referenceIdc = (first >> 5) & 0x3
+        let type = first & 0x1F
         guard type == 1 || type == 5 else { return nil }
-        let rbsp = NALUnit.removeEmulationPrevention(nal.dropFirst())
+        // A slice header is a few dozen bytes; unescaping a whole slice (tens of kilobytes) per
+        // sample is what made encryption slow. Read a short prefix, and a longer one only when
+        // the header runs past it (long weight tables or reordering lists).
+        let body = nal.dropFirst()
+        for prefix in prefixes {
+            let window = body.prefix(prefix)
+            switch parseHeader(NALUnit.removeEmulationPrevention(window), type: type, referenceIdc: (first >> 5) & 0x3) {
+            case .length(let rbspBytes): return 1 + Self.escapedLength(of: rbspBytes, in: window)
+            case .invalid: return nil
+            case .truncated: if window.count == body.count { return nil }
+            }
+        }
+        return nil
+    }
+
+    /// Prefix lengths tried in turn; the last covers any header a conforming stream can carry.
+    static let headerPrefixes = [64, 1_024, Int.max]
+
+    private enum HeaderParse { case length(Int), truncated, invalid }
+
+    private func parseHeader(_ rbsp: [UInt8], type: UInt8, referenceIdc: UInt8) -> HeaderParse {
         var bits = BitReader(rbsp)
         do {
             _ = try bits.readUnsignedExpGolomb()  // first_mb_in_slice
             let sliceType = try bits.readUnsignedExpGolomb() % 5
-            guard let pps = pps[try bits.readUnsignedExpGolomb()], let sps = sps[pps.spsID] else { return nil }
+            guard let pps = pps[try bits.readUnsignedExpGolomb()], let sps = sps[pps.spsID] else { return .invalid }
             if sps.separateColourPlane { try bits.skip(2) }
             try bits.skip(sps.log2MaxFrameNum)
             var fieldPic = false
@@ -85,7 +107,7 @@ public struct H264SliceContext: Sendable, Equatable {
                     while true {
                         let operation = try bits.readUnsignedExpGolomb()
                         if operation == 0 { break }
-                        guard operation <= 6 else { return nil }
+                        guard operation <= 6 else { return .invalid }
                         if operation == 1 || operation == 3 { _ = try bits.readUnsignedExpGolomb() }
                         if operation == 2 { _ = try bits.readUnsignedExpGolomb() }
                         if operation == 3 || operation == 6 { _ = try bits.readUnsignedExpGolomb() }
@@ -103,12 +125,13 @@ public struct H264SliceContext: Sendable, Equatable {
                 _ = try bits.readSignedExpGolomb()
                 _ = try bits.readSignedExpGolomb()
             }
+        } catch ByteReaderError.truncated {
+            return .truncated
         } catch {
-            return nil
+            return .invalid
         }
-        // Header bits → RBSP bytes (rounded up), then back to stream bytes by counting the escapes before that point.
-        let rbspBytes = (bits.bitOffset + 7) / 8
-        return 1 + Self.escapedLength(of: rbspBytes, in: nal.dropFirst())
+        // Header bits → RBSP bytes (rounded up); the caller maps them back to stream bytes.
+        return .length((bits.bitOffset + 7) / 8)
     }
 
     private static func skipModification(_ bits: inout BitReader) throws {

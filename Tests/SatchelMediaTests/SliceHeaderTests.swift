@@ -18,6 +18,9 @@ struct SliceHeaderTests {
             for unit in try NALUnit.splitLengthPrefixed(sample.data, lengthSize: configuration.lengthSize) where [1, 5].contains(NALUnit.h264Type(unit.first ?? 0)) {
                 let length = try #require(context.headerLength(ofSlice: unit), "every x264 slice header parses")
                 #expect(length >= 3 && length < unit.count && length <= 40, "header length \(length) of a \(unit.count)-byte slice")
+                // A window too short for the header is retried with a longer one, never misread.
+                #expect(context.headerLength(ofSlice: unit, prefixes: [2, 8, Int.max]) == length)
+                #expect(context.headerLength(ofSlice: unit, prefixes: [2]) == nil)
                 parsed += 1
             }
         }
