@@ -26,22 +26,38 @@ public enum DASHDownloadPlanner {
         let mapper = LocalPath.Mapper(root: url)
         let mpdPath = try mapper.planned(url)
         let tree = Tree(document)
-        guard let period = tree.children(of: 0, named: "Period").first else { throw .malformedManifest("the MPD has no Period") }
-        let setElements = tree.children(of: period, named: "AdaptationSet")
+        let periodElements = tree.children(of: 0, named: "Period")
+        guard !periodElements.isEmpty, periodElements.count == manifest.periods.count else { throw .malformedManifest("the MPD has no Period") }
         let mpdBase = try resolve(tree.baseURL(of: 0), against: url)
-        let periodBase = try resolve(tree.baseURL(of: period), against: mpdBase)
         var edits: [Int: DASHElementEdit] = [:]
-        for other in tree.children(of: 0, named: "Period").dropFirst() { edits[other] = .remove }
         try setBase(tree, element: 0, base: mpdBase, parentDirectory: "", edits: &edits, mapper: mapper)
-        try setBase(tree, element: period, base: periodBase, parentDirectory: try localDirectory(of: mpdBase, mapper: mapper), edits: &edits, mapper: mapper)
-
-        let chosenSets = try select(manifest.adaptationSets, options: options)
         var resources: [DownloadResource] = []
+        // Every period is downloaded and kept; a track continues from one period into the next (its files
+        // follow on in download order and in the cached duration).
+        for (periodIndex, period) in periodElements.enumerated() {
+            try plan(period: period, index: periodIndex, manifest: manifest, tree: tree, mpdBase: mpdBase, options: options,
+                     mapper: mapper, resources: &resources, edits: &edits)
+        }
+        let local = DASHRewriter.rewrite(document) { _, id in edits[id] ?? .keep }
+        return DownloadPlan(format: .dash, mainPath: mpdPath, manifests: [.init(path: mpdPath, text: local)], resources: resources,
+                            totalDuration: manifest.duration)
+    }
+
+    /// Plans one period: its chosen representations' files, and the edits of its elements.
+    private static func plan(period: Int, index periodIndex: Int, manifest: DASHManifest, tree: Tree, mpdBase: URL, options: DownloadOptions,
+                             mapper: LocalPath.Mapper, resources: inout [DownloadResource], edits: inout [Int: DASHElementEdit]) throws(DownloadError) {
+        let model = manifest.periods[periodIndex]
+        let periodDuration = manifest.duration(ofPeriod: periodIndex)
+        if let periodDuration, !DownloadPlanner.isPlausibleDuration(periodDuration) { throw .malformedManifest("period \(periodIndex) duration is out of range") }
+        let setElements = tree.children(of: period, named: "AdaptationSet")
+        let periodBase = try resolve(tree.baseURL(of: period), against: mpdBase)
+        try setBase(tree, element: period, base: periodBase, parentDirectory: try localDirectory(of: mpdBase, mapper: mapper), edits: &edits, mapper: mapper)
+        let chosenSets = try select(model.adaptationSets, options: options)
         var keptSets: Set<Int> = [], keptReps: Set<Int> = []
-        for (setIndex, rep) in chosenSets {
+        for (track, (setIndex, rep)) in chosenSets.enumerated() {
             guard setElements.indices.contains(setIndex) else { throw .malformedManifest("adaptation set \(setIndex) is missing") }
             let setElement = setElements[setIndex]
-            let set = manifest.adaptationSets[setIndex]
+            let set = model.adaptationSets[setIndex]
             let setBase = try resolve(tree.baseURL(of: setElement), against: periodBase)
             if keptSets.insert(setElement).inserted {
                 try self.setBase(tree, element: setElement, base: setBase, parentDirectory: try localDirectory(of: periodBase, mapper: mapper),
@@ -53,7 +69,7 @@ public enum DASHDownloadPlanner {
             if let repElement { keptReps.insert(repElement) }
             let base = try resolve(rep.baseURL, against: setBase)
             let setDirectory = try localDirectory(of: setBase, mapper: mapper)
-            let group = "\(set.kind)/\(rep.id)"
+            let group = "\(set.kind)/\(track)"
             func add(_ target: URL, range: String?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
                 guard resources.count < options.resourceLimit else { throw .malformedManifest("more than \(options.resourceLimit) files") }
                 var path = try mapper.planned(target)
@@ -78,10 +94,10 @@ public enum DASHDownloadPlanner {
                     _ = try add(try resolve(name, against: base), range: nil, kind: .initialization, duration: nil)
                 }
                 let segments: [(number: UInt64, time: UInt64, duration: UInt64)]
-                do { segments = try template.segments(presentationDuration: manifest.duration, limit: options.resourceLimit - resources.count) } catch {
+                do { segments = try template.segments(presentationDuration: periodDuration, limit: options.resourceLimit - resources.count) } catch {
                     throw .malformedManifest("representation \(rep.id.prefix(64)): \(error)")
                 }
-                guard !segments.isEmpty else { throw .malformedManifest("representation \(rep.id) has no segments") }
+                guard !segments.isEmpty else { throw .malformedManifest("representation \(rep.id.prefix(64)) has no segments") }
                 for segment in segments {
                     let name = try expand(media, number: segment.number, time: segment.time)
                     _ = try add(try resolve(name, against: base), range: nil, kind: .segment,
@@ -91,7 +107,7 @@ public enum DASHDownloadPlanner {
                 if let repElement { try self.setBase(tree, element: repElement, base: base, parentDirectory: setDirectory, edits: &edits, mapper: mapper) }
             } else if let list = rep.segmentList {
                 guard !list.segments.isEmpty else { throw .malformedManifest("representation \(rep.id) has an empty SegmentList") }
-                let each = list.duration.map { Double($0) / Double(max(list.timescale, 1)) } ?? (manifest.duration ?? 0) / Double(list.segments.count)
+                let each = list.duration.map { Double($0) / Double(max(list.timescale, 1)) } ?? (periodDuration ?? 0) / Double(list.segments.count)
                 guard DownloadPlanner.isPlausibleDuration(each) else { throw .malformedManifest("SegmentList duration is out of range") }
                 let baseDirectory = try localDirectory(of: base, mapper: mapper)
                 var initialization: String?
@@ -116,7 +132,7 @@ public enum DASHDownloadPlanner {
                 }
             } else {
                 // SegmentBase or a bare BaseURL: the representation is one file, fetched whole (its index ranges stay valid).
-                let file = try add(base, range: nil, kind: .segment, duration: manifest.duration)
+                let file = try add(base, range: nil, kind: .segment, duration: periodDuration)
                 if let repElement, let baseElement = tree.children(of: repElement, named: "BaseURL").first {
                     edits[baseElement] = DASHElementEdit(text: LocalPath.relative(file, from: setDirectory + "_"))
                 }
@@ -126,9 +142,6 @@ public enum DASHDownloadPlanner {
         for setElement in keptSets {
             for repElement in tree.children(of: setElement, named: "Representation") where !keptReps.contains(repElement) { edits[repElement] = .remove }
         }
-        let local = DASHRewriter.rewrite(document) { _, id in edits[id] ?? .keep }
-        return DownloadPlan(format: .dash, mainPath: mpdPath, manifests: [.init(path: mpdPath, text: local)], resources: resources,
-                            totalDuration: manifest.duration)
     }
 
     /// Points every `BaseURL` child of `element` at the local folder of `base`, relative to the parent's local folder.

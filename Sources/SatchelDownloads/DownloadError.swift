@@ -122,17 +122,19 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     /// Only a cellular network is available and `downloadOverCellular` is off, or there is no network.
     case networkUnavailable(NetworkType)
 
-    /// True when retrying cannot help: a MIME type that is not permitted, a 4xx that cannot heal.
+    /// True when retrying cannot help. Seed 003 names one such condition: a MIME type outside the permitted
+    /// list. Every HTTP error is retried under the Rule of Threes (a 404 may be a CDN that has not got the
+    /// file yet; a 401 or 403 may heal when the application hands the engine a fresh URL or token).
     public var isFatal: Bool {
-        switch self {
-        case .mimeType: return true
-        case let .httpStatus(_, status): return (400..<500).contains(status) && !Self.healing4xx.contains(status)
-        default: return false
-        }
+        if case .mimeType = self { return true }
+        return false
     }
 
-    /// 4xx statuses that may heal: 404 (seed 003 retries it; a CDN may not have the file yet), 408, 409, 416, 423, 425, 429.
-    public static let healing4xx: Set<Int> = [404, 408, 409, 416, 423, 425, 429]
+    /// True for 401 and 403: the origin wants fresh credentials (``DownloadEvent/authorizationRequired(assetID:status:)``).
+    public var needsAuthorization: Bool {
+        if case let .httpStatus(_, status) = self { return status == 401 || status == 403 }
+        return false
+    }
 
     /// True for the rules (storage, headroom, asset count, network type): the asset waits, no retry is counted.
     public var isRuleLimit: Bool {

@@ -121,7 +121,7 @@ public final class ResourceFetcher: ResourceFetching {
     // MARK: Files
 
     /// Downloads one resource unless it is complete. Returns a warning when the final size disagrees
-    /// with the size announced earlier (the file is still complete). Every file is opened inside the
+    /// with the size the manifest or the probe declared (the file is still complete). Every file is opened inside the
     /// asset's folder without following links (``AssetStore/folder(_:of:create:url:)``).
     public func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: any AssetStoring, headers: [String: String],
                       budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
@@ -162,7 +162,8 @@ public final class ResourceFetcher: ResourceFetching {
             guard let contentRange, contentRange.start == base + have else {
                 throw .invalidContent(url: resource.url, reason: "the origin answered a different range (\(response.headers.first(name: "content-range")?.prefix(64) ?? "none"))")
             }
-            if resource.range == nil { announced = contentRange.total }
+            // A byte-range resource is checked against its own length below; a whole file against the total.
+            announced = resource.range == nil ? contentRange.total : nil
         case 200:
             if have > 0 { try part.restart(have: &have, budget: budget, progress: progress) }  // the origin ignored Range
             skip = base
@@ -234,7 +235,7 @@ public final class ResourceFetcher: ResourceFetching {
             throw .invalidContent(url: resource.url, reason: "an AES-128 key must be 16 bytes")
         }
         try await Self.sync(fd, path: part.path)  // the bytes are on disk before the name says complete
-        return try finish(resource, index: index, part: part, size: have, announced: announced, progress: progress)
+        return try finish(resource, index: index, part: part, size: have, announced: announced, budget: budget, progress: progress)
     }
 
     /// `fsync` on NIO's blocking-I/O pool, so the few threads that run tasks keep fetching meanwhile.
@@ -251,12 +252,26 @@ public final class ResourceFetcher: ResourceFetching {
         try result.get()
     }
 
+    /// Renames a whole part into place. A part whose size disagrees with what the origin announced for
+    /// this response (Content-Length, or a 206's total) is not whole: short, it stays to be resumed; long,
+    /// it is emptied; either way the attempt fails and is retried (seed 003: "Final file segment size
+    /// disagrees with server-provided segment size — Retry: Yes"). Only a size the manifest declared
+    /// and the origin contradicts is a warning, and the file completes.
     private func finish(_ resource: DownloadResource, index: Int, part: Part, size: Int64, announced: Int64?,
-                        progress: LiveProgress) throws(DownloadFailure) -> String? {
+                        budget: DownloadBudget? = nil, progress: LiveProgress) throws(DownloadFailure) -> String? {
+        if let announced, announced != size {
+            let url = resource.url
+            guard size < announced else {
+                var have = size
+                if let budget { try part.restart(have: &have, budget: budget, progress: progress) }
+                throw .invalidContent(url: url, reason: "\(size) bytes received where the origin announced \(announced)")
+            }
+            throw .network(url: url, message: "the response ended after \(size) of the \(announced) bytes the origin announced")
+        }
         try part.folder.rename(part.name, to: part.final)
         progress.markComplete(index)
-        for expected in [resource.expectedSize.map(Int64.init), announced].compactMap({ $0 }) where expected != size {
-            return "\(DownloadFailure.redacted(resource.url)): \(size) bytes on disk, \(expected) announced (Content-Length); kept"
+        if let declared = resource.expectedSize, Int64(declared) != size {
+            return "\(DownloadFailure.redacted(resource.url)): \(size) bytes on disk, \(declared) declared by the manifest; kept"
         }
         return nil
     }

@@ -216,6 +216,29 @@ public struct DASHAdaptationSet: Sendable, Equatable {
     }
 }
 
+/// A DASH Period: a span of the presentation with its own adaptation sets.
+public struct DASHPeriod: Sendable, Equatable {
+    /// `@id`, when given.
+    public var id: String?
+    /// `@start` in seconds, when given.
+    public var start: Double?
+    /// `@duration` in seconds, when given.
+    public var duration: Double?
+    /// The period's BaseURL.
+    public var baseURL: String?
+    /// The period's adaptation sets.
+    public var adaptationSets: [DASHAdaptationSet]
+
+    /// Creates a period.
+    public init(id: String? = nil, start: Double? = nil, duration: Double? = nil, baseURL: String? = nil, adaptationSets: [DASHAdaptationSet]) {
+        self.id = id
+        self.start = start
+        self.duration = duration
+        self.baseURL = baseURL
+        self.adaptationSets = adaptationSets
+    }
+}
+
 /// A DASH media presentation description (static or dynamic).
 public struct DASHManifest: Sendable, Equatable {
     /// "static" (on demand) or "dynamic" (live).
@@ -224,15 +247,44 @@ public struct DASHManifest: Sendable, Equatable {
     public var duration: Double?
     /// MPD-level BaseURL.
     public var baseURL: String?
-    /// Adaptation sets of the first period (multi-period inputs keep only the first).
+    /// Adaptation sets of the first period (what a one-period writer and reader need).
     public var adaptationSets: [DASHAdaptationSet]
+    /// Every period, in document order.
+    public var periods: [DASHPeriod]
 
-    /// Creates a manifest.
+    /// Creates a one-period manifest.
     public init(type: String = "static", duration: Double?, baseURL: String? = nil, adaptationSets: [DASHAdaptationSet]) {
         self.type = type
         self.duration = duration
         self.baseURL = baseURL
         self.adaptationSets = adaptationSets
+        self.periods = [DASHPeriod(adaptationSets: adaptationSets)]
+    }
+
+    /// The duration in seconds of period `index`: its `@duration`, else up to the next period's `@start`, else
+    /// (the last period) up to the end of the presentation; nil when the MPD does not say.
+    public func duration(ofPeriod index: Int) -> Double? {
+        guard periods.indices.contains(index) else { return nil }
+        if let duration = periods[index].duration { return duration }
+        let start = startOfPeriod(index)
+        let end = index + 1 < periods.count ? periods[index + 1].start : duration
+        guard let start, let end, end > start else { return index == 0 && periods.count == 1 ? duration : nil }
+        return end - start
+    }
+
+    /// The start in seconds of period `index`: its `@start`, else the end of the one before (the first starts at 0).
+    public func startOfPeriod(_ index: Int) -> Double? {
+        guard periods.indices.contains(index) else { return nil }
+        var start = 0.0
+        for position in 0...index {
+            if let given = periods[position].start {
+                start = given
+            } else if position > 0 {
+                guard let previous = periods[position - 1].duration else { return nil }
+                start += previous
+            }
+        }
+        return start
     }
 
     /// Parses an MPD.
@@ -242,9 +294,23 @@ public struct DASHManifest: Sendable, Equatable {
         type = root.attributes["type"] ?? "static"
         duration = root.attributes["mediaPresentationDuration"].flatMap(Self.parseDuration)
         baseURL = root.child("BaseURL")?.text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let period = root.child("Period") else { throw .malformed("MPD has no Period") }
-        if duration == nil { duration = period.attributes["duration"].flatMap(Self.parseDuration) }
-        adaptationSets = period.children("AdaptationSet").map { set in
+        let periodElements = root.children("Period")
+        guard let first = periodElements.first else { throw .malformed("MPD has no Period") }
+        if duration == nil, periodElements.count == 1 { duration = first.attributes["duration"].flatMap(Self.parseDuration) }
+        periods = periodElements.map { period in
+            DASHPeriod(id: period.attributes["id"], start: period.attributes["start"].flatMap(Self.parseDuration),
+                       duration: period.attributes["duration"].flatMap(Self.parseDuration),
+                       baseURL: period.child("BaseURL")?.text.trimmingCharacters(in: .whitespacesAndNewlines),
+                       adaptationSets: Self.adaptationSets(of: period))
+        }
+        adaptationSets = periods.first?.adaptationSets ?? []
+        if duration == nil, periods.count > 1, let last = periods.indices.last, let start = startOfPeriod(last), let length = periods[last].duration {
+            duration = start + length
+        }
+    }
+
+    private static func adaptationSets(of period: MarkupElement) -> [DASHAdaptationSet] {
+        period.children("AdaptationSet").map { set in
             let setTemplate = set.child("SegmentTemplate").map(Self.template)
             return DASHAdaptationSet(
                 contentType: set.attributes["contentType"], mimeType: set.attributes["mimeType"], language: set.attributes["lang"],

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelDownloads
+import SatchelMedia
 import SatchelTestSupport
 import Testing
 
@@ -193,5 +194,53 @@ struct LosslessManifestTests {
         let files = TestMedia.files(under: world.assetDirectory("rich"))
         #expect(Set(files).isSuperset(of: ["audio/en.mp4", "audio/en.100-1000.mp4", "audio/en.1100-1000.mp4", "v-hi/init.mp4", "v-hi/1.m4s", "v-hi/2.m4s"]),
                 "\(files)")
+    }
+
+    static let periods = """
+    <?xml version="1.0" encoding="UTF-8"?>
+    <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT10S" minBufferTime="PT2S">
+      <Period id="main" start="PT0S">
+        <AdaptationSet contentType="video" mimeType="video/mp4">
+          <SegmentTemplate timescale="1" duration="2" startNumber="1" initialization="$RepresentationID$/init.mp4" media="$RepresentationID$/$Number$.m4s"/>
+          <Representation id="v" bandwidth="500000" codecs="avc1.64001f" width="640" height="360"/>
+        </AdaptationSet>
+      </Period>
+      <Period id="break" start="PT4S">
+        <BaseURL>ad/</BaseURL>
+        <AdaptationSet contentType="video" mimeType="video/mp4">
+          <SegmentTemplate timescale="1000" initialization="$RepresentationID$/init.mp4" media="$RepresentationID$/$Time$.m4s">
+            <SegmentTimeline><S t="0" d="2000" r="-1"/></SegmentTimeline>
+          </SegmentTemplate>
+          <Representation id="ad-v" bandwidth="400000" codecs="avc1.64001f" width="640" height="360"/>
+        </AdaptationSet>
+      </Period>
+    </MPD>
+
+    """
+
+    @Test("DASH: every period is downloaded and kept, each with its own duration (a template is not stretched over the presentation)")
+    func multiPeriod() async throws {
+        let model = try DASHManifest(parsing: Self.periods)
+        #expect(model.periods.map(\.id) == ["main", "break"] && model.duration(ofPeriod: 0) == 4 && model.duration(ofPeriod: 1) == 6)
+        let directory = try TestMedia.temporaryDirectory("lossless-periods")
+        let site = directory.appendingPathComponent("site")
+        try Self.write(Self.periods, "show/manifest.mpd", in: site)
+        try Self.media(100, "show/v/init.mp4", in: site)
+        for n in 1...2 { try Self.media(500, "show/v/\(n).m4s", in: site) }
+        try Self.media(100, "show/ad/ad-v/init.mp4", in: site)
+        for t in [0, 2000, 4000] { try Self.media(300, "show/ad/ad-v/\(t).m4s", in: site) }
+        let world = DownloadWorld(directory: directory, site: site, origin: try await TestOrigin.start(root: site))
+        defer { world.origin.stop() }
+        let manager = try await world.manager()
+        let asset = try await manager.add(url: world.origin.url("show/manifest.mpd"), id: "show")
+        #expect(asset.plan.resources.filter { $0.kind == .segment }.map(\.localPath)
+                    == ["v/1.m4s", "v/2.m4s", "ad/ad-v/0.m4s", "ad/ad-v/2000.m4s", "ad/ad-v/4000.m4s"], "one track across both periods, in order")
+        #expect(await manager.run().allComplete)
+        let progress = try await manager.progress("show")
+        #expect(progress.cachedDuration == 10 && progress.totalDuration == 10)
+        await manager.close()
+        let local = try String(contentsOf: world.assetDirectory("show").appendingPathComponent("manifest.mpd"), encoding: .utf8)
+        Self.expectOnlyURIsDiffer(origin: Self.periods, local: local, removed: [], uriLines: [9])
+        #expect(world.origin.log.filter { $0.path.hasSuffix(".m4s") }.count == 5, "no segment past a period's end is asked for")
     }
 }
