@@ -175,7 +175,9 @@ let package = Package(
         .testTarget(
             name: "SatchelDownloadsTests",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelSystem", "SatchelTestSupport",
+                "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelStorage", "SatchelSystem",
+                "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
             ]
         ),
         .testTarget(name: "SatchelPackagerTests",

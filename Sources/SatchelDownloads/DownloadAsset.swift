@@ -135,8 +135,18 @@ public enum DownloadEvent: Sendable, Equatable {
     case finished(assetID: String)
     /// An attempt failed; `willRetry` says whether the engine will try again without being asked.
     case error(assetID: String, failure: DownloadFailure, willRetry: Bool)
-    /// Something unexpected that did not stop the download (a size that disagrees with Content-Length).
+    /// Something unexpected that did not stop the download (a size the manifest declared that the origin contradicts).
     case warning(assetID: String, message: String)
+    /// The origin answered 401 or 403 for a file of the asset: hand the engine a fresh URL or token with
+    /// ``DownloadManager/updateURL(_:url:headers:)`` (the asset keeps its bytes and resumes).
+    case authorizationRequired(assetID: String, status: Int)
+    /// The index holds a record for this asset that cannot be read: it is listed as damaged and its files stay.
+    case damaged(assetID: String, reason: String)
+    /// The engine began upgrading a data store written by an earlier version (seed 003 Appendix B); assets already
+    /// downloaded stay playable throughout.
+    case dataStoreUpgradeBegan
+    /// The upgrade finished; `upgraded` records were moved to the current layout.
+    case dataStoreUpgradeFinished(upgraded: Int)
     /// Assets were added, removed, paused, resumed or reordered.
     case queueChanged
     /// Assets whose window closed were deleted from disk.

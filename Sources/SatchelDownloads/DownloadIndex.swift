@@ -128,6 +128,59 @@ public final class DownloadIndex: DownloadIndexing {
         }
     }
 
+    /// Rows whose record cannot be decoded, with the reason (field names only, never values).
+    public func damaged() async throws(DownloadError) -> [DamagedRecord] {
+        var damaged: [DamagedRecord] = []
+        for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
+            do { _ = try decoder.decode(DownloadAsset.self, from: row.record) } catch {
+                damaged.append(DamagedRecord(id: row.id ?? "", reason: Self.reason(error)))
+            }
+        }
+        return damaged
+    }
+
+    /// Assets whose plan an earlier version kept here: inline in the record, or in the plan table.
+    public func legacyPlanIDs() async throws(DownloadError) -> [String] {
+        var ids: [String] = []
+        let tabled = Set(try await run({ try await PlanRow.query(on: self.database).all() }).compactMap(\.id))
+        for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
+            guard let id = row.id, let asset = try? decoder.decode(DownloadAsset.self, from: row.record) else { continue }
+            if !asset.plan.isPlaceholder || tabled.contains(id) { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// Rewrites the asset's record without its plan and deletes its plan-table row, in one transaction.
+    public func releaseLegacyPlan(_ id: String) async throws(DownloadError) {
+        let decoder = self.decoder, encoder = self.encoder
+        try await run {
+            try await self.database.transaction { database in
+                if let row = try await AssetRow.find(id, on: database), var asset = try? decoder.decode(DownloadAsset.self, from: row.record),
+                   !asset.plan.isPlaceholder {
+                    asset.plan = asset.plan.placeholder
+                    row.record = try encoder.encode(asset)
+                    try await row.save(on: database)
+                }
+                try await PlanRow.query(on: database).filter(\.$id == id).delete()
+            }
+        }
+        plans.remove(id)
+    }
+
+    /// Why a record does not decode, naming fields but no values.
+    static func reason(_ error: any Error) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let names = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return names.isEmpty ? "the record" : names
+        }
+        switch error as? DecodingError {
+        case let .keyNotFound(key, context)?: return "\(path(context)): missing field \(key.stringValue)"
+        case let .typeMismatch(_, context)?, let .valueNotFound(_, context)?: return "\(path(context)) has the wrong type"
+        case let .dataCorrupted(context)?: return context.codingPath.isEmpty ? "the record is not JSON" : "\(path(context)) is invalid"
+        default: return "the record cannot be decoded"
+        }
+    }
+
     /// The asset of a row. Its plan lives in the asset's folder (the engine reads it from the store); rows
     /// written by earlier versions carry it inline or in the plan table, and keep it. nil when the row cannot be decoded.
     private func decode(_ row: AssetRow) async throws(DownloadError) -> DownloadAsset? {

@@ -56,6 +56,8 @@ extension DownloadManager {
     /// event and ``RunSummary/storageFailure`` set (carrying on would retry without counting, for ever).
     public func run() async -> RunSummary {
         storageFailure = nil
+        _ = await checked { () async throws(DownloadError) in try await upgradeDataStore() }
+        await reportDamage()
         var visited: Set<String> = []
         var anotherPass = false
         while !Task.isCancelled, enabled, storageFailure == nil, !closed {
@@ -138,6 +140,9 @@ extension DownloadManager {
             emit(.started(assetID: asset.id))
             let result = await download(asset)
             for warning in result.warnings { emit(.warning(assetID: asset.id, message: warning)) }
+            if let failure = result.failure, failure.needsAuthorization, case let .httpStatus(_, status) = failure {
+                emit(.authorizationRequired(assetID: asset.id, status: status))
+            }
             guard !removing.contains(asset.id), let found = await checked({ () async throws(DownloadError) in try await index.find(asset.id) }),
                   let latest = found else { return false }  // removed meanwhile, or the index failed
             let outcome = QueuePolicy.outcome(of: result.failure, attempt: attempt, retryCount: latest.retryCount)

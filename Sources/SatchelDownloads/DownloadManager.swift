@@ -95,6 +95,10 @@ public actor DownloadManager {
     var closed = false
     /// The first index failure of the current run: the run stops at once (an unrecorded retry would loop).
     var storageFailure: DownloadError?
+    /// Damaged records already reported (an event each, once per engine).
+    var reportedDamage: Set<String> = []
+    /// True once ``upgradeDataStore()`` has run.
+    var upgraded = false
 
     /// Opens the engine over `configuration.dataDirectory` with the real index (SQLite), fetcher (HTTP) and
     /// store (files), or the ones given; `steps` run before every attempt.
@@ -176,6 +180,7 @@ public actor DownloadManager {
         let id = id ?? String(url.hashValueStable & 0xFFFF_FFFF_FFFF, radix: 16)
         guard AssetStore.isValidID(id) else { throw .invalidArgument("asset IDs are 1-128 of A-Z a-z 0-9 . _ - (got \(id))") }
         guard try await index.find(id) == nil else { throw .duplicateID(id) }
+        guard try await !index.damaged().contains(where: { $0.id == id }) else { throw .duplicateID(id) }
         let plan: DownloadPlan
         do {
             let headers = options.headers ?? [:]
@@ -296,8 +301,11 @@ public actor DownloadManager {
     }
 
     /// Removes one asset: stops its download, deletes its files and its index row.
+    /// A damaged record (``damagedAssets()``) is removed the same way.
     public func remove(_ id: String) async throws(DownloadError) {
-        guard try await index.find(id) != nil else { throw .notFound(id) }
+        if try await index.find(id) == nil {
+            guard try await index.damaged().contains(where: { $0.id == id }) else { throw .notFound(id) }
+        }
         removing.insert(id)
         defer { removing.remove(id) }
         await stopCurrent(ifItIs: id)

@@ -25,6 +25,21 @@ public protocol DownloadIndexing: Sendable {
     func setSetting(_ key: String, _ value: String) async throws(DownloadError)
     /// Closes the index.
     func close() async
+    /// Records that cannot be read (listed as damaged, never dropped).
+    func damaged() async throws(DownloadError) -> [DamagedRecord]
+    /// Assets whose plans an earlier version kept in the index (``DownloadManager/upgradeDataStore()`` moves them).
+    func legacyPlanIDs() async throws(DownloadError) -> [String]
+    /// Lets go of an asset's plan kept in the index, once the plan is in the asset's folder.
+    func releaseLegacyPlan(_ id: String) async throws(DownloadError)
+}
+
+extension DownloadIndexing {
+    /// An index that never damages records or kept plans inline has none.
+    public func damaged() async throws(DownloadError) -> [DamagedRecord] { [] }
+    /// None.
+    public func legacyPlanIDs() async throws(DownloadError) -> [String] { [] }
+    /// Nothing to let go of.
+    public func releaseLegacyPlan(_ id: String) async throws(DownloadError) {}
 }
 
 /// Fetches over the network: the asset's first response, manifests, and each file into the store.

@@ -5,6 +5,8 @@ import SatchelSystem
 struct PackageDirectory {
     let destination: URL
     let temporary: URL
+    /// Files are synced in the background while the next ones are produced; ``commit()`` waits for them.
+    private let syncer = BackgroundSync()
 
     init(destination path: String) throws(PackagerError) {
         destination = URL(fileURLWithPath: path).standardizedFileURL
@@ -18,8 +20,8 @@ struct PackageDirectory {
         }
     }
 
-    /// Writes `bytes` to `relativePath` inside the package with the crash-safe writer's staged form (written and
-    /// fsynced); the whole directory is then made durable and renamed into place by ``commit()``, so a package is
+    /// Writes `bytes` to `relativePath` inside the package; the file is fsynced in the background (``BackgroundSync``)
+    /// and ``commit()`` waits for every sync; the whole directory is then made durable and renamed into place by ``commit()``, so a package is
     /// either all there or not there, also after a power cut.
     func write(_ bytes: [UInt8], to relativePath: String, mode: Int = 0o644) throws(PackagerError) {
         let url = temporary.appendingPathComponent(relativePath)
@@ -30,7 +32,7 @@ struct PackageDirectory {
             }
         }
         do throws(SystemError) {
-            try AtomicFile.writeStaged(bytes, to: url.path, mode: mode_t(mode))
+            try syncer.write(bytes, to: url.path, mode: mode_t(mode))
         } catch {
             throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
         }
@@ -44,6 +46,9 @@ struct PackageDirectory {
     /// Moves the finished package into place, replacing any previous package there.
     func commit() throws(PackagerError) {
         let manager = FileManager.default
+        do throws(SystemError) { try syncer.wait() } catch {
+            throw .output("cannot make \(error.path) durable: \(String(cString: strerror(error.errno)))")
+        }
         // The entries of every directory of the package are durable before the package takes its name.
         var directories = [temporary.path]
         if let walker = manager.enumerator(atPath: temporary.path) {
@@ -77,6 +82,7 @@ struct PackageDirectory {
 
     /// Removes the working directory after a failure.
     func discard() {
+        try? syncer.wait()
         try? FileManager.default.removeItem(at: temporary)
     }
 }

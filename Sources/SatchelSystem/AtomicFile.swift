@@ -52,17 +52,6 @@ public enum AtomicFile {
         try sync(directory, path: directoryPath)
     }
 
-    /// Writes `bytes` to `path` inside a staging directory that is itself renamed into place as a whole (a
-    /// package): written and `fsync`ed, with no per-file rename; the caller makes the staging tree's entries
-    /// durable with ``syncDirectory(_:)`` before its rename, and the parent's after it.
-    public static func writeStaged<Bytes: Collection<UInt8>>(_ bytes: Bytes, to path: String, mode: mode_t = 0o644) throws(SystemError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw SystemError("create", path: path, errno: errno) }
-        defer { close(fd) }
-        try writeAll(fd, bytes, path: path)
-        try sync(fd, path: path)
-    }
-
     /// Makes what was written to `fd` durable.
     public static func sync(_ fd: Int32, path: String) throws(SystemError) {
         while fsync(fd) != 0 {

@@ -8,7 +8,7 @@ struct DownloadCommand: AsyncParsableCommand {
         commandName: "download",
         abstract: "Download HLS, DASH, Smooth Streaming and single files for offline playback.",
         subcommands: [DownloadAdd.self, DownloadRun.self, DownloadList.self, DownloadPause.self, DownloadResume.self, DownloadRemove.self,
-                      DownloadFlush.self, DownloadEnable.self, DownloadDisable.self, DownloadClearRetries.self])
+                      DownloadFlush.self, DownloadEnable.self, DownloadDisable.self, DownloadClearRetries.self, DownloadUpdateURL.self])
 }
 
 /// `--data-dir`: where the download index and the assets live.
@@ -150,6 +150,11 @@ struct ProgressPrinter {
             case let .finished(id): write((interactive ? "\n" : "") + "\(id): complete\n")
             case let .error(id, failure, willRetry): write((interactive ? "\n" : "") + "\(id): \(failure)\(willRetry ? " (will retry)" : " (blocked)")\n")
             case let .warning(id, message): write((interactive ? "\n" : "") + "\(id): warning: \(message)\n")
+            case let .authorizationRequired(id, status):
+                write((interactive ? "\n" : "") + "\(id): the origin answered \(status); give it a fresh URL or token with `satchel download update-url`\n")
+            case let .damaged(id, reason): write("\(id): damaged index record (\(reason)); its files are kept\n")
+            case .dataStoreUpgradeBegan: write("upgrading the download index from an earlier version…\n")
+            case let .dataStoreUpgradeFinished(count): write("download index upgraded (\(count) assets)\n")
             case let .stateChanged(id, .waiting): write("\(id): waiting for a rule\n")
             case let .expiredAssetsReset(ids): write("expired and deleted: \(ids.joined(separator: ", "))\n")
             case let .storageFailed(message): write((interactive ? "\n" : "") + "index failure: \(message)\n")
@@ -171,7 +176,7 @@ struct DownloadList: SatchelAsyncCommand {
 
     struct Row: Encodable {
         var id: String, url: String, format: String, state: String, paused: Bool, retryCount: Int
-        var failure: String?, path: String, progress: DownloadProgress, window: AvailabilityWindow
+        var failure: String?, path: String, progress: DownloadProgress?, window: AvailabilityWindow?
         var completedAt: Date?, firstPlayAt: Date?
     }
 
@@ -184,6 +189,11 @@ struct DownloadList: SatchelAsyncCommand {
                                 path: manager.store.path(asset.id, asset.plan.mainPath), progress: try await manager.progress(asset.id),
                                 window: asset.window, completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt))
             }
+            // A record that cannot be read is shown, never hidden: its files are still there.
+            for record in try await manager.damagedAssets() {
+                rows.append(Row(id: record.id, url: "", format: "", state: "damaged", paused: false, retryCount: 0, failure: record.reason,
+                                path: manager.store.path(record.id, ""), progress: nil, window: nil))
+            }
             return rows
         }
         if json {
@@ -195,8 +205,8 @@ struct DownloadList: SatchelAsyncCommand {
         }
         for row in rows {
             let state = row.paused ? "\(row.state),paused" : row.state
-            print(String(format: "%@\t%@\t%@\t%3.0f%%\t%.1f MB\t%@%@", row.id, row.format, state, row.progress.fraction * 100,
-                         Double(row.progress.bytes) / 1_048_576, row.path, row.failure.map { "\t\($0)" } ?? ""))
+            print(String(format: "%@\t%@\t%@\t%3.0f%%\t%.1f MB\t%@%@", row.id, row.format, state, (row.progress?.fraction ?? 0) * 100,
+                         Double(row.progress?.bytes ?? 0) / 1_048_576, row.path, row.failure.map { "\t\($0)" } ?? ""))
         }
     }
 }
@@ -217,6 +227,23 @@ struct DownloadRemove: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(commandName: "remove", abstract: "Remove one asset and delete its files.")
     @OptionGroup var target: DownloadTarget
     func execute() async throws { try await target.directory.withManager { try await $0.remove(target.id) } }
+}
+
+struct DownloadUpdateURL: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "update-url",
+        abstract: "Give an asset a fresh URL or token (after a 401/403); its downloaded files stay and it resumes from them.")
+    @OptionGroup var target: DownloadTarget
+    @Option(help: "The asset's new URL (file URLs under its folder move with it; a query such as a CDN token is carried over).")
+    var url: String?
+    @Option(name: .customLong("header"), help: "\"Name: value\" replacing the asset's headers (repeatable; never printed).")
+    var headers: [String] = []
+
+    func execute() async throws {
+        guard url != nil || !headers.isEmpty else { throw ValidationError("give --url, --header, or both") }
+        let parsed = headers.isEmpty ? nil : try DownloadOptions.parseHeaders(headers)
+        try await target.directory.withManager { try await $0.updateURL(target.id, url: url, headers: parsed) }
+    }
 }
 
 struct DownloadClearRetries: SatchelAsyncCommand {

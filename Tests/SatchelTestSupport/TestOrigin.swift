@@ -22,6 +22,9 @@ public final class TestOrigin: @unchecked Sendable {
         case htmlPage
         /// Send these bytes instead of the file.
         case body([UInt8])
+        /// Answer 206 with only this many bytes from where the request starts (Content-Range says so, and the
+        /// file's whole length): a response that ends well-formed but short of the file.
+        case shortRange(Int)
     }
 
     /// One request the origin saw.
@@ -152,6 +155,12 @@ public final class TestOrigin: @unchecked Sendable {
                 return Response(status: .rangeNotSatisfiable, headers: headers)
             }
             body = data[start...min(end, data.count - 1)]
+            headers[.contentRange] = "bytes \(start)-\(start + body.count - 1)/\(data.count)"
+            status = .partialContent
+        }
+        if case let .shortRange(count)? = fault {
+            let start = body.startIndex
+            body = body.prefix(count)
             headers[.contentRange] = "bytes \(start)-\(start + body.count - 1)/\(data.count)"
             status = .partialContent
         }
