@@ -8,7 +8,8 @@ struct DownloadFaultTests {
     static let segment = "asset/video_0/segment_2.ts"
 
     @Test("transient faults heal: a reset or truncated body resumes with Range; 500/503 bursts, slow bodies and 404s are retried",
-          arguments: [TestOrigin.Fault.reset(after: 5000), .truncate(after: 3000), .status(503), .status(500), .slow(milliseconds: 5), .status(404)])
+          arguments: [TestOrigin.Fault.reset(after: 5000), .truncate(after: 3000), .shortRange(1000), .status(503), .status(500),
+                      .slow(milliseconds: 5), .status(404), .status(410)])
     func heals(fault: TestOrigin.Fault) async throws {
         let world = try await DownloadWorld.make("heal")
         defer { world.origin.stop() }
@@ -21,6 +22,10 @@ struct DownloadFaultTests {
         let requests = world.origin.log.filter { $0.path == Self.segment }
         let errors = await log.errors
         switch fault {
+        case .shortRange:
+            // A well-formed 206 that ends short of the file's length is not complete: retried, resumed where it stopped.
+            #expect(requests.map(\.range) == [nil, "bytes=1000-", "bytes=2000-"], "\(requests.map(\.range))")
+            #expect(errors.count == 2 && errors.allSatisfy { if case .network = $0.0 { return $0.1 } else { return false } })
         case .reset, .truncate:
             #expect(requests.contains { ($0.range ?? "").hasPrefix("bytes=") && $0.range != "bytes=0-" }, "resumed where the file stopped")
             #expect(errors.allSatisfy { if case .network = $0.0 { return $0.1 } else { return false } })
@@ -37,8 +42,9 @@ struct DownloadFaultTests {
     @Test("failures name the URL without its query string (tokens stay out of logs)")
     func redaction() {
         let failure = DownloadFailure.httpStatus(url: "https://keys.example/k/1?token=s3cret", status: 403)
-        #expect(failure.description == "HTTP 403 for https://keys.example/k/1?…" && failure.isFatal)
-        #expect(!DownloadFailure.httpStatus(url: "https://a/b", status: 404).isFatal && DownloadFailure.httpStatus(url: "https://a/b", status: 410).isFatal)
+        #expect(failure.description == "HTTP 403 for https://keys.example/k/1?…" && !failure.isFatal && failure.needsAuthorization)
+        #expect(!DownloadFailure.httpStatus(url: "https://a/b", status: 404).isFatal && !DownloadFailure.httpStatus(url: "https://a/b", status: 410).isFatal)
+        #expect(DownloadFailure.mimeType(url: "https://a/b", mimeType: "text/html").isFatal, "the one fatal condition seed 003 names")
         #expect(!DownloadFailure.httpStatus(url: "https://a/b", status: 503).isFatal && DownloadFailure.headroom(freeBytes: 1, headroom: 2).isRuleLimit)
     }
 
@@ -61,7 +67,7 @@ struct DownloadFaultTests {
         await manager.close()
     }
 
-    @Test("fatal errors are not retried: a page served as text/html, a 403")
+    @Test("the one fatal error is a MIME type outside the permitted list; a 403 is retried under the Rule of Threes")
     func fatal() async throws {
         let world = try await DownloadWorld.make("fatal")
         defer { world.origin.stop() }
@@ -84,6 +90,7 @@ struct DownloadFaultTests {
         _ = await manager.run()
         asset = try await manager.asset("html")
         #expect(asset.state == .blocked && asset.failure == .httpStatus(url: world.origin.url(Self.segment), status: 403))
+        #expect(asset.retryCount == 3 && world.origin.log.filter { $0.path == Self.segment }.count == 1 + 9, "three attempts in each of three passes")
         await manager.close()
     }
 
