@@ -51,7 +51,7 @@ let package = Package(
         // Layer 0: portable wrappers over system calls Swift's Glibc module lacks (extended attributes).
         .target(name: "CSatchelSystem"),
         // Layer 0: the crash-safe file writer, the lock box, file-system errors.
-        .target(name: "SatchelSystem", dependencies: ["SatchelBytes", "CSatchelSystem"]),
+        .target(name: "SatchelSystem", dependencies: ["SatchelBytes", "CSatchelSystem", .product(name: "Logging", package: "swift-log")]),
         // Layer 1: opening a FluentKit database with its migrations (the key store and the download index).
         .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
@@ -157,7 +157,8 @@ let package = Package(
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
-        .target(name: "SatchelTestSupport", dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log"),
+        .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", .product(name: "Hummingbird", package: "hummingbird"),
+                                                          .product(name: "Logging", package: "swift-log"),
                                                           .product(name: "HTTPTypes", package: "swift-http-types")],
                 path: "Tests/SatchelTestSupport"),
         .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport"]),
@@ -176,7 +177,7 @@ let package = Package(
             name: "SatchelDownloadsTests",
             dependencies: [
                 "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelStorage", "SatchelSystem",
-                "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"),
+                "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
             ]
         ),

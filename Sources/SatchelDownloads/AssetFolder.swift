@@ -92,6 +92,7 @@ public final class AssetFolder: @unchecked Sendable {
         } catch {
             throw AssetStore.failure(error)
         }
+        AtomicFile.removeLeftovers(of: name, in: fd)  // a write killed before its rename left its temporary file
     }
 
     /// The whole content of the regular file `name` (at most 256 MiB), read without following a link.

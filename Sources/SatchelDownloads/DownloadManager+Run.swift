@@ -68,6 +68,7 @@ extension DownloadManager {
                 _ = await checked { () async throws(DownloadError) in try await expire(ids) }
             case let .hold(id, rule):
                 visited.insert(id)
+                EngineLog.held(id, by: rule, logger: configuration.logger)
                 if var asset = queue.first(where: { $0.id == id }) { await record(&asset, state: .waiting, failure: rule) }
             case let .download(id):
                 visited.insert(id)
@@ -158,6 +159,7 @@ extension DownloadManager {
                 emit(.finished(assetID: asset.id))
                 return false
             case .stopped, .wait:
+                if case let .wait(rule) = outcome { EngineLog.held(asset.id, by: rule, logger: configuration.logger) }
                 await record(&asset, state: next.state, failure: next.failure)
                 return false
             case let .block(failure):
@@ -166,10 +168,14 @@ extension DownloadManager {
                 return false
             case let .endPass(failure, blocked):
                 emit(.error(assetID: asset.id, failure: failure, willRetry: !blocked))
+                configuration.logger.info(blocked ? "blocked after \(QueuePolicy.passesBeforeBlocked) errored passes" : "left for the next pass",
+                                          metadata: ["asset": "\(asset.id)", "retryCount": "\(next.retryCount)"])
                 await record(&asset, state: next.state, failure: next.failure)
                 return QueuePolicy.wantsAnotherPass(outcome)
             case let .retry(failure):
                 emit(.error(assetID: asset.id, failure: failure, willRetry: true))
+                configuration.logger.info("retrying in \(configuration.retryDelay)",
+                                          metadata: ["asset": "\(asset.id)", "attempt": "\(attempt + 1) of \(QueuePolicy.attemptsPerPass)"])
                 guard await record(&asset, state: next.state, failure: next.failure) else { return false }
                 do { try await Task.sleep(for: configuration.retryDelay) } catch { return false }
             }

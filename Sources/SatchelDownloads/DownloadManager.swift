@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SatchelBytes
 
 /// The download engine's coordinator: one queue, worked through in order, one asset at a time with several
@@ -33,13 +34,17 @@ public actor DownloadManager {
         public var progressInterval: Duration
         /// A body slower than this fails (retryable): below 1 KiB/s for 30 s by default.
         public var lowSpeed: LowSpeedLimit
+        /// Where the engine logs its decisions: why an asset waits, each attempt, each retry and its reason.
+        /// URLs appear without their query strings; headers and tokens never appear.
+        public var logger: Logger
 
         /// Creates a configuration.
         public init(dataDirectory: String, destination: String = "assets", rules: DownloadRules = DownloadRules(), parallelism: Int = 8,
                     retryDelay: Duration = .seconds(1), passDelay: Duration = .seconds(2), readTimeout: Duration = .seconds(30),
                     connectTimeout: Duration = .seconds(10), readyDuration: Double = 10, progressInterval: Duration = .milliseconds(250),
-                    lowSpeed: LowSpeedLimit = LowSpeedLimit()) {
+                    lowSpeed: LowSpeedLimit = LowSpeedLimit(), logger: Logger = Logger(label: "satchel.downloads")) {
             self.lowSpeed = lowSpeed
+            self.logger = logger
             self.dataDirectory = dataDirectory
             self.destination = destination
             self.rules = rules
@@ -119,7 +124,8 @@ public actor DownloadManager {
         if let index {
             opened = index
         } else {
-            opened = try await DownloadIndex(path: (configuration.dataDirectory as NSString).appendingPathComponent("downloads.sqlite"))
+            opened = try await DownloadIndex(path: (configuration.dataDirectory as NSString).appendingPathComponent("downloads.sqlite"),
+                                             logger: configuration.logger)
         }
         let index = opened
         self.index = index
@@ -158,6 +164,7 @@ public actor DownloadManager {
     }
 
     func emit(_ event: DownloadEvent) {
+        EngineLog.log(event, to: configuration.logger)
         hub.emit(event)
     }
 

@@ -52,6 +52,28 @@ public enum AtomicFile {
         try sync(directory, path: directoryPath)
     }
 
+    /// Deletes the temporary files an earlier ``write(_:name:in:directoryPath:mode:replace:)`` of `name` left in
+    /// `directory` when its process was killed before the rename (`.<name>.<random>.tmp`). Call it after a
+    /// write of `name` succeeded, in a folder that one writer owns.
+    public static func removeLeftovers(of name: String, in directory: Int32) {
+        let copy = dup(directory)
+        guard copy >= 0, let listing = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return
+        }
+        defer { closedir(listing) }
+        rewinddir(listing)
+        let prefix = ".\(name).", suffix = ".tmp"
+        var stale: [String] = []
+        while let entry = readdir(listing) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if entryName.hasPrefix(prefix), entryName.hasSuffix(suffix), entryName.count > prefix.count + suffix.count { stale.append(entryName) }
+        }
+        for entryName in stale { _ = unlinkat(directory, entryName, 0) }
+    }
+
     /// Makes what was written to `fd` durable.
     public static func sync(_ fd: Int32, path: String) throws(SystemError) {
         while fsync(fd) != 0 {

@@ -15,6 +15,7 @@ struct DownloadCommand: AsyncParsableCommand {
 struct DownloadDirectoryOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: "Data directory (downloads.sqlite, assets/). Default: $SATCHEL_DATA_DIR or ./satchel-data.")
     var dataDirectory: String?
+    @OptionGroup var logging: LoggingOptions
 
     /// Opens the engine, runs `body`, closes the engine. `readOnly` commands create nothing: a data directory
     /// that does not exist is an error.
@@ -23,6 +24,8 @@ struct DownloadDirectoryOptions: ParsableArguments {
         var configuration = DownloadManager.Configuration(
             dataDirectory: dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data")
         if readOnly { try StoreOptions.requireExisting(configuration.dataDirectory) }
+        // The progress lines are the command's own output; the engine's log goes to stderr only when asked.
+        try logging.bootstrap(fallback: .critical)
         configure(&configuration)
         let manager = try await DownloadManager(configuration: configuration)
         do {

@@ -32,6 +32,7 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("idle-timeout"), help: "Seconds a kept-alive connection may stay idle (default 60).") var idleTimeout: Double = 60
     @Option(name: .customLong("max-connections"), help: "Connections served at once (default: from the descriptor limit).") var maxConnections: Int?
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
+    @OptionGroup var logging: LoggingOptions
     @Option(name: .customLong("token-issuer"), help: "Entitlement tokens must carry this iss (or $SATCHEL_TOKEN_ISSUER).") var issuer: String?
 
     func validate() throws {
@@ -48,8 +49,8 @@ struct ServeCommand: SatchelAsyncCommand {
     }
 
     func execute() async throws {
-        var logger = Logger(label: "satchel.serve")
-        logger.logLevel = .info
+        try logging.bootstrap(fallback: .info)
+        let logger = Logger(label: "satchel.serve")
         var credentials: [FairPlayCredential] = []
         for (index, path) in certificates.enumerated() {
             let function: any DFunction

@@ -109,7 +109,7 @@ struct ConnectionLimitTests {
             #expect(missing.status == .notFound && missing.headers[.contentType] == "application/problem+json")
             let wrong = try await client.execute(uri: "/fps/license", method: .get)
             #expect(wrong.status == .methodNotAllowed && wrong.headers[.allow] == "POST" && wrong.headers[.contentType] == "application/problem+json")
-            let wrongKey = try await client.execute(uri: "/keys/00112233445566778899aabbccddeeff", method: .delete)
+            let wrongKey = try await client.execute(uri: "/keys/0123456789abcdef0123456789abcdef", method: .delete)
             #expect(wrongKey.status == .methodNotAllowed && wrongKey.headers[.allow] == "GET, HEAD")
         }
     }

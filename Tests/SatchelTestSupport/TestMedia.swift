@@ -3,6 +3,7 @@ import Foundation
 /// Test media made with ffmpeg at test time (testsrc2 video, sine audio); never committed.
 public enum TestMedia {
     public static let directory: URL = {
+        TestLogging.start()
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-media-\(ProcessInfo.processInfo.processIdentifier)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
