@@ -27,6 +27,8 @@ public final class MarkupElement: @unchecked Sendable {
 
     /// Parses a document and returns its root element.
     public static func parse(_ text: String) throws(MediaError) -> MarkupElement {
+        // Manifests never need a DTD; one is where entity expansion bombs and external entities live.
+        if text.contains("<!DOCTYPE") || text.contains("<!ENTITY") { throw .malformed("XML: document type declarations are not accepted") }
         let builder = TreeBuilder()
         let parser = XMLParser(data: Data(text.utf8))
         parser.delegate = builder

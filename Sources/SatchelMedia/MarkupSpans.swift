@@ -58,6 +58,8 @@ public struct MarkupSpans: Sendable {
                 index = try skip(past: "]]>", from: index + 9)
             } else if starts("<?", at: index) {
                 index = try skip(past: "?>", from: index + 2)
+            } else if starts("<!DOCTYPE", at: index) || starts("<!ENTITY", at: index) {
+                throw .malformed("XML: document type declarations are not accepted")  // no DTD, so no entity to expand
             } else if starts("<!", at: index) {
                 index = try skip(past: ">", from: index + 2)
             } else if starts("</", at: index) {

@@ -25,6 +25,10 @@ public final class TestOrigin: @unchecked Sendable {
         /// Answer 206 with only this many bytes from where the request starts (Content-Range says so, and the
         /// file's whole length): a response that ends well-formed but short of the file.
         case shortRange(Int)
+        /// Answer 302 with this Location.
+        case redirect(String)
+        /// Send a 200 whose body never ends (comment lines of a playlist, until the client goes away).
+        case endless
     }
 
     /// One request the origin saw.
@@ -122,6 +126,21 @@ public final class TestOrigin: @unchecked Sendable {
         let fault = takeFault(for: path)
         if case let .status(code)? = fault {
             return Response(status: .init(code: code), body: .init(byteBuffer: ByteBuffer(string: "fault \(code)\n")))
+        }
+        if case let .redirect(location)? = fault {
+            var headers = HTTPFields()
+            headers[.location] = location
+            return Response(status: .found, headers: headers)
+        }
+        if case .endless? = fault {
+            var headers = HTTPFields()
+            headers[.contentType] = "application/vnd.apple.mpegurl"
+            return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                try await writer.write(ByteBuffer(string: "#EXTM3U\n"))
+                let chunk = ByteBuffer(string: String(repeating: "# and on\n", count: 7_000))
+                while !Task.isCancelled { try await writer.write(chunk) }
+                try await writer.finish(nil)
+            })
         }
         let file = root.appendingPathComponent(path).standardized
         let virtual = lock.withLock { virtualFiles[request.uri.path] }
