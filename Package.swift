@@ -150,6 +150,7 @@ let package = Package(
                 "SatchelLicensing",
                 "SatchelServer",
                 "SatchelDownloads",
+                "SatchelFuzzTargets",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -161,7 +162,11 @@ let package = Package(
                                                           .product(name: "Logging", package: "swift-log"),
                                                           .product(name: "HTTPTypes", package: "swift-http-types")],
                 path: "Tests/SatchelTestSupport"),
-        .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport", "SatchelFuzzTargets"]),
+        // Fuzz targets (one per parser), the seeded mutator and a corpus from real packages: run in batches by the
+        // tests, and for a count or a time by `SatchelBenchmarks fuzz` (scripts/fuzz).
+        .target(name: "SatchelFuzzTargets", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelFairPlay", "SatchelPackager"],
+                path: "Tests/SatchelFuzzTargets"),
         .testTarget(
             name: "SatchelServerTests",
             dependencies: [

@@ -90,15 +90,7 @@ struct PackagingBenchmark {
         return times.min() ?? 1
     }
 
-    private func tool(_ name: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [name] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError(message: "\(name) failed (\(process.terminationStatus))") }
-    }
+    private func tool(_ name: String, _ arguments: [String]) throws { try Tool.run(name, arguments) }
 
     /// MB/s of AES-128-CBC encryption at 16 KiB blocks from `openssl speed`.
     private func opensslCBCRate() -> Double? {

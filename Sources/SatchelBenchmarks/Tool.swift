@@ -15,4 +15,15 @@ enum Tool {
         process.waitUntilExit()
         return process.terminationStatus == 0 ? output : nil
     }
+
+    /// Runs `name` with `arguments` (output discarded); throws when it fails.
+    static func run(_ name: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [name] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw BenchmarkError(message: "\(name) failed (\(process.terminationStatus))") }
+    }
 }

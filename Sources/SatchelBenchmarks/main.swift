@@ -5,6 +5,7 @@ import SatchelBytes
 import SatchelFairPlay
 
 // Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [downloads] [--seconds N] [--parts]
+// The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -12,8 +13,22 @@ if arguments.first == "download-child", arguments.count == 4 {  // the downloads
     let list = Array(arguments)
     exit(await DownloadBenchmark.child(url: list[1], directory: list[2], parallelism: Int(list[3]) ?? 8))
 }
-let seconds = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[arguments.index(after: $0)]) } ?? 3
-let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil }
+func value(_ name: String) -> String? {
+    arguments.firstIndex(of: name).flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
+}
+let seconds = value("--seconds").flatMap(Double.init) ?? 3
+let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil && $0 != value("--target") }
+
+if suites == ["fuzz"] {  // not part of the default run
+    do {
+        try FuzzRun(inputs: value("--inputs").flatMap(Int.init) ?? 100_000, seconds: value("--seconds").flatMap(Double.init),
+                    seed: value("--seed").flatMap { UInt64($0) } ?? 20_261_123, only: value("--target")).run()
+    } catch {
+        FileHandle.standardError.write(Data("fuzz run failed: \(error)\n".utf8))
+        exit(1)
+    }
+    exit(0)
+}
 
 if suites.isEmpty || suites.contains("fairplay") {
     do {

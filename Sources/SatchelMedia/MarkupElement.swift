@@ -1,9 +1,6 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 
-/// A small XML element tree (for MPD and Smooth manifests), built with Foundation's XMLParser.
+/// A small XML element tree (for MPD and Smooth manifests).
 public final class MarkupElement: @unchecked Sendable {
     /// Local name (namespace prefix removed).
     public let name: String
@@ -25,43 +22,24 @@ public final class MarkupElement: @unchecked Sendable {
     /// The first child named `name`.
     public func child(_ name: String) -> MarkupElement? { children.first { $0.name == name } }
 
-    /// Parses a document and returns its root element.
+    /// Parses a document and returns its root element. Built on ``MarkupSpans``, Satchel's own bounded scanner
+    /// (64 levels, ``MarkupSpans/maxElements`` elements, no DTD), not on Foundation's XMLParser, which fuzzing
+    /// showed to crash on hostile markup.
     public static func parse(_ text: String) throws(MediaError) -> MarkupElement {
-        // Manifests never need a DTD; one is where entity expansion bombs and external entities live.
-        if text.contains("<!DOCTYPE") || text.contains("<!ENTITY") { throw .malformed("XML: document type declarations are not accepted") }
-        let builder = TreeBuilder()
-        let parser = XMLParser(data: Data(text.utf8))
-        parser.delegate = builder
-        parser.shouldResolveExternalEntities = false
-        guard parser.parse(), let root = builder.root else {
-            throw .malformed("XML: \(parser.parserError.map { "\($0.localizedDescription)" } ?? "no root element")")
+        let spans = try MarkupSpans(text)
+        guard !spans.elements.isEmpty else { throw .malformed("XML: no root element") }
+        // Elements are in document order and a parent precedes its children: build them in one pass.
+        var built: [MarkupElement] = []
+        built.reserveCapacity(spans.elements.count)
+        for (id, element) in spans.elements.enumerated() {
+            var attributes: [String: String] = [:]
+            for attribute in element.attributes where attributes[attribute.name] == nil { attributes[attribute.name] = attribute.value }
+            let node = MarkupElement(name: element.name, attributes: attributes)
+            node.text = spans.directText(of: id)
+            if let parent = element.parent, parent < built.count { built[parent].children.append(node) }
+            built.append(node)
         }
-        return root
-    }
-
-    private final class TreeBuilder: NSObject, XMLParserDelegate {
-        var root: MarkupElement?
-        var stack: [MarkupElement] = []
-
-        static func local(_ name: String) -> String { name.split(separator: ":").last.map(String.init) ?? name }
-
-        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
-                    attributes: [String: String] = [:]) {
-            guard stack.count < 64 else { parser.abortParsing(); return }
-            var local: [String: String] = [:]
-            for (key, value) in attributes { local[Self.local(key)] = value }
-            let element = MarkupElement(name: Self.local(elementName), attributes: local)
-            if let parent = stack.last { parent.children.append(element) } else if root == nil { root = element }
-            stack.append(element)
-        }
-
-        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
-            _ = stack.popLast()
-        }
-
-        func parser(_ parser: XMLParser, foundCharacters string: String) {
-            stack.last?.text += string
-        }
+        return built[0]
     }
 }
 

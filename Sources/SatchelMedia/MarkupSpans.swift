@@ -143,6 +143,49 @@ public struct MarkupSpans: Sendable {
         Self.decode(bytes[elements[id].contentRange])
     }
 
+    /// The element's own text: its content without child elements and comments, CDATA unwrapped, entities decoded.
+    public func directText(of id: Int) -> String {
+        let element = elements[id]
+        var pieces: [ArraySlice<UInt8>] = []
+        var cursor = element.contentRange.lowerBound
+        for child in element.children {
+            let range = elements[child].range
+            if range.lowerBound > cursor { pieces.append(bytes[cursor..<range.lowerBound]) }
+            cursor = max(cursor, range.upperBound)
+        }
+        if element.contentRange.upperBound > cursor { pieces.append(bytes[cursor..<element.contentRange.upperBound]) }
+        var text = ""
+        for piece in pieces {
+            var rest = piece
+            while let open = rest.firstIndex(of: UInt8(ascii: "<")) {
+                text += Self.decode(rest[..<open])
+                let tail = rest[open...]
+                if tail.starts(with: Array("<![CDATA[".utf8)), let end = Self.find(Array("]]>".utf8), in: tail) {
+                    text += String(decoding: tail[(open + 9)..<end], as: UTF8.self)
+                    rest = tail[(end + 3)...]
+                } else if tail.starts(with: Array("<!--".utf8)) {
+                    rest = Self.find(Array("-->".utf8), in: tail).map { tail[($0 + 3)...] } ?? []
+                } else if let end = Self.find(Array(">".utf8), in: tail) {
+                    rest = tail[(end + 1)...]  // a comment or processing instruction
+                } else {
+                    rest = []
+                }
+            }
+            text += Self.decode(rest)
+        }
+        return text
+    }
+
+    private static func find(_ token: [UInt8], in bytes: ArraySlice<UInt8>) -> Int? {
+        guard bytes.count >= token.count else { return nil }
+        var index = bytes.startIndex
+        while index + token.count <= bytes.endIndex {
+            if bytes[index..<(index + token.count)].elementsEqual(token) { return index }
+            index += 1
+        }
+        return nil
+    }
+
     static func local(_ name: String) -> String {
         name.split(separator: ":").last.map(String.init) ?? name
     }

@@ -1,0 +1,123 @@
+import Foundation
+import SatchelBytes
+import SatchelFairPlay
+import SatchelMedia
+import SatchelProtection
+
+/// One parser under fuzzing: its seeds (real inputs) and a body that feeds it one input. A typed error is a
+/// pass; a trap kills the process (the runner reports the target and the input's seed); an input slower
+/// than ``FuzzCampaign/hangLimit`` is reported as a hang.
+public struct FuzzTarget: Sendable {
+    /// The target's name (`hls-media`, `dash`, …).
+    public var name: String
+    /// Seed inputs.
+    public var seeds: [[UInt8]]
+    /// Feeds one input; returns true when it was accepted, false for a typed error.
+    public var run: @Sendable ([UInt8]) -> Bool
+
+    /// A target.
+    public init(name: String, seeds: [[UInt8]], run: @escaping @Sendable ([UInt8]) -> Bool) {
+        self.name = name
+        self.seeds = seeds
+        self.run = run
+    }
+}
+
+/// What a campaign did.
+public struct FuzzReport: Sendable, CustomStringConvertible {
+    public var target: String
+    public var inputs = 0
+    public var accepted = 0
+    public var rejected = 0
+    public var hangs = 0
+    public var slowestMilliseconds = 0.0
+    public var seconds = 0.0
+
+    public var description: String {
+        String(format: "%-14@ %9d inputs  %8d accepted  %8d typed errors  %3d hangs  slowest %7.2f ms  %6.1f s",
+               target as NSString, inputs, accepted, rejected, hangs, slowestMilliseconds, seconds)
+    }
+}
+
+/// Runs a target over mutated seeds.
+public enum FuzzCampaign {
+    /// An input taking longer than this is a hang.
+    public static let hangLimit: Duration = .seconds(1)
+
+    /// Runs `count` inputs (or until `deadline`), reproducible from `seed`.
+    public static func run(_ target: FuzzTarget, count: Int, seed: UInt64, deadline: ContinuousClock.Instant? = nil) -> FuzzReport {
+        var mutator = FuzzMutator(seed: seed)
+        var report = FuzzReport(target: target.name)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let seeds = target.seeds.isEmpty ? [[]] : target.seeds
+        for index in 0..<max(count, 0) {
+            if let deadline, index % 256 == 0, clock.now >= deadline { break }
+            let base = seeds[mutator.below(seeds.count)]
+            let input = index < seeds.count ? seeds[index] : mutator.mutate(base, corpus: seeds)
+            let began = clock.now
+            let accepted = target.run(input)
+            let took = clock.now - began
+            report.inputs += 1
+            if accepted { report.accepted += 1 } else { report.rejected += 1 }
+            if took > hangLimit { report.hangs += 1 }
+            report.slowestMilliseconds = max(report.slowestMilliseconds, Double(took.components.attoseconds) / 1e15 + Double(took.components.seconds) * 1000)
+        }
+        let total = clock.now - start
+        report.seconds = Double(total.components.seconds) + Double(total.components.attoseconds) / 1e18
+        return report
+    }
+}
+
+/// Every parser of input that comes from the network or from files, with seeds from a real package.
+public enum FuzzTargets {
+    /// The targets, seeded from `corpus`.
+    public static func all(_ corpus: FuzzCorpus) -> [FuzzTarget] {
+        [
+            FuzzTarget(name: "hls-media", seeds: corpus.mediaPlaylists) { bytes in
+                (try? HLSMediaPlaylist(parsing: String(decoding: bytes, as: UTF8.self))) != nil
+            },
+            FuzzTarget(name: "hls-master", seeds: corpus.masterPlaylists) { bytes in
+                let text = String(decoding: bytes, as: UTF8.self)
+                _ = HLSRewriter.rewrite(text) { _ in HLSURIDecision.keep }
+                return (try? HLSMasterPlaylist(parsing: text)) != nil
+            },
+            FuzzTarget(name: "dash", seeds: corpus.mpds) { bytes in
+                guard let manifest = try? DASHManifest(parsing: String(decoding: bytes, as: UTF8.self)) else { return false }
+                for period in manifest.periods.indices {
+                    for set in manifest.periods[period].adaptationSets {
+                        for rep in set.representations {
+                            _ = try? rep.segmentTemplate?.segments(presentationDuration: manifest.duration(ofPeriod: period), limit: 10_000)
+                        }
+                    }
+                }
+                return true
+            },
+            FuzzTarget(name: "xml-spans", seeds: corpus.mpds + [corpus.smooth]) { bytes in
+                guard let spans = try? MarkupSpans(String(decoding: bytes, as: UTF8.self)) else { return false }
+                _ = DASHRewriter.rewrite(spans) { _, _ in .keep }
+                return true
+            },
+            FuzzTarget(name: "smooth", seeds: [corpus.smooth]) { bytes in
+                (try? SmoothManifest(parsing: String(decoding: bytes, as: UTF8.self))) != nil
+            },
+            FuzzTarget(name: "mp4", seeds: corpus.mp4Files) { bytes in
+                (try? MP4Demuxer.demux(bytes)) != nil
+            },
+            FuzzTarget(name: "cenc-fragment", seeds: corpus.cencSegments) { bytes in
+                guard let decryptor = corpus.cencDecryptor else { return false }
+                return (try? decryptor.decrypt(segment: bytes, key: corpus.cencKey)) != nil
+            },
+            FuzzTarget(name: "ts", seeds: corpus.tsSegments) { bytes in
+                (try? TSDemuxer.demux(bytes, allowSampleAES: true)) != nil
+            },
+            FuzzTarget(name: "tllv", seeds: corpus.tllvPayloads) { bytes in
+                _ = try? SPCParser.readHeader(bytes)
+                return (try? TLLVCodec.parse(bytes)) != nil
+            },
+            FuzzTarget(name: "json", seeds: corpus.jsonBodies) { bytes in
+                (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))) != nil
+            },
+        ]
+    }
+}
