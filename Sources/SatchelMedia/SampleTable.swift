@@ -98,7 +98,7 @@ struct SampleTable {
         var dts: Int64 = 0
         for index in 0..<count {
             let size = Int(sizes[index]), offset = offsets[index]
-            guard offset >= 0, size >= 0, offset + size <= bytes.count else {
+            guard offset >= 0, size >= 0, size <= bytes.count, offset <= bytes.count - size else {
                 throw .truncated("sample \(index + 1) at offset \(offset) (\(size) bytes) lies past the end of the file")
             }
             let duration = UInt32(clamping: durationIterator.next() ?? 0)

@@ -25,7 +25,11 @@ struct TrackFragmentReader {
             for trun in children.all("trun") {
                 var (_, runFlags, reader) = try trun.fullBoxReader(in: bytes)
                 let count = Int(try reader.readUInt32())
-                if runFlags & 0x01 != 0 { dataOffset = base + Int(Int32(bitPattern: try reader.readUInt32())) }
+                if runFlags & 0x01 != 0 {
+                    let (offset, overflow) = base.addingReportingOverflow(Int(Int32(bitPattern: try reader.readUInt32())))
+                    guard !overflow else { throw MediaError.malformed("'trun' data offset overflows") }
+                    dataOffset = offset
+                }
                 let firstFlags = runFlags & 0x04 != 0 ? try reader.readUInt32() : nil
                 let perSample = [0x100, 0x200, 0x400, 0x800].filter { runFlags & UInt32($0) != 0 }.count * 4
                 guard count <= reader.remaining / max(perSample, 1) || perSample == 0 && count <= 1_000_000 else {
@@ -37,14 +41,16 @@ struct TrackFragmentReader {
                     var sampleFlags = runFlags & 0x400 != 0 ? try reader.readUInt32() : defaultFlags
                     if index == 0, let firstFlags { sampleFlags = firstFlags }
                     let cts = runFlags & 0x800 != 0 ? Int32(bitPattern: try reader.readUInt32()) : 0
-                    guard dataOffset >= 0, dataOffset + size <= bytes.count else {
+                    guard dataOffset >= 0, size <= bytes.count, dataOffset <= bytes.count - size else {
                         throw MediaError.truncated("fragment sample of \(size) bytes at offset \(dataOffset) lies past the end of the file")
                     }
                     let sync = (sampleFlags >> 16) & 1 == 0
                     samples.append(MediaSample(dts: dts, ctsOffset: cts, duration: duration, isSync: sync,
                                                data: bytes[dataOffset..<(dataOffset + size)]))
-                    dts += Int64(duration)
-                    dataOffset += size
+                    let (next, overflow) = dts.addingReportingOverflow(Int64(duration))
+                    guard !overflow else { throw MediaError.malformed("fragment decode times overflow") }
+                    dts = next
+                    dataOffset += size  // at most bytes.count, checked above
                 }
             }
         } catch let error as MediaError {

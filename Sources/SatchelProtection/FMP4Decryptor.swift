@@ -63,9 +63,11 @@ public struct FMP4Decryptor: Sendable {
                     guard let trun = children.first("trun") else { continue }
                     let (sizes, dataOffset) = try Self.sampleSizes(trun, segment)
                     let entries = try children.first("senc").map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, segment, count: sizes.count) } ?? []
-                    var position = moof.offset + dataOffset
+                    var position = moof.offset + dataOffset  // an offset within ±2 GiB of a box's position: no overflow
                     for (index, size) in sizes.enumerated() {
-                        guard position + size <= segment.count else { throw ProtectionError.malformed("sample runs past the segment") }
+                        guard position >= 0, size <= segment.count, position <= segment.count - size else {
+                            throw ProtectionError.malformed("sample runs outside the segment")
+                        }
                         var sample = Array(out[position..<(position + size)])
                         let entry = index < entries.count ? entries[index] : ([], [])
                         try cipher.decrypt(&sample, subsamples: entry.1, iv: entry.0, isVideo: isVideo)
@@ -88,6 +90,7 @@ public struct FMP4Decryptor: Sendable {
         let offset = flags & 0x1 != 0 ? Int(Int32(bitPattern: try reader.readUInt32())) : 0
         if flags & 0x4 != 0 { _ = try reader.readUInt32() }
         guard flags & 0x200 != 0 else { throw ProtectionError.malformed("'trun' without per-sample sizes") }
+        guard count <= reader.remaining / 4 else { throw ProtectionError.malformed("'trun' lists more samples than it holds") }
         var sizes: [Int] = []
         for _ in 0..<count {
             if flags & 0x100 != 0 { _ = try reader.readUInt32() }

@@ -34,8 +34,9 @@ public struct FuzzReport: Sendable, CustomStringConvertible {
     public var seconds = 0.0
 
     public var description: String {
-        String(format: "%-14@ %9d inputs  %8d accepted  %8d typed errors  %3d hangs  slowest %7.2f ms  %6.1f s",
-               target as NSString, inputs, accepted, rejected, hangs, slowestMilliseconds, seconds)
+        target.padding(toLength: 14, withPad: " ", startingAt: 0)
+            + String(format: "%9d inputs  %8d accepted  %8d typed errors  %3d hangs  slowest %7.2f ms  %6.1f s",
+                     inputs, accepted, rejected, hangs, slowestMilliseconds, seconds)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelFuzzTargets
+import SatchelMedia
 import SatchelTestSupport
 import Testing
 
@@ -31,5 +32,29 @@ struct FuzzBatchTests {
         var first = FuzzMutator(seed: 42), second = FuzzMutator(seed: 42)
         let base = Array("#EXTM3U\n#EXTINF:2.0,\na.ts\n".utf8)
         for _ in 0..<100 { #expect(first.mutate(base, corpus: [base]) == second.mutate(base, corpus: [base])) }
+    }
+
+    @Test("what the fuzzer found stays fixed: a fragment decode time near Int64.max and a sample before the segment are typed errors, not traps")
+    func fuzzFindings() throws {
+        let corpus = try #require(Self.corpus)
+        let file = try #require(corpus.mp4Files.first)
+        #expect((try? MP4Demuxer.demux(file)) != nil)
+        func patched(_ fourCC: String, at skip: Int, with value: [UInt8]) throws -> [UInt8] {
+            let name = Array(fourCC.utf8)
+            let at = try #require((0...(file.count - 4)).first { file[$0..<($0 + 4)].elementsEqual(name) })
+            var bytes = file
+            bytes.replaceSubrange((at + skip)..<(at + skip + value.count), with: value)
+            return bytes
+        }
+        // tfdt version 1: the base decode time follows the fourCC and the version/flags word.
+        let lateDecodeTime = try patched("tfdt", at: 8, with: [0x7F, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF])
+        #expect(throws: MediaError.self) { try MP4Demuxer.demux(lateDecodeTime) }
+        // A trun data offset pointing before the start of the segment (decryption read out of bounds).
+        let segment = try #require(corpus.cencSegments.first)
+        let trun = try #require((0...(segment.count - 4)).first { segment[$0..<($0 + 4)].elementsEqual(Array("trun".utf8)) })
+        var before = segment
+        before.replaceSubrange((trun + 12)..<(trun + 16), with: [0x80, 0x00, 0x00, 0x00])
+        let decryptor = try #require(corpus.cencDecryptor)
+        #expect(throws: (any Error).self) { try decryptor.decrypt(segment: before, key: corpus.cencKey) }
     }
 }
