@@ -45,7 +45,7 @@ struct DownloadWorld {
                  parallelism: Int = 4) async throws -> DownloadManager {
         try await DownloadManager(configuration: .init(dataDirectory: dataDirectory, rules: rules, parallelism: parallelism,
                                                        retryDelay: .milliseconds(10), passDelay: .milliseconds(10),
-                                                       readTimeout: .seconds(2), progressInterval: .milliseconds(50)),
+                                                       readTimeout: .seconds(4), progressInterval: .milliseconds(50)),
                                   environment: environment)
     }
 
