@@ -21,11 +21,12 @@ struct DownloadDirectoryOptions: ParsableArguments {
     /// that does not exist is an error.
     func withManager<T>(readOnly: Bool = false, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
                         _ body: (DownloadManager) async throws -> T) async throws -> T {
+        // First: the configuration's logger takes the handler bootstrapped here. The progress lines are the
+        // command's own output; the engine's log goes to stderr only when asked.
+        try logging.bootstrap(fallback: .critical)
         var configuration = DownloadManager.Configuration(
             dataDirectory: dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data")
         if readOnly { try StoreOptions.requireExisting(configuration.dataDirectory) }
-        // The progress lines are the command's own output; the engine's log goes to stderr only when asked.
-        try logging.bootstrap(fallback: .critical)
         configure(&configuration)
         let manager = try await DownloadManager(configuration: configuration)
         do {

@@ -136,4 +136,30 @@ struct DownloadCommandTests {
         #expect(progress["fraction"] as? Double == 1 && progress["completedFiles"] as? Int == media.count)
         #expect(origin.log.contains { $0.range != nil }, "some file was resumed with a Range request (\(origin.log.count) requests)")
     }
+
+    @Test("--log-level and --log-file: the engine's decisions go to the file (0600, not stderr), without the asset's token; update-url takes a fresh one")
+    func logging() async throws {
+        let (origin, directory) = try await Self.origin(seconds: 2)
+        defer { origin.stop() }
+        let data = directory.appendingPathComponent("data").path, log = directory.appendingPathComponent("engine.log").path
+        let url = origin.url("asset/master.m3u8?token=s3cret-query")
+        #expect(try await Self.run(["download", "add", url, "--data-dir", data, "--id", "a", "--header", "Authorization: Bearer s3cret-header"]).status == 0)
+        origin.inject(.status(403), on: "segment_0.ts", times: 1)
+        let run = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0", "--retry-delay", "0",
+                                      "--log-level", "info", "--log-file", log])
+        #expect(run.status == 0, "\(run.stderr)")
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.contains("info satchel.downloads: attempt started asset=a") && text.contains("attempt failed: HTTP 403"), "\(text)")
+        #expect(text.contains("the origin wants fresh credentials (HTTP 403)") && text.contains("asset complete asset=a"))
+        #expect(!text.contains("s3cret") && !run.stderr.contains("satchel.downloads"), "no token in the log; the log is not on stderr")
+        #expect(try FileManager.default.attributesOfItem(atPath: log)[.posixPermissions] as? Int == 0o600)
+
+        let unknown = try await Self.run(["download", "list", "--data-dir", data, "--log-level", "loud"])
+        #expect(unknown.status == 1 && unknown.stderr.contains("unknown log level \"loud\" (trace, debug, info"), "\(unknown.stderr)")
+        let updated = try await Self.run(["download", "update-url", "a", "--data-dir", data, "--url", origin.url("asset/master.m3u8?token=fresh")])
+        #expect(updated.status == 0, "\(updated.stderr)")
+        let rows = try await Self.list(data)
+        #expect((rows.first?["url"] as? String)?.hasSuffix("token=fresh") == true)
+        #expect(try await Self.run(["download", "update-url", "a", "--data-dir", data]).status != 0, "nothing to update is an error")
+    }
 }

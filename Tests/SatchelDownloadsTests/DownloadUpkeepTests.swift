@@ -149,4 +149,23 @@ struct DownloadUpkeepTests {
         #expect(!(await quiet.events).contains(.dataStoreUpgradeBegan))
         await manager.close()
     }
+
+    @Test("a manifest write killed before its rename leaves a temporary file; the next write of that manifest removes it")
+    func leftovers() async throws {
+        let world = try await DownloadWorld.make("leftovers")
+        defer { world.origin.stop() }
+        let manager = try await world.manager()
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        try await manager.pause("a")
+        _ = await manager.run()
+        let folder = world.assetDirectory("a")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let stale = folder.appendingPathComponent(".master.m3u8.k1ll3d.tmp"), other = folder.appendingPathComponent(".notes.tmp")
+        for file in [stale, other] { try Data("half".utf8).write(to: file) }
+        try await manager.resume("a")
+        #expect(await manager.run().allComplete)
+        #expect(!FileManager.default.fileExists(atPath: stale.path), "the killed write's temporary file is gone")
+        #expect(FileManager.default.fileExists(atPath: other.path), "files that are not its temporaries stay")
+        await manager.close()
+    }
 }
