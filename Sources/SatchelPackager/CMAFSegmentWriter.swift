@@ -38,36 +38,45 @@ struct CMAFSegmentWriter {
         FMP4Writer.initSegment(for: track, protection: protection, averageBitrate: averageBitrate)
     }
 
-    /// One media segment, written into `out` (its capacity is reused from segment to segment).
+    /// One media segment, written into `out` (its capacity is reused from segment to segment). The samples
+    /// are written clear and then encrypted where they lie in `out`: no sample is copied twice.
     mutating func segment(_ samples: ArraySlice<MediaSample>, into out: inout [UInt8]) throws(PackagerError) {
         sequence += 1
         var fragmentSamples: [FragmentSample] = []
         fragmentSamples.reserveCapacity(samples.count)
         for sample in samples {
-            var data = sample.data
             var iv: [UInt8] = []
             var subsamples: [Subsample] = []
             if let cipher {
-                do {
-                    if track.kind == .video {
+                if track.kind == .video {
+                    do {
                         subsamples = try CommonEncryption.videoSubsamples(sample.data, codec: track.codec, lengthSize: lengthSize,
                                                                           sliceContext: sliceContext)
+                    } catch {
+                        throw .input(file: "track \(track.id)", reason: "sample at \(sample.dts): \(error)")
                     }
-                    if cipher.scheme == .cenc {
-                        iv = (0..<8).map { UInt8(truncatingIfNeeded: nextIV >> (56 - 8 * UInt64($0))) }
-                        nextIV &+= 1
-                    }
-                    var encrypted = Array(sample.data)
-                    try cipher.encrypt(&encrypted, subsamples: subsamples, iv: iv, isVideo: track.kind == .video)
-                    data = encrypted[...]
-                } catch {
-                    throw .input(file: "track \(track.id)", reason: "sample at \(sample.dts): \(error)")
+                }
+                if cipher.scheme == .cenc {
+                    iv = (0..<8).map { UInt8(truncatingIfNeeded: nextIV >> (56 - 8 * UInt64($0))) }
+                    nextIV &+= 1
                 }
             }
             fragmentSamples.append(FragmentSample(duration: sample.duration, ctsOffset: sample.ctsOffset, isSync: sample.isSync,
-                                                  data: data, iv: iv, subsamples: subsamples))
+                                                  data: sample.data, iv: iv, subsamples: subsamples))
         }
         let base = UInt64(max(samples.first.map { $0.dts - (track.samples.first?.dts ?? 0) } ?? 0, 0))
         FMP4Writer.mediaSegment(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: protection, into: &out)
+        guard let cipher else { return }
+        // The mdat payload is the segment's tail: every sample's bytes, in order.
+        var position = out.count - fragmentSamples.reduce(0) { $0 + $1.data.count }
+        for (sample, written) in zip(samples, fragmentSamples) {
+            let range = position..<(position + written.data.count)
+            do {
+                try cipher.encrypt(&out, sampleAt: range, subsamples: written.subsamples, iv: written.iv, isVideo: track.kind == .video)
+            } catch {
+                throw .input(file: "track \(track.id)", reason: "sample at \(sample.dts): \(error)")
+            }
+            position = range.upperBound
+        }
     }
 }

@@ -4,7 +4,8 @@ import Foundation
 import SatchelBytes
 
 /// AES-128 primitives for content protection; failures become ``ProtectionError`` values
-/// that never name the key.
+/// that never name the key. The in-place forms read a range of a buffer and write the result
+/// over it, so a packager encrypts samples where they already lie in the segment it writes.
 enum BlockCipher {
     static func cbcEncrypt(_ data: [UInt8], key: SymmetricKey, iv: [UInt8], padding: Bool = false) throws(ProtectionError) -> [UInt8] {
         if data.isEmpty && !padding { return [] }
@@ -25,13 +26,65 @@ enum BlockCipher {
         }
     }
 
-    /// AES-CTR with a 16-byte initial counter block; encryption and decryption are the same.
-    static func ctr(_ data: [UInt8], key: SymmetricKey, counter: [UInt8]) throws(ProtectionError) -> [UInt8] {
-        if data.isEmpty { return [] }
+    /// AES-CBC without padding over `range` of `bytes` (whole blocks), in place.
+    static func cbc(_ bytes: inout [UInt8], _ range: Range<Int>, key: SymmetricKey, iv: [UInt8], encrypt: Bool) throws(ProtectionError) {
+        guard range.lowerBound >= 0, range.upperBound <= bytes.count else { throw .malformed("AES-CBC range \(range) outside \(bytes.count) bytes") }
+        guard range.count % 16 == 0 else { throw .malformed("AES-CBC data of \(range.count) bytes is not whole blocks") }
+        if range.isEmpty { return }
+        let result: Data
         do {
-            return Array(try AES._CTR.encrypt(data, using: key, nonce: AES._CTR.Nonce(nonceBytes: counter)))
+            let vector = try AES._CBC.IV(ivBytes: iv)
+            result = encrypt ? try AES._CBC.encrypt(bytes[range], using: key, iv: vector, noPadding: true)
+                : try AES._CBC.decrypt(bytes[range], using: key, iv: vector, noPadding: true)
+        } catch {
+            throw .cryptoFailure(encrypt ? "AES-CBC encryption" : "AES-CBC decryption")
+        }
+        try overwrite(&bytes, range, with: result)
+    }
+
+    /// AES-CTR over `range` of `bytes` with a 16-byte initial counter block, in place; encryption and
+    /// decryption are the same.
+    static func ctr(_ bytes: inout [UInt8], _ range: Range<Int>, key: SymmetricKey, counter: [UInt8]) throws(ProtectionError) {
+        guard range.lowerBound >= 0, range.upperBound <= bytes.count else { throw .malformed("AES-CTR range \(range) outside \(bytes.count) bytes") }
+        if range.isEmpty { return }
+        let result: Data
+        do {
+            result = try AES._CTR.encrypt(bytes[range], using: key, nonce: AES._CTR.Nonce(nonceBytes: counter))
         } catch {
             throw .cryptoFailure("AES-CTR")
+        }
+        try overwrite(&bytes, range, with: result)
+    }
+
+    /// AES-CTR of a whole buffer.
+    static func ctr(_ data: [UInt8], key: SymmetricKey, counter: [UInt8]) throws(ProtectionError) -> [UInt8] {
+        var bytes = data
+        try ctr(&bytes, bytes.indices, key: key, counter: counter)
+        return bytes
+    }
+
+    /// The counter block `blocks` blocks after `counter`, as AES-CTR counts: the 16 bytes as one
+    /// big-endian number, wrapping.
+    static func advance(_ counter: [UInt8], by blocks: Int) -> [UInt8] {
+        var result = counter
+        var carry = UInt64(clamping: blocks)
+        var index = result.count - 1
+        while carry > 0, index >= 0 {
+            let sum = UInt64(result[index]) + (carry & 0xFF)
+            result[index] = UInt8(truncatingIfNeeded: sum)
+            carry = (carry >> 8) + (sum >> 8)
+            index -= 1
+        }
+        return result
+    }
+
+    private static func overwrite(_ bytes: inout [UInt8], _ range: Range<Int>, with result: Data) throws(ProtectionError) {
+        guard result.count == range.count else { throw .cryptoFailure("AES returned \(result.count) bytes for \(range.count)") }
+        bytes.withUnsafeMutableBytes { target in
+            result.withUnsafeBytes { source in
+                guard let to = target.baseAddress, let from = source.baseAddress else { return }
+                (to + range.lowerBound).copyMemory(from: from, byteCount: range.count)
+            }
         }
     }
 }

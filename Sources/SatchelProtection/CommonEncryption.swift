@@ -88,48 +88,72 @@ public struct CommonEncryption: Sendable {
     /// Encrypts a sample in place. `subsamples` empty means the whole sample is protected (audio).
     /// `iv` is the 8-byte per-sample IV for cenc (ignored for cbcs).
     public func encrypt(_ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], isVideo: Bool) throws(ProtectionError) {
-        try transform(&sample, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: true)
+        try transform(&sample, sample.indices, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: true)
+    }
+
+    /// Encrypts the sample that lies at `range` of `buffer` (a segment being written), in place.
+    public func encrypt(_ buffer: inout [UInt8], sampleAt range: Range<Int>, subsamples: [Subsample], iv: [UInt8], isVideo: Bool) throws(ProtectionError) {
+        try transform(&buffer, range, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: true)
     }
 
     /// Decrypts a sample in place.
     public func decrypt(_ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], isVideo: Bool) throws(ProtectionError) {
-        try transform(&sample, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: false)
+        try transform(&sample, sample.indices, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: false)
     }
 
-    private func transform(_ sample: inout [UInt8], subsamples: [Subsample], iv: [UInt8], isVideo: Bool, encrypt: Bool) throws(ProtectionError) {
-        // Protected ranges of the sample.
+    private func transform(_ buffer: inout [UInt8], _ sample: Range<Int>, subsamples: [Subsample], iv: [UInt8], isVideo: Bool,
+                           encrypt: Bool) throws(ProtectionError) {
+        guard sample.lowerBound >= 0, sample.upperBound <= buffer.count else {
+            throw .malformed("sample at \(sample) outside a \(buffer.count)-byte buffer")
+        }
+        // Protected ranges of the sample, as positions in the buffer.
         var ranges: [Range<Int>] = []
         if subsamples.isEmpty {
-            ranges = [0..<sample.count]
+            ranges = [sample]
         } else {
-            var position = 0
+            var position = sample.lowerBound
             for sub in subsamples {
                 position += Int(sub.clear)
                 let end = position + Int(sub.protected)
-                guard end <= sample.count else { throw .malformed("subsamples cover \(end) bytes of a \(sample.count)-byte sample") }
+                guard end <= sample.upperBound else {
+                    throw .malformed("subsamples cover \(end - sample.lowerBound) bytes of a \(sample.count)-byte sample")
+                }
                 if sub.protected > 0 { ranges.append(position..<end) }
                 position = end
             }
-            guard position == sample.count else { throw .malformed("subsamples cover \(position) bytes of a \(sample.count)-byte sample") }
+            guard position == sample.upperBound else {
+                throw .malformed("subsamples cover \(position - sample.lowerBound) bytes of a \(sample.count)-byte sample")
+            }
         }
         switch scheme {
         case .cenc:
             guard iv.count == 8 || iv.count == 16 else { throw .invalidLength(what: "per-sample IV", expected: 8, actual: iv.count) }
-            let counter = iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 8)
-            let result = try BlockCipher.ctr(Gather.collect(sample, ranges), key: key, counter: counter)
-            Gather.scatter(result, into: &sample, ranges)
+            var counter = iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 8)
+            if ranges.dropLast().allSatisfy({ $0.count % 16 == 0 }) {
+                // Each range where it lies, the counter carried from one to the next.
+                for range in ranges {
+                    try BlockCipher.ctr(&buffer, range, key: key, counter: counter)
+                    counter = BlockCipher.advance(counter, by: range.count / 16)
+                }
+            } else {
+                // A range that ends inside a block continues its keystream in the next one.
+                var gathered = Gather.collect(buffer, ranges)
+                try BlockCipher.ctr(&gathered, gathered.indices, key: key, counter: counter)
+                Gather.scatter(gathered, into: &buffer, ranges)
+            }
         case .cbcs:
             // Pattern 1:9 for video; every whole block for audio. CBC restarts with the constant IV per subsample.
             for range in ranges {
                 let blocks = range.count / 16
                 guard blocks > 0 else { continue }
-                let pieces: [Range<Int>] = isVideo
-                    ? stride(from: 0, to: blocks, by: 10).map { (range.lowerBound + $0 * 16)..<(range.lowerBound + $0 * 16 + 16) }
-                    : [range.lowerBound..<(range.lowerBound + blocks * 16)]
-                let gathered = Gather.collect(sample, pieces)
-                let result = encrypt ? try BlockCipher.cbcEncrypt(gathered, key: key, iv: constantIV)
-                    : try BlockCipher.cbcDecrypt(gathered, key: key, iv: constantIV)
-                Gather.scatter(result, into: &sample, pieces)
+                if !isVideo {
+                    try BlockCipher.cbc(&buffer, range.lowerBound..<(range.lowerBound + blocks * 16), key: key, iv: constantIV, encrypt: encrypt)
+                    continue
+                }
+                let pieces = stride(from: 0, to: blocks, by: 10).map { (range.lowerBound + $0 * 16)..<(range.lowerBound + $0 * 16 + 16) }
+                var gathered = Gather.collect(buffer, pieces)
+                try BlockCipher.cbc(&gathered, gathered.indices, key: key, iv: constantIV, encrypt: encrypt)
+                Gather.scatter(gathered, into: &buffer, pieces)
             }
         }
     }

@@ -117,6 +117,41 @@ struct ProtectionTests {
         }
     }
 
+    @Test("a sample encrypted where it lies in a segment equals the sample encrypted alone, for both schemes; the counter carries across ranges and bytes")
+    func inPlace() throws {
+        let plain = SecureRandom.bytes(1000)
+        let segment = SecureRandom.bytes(300) + plain + SecureRandom.bytes(77)
+        let maps: [[Subsample]] = [[], [Subsample(clear: 10, protected: 320), Subsample(clear: 70, protected: 600)],
+                                   [Subsample(clear: 5, protected: 33), Subsample(clear: 2, protected: 960)]]  // 33: keystream runs on mid-block
+        for scheme in [CommonEncryption.Scheme.cenc, .cbcs] {
+            let transform = try CommonEncryption(scheme: scheme, key: key, iv: iv)
+            for map in maps where scheme == .cenc || map.allSatisfy({ $0.protected % 16 == 0 }) {
+                var alone = plain
+                try transform.encrypt(&alone, subsamples: map, iv: [9, 8, 7, 6, 5, 4, 3, 2], isVideo: !map.isEmpty)
+                var inSegment = segment
+                try transform.encrypt(&inSegment, sampleAt: 300..<1300, subsamples: map, iv: [9, 8, 7, 6, 5, 4, 3, 2], isVideo: !map.isEmpty)
+                #expect(Array(inSegment[300..<1300]) == alone, "\(scheme) \(map)")
+                #expect(Array(inSegment[..<300]) == Array(segment[..<300]) && Array(inSegment[1300...]) == Array(segment[1300...]))
+                var back = alone
+                try transform.decrypt(&back, subsamples: map, iv: [9, 8, 7, 6, 5, 4, 3, 2], isVideo: !map.isEmpty)
+                #expect(back == plain)
+            }
+            var outside = segment
+            #expect(throws: ProtectionError.self) {
+                try transform.encrypt(&outside, sampleAt: 1000..<1400, subsamples: [], iv: [1, 2, 3, 4, 5, 6, 7, 8], isVideo: false)
+            }
+        }
+        // A 16-byte IV whose low bytes are about to wrap: the counter is one 128-bit number, as openssl counts it.
+        let wrapping: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFE]
+        let transform = try CommonEncryption(scheme: .cenc, key: key, iv: iv)
+        var split = plain
+        try transform.encrypt(&split, subsamples: [Subsample(clear: 0, protected: 32), Subsample(clear: 8, protected: 960)], iv: wrapping, isVideo: true)
+        let reference = try openssl(["enc", "-aes-128-ctr", "-K", Hex.encode(key.bytes), "-iv", Hex.encode(wrapping)],
+                                    input: Array(plain[0..<32]) + Array(plain[40..<1000]))
+        #expect(Array(split[0..<32]) + Array(split[40..<1000]) == reference)
+        #expect(BlockCipher.advance([0, 0xFF, 0xFF], by: 1) == [1, 0, 0] && BlockCipher.advance([0xFF, 0xFF], by: 2) == [0, 1])
+    }
+
     @Test("cbcs: 1:9 pattern for video, all whole blocks for audio, CBC restarting per subsample")
     func cbcs() throws {
         let transform = try CommonEncryption(scheme: .cbcs, key: key, iv: iv)
