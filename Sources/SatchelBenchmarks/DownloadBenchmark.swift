@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SatchelDownloads
 import SatchelPackager
 #if canImport(Glibc)
@@ -83,9 +84,12 @@ struct DownloadBenchmark {
     }
 
     /// The hidden child mode: downloads `url` into `directory` with the engine, as `satchel download` would.
-    static func child(url: String, directory: String, parallelism: Int) async -> Int32 {
+    static func child(url: String, directory: String, parallelism: Int, maxParallelism: Int) async -> Int32 {
         do {
-            let manager = try await DownloadManager(configuration: .init(dataDirectory: directory, rules: DownloadRules(headroom: 0), parallelism: parallelism))
+            var logger = Logger(label: "satchel.downloads")
+            logger.logLevel = .critical
+            let manager = try await DownloadManager(configuration: .init(dataDirectory: directory, rules: DownloadRules(headroom: 0), parallelism: parallelism,
+                                                                         maxParallelism: maxParallelism, logger: logger))
             try await manager.add(url: url, id: "bench")
             let summary = await manager.run()
             await manager.close()
@@ -96,7 +100,7 @@ struct DownloadBenchmark {
         }
     }
 
-    private func makeAsset(named name: String, seconds: Int, loops: Int, site: URL, directory: URL) throws {
+    func makeAsset(named name: String, seconds: Int, loops: Int, site: URL, directory: URL) throws {
         let output = site.appendingPathComponent(name)
         guard !FileManager.default.fileExists(atPath: output.appendingPathComponent("master.m3u8").path) else { return }
         let source = directory.appendingPathComponent("source-\(seconds).mp4")
@@ -118,11 +122,19 @@ struct DownloadBenchmark {
 
     private func startNginx(site: URL, directory: URL) throws -> pid_t {
         let config = directory.appendingPathComponent("nginx.conf")
-        try """
+        try Self.nginxConfiguration(site: site, directory: directory, listen: "127.0.0.1:\(port)", name: "nginx")
+            .write(to: config, atomically: true, encoding: .utf8)
+        guard let pid = Self.spawn(Self.nginxCommand(config: config, directory: directory)) else { throw BenchmarkError(message: "nginx did not start") }
+        return pid
+    }
+
+    /// nginx serving `site` on `listen` with keep-alive and sendfile; `server` adds directives to the server block.
+    static func nginxConfiguration(site: URL, directory: URL, listen: String, name: String, server: String = "") -> String {
+        """
         worker_processes 2;
         daemon off;
-        pid \(directory.path)/nginx.pid;
-        error_log \(directory.path)/nginx-error.log;
+        pid \(directory.path)/\(name).pid;
+        error_log \(directory.path)/\(name)-error.log;
         \(getuid() == 0 ? "user root;" : "")
         events { worker_connections 1024; }
         http {
@@ -136,12 +148,14 @@ struct DownloadBenchmark {
             fastcgi_temp_path \(directory.path)/tmp;
             uwsgi_temp_path \(directory.path)/tmp;
             scgi_temp_path \(directory.path)/tmp;
-            server { listen 127.0.0.1:\(port); root \(site.path); }
+            server { listen \(listen); root \(site.path); \(server) }
         }
-        """.write(to: config, atomically: true, encoding: .utf8)
-        let nginx = FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx"
-        guard let pid = Self.spawn([nginx, "-c", config.path, "-p", directory.path]) else { throw BenchmarkError(message: "nginx did not start") }
-        return pid
+        """
+    }
+
+    /// The command line that runs nginx in the foreground with `config`.
+    static func nginxCommand(config: URL, directory: URL) -> [String] {
+        [FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") ? "/usr/sbin/nginx" : "nginx", "-c", config.path, "-p", directory.path]
     }
 
     /// An aria2c input file: every segment and playlist, each with its output path.

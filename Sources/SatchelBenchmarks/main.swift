@@ -5,13 +5,16 @@ import SatchelBytes
 import SatchelFairPlay
 
 // Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [downloads] [--seconds N] [--parts]
+// `downloads` also runs the emulated-link suite (root: a network namespace); `link [--rounds N]` runs that alone.
 // The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
 
 let arguments = CommandLine.arguments.dropFirst()
-if arguments.first == "download-child", arguments.count == 4 {  // the downloads suite measures the engine in its own process
-    let list = Array(arguments)
-    exit(await DownloadBenchmark.child(url: list[1], directory: list[2], parallelism: Int(list[3]) ?? 8))
+if arguments.first == "download-child", arguments.count >= 4 {  // the download suites measure the engine in its own process
+    let list = Array(arguments)  // download-child URL DIRECTORY PARALLEL [MAX-PARALLEL (default: PARALLEL, fixed)]
+    let parallelism = Int(list[3]) ?? 16
+    exit(await DownloadBenchmark.child(url: list[1], directory: list[2], parallelism: parallelism,
+                                       maxParallelism: list.count > 4 ? Int(list[4]) ?? parallelism : parallelism))
 }
 func value(_ name: String) -> String? {
     arguments.firstIndex(of: name).flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
@@ -62,6 +65,15 @@ if suites.isEmpty || suites.contains("downloads") {
         try await DownloadBenchmark().run()
     } catch {
         FileHandle.standardError.write(Data("download benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if suites.contains("downloads") || suites.contains("link") {  // needs root for the network namespace; not in the default run
+    do {
+        try await LinkBenchmark(rounds: value("--rounds").flatMap(Int.init) ?? 2).run()
+    } catch {
+        FileHandle.standardError.write(Data("link benchmark failed: \(error)\n".utf8))
         exit(1)
     }
 }

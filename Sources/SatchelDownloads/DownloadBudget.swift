@@ -49,6 +49,9 @@ public final class LiveProgress: Sendable {
     /// Marks the plan's file `index` complete.
     public func markComplete(_ index: Int) { state.withLock { $0.complete[index] = true } }
 
+    /// Bytes on disk (and counted as they arrive).
+    public var bytes: Int64 { state.withLock { $0.bytes } }
+
     /// Bytes on disk and the files complete.
     public var snapshot: (bytes: Int64, complete: [Bool]) { state.current }
 }

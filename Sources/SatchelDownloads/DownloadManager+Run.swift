@@ -220,6 +220,7 @@ extension DownloadManager {
         let root = store.root, environment = environment
         let budget = DownloadBudget(used: currentUsage(), rules: configuration.rules, freeSpace: { environment.freeSpace(root) })
         let worker = DownloadWorker(fetcher: fetcher, store: store, parallelism: configuration.parallelism,
+                                    maxParallelism: configuration.maxParallelism,
                                     progressInterval: configuration.progressInterval)
         let control = (id: asset.id, stop: StopSignal(), ended: StopSignal())
         current = control

@@ -18,8 +18,12 @@ public actor DownloadManager {
         public var destination: String
         /// The download rules.
         public var rules: DownloadRules
-        /// Files of one asset fetched at once (default 8: on loopback 4, 8 and 16 are within 10 %; more hides latency on real links).
+        /// Files of one asset fetched at once when an attempt begins (default 16: on an emulated 100 Mbit/s link with a
+        /// 150 ms round trip, 8 is 18 % slower than 16, and 32 gains nothing; see `SatchelBenchmarks link`).
         public var parallelism: Int
+        /// The most files at once an attempt grows to while more connections bring more throughput (default 48;
+        /// ``AdaptiveParallelism``). Equal to `parallelism`: fixed.
+        public var maxParallelism: Int
         /// Pause between the three attempts of one pass.
         public var retryDelay: Duration
         /// Pause before another pass through the queue for errored assets.
@@ -39,7 +43,8 @@ public actor DownloadManager {
         public var logger: Logger
 
         /// Creates a configuration.
-        public init(dataDirectory: String, destination: String = "assets", rules: DownloadRules = DownloadRules(), parallelism: Int = 8,
+        public init(dataDirectory: String, destination: String = "assets", rules: DownloadRules = DownloadRules(), parallelism: Int = 16,
+                    maxParallelism: Int = 48,
                     retryDelay: Duration = .seconds(1), passDelay: Duration = .seconds(2), readTimeout: Duration = .seconds(30),
                     connectTimeout: Duration = .seconds(10), readyDuration: Double = 10, progressInterval: Duration = .milliseconds(250),
                     lowSpeed: LowSpeedLimit = LowSpeedLimit(), logger: Logger = Logger(label: "satchel.downloads")) {
@@ -49,6 +54,7 @@ public actor DownloadManager {
             self.destination = destination
             self.rules = rules
             self.parallelism = parallelism
+            self.maxParallelism = max(maxParallelism, parallelism)
             self.retryDelay = retryDelay
             self.passDelay = passDelay
             self.readTimeout = readTimeout
@@ -130,7 +136,8 @@ public actor DownloadManager {
         let index = opened
         self.index = index
         let fetcher = fetcher ?? ResourceFetcher(connectTimeout: configuration.connectTimeout, readTimeout: configuration.readTimeout,
-                                                 parallelism: configuration.parallelism, lowSpeed: configuration.lowSpeed)
+                                                 parallelism: max(configuration.maxParallelism, configuration.parallelism),
+                                                 lowSpeed: configuration.lowSpeed)
         self.fetcher = fetcher
         do {
             enabled = try await index.setting("enabled") != "false"

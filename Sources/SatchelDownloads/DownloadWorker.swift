@@ -8,6 +8,8 @@ struct DownloadWorker: Sendable {
     let fetcher: any ResourceFetching
     let store: any AssetStoring
     let parallelism: Int
+    /// The most files at once ``AdaptiveParallelism`` grows to.
+    let maxParallelism: Int
     let progressInterval: Duration
 
     /// What an attempt left: the failure that stopped it (nil: complete), warnings, and the progress reached.
@@ -72,12 +74,18 @@ struct DownloadWorker: Sendable {
         return Result(failure: outcome.0, warnings: outcome.1, progress: live)
     }
 
-    /// Fetches `missing` files, `parallelism` at a time, in plan order. Stops at the first failure
-    /// (the most serious one wins: fatal, then a rule, then any other, then cancellation).
+    /// Fetches `missing` files in plan order, `parallelism` at a time to begin with and more while more
+    /// brings more throughput (``AdaptiveParallelism``). Stops at the first failure (the most serious one
+    /// wins: fatal, then a rule, then any other, then cancellation).
     private func fetchAll(_ asset: DownloadAsset, missing: [Int], budget: DownloadBudget,
                           progress: LiveProgress) async -> (DownloadFailure?, [String]) {
         let (plan, fetcher, store, headers) = (asset.plan, fetcher, store, asset.options.headers ?? [:])
-        let parallelism = max(parallelism, 1)
+        var control = AdaptiveParallelism(initial: parallelism, maximum: maxParallelism)
+        let clock = ContinuousClock(), started = clock.now
+        func seconds() -> Double {
+            let elapsed = (clock.now - started).components
+            return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+        }
         return await withTaskGroup(of: Swift.Result<String?, DownloadFailure>.self) { group in
             var next = missing.startIndex
             var running = 0
@@ -87,7 +95,7 @@ struct DownloadWorker: Sendable {
                 failure.isFatal ? 3 : failure.isRuleLimit ? 2 : failure == .cancelled ? 0 : 1
             }
             while true {
-                while failure == nil, running < parallelism, next < missing.endIndex, !Task.isCancelled {
+                while failure == nil, running < control.limit, next < missing.endIndex, !Task.isCancelled {
                     let index = missing[next]
                     next += 1
                     running += 1
@@ -102,6 +110,7 @@ struct DownloadWorker: Sendable {
                 }
                 guard let result = await group.next() else { break }
                 running -= 1
+                control.observe(bytes: progress.bytes, at: seconds())
                 switch result {
                 case let .success(warning):
                     if let warning { warnings.append(warning) }

@@ -95,7 +95,9 @@ struct DownloadRun: SatchelAsyncCommand {
         abstract: "Work through the queue in the foreground.",
         discussion: "Exit status: 0 when every asset is complete; 1 when one is blocked (errored 3 passes, or fatally); 3 when some wait (paused, a rule, downloads disabled); 4 when the index could not be read or written (a full disk).")
     @OptionGroup var directory: DownloadDirectoryOptions
-    @Option(help: "Files of one asset downloaded at once.") var parallel: Int = 8
+    @Option(help: "Files of one asset downloaded at once when an attempt begins.") var parallel: Int = 16
+    @Option(name: .customLong("max-parallel"), help: "The most files at once an attempt grows to while more connections bring more throughput (= --parallel: fixed).")
+    var maxParallel: Int = 48
     @Option(help: "MB that must stay free on the disk (seed 003 headroom).") var headroom: Int64 = 1024
     @Option(name: .customLong("max-storage"), help: "MB the downloads may use in all (seed 003 maxStorageAllowed).") var maxStorage: Int64?
     @Option(name: .customLong("max-assets"), help: "Downloaded assets allowed at once (seed 003 maxDownloadedAssets).") var maxAssets: Int = 100
@@ -104,14 +106,15 @@ struct DownloadRun: SatchelAsyncCommand {
     @Option(name: .customLong("low-speed-time"), help: "Seconds the transfer may stay below --low-speed-limit.") var lowSpeedTime: Int = 30
 
     func execute() async throws {
-        guard parallel > 0, parallel <= 256, headroom >= 0, headroom < (1 << 43), maxAssets >= 0, (0...86_400).contains(retryDelay),
+        guard parallel > 0, parallel <= 256, maxParallel > 0, maxParallel <= 256, headroom >= 0, headroom < (1 << 43), maxAssets >= 0, (0...86_400).contains(retryDelay),
               (maxStorage ?? 0) >= 0, (maxStorage ?? 0) < (1 << 43), lowSpeedLimit >= 0, (1...86_400).contains(lowSpeedTime) else {
-            throw CLIError("--parallel must be 1 to 256; sizes, delays and limits not negative (--low-speed-time 1 to 86400 s)")
+            throw CLIError("--parallel and --max-parallel must be 1 to 256; sizes, delays and limits not negative (--low-speed-time 1 to 86400 s)")
         }
         let rules = DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max, headroom: headroom << 20)
         let summary = try await directory.withManager({ configuration in
             configuration.rules = rules
             configuration.parallelism = parallel
+            configuration.maxParallelism = max(maxParallel, parallel)
             configuration.retryDelay = .milliseconds(Int(retryDelay * 1000))
             configuration.passDelay = .milliseconds(Int(retryDelay * 2000))
             configuration.lowSpeed = LowSpeedLimit(bytesPerSecond: lowSpeedLimit, period: .seconds(lowSpeedTime))

@@ -43,7 +43,7 @@ struct DownloadWorld {
     /// An engine with quick retries and a short read timeout.
     func manager(rules: DownloadRules = DownloadRules(headroom: 0), environment: DownloadEnvironment = DownloadEnvironment(),
                  parallelism: Int = 4) async throws -> DownloadManager {
-        try await DownloadManager(configuration: .init(dataDirectory: dataDirectory, rules: rules, parallelism: parallelism,
+        try await DownloadManager(configuration: .init(dataDirectory: dataDirectory, rules: rules, parallelism: parallelism, maxParallelism: parallelism,
                                                        retryDelay: .milliseconds(10), passDelay: .milliseconds(10),
                                                        readTimeout: .seconds(4), progressInterval: .milliseconds(50)),
                                   environment: environment)

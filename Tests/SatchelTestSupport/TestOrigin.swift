@@ -45,6 +45,7 @@ public final class TestOrigin: @unchecked Sendable {
     private var faults: [(suffix: String, fault: Fault, remaining: Int)] = []
     private var requests: [Request] = []
     private var throttle: (chunk: Int, microseconds: UInt32)?
+    private var bodies = (active: 0, peak: 0)
     private var virtualFiles: [String: [UInt8]] = [:]
     private var requiredHeader: (name: String, value: String)?
     private var task: Task<Void, any Error>?
@@ -106,6 +107,9 @@ public final class TestOrigin: @unchecked Sendable {
 
     /// Requests seen so far.
     public var log: [Request] { lock.withLock { requests } }
+
+    /// The most response bodies that were being sent at once.
+    public var peakConcurrentBodies: Int { lock.withLock { bodies.peak } }
 
     private func takeFault(for path: String) -> Fault? {
         lock.withLock {
@@ -185,7 +189,12 @@ public final class TestOrigin: @unchecked Sendable {
         }
         let bytes = Array(body)
         let throttle = lock.withLock { self.throttle }
-        return Response(status: status, headers: headers, body: ResponseBody(contentLength: bytes.count) { writer in
+        return Response(status: status, headers: headers, body: ResponseBody(contentLength: bytes.count) { [self] writer in
+            lock.withLock {
+                bodies.active += 1
+                bodies.peak = max(bodies.peak, bodies.active)
+            }
+            defer { lock.withLock { bodies.active -= 1 } }
             var chunk = 64 * 1024, pause: UInt32 = 0
             if let throttle { (chunk, pause) = throttle }
             if case let .slow(milliseconds)? = fault { (chunk, pause) = (4096, UInt32(milliseconds * 1000)) }
