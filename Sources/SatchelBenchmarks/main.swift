@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
 import Crypto
 import CryptoExtras
 import Foundation
@@ -9,6 +12,8 @@ import SatchelFairPlay
 // The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
 
+
+setvbuf(stdout, nil, _IOLBF, 0)  // every line shows at once, also when piped, also if the run is cut short
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.first == "download-child", arguments.count >= 4 {  // the download suites measure the engine in its own process
     let list = Array(arguments)  // download-child URL DIRECTORY PARALLEL [MAX-PARALLEL (default: PARALLEL, fixed)]

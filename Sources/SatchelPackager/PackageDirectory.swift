@@ -24,16 +24,6 @@ struct PackageDirectory {
     /// and ``commit()`` waits for every sync; the whole directory is then made durable and renamed into place by ``commit()``, so a package is
     /// either all there or not there, also after a power cut.
     func write(_ bytes: [UInt8], to relativePath: String, mode: Int = 0o644) throws(PackagerError) {
-        let path = try prepare(relativePath)
-        do throws(SystemError) {
-            try syncer.write(bytes, to: path, mode: mode_t(mode))
-        } catch {
-            throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
-        }
-    }
-
-    /// The path of `relativePath` in the working directory, its folder created.
-    private func prepare(_ relativePath: String) throws(PackagerError) -> String {
         let url = temporary.appendingPathComponent(relativePath)
         let parent = url.deletingLastPathComponent()
         if !FileManager.default.fileExists(atPath: parent.path) {
@@ -41,7 +31,11 @@ struct PackageDirectory {
                 throw .output("cannot create \(parent.lastPathComponent)")
             }
         }
-        return url.path
+        do throws(SystemError) {
+            try syncer.write(bytes, to: url.path, mode: mode_t(mode))
+        } catch {
+            throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
+        }
     }
 
     /// Text convenience.
