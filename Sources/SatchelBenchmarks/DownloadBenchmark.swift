@@ -27,10 +27,7 @@ struct DownloadBenchmark {
             print("download benchmark skipped: needs nginx and GNU time (scripts/benchmark-downloads installs them with yt-dlp and aria2)")
             return
         }
-        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("satchel-download-bench")
-        let site = directory.appendingPathComponent("site")
-        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
-        try makeAsset(named: "short", seconds: 200, loops: 1, site: site, directory: directory)
+        let (directory, site) = try Self.workDirectory()
         try makeAsset(named: "long", seconds: 200, loops: 4, site: site, directory: directory)
         let nginx = try startNginx(site: site, directory: directory)
         defer { kill(nginx, SIGTERM); var status: Int32 = 0; waitpid(nginx, &status, 0) }
@@ -98,6 +95,16 @@ struct DownloadBenchmark {
             FileHandle.standardError.write(Data("download-child: \(error)\n".utf8))
             return 1
         }
+    }
+
+    /// The download suites' folder and the site nginx serves, with the 200 s asset `short` packaged there (once).
+    static func workDirectory() throws -> (directory: URL, site: URL) {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("satchel-download-bench")
+        let site = directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        try DownloadBenchmark().makeAsset(named: "short", seconds: 200, loops: 1, site: site, directory: directory)
+        return (directory, site)
     }
 
     func makeAsset(named name: String, seconds: Int, loops: Int, site: URL, directory: URL) throws {

@@ -87,7 +87,7 @@ struct FairPlayBenchmark {
             }
         }
         let elapsed = start.duration(to: clock.now)
-        return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return Double(count) / elapsed.inSeconds
     }
 
     private func median(_ values: [Double]) -> Double {

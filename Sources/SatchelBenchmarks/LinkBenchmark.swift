@@ -41,11 +41,7 @@ struct LinkBenchmark {
             print("link benchmark skipped: needs root, ip, tc, python3, curl, GNU time and \(script) (run from the repository; missing: \(missing))")
             return
         }
-        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("satchel-download-bench")
-        let site = directory.appendingPathComponent("site")
-        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
-        try DownloadBenchmark().makeAsset(named: "short", seconds: 200, loops: 1, site: site, directory: directory)
+        let (directory, site) = try DownloadBenchmark.workDirectory()
         let bytes = DownloadBenchmark.bytes(under: site.appendingPathComponent("short"))
         let segments = try FileManager.default.subpathsOfDirectory(atPath: site.appendingPathComponent("short").path).filter { $0.hasSuffix(".ts") }.count
         // The floor's file: as many bytes as the asset, sparse (nginx sends zeros).

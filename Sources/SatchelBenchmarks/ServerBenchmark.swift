@@ -54,7 +54,7 @@ struct ServerBenchmark {
             count += 1
         }
         let elapsed = start.duration(to: clock.now)
-        let inProcess = Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        let inProcess = Double(count) / elapsed.inSeconds
 
         let fairPlay = try wrk(path: "/fps/license", token: token, bodyFile: spcFile.path, contentType: "application/octet-stream", directory: directory)
         let clearKey = try wrk(path: "/clearkey/license", token: token, body: clearKeyBody, contentType: "application/json", directory: directory)

@@ -25,3 +25,10 @@ public struct FixedClock: WallClock {
         self.now = now
     }
 }
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number (for rates and reports).
+    public var inSeconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// Runs one attempt at one asset under structured concurrency: the manifests and folders, then every
 /// missing file, `parallelism` at a time, in one task group with a progress ticker and a stop signal as
@@ -82,10 +83,6 @@ struct DownloadWorker: Sendable {
         let (plan, fetcher, store, headers) = (asset.plan, fetcher, store, asset.options.headers ?? [:])
         var control = AdaptiveParallelism(initial: parallelism, maximum: maxParallelism)
         let clock = ContinuousClock(), started = clock.now
-        func seconds() -> Double {
-            let elapsed = (clock.now - started).components
-            return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
-        }
         return await withTaskGroup(of: Swift.Result<String?, DownloadFailure>.self) { group in
             var next = missing.startIndex
             var running = 0
@@ -110,7 +107,7 @@ struct DownloadWorker: Sendable {
                 }
                 guard let result = await group.next() else { break }
                 running -= 1
-                control.observe(bytes: progress.bytes, at: seconds())
+                control.observe(bytes: progress.bytes, at: (clock.now - started).inSeconds)
                 switch result {
                 case let .success(warning):
                     if let warning { warnings.append(warning) }

@@ -1,3 +1,4 @@
+import SatchelBytes
 /// A body that trickles is a failure: below `bytesPerSecond` on average over `period`, the download
 /// stops with a retryable network failure (curl's `--speed-limit` / `--speed-time`).
 public struct LowSpeedLimit: Sendable, Equatable {
@@ -31,7 +32,7 @@ struct LowSpeedGuard {
         windowBytes = windowBytes.addingReportingOverflow(received).partialValue
         let elapsed = windowStart.duration(to: clock.now)
         guard elapsed >= limit.period else { return }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         if Double(windowBytes) < Double(limit.bytesPerSecond) * seconds {
             throw .network(url: url, message: "the transfer was slower than \(limit.bytesPerSecond) bytes/s for \(limit.period)")
         }
