@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "SatchelFairPlay", targets: ["SatchelFairPlay"]),
         .library(name: "SatchelMedia", targets: ["SatchelMedia"]),
         .library(name: "SatchelProtection", targets: ["SatchelProtection"]),
+        .library(name: "SatchelRights", targets: ["SatchelRights"]),
+        .library(name: "SatchelAgent", targets: ["SatchelAgent"]),
         .library(name: "SatchelPackager", targets: ["SatchelPackager"]),
         .library(name: "SatchelDownloads", targets: ["SatchelDownloads"]),
         .library(name: "SatchelSystem", targets: ["SatchelSystem"]),
@@ -54,13 +56,15 @@ let package = Package(
         .target(name: "SatchelSystem", dependencies: ["SatchelBytes", "CSatchelSystem", .product(name: "Logging", package: "swift-log")]),
         // Layer 1: opening a FluentKit database with its migrations (the key store and the download index).
         .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log")]),
+        // Layer 1: one rights model, rights evaluation, the secure clock, license and time token formats. Pure.
+        .target(name: "SatchelRights", dependencies: ["SatchelBytes", .product(name: "Crypto", package: "swift-crypto")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
         .target(name: "SatchelPackager", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelSystem"]),
         // Layer 2: keys, policies, entitlements, license issuance and audit; FluentKit storage.
         .target(
             name: "SatchelLicensing",
             dependencies: [
-                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelStorage", "SatchelSystem",
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelRights", "SatchelStorage", "SatchelSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "SQLKit", package: "sql-kit"),
@@ -75,6 +79,18 @@ let package = Package(
             name: "SatchelDownloads",
             dependencies: [
                 "SatchelBytes", "SatchelMedia", "SatchelStorage", "SatchelSystem", "CSatchelSystem",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Layer 3: the device agent: identity, license acquisition and store, renewal, release, the secure clock.
+        .target(
+            name: "SatchelAgent",
+            dependencies: [
+                "SatchelBytes", "SatchelRights", "SatchelStorage", "SatchelSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
@@ -102,7 +118,7 @@ let package = Package(
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelHTTP",
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelRights", "SatchelHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -129,6 +145,8 @@ let package = Package(
                 "SatchelPackager",
                 "SatchelLicensing",
                 "SatchelServer",
+                "SatchelRights",
+                "SatchelAgent",
                 "SatchelDownloads",
                 "SatchelHTTP",
                 "SatchelSystem",
@@ -149,6 +167,8 @@ let package = Package(
                 "SatchelPackager",
                 "SatchelLicensing",
                 "SatchelServer",
+                "SatchelRights",
+                "SatchelAgent",
                 "SatchelDownloads",
                 "SatchelFuzzTargets",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -158,6 +178,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
+        .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", .product(name: "Hummingbird", package: "hummingbird"),
                                                           .product(name: "Logging", package: "swift-log"),

@@ -84,12 +84,13 @@ struct DownloadBenchmark {
     static func child(url: String, directory: String, parallelism: Int, maxParallelism: Int) async -> Int32 {
         do {
             var logger = Logger(label: "satchel.downloads")
-            logger.logLevel = .critical
+            logger.logLevel = .warning  // retries and failures, on stderr (the suites show them when a run fails)
             let manager = try await DownloadManager(configuration: .init(dataDirectory: directory, rules: DownloadRules(headroom: 0), parallelism: parallelism,
                                                                          maxParallelism: maxParallelism, logger: logger))
             try await manager.add(url: url, id: "bench")
             let summary = await manager.run()
             await manager.close()
+            if !summary.allComplete { FileHandle.standardError.write(Data("download-child: not complete: \(summary)\n".utf8)) }
             return summary.allComplete ? 0 : 1
         } catch {
             FileHandle.standardError.write(Data("download-child: \(error)\n".utf8))
@@ -176,13 +177,13 @@ struct DownloadBenchmark {
         return paths.reduce(0) { $0 + ((try? FileManager.default.attributesOfItem(atPath: url.appendingPathComponent($1).path)[.size] as? Int) ?? 0) }
     }
 
-    static func spawn(_ arguments: [String]) -> pid_t? {
+    static func spawn(_ arguments: [String], errors: String = "/dev/null") -> pid_t? {
         var pid: pid_t = 0
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         // The child starts with no signal blocked: this process's threads block some, and a child that inherits
         // a blocked SIGTERM (python3) would never end when told to.
         var attributes = posix_spawnattr_t()
@@ -205,9 +206,10 @@ struct DownloadBenchmark {
     /// Runs a command to the end under GNU time: wall time, user + system CPU time (children included) and
     /// peak resident memory. GNU time forks from its own small process, so the figure is the tool's, not
     /// this benchmark's (a child spawned straight from here would inherit this process's high-water mark).
-    static func measure(_ arguments: [String]) -> Cost {
+    /// What the command wrote on stderr goes to `errors`.
+    static func measure(_ arguments: [String], errors: String = "/dev/null") -> Cost {
         let report = NSTemporaryDirectory() + "satchel-bench-time-\(getpid())"
-        guard let pid = spawn(["/usr/bin/time", "-f", "%e %U %S %M %x", "-o", report] + arguments) else {
+        guard let pid = spawn(["/usr/bin/time", "-f", "%e %U %S %M %x", "-o", report] + arguments, errors: errors) else {
             return Cost(wall: 0, cpu: 0, peakKB: 0, status: -1)
         }
         var status: Int32 = 0

@@ -94,9 +94,15 @@ struct LinkBenchmark {
             print("\n\(link.name): nominal \(String(format: "%.2f", nominal)) s (bytes / rate); floor \(String(format: "%.2f", floor.wall)) s (one connection, one file of the same size)")
             print("  tool                                   wall s   vs floor   CPU s   peak MB")
             for tool in tools {
-                let costs = (0..<tool.rounds).map { _ in DownloadBenchmark.measure(tool.command()) }
+                let errors = directory.appendingPathComponent("tool-stderr.txt").path
+                var costs: [DownloadBenchmark.Cost] = []
+                for _ in 0..<tool.rounds {
+                    let cost = DownloadBenchmark.measure(tool.command(), errors: errors)
+                    costs.append(cost)
+                    if cost.status != 0 { print("  \(tool.name): a run failed (exit \(cost.status)): \(Self.tail(of: errors))") }
+                }
                 guard let best = costs.filter({ $0.status == 0 }).min(by: { $0.wall < $1.wall }) else {
-                    print("  \(tool.name.padding(toLength: 38, withPad: " ", startingAt: 0))  failed (exit \(costs.first?.status ?? -1))")
+                    print("  \(tool.name.padding(toLength: 38, withPad: " ", startingAt: 0))  failed")
                     continue
                 }
                 let over = (best.wall / max(floor.wall, 0.001) - 1) * 100
@@ -104,6 +110,12 @@ struct LinkBenchmark {
                              best.wall, over, best.cpu, Double(best.peakKB) / 1024))
             }
         }
+    }
+
+    /// The last lines a failed run wrote on stderr.
+    static func tail(of path: String) -> String {
+        let lines = ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(whereSeparator: \.isNewline)
+        return lines.suffix(4).joined(separator: " | ")
     }
 
     private func setUp() throws {
@@ -122,10 +134,10 @@ struct LinkBenchmark {
         }
     }
 
-    /// Limits what the origin sends to the link's rate (the queue holds a second of it).
+    /// Limits what the origin sends to the link's rate; the queue holds 50 ms of it (a deeper one only adds delay).
     private func shape(_ link: Link) throws {
         let command = ["ip", "netns", "exec", namespace, "tc", "qdisc", "replace", "dev", originSide, "root", "tbf",
-                       "rate", "\(link.rateMbit)mbit", "burst", "256kb", "latency", "1s"]
+                       "rate", "\(link.rateMbit)mbit", "burst", "256kb", "latency", "50ms"]
         guard Tool.output(command) != nil else { throw BenchmarkError(message: "tc tbf failed") }
     }
 

@@ -28,11 +28,14 @@ public struct AssetPolicy: Codable, Sendable, Equatable {
     public var allowAirPlay: Bool
     /// Allow persistent (offline) licenses: Clear Key persistent-license, FairPlay persistence.
     public var offline: Bool
+    /// How often a device renews a Satchel license (nil: every half rental, or never without a rental).
+    public var renewalSeconds: UInt32?
 
     /// Creates a policy; by default: no dates, no durations, no AirPlay, online only.
     public init(notBefore: Date? = nil, notAfter: Date? = nil, leaseSeconds: UInt32? = nil, rentalSeconds: UInt32? = nil,
                 persist: Bool = false, persistSeconds: UInt32? = nil, offlineContentID: String? = nil, storageSeconds: UInt32? = nil,
-                playbackSeconds: UInt32? = nil, hdcp: HDCPRequirement? = nil, allowAirPlay: Bool = false, offline: Bool = false) {
+                playbackSeconds: UInt32? = nil, hdcp: HDCPRequirement? = nil, allowAirPlay: Bool = false, offline: Bool = false,
+                renewalSeconds: UInt32? = nil) {
         self.notBefore = notBefore
         self.notAfter = notAfter
         self.leaseSeconds = leaseSeconds
@@ -45,6 +48,7 @@ public struct AssetPolicy: Codable, Sendable, Equatable {
         self.hdcp = hdcp
         self.allowAirPlay = allowAirPlay
         self.offline = offline
+        self.renewalSeconds = renewalSeconds
     }
 
     /// Checks the availability window at `now`.

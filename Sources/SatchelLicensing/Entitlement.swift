@@ -68,7 +68,7 @@ public struct EntitlementVerifier: Sendable {
             do {
                 switch jwk["kty"]?.string {
                 case "oct":
-                    guard let k = jwk["k"]?.string.flatMap(Self.base64URL), k.count >= Self.minimumSecretLength else {
+                    guard let k = jwk["k"]?.string.flatMap(Base64URL.decode), k.count >= Self.minimumSecretLength else {
                         throw LicensingError.configuration("an \"oct\" key needs \"k\" of at least 32 bytes (HS256)")
                     }
                     await collection.add(hmac: HMACKey(from: k), digestAlgorithm: .sha256, kid: kid)
@@ -140,12 +140,6 @@ public struct EntitlementVerifier: Sendable {
         } catch {
             throw .configuration("the key \(kid) cannot sign (an EC or RSA key needs its private part, \"d\")")
         }
-    }
-
-    static func base64URL(_ text: String) -> [UInt8]? {
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while standard.count % 4 != 0 { standard += "=" }
-        return Data(base64Encoded: standard).map(Array.init)
     }
 }
 

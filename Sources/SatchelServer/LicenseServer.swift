@@ -13,7 +13,8 @@ public struct LicenseServer: Sendable {
     /// Builds the application for `service`, listening on `host`:`port`, with its connections under the
     /// registry's limits (timeouts and the connection cap; see ``ConnectionLimits``). `services` run and stop
     /// with the server (a ``LifecycleService`` that closes the database).
-    public static func application(service: LicenseService, certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
+    /// `devices` serves registration, Satchel licenses and signed time (absent: those routes are not there).
+    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
                                    services: [any Service] = [],
                                    logger: Logger = Logger(label: "satchel.serve"),
@@ -23,6 +24,7 @@ public struct LicenseServer: Sendable {
                                          metrics: PrometheusMetricsFactory(registry: metrics.registry), logger: logger)
         builder.add(ServiceRoutes(metrics: metrics))
         builder.add(LicenseRoutes(service: service, certificate: certificate, metrics: metrics, logger: logger))
+        if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics)) }
         for service in services { builder.add(service: service) }
         return builder.build(onServerRunning: onServerRunning)
     }

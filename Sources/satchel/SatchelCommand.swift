@@ -6,7 +6,8 @@ struct SatchelCommand: AsyncParsableCommand {
         commandName: "satchel",
         abstract: "Satchel: package, protect, license, download and play protected video.",
         version: "0.1.0",
-        subcommands: [ServeCommand.self, PackageCommand.self, KeysCommand.self, TokenCommand.self, FPSCommand.self, DownloadCommand.self])
+        subcommands: [ServeCommand.self, PackageCommand.self, KeysCommand.self, TokenCommand.self, FPSCommand.self, DownloadCommand.self,
+                      AgentCommand.self, LicenseCommand.self, RightsCommand.self, LicensesCommand.self])
 }
 
 /// `satchel fps`: FairPlay Streaming key server tools.

@@ -11,7 +11,7 @@ import SatchelServer
 
 /// `satchel serve`: the license service.
 struct ServeCommand: SatchelAsyncCommand {
-    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve FairPlay, Clear Key and AES-128 licenses.")
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve Satchel device licenses, FairPlay, Clear Key and AES-128 keys, and signed time.")
 
     @OptionGroup var store: StoreOptions
     @Option(help: "Port (default: $SATCHEL_PORT or 8080).") var port: Int?
@@ -38,9 +38,6 @@ struct ServeCommand: SatchelAsyncCommand {
     func validate() throws {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
             throw ValidationError("give one --fps-private-key and one --fps-dask or --fps-ask per --fps-certificate")
-        }
-        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1 else {
-            throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
         }
         guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1 else {
             throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
@@ -83,7 +80,8 @@ struct ServeCommand: SatchelAsyncCommand {
         let limits = ConnectionLimits(headerTimeout: .milliseconds(Int(headerTimeout * 1000)), idleTimeout: .milliseconds(Int(idleTimeout * 1000)),
                                       maxConnections: maxConnections)
         // The database closes inside ServiceLifecycle, after the server has stopped taking requests.
-        let app = LicenseServer.application(service: service, certificate: credentials.first?.certificate, host: host, port: port,
+        let devices = DeviceLicensing(service: service, registry: try store.registry(database))
+        let app = LicenseServer.application(service: service, devices: devices, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
                                             services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger)
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s))")

@@ -29,6 +29,11 @@ struct StoreOptions: ParsableArguments {
         let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url)
         return (FluentKeyStore(database: database.database, kek: kek), database)
     }
+
+    /// Devices and their licenses, in the database `open` returned (the signing key sealed with the same KEK).
+    func registry(_ database: LicensingDatabase) throws -> DeviceRegistry {
+        DeviceRegistry(database: database.database, kek: try KeyEncryptionKey.load(file: kekFile, dataDirectory: resolvedDataDirectory).kek)
+    }
 }
 
 extension StoreOptions {
@@ -47,12 +52,13 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("not-before"), help: "No licenses before this date (ISO 8601).") var notBefore: String?
     @Option(name: .customLong("not-after"), help: "No licenses after this date (ISO 8601).") var notAfter: String?
     @Option(name: .customLong("lease-seconds"), help: "FairPlay lease duration.") var leaseSeconds: UInt32?
-    @Option(name: .customLong("rental-seconds"), help: "FairPlay rental duration.") var rentalSeconds: UInt32?
+    @Option(name: .customLong("rental-seconds"), help: "Rental: validity after acquisition (FairPlay rental; Satchel licenses).") var rentalSeconds: UInt32?
     @Flag(help: "FairPlay keys may be persisted (needs --offline).") var persist = false
     @Option(name: .customLong("persist-seconds"), help: "Validity of a persisted FairPlay key.") var persistSeconds: UInt32?
     @Option(name: .customLong("offline-content-id"), help: "Dual expiry: content ID (32 hex digits).") var offlineContentID: String?
     @Option(name: .customLong("storage-seconds"), help: "Dual expiry: storage duration.") var storageSeconds: UInt32?
-    @Option(name: .customLong("playback-seconds"), help: "Dual expiry: playback duration.") var playbackSeconds: UInt32?
+    @Option(name: .customLong("playback-seconds"), help: "Playback window after first use (Satchel licenses; FairPlay dual expiry).") var playbackSeconds: UInt32?
+    @Option(name: .customLong("renewal-seconds"), help: "Satchel licenses: renew this often (default: every half rental).") var renewalSeconds: UInt32?
     @Option(help: "HDCP requirement: none, type0 or type1.") var hdcp: HDCPRequirementArgument?
     @Flag(name: .customLong("allow-airplay"), help: "Allow AirPlay and AV adapter output.") var allowAirPlay = false
     @Flag(help: "Allow persistent (offline) licenses.") var offline = false
@@ -71,7 +77,7 @@ struct PolicyOptions: ParsableArguments {
         return AssetPolicy(notBefore: try date(notBefore, "--not-before"), notAfter: try date(notAfter, "--not-after"),
                            leaseSeconds: leaseSeconds, rentalSeconds: rentalSeconds, persist: persist, persistSeconds: persistSeconds,
                            offlineContentID: offlineContentID, storageSeconds: storageSeconds, playbackSeconds: playbackSeconds,
-                           hdcp: hdcp?.value, allowAirPlay: allowAirPlay, offline: offline)
+                           hdcp: hdcp?.value, allowAirPlay: allowAirPlay, offline: offline, renewalSeconds: renewalSeconds)
     }
 }
 

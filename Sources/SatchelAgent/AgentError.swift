@@ -1,0 +1,64 @@
+import SatchelBytes
+import SatchelRights
+
+/// Why an agent operation failed. Never carries key material or tokens.
+public enum AgentError: ProblemConvertible, Equatable {
+    /// The data directory has no registered device (`satchel agent register` first).
+    case notRegistered
+    /// No license is stored for the asset.
+    case noLicense(String)
+    /// The rights do not allow playback now.
+    case notPlayable(RightsStatus)
+    /// The license server answered with a problem (its type and status); `retryable` for 5xx, 408 and 429.
+    case server(type: String, status: Int, detail: String)
+    /// The license server could not be reached.
+    case network(String)
+    /// An answer did not verify or is not for this device (signature, device ID, nonce, sealed keys).
+    case invalidAnswer(String)
+    /// The agent's files cannot be read or written.
+    case storage(String)
+    /// The request cannot be made (a bad argument).
+    case badRequest(String)
+
+    /// A stable identifier.
+    public var code: String {
+        switch self {
+        case .notRegistered: return "not-registered"
+        case .noLicense: return "no-license"
+        case let .notPlayable(status): return status.rawValue
+        case .server: return "license-server"
+        case .network: return "network"
+        case .invalidAnswer: return "invalid-answer"
+        case .storage: return "storage"
+        case .badRequest: return "bad-request"
+        }
+    }
+
+    /// The server's problem type for `server`, else the code.
+    public var problemType: String {
+        if case let .server(type, _, _) = self { return type }
+        return code
+    }
+
+    /// True when trying again later may succeed: the server failed or was unreachable.
+    public var isRetryable: Bool {
+        switch self {
+        case .network: return true
+        case let .server(_, status, _): return status >= 500 || status == 408 || status == 429
+        default: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .notRegistered: return "this data directory has no registered device (run satchel agent register first)"
+        case let .noLicense(asset): return "no license is stored for \(asset)"
+        case let .notPlayable(status): return "playback is not allowed: \(status.rawValue)"
+        case let .server(type, status, detail): return "the license server refused (\(status) \(type)): \(detail)"
+        case let .network(reason): return "the license server cannot be reached: \(reason)"
+        case let .invalidAnswer(reason): return "the license server's answer is not acceptable: \(reason)"
+        case let .storage(reason): return "agent store: \(reason)"
+        case let .badRequest(reason): return reason
+        }
+    }
+}

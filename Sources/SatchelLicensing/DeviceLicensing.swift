@@ -1,0 +1,189 @@
+import Crypto
+import Foundation
+import SatchelBytes
+import SatchelProtection
+import SatchelRights
+
+/// Satchel's own device licenses (the server half of `SatchelAgent`): device registration with a signed
+/// certificate, licenses whose content keys are sealed to the device key, renewal, release and signed time.
+/// Every request after registration is signed by the device key and carries the server's certificate for it.
+public struct DeviceLicensing: Sendable {
+    /// Tokens, keys, policies and the clock.
+    public let service: LicenseService
+    /// Devices and their licenses.
+    public let registry: DeviceRegistry
+
+    /// Creates the service.
+    public init(service: LicenseService, registry: DeviceRegistry) {
+        self.service = service
+        self.registry = registry
+    }
+
+    /// Registers a device key for the token's user; answers the device and its certificate.
+    public func register(_ key: PublicKeyJWK, token: String?, name: String?, externalID: String?) async throws(LicensingError) -> (device: DeviceRecord, certificate: String) {
+        let entitlement = try await service.entitlement(token)
+        do { _ = try key.signingKey() } catch { throw .badRequest(error.description) }
+        for (field, value) in [("name", name), ("externalID", externalID)] where (value?.utf8.count ?? 0) > 200 {
+            throw .badRequest("\(field) is at most 200 bytes")
+        }
+        let device = try await registry.register(key, subject: entitlement.sub.value, name: name, externalID: externalID, at: service.clock.now)
+        let claims = DeviceCertificateClaims(deviceID: device.deviceID, user: device.subject, key: device.publicKey, issued: service.clock.now)
+        return (device, try await sign(claims))
+    }
+
+    /// Issues a license for the asset (or key IDs) a signed device request names.
+    public func acquire(_ request: String, token: String?, renewalURL: String?) async throws(LicensingError) -> String {
+        let entitlement = try await service.entitlement(token)
+        let (claims, device) = try await verify(request, subject: entitlement.sub.value)
+        let keys = try await keys(for: claims)
+        guard let first = keys.first else { throw .unknownAsset(claims.assetID ?? "(no asset)") }
+        guard entitlement.covers([first.assetID, first.fairPlayAssetID]) else {
+            throw .notEntitled("the token is for asset \"\(entitlement.asset.prefix(100))\", not \"\(first.assetID)\"")
+        }
+        if claims.persistent == true, !LicenseService.allowsOffline(entitlement, first.policy) {
+            guard first.policy.offline else { throw .policyDenied("persistent licenses are not allowed for \(first.assetID)") }
+            throw .notEntitled("the token does not allow persistent licenses")
+        }
+        let rights = try rights(first.policy, entitlement, persistent: claims.persistent == true)
+        let licenseID = UUID().uuidString.lowercased()
+        let now = service.clock.now
+        try await registry.recordIssued(DeviceLicenseRecord(licenseID: licenseID, deviceID: device.deviceID, subject: device.subject,
+                                                            assetID: first.assetID, persistent: rights.persistent, state: .active,
+                                                            rights: rights, issuedAt: now))
+        try await service.store.recordLicense(assetID: first.assetID, keyID: first.key.keyID.hex, subject: device.subject, type: "satchel", at: now)
+        return try await license(licenseID, device: device, assetID: first.assetID, keys: keys, rights: rights,
+                                 renewalURL: renewalURL, nonce: claims.nonce)
+    }
+
+    /// Renews a license within the asset's current policy: the rental restarts now, dates stay as the policy says.
+    public func renew(_ request: String, token: String?, renewalURL: String?) async throws(LicensingError) -> String {
+        let entitlement = try await service.entitlement(token)
+        let (claims, device) = try await verify(request, subject: entitlement.sub.value)
+        let record = try await owned(claims, device)
+        guard record.state != .released else { throw .policyDenied("the license was released") }
+        let keys = try await keys(for: DeviceRequestClaims(certificate: "", assetID: record.assetID, nonce: "", time: claims.time))
+        guard let first = keys.first else { throw .unknownAsset(record.assetID) }
+        guard entitlement.covers([first.assetID, first.fairPlayAssetID]) else { throw .notEntitled("the token is not for \(record.assetID)") }
+        let rights = try rights(first.policy, entitlement, persistent: record.persistent)
+        guard rights.renewalSeconds != nil else { throw .policyDenied("the license of \(record.assetID) is not renewable") }
+        try await registry.update(record.licenseID, state: .renewed, rights: rights, at: service.clock.now)
+        return try await license(record.licenseID, device: device, assetID: record.assetID, keys: keys, rights: rights,
+                                 renewalURL: renewalURL, nonce: claims.nonce)
+    }
+
+    /// Records that the device gave a license back (no token needed: a release may be owed for weeks).
+    public func release(_ request: String) async throws(LicensingError) -> DeviceLicenseRecord {
+        let (claims, device) = try await verify(request, subject: nil)
+        let record = try await owned(claims, device)
+        try await registry.update(record.licenseID, state: .released, at: service.clock.now)
+        return try await registry.license(record.licenseID)
+    }
+
+    /// The server's time, signed (the device's secure clock trusts nothing else).
+    public func signedTime(nonce: String?) async throws(LicensingError) -> String {
+        if let nonce, nonce.utf8.count > 128 { throw .badRequest("the nonce is at most 128 bytes") }
+        return try await sign(SignedTimeClaims(time: service.clock.now, nonce: nonce))
+    }
+
+    /// The keys licenses are signed with, as a JWKS.
+    public func keySet() async throws(LicensingError) -> PublicKeySet {
+        let signer = try await registry.signingKey()
+        return PublicKeySet(keys: [PublicKeyJWK(signer.key.publicKey, kid: signer.kid, use: "sig", alg: "ES256")])
+    }
+
+    /// The rights of a license: the asset's policy with the token's overrides, persistent only when asked and
+    /// allowed. The token's own expiry does not shorten them; a policy that has ended refuses.
+    func rights(_ policy: AssetPolicy, _ entitlement: Entitlement, persistent: Bool) throws(LicensingError) -> Rights {
+        let policy = policy.applying(entitlement.policy)
+        if let notAfter = policy.notAfter, service.clock.now >= notAfter {
+            throw .policyDenied("not available after \(ISO8601DateFormatter().string(from: notAfter))")
+        }
+        return policy.rights(persistent: persistent && LicenseService.allowsOffline(entitlement, policy))
+    }
+
+    private func license(_ licenseID: String, device: DeviceRecord, assetID: String, keys: [StoredKey], rights: Rights,
+                         renewalURL: String?, nonce: String) async throws(LicensingError) -> String {
+        let recipient: P256.KeyAgreement.PublicKey
+        do { recipient = try device.publicKey.agreementKey() } catch { throw .storage("the device's stored key is unusable") }
+        var sealed: [SealedKey] = []
+        for key in keys {
+            do {
+                sealed.append(try SealedKey.seal(key.key.key, kid: key.key.keyID.hex, iv: key.key.iv, to: recipient,
+                                                 licenseID: licenseID, deviceID: device.deviceID))
+            } catch {
+                throw .configuration("cannot seal a key to the device: \(error.description)")
+            }
+        }
+        let claims = LicenseClaims(licenseID: licenseID, deviceID: device.deviceID, assetID: assetID, keys: sealed, rights: rights,
+                                   serverTime: service.clock.now, renewalURL: rights.renewalSeconds == nil ? nil : renewalURL, nonce: nonce)
+        return try await sign(claims)
+    }
+
+    /// Checks a device request: the certificate is this server's, the device is registered with that key (and,
+    /// when `subject` is given, to that user), and the request is signed by it.
+    private func verify(_ request: String, subject: String?) async throws(LicensingError) -> (DeviceRequestClaims, DeviceRecord) {
+        let signer = try await registry.signingKey()
+        do {
+            let unverified = try SignedToken.unverifiedClaims(request, as: DeviceRequestClaims.self)
+            let certificate = try SignedToken.verify(unverified.certificate, as: DeviceCertificateClaims.self, key: signer.key.publicKey)
+            let device = try await registry.device(certificate.deviceID)
+            guard device.publicKey.fingerprint == certificate.key.fingerprint else { throw LicensingError.notEntitled("the certificate's key is not the device's") }
+            if let subject, subject != device.subject { throw LicensingError.notEntitled("the device is registered to another user") }
+            let claims = try SignedToken.verify(request, as: DeviceRequestClaims.self, key: certificate.key.signingKey())
+            guard claims.nonce.utf8.count <= 128 else { throw LicensingError.badRequest("the nonce is at most 128 bytes") }
+            return (claims, device)
+        } catch let error as LicensingError {
+            throw error
+        } catch let error as RightsError {
+            if case .badSignature = error { throw .notEntitled("the request is not signed by a device this server certified") }
+            throw .badRequest(error.description)
+        } catch {
+            throw .badRequest("\(error)")
+        }
+    }
+
+    private func owned(_ claims: DeviceRequestClaims, _ device: DeviceRecord) async throws(LicensingError) -> DeviceLicenseRecord {
+        guard let id = claims.licenseID else { throw .badRequest("licenseID is required") }
+        let record = try await registry.license(id)
+        guard record.deviceID == device.deviceID else { throw .notEntitled("the license belongs to another device") }
+        return record
+    }
+
+    /// Every key of the asset the request names (by asset ID, or by the asset of its key IDs).
+    private func keys(for claims: DeviceRequestClaims) async throws(LicensingError) -> [StoredKey] {
+        var assetID = claims.assetID
+        if assetID == nil, let hex = claims.keyIDs?.first {
+            guard let keyID = try? KeyID(hex: hex) else { throw .badRequest("key IDs are 32 hex digits") }
+            assetID = try await service.store.key(id: keyID).assetID
+        }
+        guard let assetID, !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("assetID or keyIDs is required") }
+        let first = try await service.store.key(asset: assetID)
+        var keys: [StoredKey] = []
+        for summary in try await service.store.list() where summary.assetID == first.assetID {
+            guard let keyID = try? KeyID(hex: summary.keyID) else { continue }
+            keys.append(try await service.store.key(id: keyID))
+        }
+        return keys.isEmpty ? [first] : keys
+    }
+
+    private func sign(_ claims: some Encodable) async throws(LicensingError) -> String {
+        let signer = try await registry.signingKey()
+        do {
+            return try SignedToken.sign(claims, key: signer.key, kid: signer.kid)
+        } catch {
+            throw .configuration("cannot sign: \(error.description)")
+        }
+    }
+}
+
+extension AssetPolicy {
+    /// These rights in the one rights model: the availability window as start and end, the rental as validity
+    /// after acquisition, the playback window, output controls; renewable every half rental unless a renewal
+    /// interval is set.
+    public func rights(persistent: Bool) -> Rights {
+        Rights(start: notBefore, end: notAfter, validitySeconds: rentalSeconds, playbackSeconds: playbackSeconds, persistent: persistent,
+               renewalSeconds: renewalSeconds ?? rentalSeconds.map { max(1, $0 / 2) },
+               output: OutputControls(hdcp: HDCPLevel(rawValue: (hdcp ?? .none).rawValue) ?? .none, airPlay: allowAirPlay,
+                                      externalDisplay: allowAirPlay, analog: true))
+    }
+}

@@ -1,0 +1,122 @@
+import FluentKit
+import Foundation
+
+/// A registered device: its public key, for a user.
+final class DeviceModel: Model, @unchecked Sendable {
+    static let schema = "satchel_devices"
+
+    @ID(custom: "device_id", generatedBy: .user) var id: String?
+    @Field(key: "subject") var subject: String
+    @Field(key: "public_key") var publicKey: String
+    @Field(key: "fingerprint") var fingerprint: String
+    @OptionalField(key: "name") var name: String?
+    @OptionalField(key: "external_id") var externalID: String?
+    @Field(key: "registered_at") var registeredAt: Date
+
+    init() {}
+
+    init(id: String, subject: String, publicKey: String, fingerprint: String, name: String?, externalID: String?, registeredAt: Date) {
+        self.id = id
+        self.subject = subject
+        self.publicKey = publicKey
+        self.fingerprint = fingerprint
+        self.name = name
+        self.externalID = externalID
+        self.registeredAt = registeredAt
+    }
+}
+
+/// A Satchel license issued to a device, with its state.
+final class DeviceLicenseModel: Model, @unchecked Sendable {
+    static let schema = "satchel_device_licenses"
+
+    @ID(custom: "license_id", generatedBy: .user) var id: String?
+    @Field(key: "device_id") var deviceID: String
+    @Field(key: "subject") var subject: String
+    @Field(key: "asset_id") var assetID: String
+    @Field(key: "persistent") var persistent: Bool
+    @Field(key: "state") var state: String
+    @Field(key: "rights") var rights: String
+    @Field(key: "issued_at") var issuedAt: Date
+    @OptionalField(key: "renewed_at") var renewedAt: Date?
+    @OptionalField(key: "released_at") var releasedAt: Date?
+
+    init() {}
+
+    init(id: String, deviceID: String, subject: String, assetID: String, persistent: Bool, rights: String, issuedAt: Date) {
+        self.id = id
+        self.deviceID = deviceID
+        self.subject = subject
+        self.assetID = assetID
+        self.persistent = persistent
+        self.state = DeviceLicenseState.active.rawValue
+        self.rights = rights
+        self.issuedAt = issuedAt
+    }
+}
+
+/// The license server's signing key, sealed with the KEK (every server of a scale-out signs with it).
+final class SigningKeyModel: Model, @unchecked Sendable {
+    static let schema = "satchel_signing_keys"
+
+    @ID(custom: "kid", generatedBy: .user) var id: String?
+    @Field(key: "sealed_key") var sealedKey: Data
+    @Field(key: "created_at") var createdAt: Date
+
+    init() {}
+
+    init(id: String, sealedKey: Data, createdAt: Date) {
+        self.id = id
+        self.sealedKey = sealedKey
+        self.createdAt = createdAt
+    }
+}
+
+/// Adds devices, device licenses and the signing key (migration 2: databases made before it keep their rows).
+struct CreateDeviceSchema: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        try await database.schema(DeviceModel.schema)
+            .field("device_id", .string, .identifier(auto: false))
+            .field("subject", .string, .required)
+            .field("public_key", .string, .required)
+            .field("fingerprint", .string, .required)
+            .field("name", .string)
+            .field("external_id", .string)
+            .field("registered_at", .datetime, .required)
+            .unique(on: "subject", "fingerprint")
+            .create()
+        try await database.schema(DeviceLicenseModel.schema)
+            .field("license_id", .string, .identifier(auto: false))
+            .field("device_id", .string, .required, .references(DeviceModel.schema, "device_id", onDelete: .cascade))
+            .field("subject", .string, .required)
+            .field("asset_id", .string, .required)
+            .field("persistent", .bool, .required)
+            .field("state", .string, .required)
+            .field("rights", .string, .required)
+            .field("issued_at", .datetime, .required)
+            .field("renewed_at", .datetime)
+            .field("released_at", .datetime)
+            .create()
+        try await database.schema(SigningKeyModel.schema)
+            .field("kid", .string, .identifier(auto: false))
+            .field("sealed_key", .data, .required)
+            .field("created_at", .datetime, .required)
+            .create()
+    }
+
+    func revert(on database: any Database) async throws {
+        for schema in [SigningKeyModel.schema, DeviceLicenseModel.schema, DeviceModel.schema] {
+            try await database.schema(schema).delete()
+        }
+    }
+}
+
+/// Where a device license stands.
+public enum DeviceLicenseState: String, Codable, Sendable {
+    /// Issued, never renewed.
+    case active
+    /// Renewed at least once.
+    case renewed
+    /// Given back by the device.
+    case released
+}

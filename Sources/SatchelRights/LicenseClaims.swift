@@ -1,0 +1,101 @@
+import Foundation
+
+/// The claims of a device certificate: the server's statement that a device key belongs to a registered
+/// device of a user. Signed by the license server (``SignedToken``).
+public struct DeviceCertificateClaims: Codable, Sendable, Equatable {
+    /// The device ID the server assigned.
+    public var deviceID: String
+    /// The user the device was registered for (the entitlement token's subject).
+    public var user: String
+    /// The device's public key.
+    public var key: PublicKeyJWK
+    /// When the certificate was issued (server time).
+    public var issued: Date
+
+    /// Creates claims.
+    public init(deviceID: String, user: String, key: PublicKeyJWK, issued: Date) {
+        self.deviceID = deviceID
+        self.user = user
+        self.key = key
+        self.issued = issued
+    }
+}
+
+/// What a device asks of the license server (`POST /licenses`, `/licenses/renew`, `/licenses/release`),
+/// signed with the device key so the server knows the request comes from the certified device.
+public struct DeviceRequestClaims: Codable, Sendable, Equatable {
+    /// The device certificate (a signed token).
+    public var certificate: String
+    /// The asset (acquisition).
+    public var assetID: String?
+    /// Key IDs, hex (acquisition by key instead of asset).
+    public var keyIDs: [String]?
+    /// The license to renew or release.
+    public var licenseID: String?
+    /// Ask for a persistent (offline) license.
+    public var persistent: Bool?
+    /// A fresh random value: the answer repeats it, and the server refuses one it has seen.
+    public var nonce: String
+    /// The device's wall clock when it asked.
+    public var time: Date
+
+    /// Creates claims.
+    public init(certificate: String, assetID: String? = nil, keyIDs: [String]? = nil, licenseID: String? = nil,
+                persistent: Bool? = nil, nonce: String, time: Date) {
+        self.certificate = certificate
+        self.assetID = assetID
+        self.keyIDs = keyIDs
+        self.licenseID = licenseID
+        self.persistent = persistent
+        self.nonce = nonce
+        self.time = time
+    }
+}
+
+/// The claims of a Satchel license, signed by the license server.
+public struct LicenseClaims: Codable, Sendable, Equatable {
+    /// The license ID (stable across renewals).
+    public var licenseID: String
+    /// The device it was issued to.
+    public var deviceID: String
+    /// The asset.
+    public var assetID: String
+    /// The content keys, sealed to the device's key.
+    public var keys: [SealedKey]
+    /// The rights.
+    public var rights: Rights
+    /// The server's time when it issued (or renewed) the license: the secure clock's anchor, and when a
+    /// rental starts.
+    public var serverTime: Date
+    /// Where to renew (nil: not renewable).
+    public var renewalURL: String?
+    /// The request's nonce.
+    public var nonce: String
+
+    /// Creates claims.
+    public init(licenseID: String, deviceID: String, assetID: String, keys: [SealedKey], rights: Rights, serverTime: Date,
+                renewalURL: String?, nonce: String) {
+        self.licenseID = licenseID
+        self.deviceID = deviceID
+        self.assetID = assetID
+        self.keys = keys
+        self.rights = rights
+        self.serverTime = serverTime
+        self.renewalURL = renewalURL
+        self.nonce = nonce
+    }
+}
+
+/// The license server's signed time (`GET /time`, and in every license).
+public struct SignedTimeClaims: Codable, Sendable, Equatable {
+    /// The server's time.
+    public var time: Date
+    /// The nonce the device sent, if any (so an old answer cannot be replayed).
+    public var nonce: String?
+
+    /// Creates claims.
+    public init(time: Date, nonce: String?) {
+        self.time = time
+        self.nonce = nonce
+    }
+}

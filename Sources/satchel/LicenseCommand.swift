@@ -1,0 +1,115 @@
+import ArgumentParser
+import SatchelLicensing
+import Foundation
+import SatchelAgent
+import SatchelRights
+
+/// `satchel license`: the device's licenses.
+struct LicenseCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "license", abstract: "The device's licenses: acquire, list, use, renew, release, sync.",
+        subcommands: [Acquire.self, List.self, Use.self, Renew.self, Release.self, Sync.self])
+
+    struct Acquire: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(commandName: "acquire", abstract: "Acquire and store a license for an asset.")
+        @Argument(help: "The asset ID.") var assetID: String
+        @Option(help: "The license server (default: the one the device registered with).") var server: String?
+        @Option(help: "An entitlement token.") var token: String
+        @OptionGroup var agent: AgentOptions
+        @Flag(help: "Ask for a persistent (offline) license.") var persistent = false
+
+        func execute() async throws {
+            let (license, evaluation) = try await agent.with { agent in
+                let license = try await agent.acquire(asset: assetID, token: token, persistent: persistent, server: server)
+                return (license, try await agent.rights(asset: assetID))
+            }
+            print("license \(license.licenseID) for \(assetID): \(evaluation.status.rawValue)\(license.persistent ? ", persistent" : "")")
+        }
+    }
+
+    struct List: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List stored licenses with their status (never keys).")
+        @OptionGroup var agent: AgentOptions
+        @Flag(help: "Print JSON.") var json = false
+
+        func execute() async throws {
+            let (licenses, owed) = try await agent.with { agent in (try await agent.licenses(), try await agent.owedReleases()) }
+            var reports = licenses.map { RightsReport(asset: $0.license.assetID, evaluation: $0.evaluation, license: $0.license) }
+            reports += owed.map { RightsReport(asset: $0.assetID, evaluation: .none, license: nil, pendingRelease: true) }
+            if json { try RightsReport.print(reports) } else { reports.forEach { print($0.line) } }
+        }
+    }
+
+    struct Use: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(commandName: "use",
+                                                        abstract: "Consume the rights as a player start would; exit non-zero when playback is not allowed.")
+        @Argument(help: "The asset ID.") var assetID: String
+        @OptionGroup var agent: AgentOptions
+
+        func execute() async throws {
+            let keys = try await agent.with { try await $0.use(asset: assetID) }
+            print("\(assetID): valid, \(keys.count) key\(keys.count == 1 ? "" : "s") ready for playback")
+        }
+    }
+
+    struct Renew: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(commandName: "renew", abstract: "Renew an asset's license.")
+        @Argument(help: "The asset ID.") var assetID: String
+        @OptionGroup var agent: AgentOptions
+        @Option(help: "An entitlement token.") var token: String
+
+        func execute() async throws {
+            let license = try await agent.with { try await $0.renew(asset: assetID, token: token) }
+            let end = license.rights.effectiveEnd(license.usage).map { ISO8601DateFormatter().string(from: $0) } ?? "none"
+            print("license \(license.licenseID) for \(assetID) renewed; ends \(end)")
+        }
+    }
+
+    struct Release: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(commandName: "release",
+                                                        abstract: "Delete an asset's license and give it back to the server (later if it cannot be reached).")
+        @Argument(help: "The asset ID.") var assetID: String
+        @OptionGroup var agent: AgentOptions
+
+        func execute() async throws {
+            let delivered = try await agent.with { try await $0.release(asset: assetID) }
+            print(delivered ? "\(assetID): license released" : "\(assetID): license deleted; the release is owed and will be delivered at the next contact")
+        }
+    }
+
+    struct Sync: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(commandName: "sync",
+                                                        abstract: "Fetch the server's signed time, deliver owed releases, renew what is due.")
+        @OptionGroup var agent: AgentOptions
+        @Option(help: "An entitlement token (needed to renew).") var token: String?
+
+        func execute() async throws {
+            let report = try await agent.with { try await $0.sync(token: token) }
+            let time = report.serverTime.map { ISO8601DateFormatter().string(from: $0) } ?? "-"
+            print("server time \(time); releases delivered \(report.releasesDelivered), still owed \(report.releasesOwed); renewed \(report.renewed.count)"
+                  + (report.renewalsPending.isEmpty ? "" : "; renewal due for \(report.renewalsPending.joined(separator: ", "))"))
+        }
+    }
+}
+
+/// `satchel licenses`: on the server, every device license with its device and state.
+struct LicensesCommand: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(commandName: "licenses", abstract: "List the Satchel licenses issued to devices (server side).")
+    @OptionGroup var store: StoreOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func execute() async throws {
+        let (_, database) = try await store.open(readOnly: true)
+        let rows: [DeviceLicenseRecord]
+        do { rows = try await store.registry(database).licenses() } catch { await database.shutdown(); throw error }
+        await database.shutdown()
+        if json {
+            try RightsReport.print(rows)
+        } else {
+            for row in rows {
+                print([row.licenseID, row.deviceID, row.subject, row.assetID, row.state.rawValue, row.persistent ? "persistent" : "streaming",
+                       ISO8601DateFormatter().string(from: row.issuedAt)].joined(separator: "\t"))
+            }
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import SatchelBytes
+import SatchelTestSupport
+import Testing
+
+/// The device agent through the `satchel` binary against a real `satchel serve` on loopback: registration,
+/// licenses with rights, use, renewal, release (also while the server is down), keys bound to the device,
+/// and the secure clock under `faketime`.
+@Suite(.serialized) struct AgentCommandTests {
+    /// A license server in its own process, with two assets: "movie" (offline, a 1-hour rental, an end date a
+    /// day ahead) and "clip" (offline, no dates at all).
+    final class Server: @unchecked Sendable {
+        let directory: URL
+        let port = 20_000 + Int.random(in: 0..<2000)
+        var process: Process?
+        let jwks: URL
+        let contentKey = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+
+        init(_ name: String, future: Bool = false) throws {
+            directory = try TestMedia.temporaryDirectory("agent-\(name)")
+            jwks = directory.appendingPathComponent("jwks.json")
+            try #"{"keys":[{"kty":"oct","kid":"backend","k":"c2F0Y2hlbC1leGFtcGxlLXNlY3JldC1vZi0zMi1ieXRlcyE"}]}"#
+                .write(to: jwks, atomically: true, encoding: .utf8)
+            let day = ISO8601DateFormatter().string(from: Date().addingTimeInterval(86_400))
+            try importKeys("movie", key: contentKey, kid: "00112233445566778899aabbccddeeff",
+                           ["--offline", "--rental-seconds", "3600", "--not-after", day])
+            try importKeys("clip", key: "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf", kid: "10112233445566778899aabbccddeeff", ["--offline"])
+            try importKeys("online", key: "c0c1c2c3c4c5c6c7c8c9cacbcccdcecf", kid: "20112233445566778899aabbccddeeff", [])
+            if future {
+                let start = ISO8601DateFormatter().string(from: Date().addingTimeInterval(7 * 86_400))
+                try importKeys("premiere", key: "d0d1d2d3d4d5d6d7d8d9dadbdcdddedf", kid: "30112233445566778899aabbccddeeff",
+                               ["--offline", "--not-before", start])
+            }
+        }
+
+        var data: String { directory.appendingPathComponent("server").path }
+        var url: String { "http://127.0.0.1:\(port)" }
+
+        func importKeys(_ asset: String, key: String, kid: String, _ policy: [String]) throws {
+            let file = directory.appendingPathComponent("\(asset)-keys.json")
+            try #"{"scheme":"cenc","keys":[{"keyId":"\#(kid)","key":"\#(key)","iv":"00000000000000000000000000000001","firstSegment":0}]}"#
+                .write(to: file, atomically: true, encoding: .utf8)
+            let result = try CLIRunner.run(["keys", "import", file.path, "--asset-id", asset, "--data-dir", data] + policy)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+
+        func token(persistent: Bool = true, subject: String = "user-42") throws -> String {
+            let made = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", subject, "--asset", "*", "--ttl", "600"]
+                                         + (persistent ? ["--persistent"] : []))
+            #expect(made.status == 0, "\(made.stderr)")
+            return made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        func start() async throws {
+            let process = Process()
+            process.executableURL = try #require(CLIRunner.binary)
+            process.arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)]
+            process.standardError = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            self.process = process
+            let port = port
+            try await TestMedia.offloaded {
+                for _ in 0..<100 where (try? RawConnection(port: port, timeout: 1)) == nil { Thread.sleep(forTimeInterval: 0.1) }
+            }
+        }
+
+        func stop() {
+            process?.terminate()
+            process?.waitUntilExit()
+            process = nil
+        }
+
+        deinit { stop() }
+    }
+
+    static func satchel(_ arguments: [String], faketime offset: String? = nil) throws -> CLIRunner.Result {
+        guard let offset else { return try CLIRunner.run(arguments) }
+        let binary = try #require(CLIRunner.binary)
+        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/faketime"), ["-f", offset, binary.path] + arguments)
+        return CLIRunner.Result(status: result.status, stdout: result.stdout, stderr: result.stderr)
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test("register, acquire, list, use, renew, release over HTTP; the store holds no content key; the server lists the licenses")
+    func lifecycle() async throws {
+        let server = try Server("lifecycle")
+        try await server.start()
+        defer { server.stop() }
+        let device = server.directory.appendingPathComponent("device").path
+        let token = try server.token()
+        try await TestMedia.offloaded {
+            let registered = try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device, "--name", "laptop"])
+            #expect(registered.status == 0, "\(registered.stderr)")
+            let id = registered.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(id.count == 36)
+            let again = try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device])
+            #expect(again.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == id, "the device ID is stable")
+            let mode = try FileManager.default.attributesOfItem(atPath: device + "/device-key.pem")[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+
+            let acquired = try Self.satchel(["license", "acquire", "movie", "--server", server.url, "--token", token, "--data-dir", device, "--persistent"])
+            #expect(acquired.status == 0 && acquired.stdout.contains("valid, persistent"), "\(acquired.stderr)")
+            let rights = try Self.json(try Self.satchel(["rights", "movie", "--data-dir", device, "--json"]).stdout)
+            #expect(rights["status"] as? String == "valid" && rights["persistent"] as? Bool == true && rights["validitySeconds"] as? Int == 3600)
+            #expect(rights["end"] != nil && rights["expireAfterFirstUse"] as? Bool == false)
+            let list = try Self.satchel(["license", "list", "--data-dir", device, "--json"])
+            #expect(list.stdout.contains("00112233445566778899aabbccddeeff") && !list.stdout.contains(server.contentKey))
+            let used = try Self.satchel(["license", "use", "movie", "--data-dir", device])
+            #expect(used.status == 0 && used.stdout.contains("1 key ready") && !used.stdout.contains(server.contentKey), "\(used.stderr)")
+            let renewed = try Self.satchel(["license", "renew", "movie", "--data-dir", device, "--token", token])
+            #expect(renewed.status == 0 && renewed.stdout.contains("renewed"), "\(renewed.stderr)")
+            let store = try Data(contentsOf: URL(fileURLWithPath: device + "/agent.sqlite"))
+            for needle in [Data(server.contentKey.utf8), Data(try Hex.decode(server.contentKey))] {
+                #expect(store.range(of: needle) == nil, "the store file holds a content key")
+            }
+            var issued = try Self.satchel(["licenses", "--data-dir", server.data])
+            #expect(issued.stdout.contains("\tmovie\trenewed\tpersistent") && issued.stdout.contains(id), "\(issued.stdout)")
+
+            let none = try Self.satchel(["rights", "clip", "--data-dir", device, "--json"])
+            let noneStatus = try Self.json(none.stdout)["status"] as? String
+            #expect(none.status != 0 && noneStatus == "no-rights")
+            let refused = try Self.satchel(["license", "use", "clip", "--data-dir", device])
+            #expect(refused.status != 0 && refused.stderr.contains("no-rights"))
+
+            let released = try Self.satchel(["license", "release", "movie", "--data-dir", device])
+            #expect(released.status == 0 && released.stdout.contains("license released"), "\(released.stderr)")
+            #expect(try Self.satchel(["rights", "movie", "--data-dir", device]).status != 0)
+            issued = try Self.satchel(["licenses", "--data-dir", server.data, "--json"])
+            #expect(issued.stdout.contains("\"released\""))
+        }
+    }
+
+    @Test("a persistent license needs the asset's --offline and the token's persistent; a license before its start is in-future")
+    func offlineRuleAndStart() async throws {
+        let server = try Server("rules", future: true)
+        try await server.start()
+        defer { server.stop() }
+        let device = server.directory.appendingPathComponent("device").path
+        try await TestMedia.offloaded {
+            let token = try server.token(), streaming = try server.token(persistent: false)
+            _ = try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device])
+            let notOffline = try Self.satchel(["license", "acquire", "online", "--token", token, "--data-dir", device, "--persistent"])
+            #expect(notOffline.status != 0 && notOffline.stderr.contains("policy-denied"), "\(notOffline.stderr)")
+            let notPersistentToken = try Self.satchel(["license", "acquire", "clip", "--token", streaming, "--data-dir", device, "--persistent"])
+            #expect(notPersistentToken.status != 0 && notPersistentToken.stderr.contains("not-entitled"), "\(notPersistentToken.stderr)")
+            let streamingLicense = try Self.satchel(["license", "acquire", "clip", "--token", streaming, "--data-dir", device])
+            #expect(streamingLicense.status == 0 && !streamingLicense.stdout.contains("persistent"), "\(streamingLicense.stderr)")
+            let early = try Self.satchel(["license", "acquire", "premiere", "--token", token, "--data-dir", device, "--persistent"])
+            #expect(early.status == 0 && early.stdout.contains("in-future"), "\(early.stderr)")
+            let rights = try Self.satchel(["rights", "premiere", "--data-dir", device, "--json"])
+            let start = try Self.json(rights.stdout)["start"]
+            #expect(rights.status != 0 && start != nil)
+            let otherUser = try server.token(subject: "someone-else")
+            let foreign = try Self.satchel(["license", "acquire", "clip", "--token", otherUser, "--data-dir", device])
+            #expect(foreign.status != 0 && foreign.stderr.contains("registered to another user"), "\(foreign.stderr)")
+        }
+    }
+
+    @Test("a license copied to another device yields no keys; a release owed while the server is down is delivered when it returns")
+    func boundToTheDeviceAndOwedRelease() async throws {
+        let server = try Server("owed")
+        try await server.start()
+        defer { server.stop() }
+        let first = server.directory.appendingPathComponent("first").path, second = server.directory.appendingPathComponent("second").path
+        try await TestMedia.offloaded {
+            let token = try server.token()
+            for device in [first, second] {
+                #expect(try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
+            }
+            #expect(try Self.satchel(["license", "acquire", "clip", "--token", token, "--data-dir", first, "--persistent"]).status == 0)
+            try FileManager.default.removeItem(atPath: second + "/agent.sqlite")
+            try FileManager.default.copyItem(atPath: first + "/agent.sqlite", toPath: second + "/agent.sqlite")
+            let stolen = try Self.satchel(["license", "use", "clip", "--data-dir", second])
+            #expect(stolen.status != 0 && stolen.stderr.contains("another device"), "\(stolen.stderr)")
+            #expect(try Self.satchel(["license", "use", "clip", "--data-dir", first]).status == 0)
+        }
+        server.stop()
+        try await TestMedia.offloaded {
+            let released = try Self.satchel(["license", "release", "clip", "--data-dir", first])
+            #expect(released.status == 0 && released.stdout.contains("owed"), "\(released.stderr)")
+            let list = try Self.json("{\"l\":" + (try Self.satchel(["license", "list", "--data-dir", first, "--json"]).stdout) + "}")
+            let rows = try #require(list["l"] as? [[String: Any]])
+            #expect(rows.count == 1 && rows.first?["pendingRelease"] as? Bool == true)
+            #expect(try Self.satchel(["license", "use", "clip", "--data-dir", first]).status != 0, "deleted locally at once")
+        }
+        try await server.start()
+        try await TestMedia.offloaded {
+            let synced = try Self.satchel(["license", "sync", "--data-dir", first])
+            #expect(synced.status == 0 && synced.stdout.contains("releases delivered 1, still owed 0"), "\(synced.stdout) \(synced.stderr)")
+            #expect(try Self.satchel(["licenses", "--data-dir", server.data]).stdout.contains("\tclip\treleased"))
+        }
+    }
+
+    @Test("the secure clock under faketime: forward past the end is expired; back two days is untrusted for dated rights only; real time again is valid after sync")
+    func secureClock() async throws {
+        let server = try Server("clock")
+        try await server.start()
+        defer { server.stop() }
+        let device = server.directory.appendingPathComponent("device").path
+        try await TestMedia.offloaded {
+            let token = try server.token()
+            _ = try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device])
+            #expect(try Self.satchel(["license", "acquire", "movie", "--token", token, "--data-dir", device, "--persistent"]).status == 0)
+            #expect(try Self.satchel(["license", "acquire", "clip", "--token", token, "--data-dir", device, "--persistent"]).status == 0)
+            func status(_ asset: String, _ offset: String?) throws -> String? {
+                try Self.json(try Self.satchel(["rights", asset, "--data-dir", device, "--json"], faketime: offset).stdout)["status"] as? String
+            }
+            #expect(try status("movie", nil) == "valid")
+            #expect(try status("movie", "+2d") == "expired")
+            let back = try Self.satchel(["rights", "movie", "--data-dir", device, "--json"], faketime: "-2d")
+            let backStatus = try Self.json(back.stdout)["status"] as? String
+            #expect(backStatus == "untrusted-time")
+            #expect(back.stderr.contains("clock went back"), "the rollback is reported: \(back.stderr)")
+            #expect(try status("clip", "-2d") == "valid", "rights without dates stay valid")
+            #expect(try Self.satchel(["license", "use", "movie", "--data-dir", device], faketime: "-2d").stderr.contains("untrusted-time"))
+            #expect(try status("movie", nil) == "untrusted-time", "the wall clock coming back is not enough")
+            let synced = try Self.satchel(["license", "sync", "--data-dir", device])
+            #expect(synced.status == 0, "\(synced.stderr)")
+            #expect(try status("movie", nil) == "valid")
+        }
+    }
+}
