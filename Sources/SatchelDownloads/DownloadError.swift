@@ -109,8 +109,9 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     case diskFull(path: String)
     /// Another file-system error.
     case fileSystem(path: String, message: String)
-    /// A license could not be obtained.
-    case license(String)
+    /// A license could not be obtained: the license server's problem type, its detail, and whether trying
+    /// again later may help (the server failed or could not be reached).
+    case license(problem: String, detail: String, retryable: Bool)
     /// The download was cancelled (paused, removed, disabled or the engine stopped).
     case cancelled
     /// The rule `maxStorageAllowed` would be crossed.
@@ -126,8 +127,11 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     /// list. Every HTTP error is retried under the Rule of Threes (a 404 may be a CDN that has not got the
     /// file yet; a 401 or 403 may heal when the application hands the engine a fresh URL or token).
     public var isFatal: Bool {
-        if case .mimeType = self { return true }
-        return false
+        switch self {
+        case .mimeType: return true
+        case let .license(_, _, retryable): return !retryable  // the license server said no: asking again says no again
+        default: return false
+        }
     }
 
     /// True for 401 and 403: the origin wants fresh credentials (``DownloadEvent/authorizationRequired(assetID:status:)``).
@@ -153,7 +157,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         case let .mimeType(url, type): return "\(Self.redacted(url)) has MIME type \(type), which is not permitted"
         case let .diskFull(path): return "disk full writing \(path)"
         case let .fileSystem(path, message): return "cannot write \(path): \(message)"
-        case let .license(reason): return "license: \(reason)"
+        case let .license(problem, detail, _): return "license (\(problem)): \(detail)"
         case .cancelled: return "cancelled"
         case let .storageLimit(used, limit): return "maxStorageAllowed reached (\(used) of \(limit) bytes used)"
         case let .headroom(free, headroom): return "headroom reached (\(free) bytes free, \(headroom) must stay free)"

@@ -156,6 +156,7 @@ extension DownloadManager {
             switch outcome {
             case .complete:
                 await record(&asset, state: next.state, failure: next.failure)
+                for step in steps { await step.finished(asset) }
                 emit(.finished(assetID: asset.id))
                 return false
             case .stopped, .wait:

@@ -317,7 +317,8 @@ public actor DownloadManager {
     /// Removes one asset: stops its download, deletes its files and its index row.
     /// A damaged record (``damagedAssets()``) is removed the same way.
     public func remove(_ id: String) async throws(DownloadError) {
-        if try await index.find(id) == nil {
+        let found = try await index.find(id)
+        if found == nil {
             guard try await index.damaged().contains(where: { $0.id == id }) else { throw .notFound(id) }
         }
         removing.insert(id)
@@ -325,6 +326,7 @@ public actor DownloadManager {
         await stopCurrent(ifItIs: id)
         do { try store.delete(id, keepingPlan: false) } catch { throw .storage(error.description) }
         try await index.delete(id)
+        if let found { for step in steps { await step.removed(found) } }
         usedBytes = nil
         emit(.queueChanged)
     }

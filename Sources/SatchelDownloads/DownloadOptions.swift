@@ -22,6 +22,8 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// The most files one asset may have (segments of every track, init segments, keys); a manifest that
     /// lists more is refused. nil = ``defaultMaxResources``.
     public var maxResources: Int?
+    /// Acquire a persistent license for the asset when its download starts (the engine's license step).
+    public var license: LicenseRequest?
 
     /// The default cap on an asset's files: far above a real VOD asset (24 h of 2 s segments is 43,200 per
     /// track, so 129,600 for video, audio and subtitles) and small enough that the index stays quick.
@@ -54,8 +56,9 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// Creates options.
     public init(maxBitrate: Int? = nil, maxVideoBitrate: Int? = nil, maxAudioBitrate: Int? = nil, languages: [String] = [],
                 includeEncryptionKeys: Bool = false, permittedMimeTypes: [String]? = nil, maxResources: Int? = nil,
-                headers: [String: String]? = nil) {
+                headers: [String: String]? = nil, license: LicenseRequest? = nil) {
         self.maxResources = maxResources
+        self.license = license
         self.headers = headers
         self.maxBitrate = maxBitrate
         self.maxVideoBitrate = maxVideoBitrate
@@ -63,6 +66,25 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
         self.languages = languages
         self.includeEncryptionKeys = includeEncryptionKeys
         self.permittedMimeTypes = permittedMimeTypes
+    }
+}
+
+/// The license an asset needs: from which server (nil: the one the device registered with), with which
+/// entitlement token (kept with the asset like its headers; never logged), for which license asset ID (nil: the
+/// download's ID).
+public struct LicenseRequest: Sendable, Codable, Equatable {
+    /// The license server.
+    public var server: String?
+    /// The entitlement token.
+    public var token: String?
+    /// The asset ID the license server knows the content by.
+    public var assetID: String?
+
+    /// Creates a request.
+    public init(server: String? = nil, token: String? = nil, assetID: String? = nil) {
+        self.server = server
+        self.token = token
+        self.assetID = assetID
     }
 }
 

@@ -85,4 +85,15 @@ public protocol AssetStoring: Sendable {
 public protocol DownloadStep: Sendable {
     /// Prepares `asset` for an attempt, or says why it cannot be downloaded now.
     func prepare(_ asset: DownloadAsset) async throws(DownloadFailure)
+    /// The asset's download completed (a license step renews a license near its end). Failures are the step's own.
+    func finished(_ asset: DownloadAsset) async
+    /// The asset was removed (a license step releases its license).
+    func removed(_ asset: DownloadAsset) async
+}
+
+extension DownloadStep {
+    /// Nothing to do.
+    public func finished(_ asset: DownloadAsset) async {}
+    /// Nothing to do.
+    public func removed(_ asset: DownloadAsset) async {}
 }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import Logging
+import SatchelAgent
 import SatchelDownloads
 
 /// `satchel download`: the download-to-go queue.
@@ -28,13 +30,18 @@ struct DownloadDirectoryOptions: ParsableArguments {
             dataDirectory: dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data")
         if readOnly { try StoreOptions.requireExisting(configuration.dataDirectory) }
         configure(&configuration)
-        let manager = try await DownloadManager(configuration: configuration)
+        // The agent of the same data directory, when this device is registered there: the license step.
+        let registered = FileManager.default.fileExists(atPath: (configuration.dataDirectory as NSString).appendingPathComponent("device.json"))
+        let agent = registered ? try await Agent(dataDirectory: configuration.dataDirectory, logger: Logger(label: "satchel.agent")) : nil
+        let manager = try await DownloadManager(configuration: configuration, steps: agent.map { [LicenseStep(agent: $0)] } ?? [])
         do {
             let result = try await body(manager)
             await manager.close()
+            await agent?.close()
             return result
         } catch {
             await manager.close()
+            await agent?.close()
             throw error
         }
     }
@@ -66,6 +73,11 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(help: "Expiry date (ISO 8601, or YYYY-MM-DD).") var expiry: String?
     @Option(name: .customLong("expiry-after-download"), help: "Seconds the asset stays after its download completes.") var expiryAfterDownload: Double?
     @Option(name: .customLong("expiry-after-play"), help: "Seconds the asset stays after its first play.") var expiryAfterPlay: Double?
+    @Flag(help: "Acquire a persistent license when the download starts (the device must be registered in --data-dir: satchel agent register).")
+    var license = false
+    @Option(help: "With --license: the license server (default: the one the device registered with).") var server: String?
+    @Option(help: "With --license: the entitlement token (kept with the asset, never printed).") var token: String?
+    @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
 
     func execute() async throws {
         let window = AvailabilityWindow(publishDate: try publish.map { try parseDate($0, option: "--publish") },
@@ -74,8 +86,10 @@ struct DownloadAdd: SatchelAsyncCommand {
         let options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
                                       languages: languages, includeEncryptionKeys: includeKeys,
                                       permittedMimeTypes: try permittedMimeTypes.map(MIMEType.parseList), maxResources: maxFiles,
-                                      headers: try DownloadOptions.parseHeaders(headers))
+                                      headers: try DownloadOptions.parseHeaders(headers),
+                                      license: license ? LicenseRequest(server: server, token: token, assetID: licenseAsset) : nil)
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
+        if !license, server != nil || token != nil || licenseAsset != nil { throw CLIError("--server, --token and --license-asset go with --license") }
         let asset = try await directory.withManager { try await $0.add(url: url, id: id, options: options, window: window) }
         print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
     }

@@ -223,4 +223,43 @@ import Testing
             #expect(try status("movie", nil) == "valid")
         }
     }
+
+    @Test("the download engine's license step: --license acquires a persistent license as the download starts, a refusal is a license failure, remove releases it")
+    func downloadLicenseStep() async throws {
+        let server = try Server("download")
+        try await server.start()
+        defer { server.stop() }
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let input = try await TestMedia.offloaded { try TestMedia.make("agent-download", seconds: 2) }
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        let data = server.directory.appendingPathComponent("downloads").path
+        try await TestMedia.offloaded {
+            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("movie").path, "--format", "hls-ts"]).status == 0)
+            let token = try server.token(), streaming = try server.token(persistent: false)
+            #expect(try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+            let added = try Self.satchel(["download", "add", origin.url("movie/master.m3u8"), "--data-dir", data, "--id", "movie",
+                                          "--license", "--token", token])
+            #expect(added.status == 0, "\(added.stderr)")
+            #expect(try Self.satchel(["rights", "movie", "--data-dir", data]).status != 0, "no license before the download starts")
+            let run = try Self.satchel(["download", "run", "--data-dir", data])
+            #expect(run.status == 0 && !run.stdout.contains(token) && !run.stderr.contains(token), "\(run.stderr)")
+            let rights = try Self.json(try Self.satchel(["rights", "movie", "--data-dir", data, "--json"]).stdout)
+            #expect(rights["status"] as? String == "valid" && rights["persistent"] as? Bool == true)
+
+            // A token without persistent: true gets no offline license: the download fails with the server's reason, not retried.
+            let refused = try Self.satchel(["download", "add", origin.url("movie/master.m3u8"), "--data-dir", data, "--id", "clip",
+                                            "--license", "--token", streaming])
+            #expect(refused.status == 0)
+            let failedRun = try Self.satchel(["download", "run", "--data-dir", data])
+            #expect(failedRun.status == 1, "\(failedRun.stdout) \(failedRun.stderr)")
+            let list = try Self.satchel(["download", "list", "--data-dir", data])
+            #expect(list.stdout.contains("license (not-entitled)") && !list.stdout.contains(streaming), "\(list.stdout)")
+
+            #expect(try Self.satchel(["download", "remove", "movie", "--data-dir", data]).status == 0)
+            #expect(try Self.satchel(["rights", "movie", "--data-dir", data]).status != 0)
+            #expect(try Self.satchel(["licenses", "--data-dir", server.data]).stdout.contains("\tmovie\treleased"))
+        }
+    }
 }

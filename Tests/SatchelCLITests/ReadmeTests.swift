@@ -47,6 +47,16 @@ struct ReadmeTests {
         return try await TestMedia.offloaded { try ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"), [file.path]) }
     }
 
+    @Test("the device agent's example (server, register, acquire, list, rights, use, renew, sync, release, licenses) runs as written",
+          .timeLimit(.minutes(3)))
+    func agentExample() async throws {
+        #expect((try? RawConnection(port: 8083, timeout: 1)) == nil, "port 8083, which README's agent example uses, is taken")
+        let result = try await Self.run(try Self.block(after: "<!-- agent -->"), label: "readme-agent")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        #expect(result.stdout.contains("\"status\" : \"valid\"") && result.stdout.contains("1 key ready for playback"), "\(result.stdout)")
+        #expect(result.stdout.contains("movie: license released") && result.stdout.contains("\tmovie\treleased\tpersistent"), "\(result.stdout)")
+    }
+
     @Test("one example per scheme, and the ffmpeg checks after them, run as written", .timeLimit(.minutes(3)))
     func packageExamples() async throws {
         try TestMedia.require("ffmpeg")

@@ -5,21 +5,25 @@ import SatchelTestSupport
 import Testing
 
 /// A `DownloadStep` (the seam for a license or permission step) runs before every attempt; its failure is handled
-/// as any other: retried under the Rule of Threes, and nothing is fetched until it passes.
+/// as any other: retried under the Rule of Threes when retrying can help, and nothing is fetched until it passes.
 @Suite("Download engine: steps before every attempt")
 struct DownloadStepTests {
     /// Refuses the first `refusals` attempts with a license failure, then lets them through.
     final class LicenseStep: DownloadStep {
         let calls = Locked(0)
         let refusals: Int
-        init(refusals: Int) { self.refusals = refusals }
+        let retryable: Bool
+        init(refusals: Int, retryable: Bool = true) {
+            self.refusals = refusals
+            self.retryable = retryable
+        }
 
         func prepare(_ asset: DownloadAsset) async throws(DownloadFailure) {
             let call = calls.withLock { calls -> Int in
                 calls += 1
                 return calls
             }
-            if call <= refusals { throw .license("no license yet for \(asset.id)") }
+            if call <= refusals { throw .license(problem: "license-server", detail: "no license yet for \(asset.id)", retryable: retryable) }
         }
     }
 
@@ -40,7 +44,8 @@ struct DownloadStepTests {
         try await manager.add(url: world.origin.url("s/index.m3u8"), id: "s")
         #expect(await manager.run().allComplete)
         #expect(step.calls.current == 3)
-        #expect(await log.events.contains(.error(assetID: "s", failure: .license("no license yet for s"), willRetry: true)))
+        #expect(await log.events.contains(.error(assetID: "s", failure: .license(problem: "license-server", detail: "no license yet for s", retryable: true),
+                                                   willRetry: true)))
         #expect(world.origin.log.filter { $0.path.hasSuffix(".ts") }.count == 2, "the segments were fetched once, after the step passed")
         await manager.close()
 
@@ -53,5 +58,16 @@ struct DownloadStepTests {
         #expect(await blocked.run().states[.blocked] == 1)
         #expect(never.calls.current == 9, "three attempts in each of three passes")
         await blocked.close()
+
+        // The license server said no (not a failure of the server): asking again cannot help, so no retry.
+        let refused = LicenseStep(refusals: .max, retryable: false)
+        let final = try await DownloadManager(configuration: .init(dataDirectory: world.directory.appendingPathComponent("data3").path,
+                                                                   rules: DownloadRules(headroom: 0), retryDelay: .milliseconds(1),
+                                                                   passDelay: .milliseconds(1)),
+                                              steps: [refused])
+        try await final.add(url: world.origin.url("s/index.m3u8"), id: "s")
+        #expect(await final.run().states[.blocked] == 1)
+        #expect(refused.calls.current == 1, "a refusal that is not retryable blocks at once")
+        await final.close()
     }
 }

@@ -1,0 +1,46 @@
+import Foundation
+import SatchelAgent
+import SatchelDownloads
+import SatchelRights
+
+/// The download engine's license step (seed 003): an asset added with `--license` gets a persistent license from
+/// the agent of the same data directory when its download starts, a renewal when it finishes near the license's
+/// end, and a release when it is removed. Failures carry the license server's problem type; only those worth
+/// retrying (the server failed or was unreachable) are retried under the Rule of Threes.
+struct LicenseStep: DownloadStep {
+    let agent: Agent
+
+    func prepare(_ asset: DownloadAsset) async throws(DownloadFailure) {
+        guard let request = asset.options.license else { return }
+        let id = request.assetID ?? asset.id
+        do {
+            if let current = try await agent.licenses().first(where: { $0.license.assetID == id }), current.license.persistent,
+               [.valid, .inFuture].contains(current.evaluation.status) {
+                return  // a persistent license that will play is already here
+            }
+            guard let token = request.token else {
+                throw DownloadFailure.license(problem: "missing-entitlement", detail: "the asset was added without --token", retryable: false)
+            }
+            _ = try await agent.acquire(asset: id, token: token, persistent: true, server: request.server)
+        } catch let error as AgentError {
+            throw .license(problem: error.problemType, detail: error.description, retryable: error.isRetryable)
+        } catch let error as DownloadFailure {
+            throw error
+        } catch {
+            throw .license(problem: "agent", detail: "\(error)", retryable: false)
+        }
+    }
+
+    func finished(_ asset: DownloadAsset) async {
+        guard let request = asset.options.license, let token = request.token else { return }
+        let id = request.assetID ?? asset.id
+        guard let current = try? await agent.licenses().first(where: { $0.license.assetID == id })?.license,
+              current.rights.renewalDue(current.usage, at: Date()) else { return }
+        _ = try? await agent.renew(asset: id, token: token)  // a failed renewal leaves the license as it was; sync retries
+    }
+
+    func removed(_ asset: DownloadAsset) async {
+        guard let request = asset.options.license else { return }
+        _ = try? await agent.release(asset: request.assetID ?? asset.id)  // owed and retried at the next contact when offline
+    }
+}
