@@ -341,7 +341,7 @@ public actor Agent {
         for event in events {
             switch event {
             case .untrustedTime:
-                logger.warning("the device clock went back: date-based rights are untrusted until the server's time confirms it")
+                logger.notice("the device clock went back: date-based rights are untrusted until the server's time confirms it")
                 continuation.yield(.untrustedTime)
             case .trustRestored:
                 logger.info("the server's time confirmed the device clock")

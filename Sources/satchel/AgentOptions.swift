@@ -16,16 +16,30 @@ struct AgentOptions: ParsableArguments {
         return try await Agent(dataDirectory: dataDirectory, logger: Logger(label: "satchel.agent"))
     }
 
-    /// Runs `body` with the agent, closing it after.
+    /// Runs `body` with the agent, closing it after; the agent's events go to stderr, a line each.
     func with<T>(_ body: (Agent) async throws -> T) async throws -> T {
         let agent = try await open()
         do {
             let value = try await body(agent)
-            await agent.close()
+            await Self.close(agent)
             return value
         } catch {
-            await agent.close()
+            await Self.close(agent)
             throw error
+        }
+    }
+
+    private static func close(_ agent: Agent) async {
+        await agent.close()  // ends the event stream after what it holds
+        for await event in agent.events {
+            let line: String
+            switch event {
+            case .untrustedTime: line = "untrusted-time: the device clock went back; date-based rights are untrusted until the server's time confirms it (license sync)"
+            case .trustRestored: line = "trust-restored: the server's time confirmed the device clock"
+            case let .releaseDelivered(licenseID): line = "release-delivered: \(licenseID)"
+            case let .releaseRefused(licenseID, problem): line = "release-refused: \(licenseID) (\(problem)); no longer owed"
+            }
+            FileHandle.standardError.write(Data("satchel: event: \(line)\n".utf8))
         }
     }
 }

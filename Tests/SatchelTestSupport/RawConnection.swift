@@ -13,7 +13,9 @@ public final class RawConnection: @unchecked Sendable {
 
     /// Connects to 127.0.0.1:`port`; reads give up after `timeout` seconds.
     public init(port: Int, timeout: Double = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // The descriptor is stored only once connected: a throwing init of a fully initialised class runs
+        // deinit, and a descriptor closed both here and there could be another one by then (a server's socket).
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -26,6 +28,7 @@ public final class RawConnection: @unchecked Sendable {
             close(fd)
             throw POSIXError(.ECONNREFUSED)
         }
+        self.fd = fd
         var limit = timeval()
         limit.tv_sec = .init(Int(timeout))
         limit.tv_usec = .init(Int((timeout - Double(Int(timeout))) * 1_000_000))
