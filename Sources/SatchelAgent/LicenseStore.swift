@@ -55,7 +55,10 @@ public final class LicenseStore: Sendable {
         let path = (dataDirectory as NSString).appendingPathComponent("agent.sqlite")
         do {
             try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateAgentSchema()], logger: logger)
+            // Fluent logs every query's values at debug: licenses (JWS) have no place in a log, so the store logs from info up.
+            var quiet = logger
+            if quiet.logLevel < .info { quiet.logLevel = .info }
+            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateAgentSchema()], logger: quiet)
             databases = store.databases
             database = store.database
         } catch {

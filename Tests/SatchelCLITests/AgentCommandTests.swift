@@ -22,7 +22,7 @@ import Testing
             try #"{"keys":[{"kty":"oct","kid":"backend","k":"c2F0Y2hlbC1leGFtcGxlLXNlY3JldC1vZi0zMi1ieXRlcyE"}]}"#
                 .write(to: jwks, atomically: true, encoding: .utf8)
             let day = ISO8601DateFormatter().string(from: Date().addingTimeInterval(86_400))
-            try importKeys("movie", key: contentKey, kid: "00112233445566778899aabbccddeeff",
+            try importKeys("movie", key: contentKey, kid: "7c3e9a14b2d05f6e8a1c4d7b2e9f0a63",
                            ["--offline", "--rental-seconds", "3600", "--not-after", day])
             try importKeys("clip", key: "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf", kid: "10112233445566778899aabbccddeeff", ["--offline"])
             try importKeys("online", key: "c0c1c2c3c4c5c6c7c8c9cacbcccdcecf", kid: "20112233445566778899aabbccddeeff", [])
@@ -108,7 +108,7 @@ import Testing
             #expect(rights["status"] as? String == "valid" && rights["persistent"] as? Bool == true && rights["validitySeconds"] as? Int == 3600)
             #expect(rights["end"] != nil && rights["expireAfterFirstUse"] as? Bool == false)
             let list = try Self.satchel(["license", "list", "--data-dir", device, "--json"])
-            #expect(list.stdout.contains("00112233445566778899aabbccddeeff") && !list.stdout.contains(server.contentKey))
+            #expect(list.stdout.contains("7c3e9a14b2d05f6e8a1c4d7b2e9f0a63") && !list.stdout.contains(server.contentKey))
             let used = try Self.satchel(["license", "use", "movie", "--data-dir", device])
             #expect(used.status == 0 && used.stdout.contains("1 key ready") && !used.stdout.contains(server.contentKey), "\(used.stderr)")
             let renewed = try Self.satchel(["license", "renew", "movie", "--data-dir", device, "--token", token])
