@@ -123,10 +123,7 @@ public actor Agent {
     /// Consumes the rights as a player start does: only when the status is `valid`, starts the playback
     /// window on first use, and answers the content keys.
     public func use(asset: String) async throws(AgentError) -> [PlaybackKey] {
-        let now = try await trustedNow()
-        guard var license = try await store.license(asset: asset) else { throw .notPlayable(.noRights) }
-        let status = license.rights.evaluate(license.usage, at: now).status
-        guard status == .valid else { throw .notPlayable(status) }
+        var (license, now) = try await playable(asset)
         let keys = try open(license)
         if license.firstUse == nil, license.rights.playbackSeconds != nil, let now {
             license.firstUse = now
@@ -137,11 +134,16 @@ public actor Agent {
 
     /// The keys of a valid license without registering a use (a player that already started).
     public func keys(asset: String) async throws(AgentError) -> [PlaybackKey] {
+        try open(try await playable(asset).license)
+    }
+
+    /// The asset's license when its rights allow playback now, with the trusted time; else `notPlayable`.
+    private func playable(_ asset: String) async throws(AgentError) -> (license: StoredLicense, now: Date?) {
         let now = try await trustedNow()
         guard let license = try await store.license(asset: asset) else { throw .notPlayable(.noRights) }
         let status = license.rights.evaluate(license.usage, at: now).status
         guard status == .valid else { throw .notPlayable(status) }
-        return try open(license)
+        return (license, now)
     }
 
     // MARK: Licenses

@@ -150,7 +150,7 @@ public final class LicenseStore: Sendable {
     public func secureClock() async throws(AgentError) -> SecureClock {
         let text = try await run("read the clock") { db in try await AgentStateModel.find("secure-clock", on: db)?.value }
         guard let text else { return SecureClock() }
-        guard let clock = try? Self.decoder.decode(SecureClock.self, from: Data(text.utf8)) else {
+        guard let clock = RightsJSON.value(SecureClock.self, from: text) else {
             return SecureClock(untrusted: true)  // a damaged clock record is not a reason to trust
         }
         return clock
@@ -176,23 +176,14 @@ public final class LicenseStore: Sendable {
     }
 
     private static func license(_ model: AgentLicenseModel) throws(AgentError) -> StoredLicense {
-        guard let rights = try? decoder.decode(Rights.self, from: Data(model.rights.utf8)) else { throw .storage("a stored license cannot be read") }
+        guard let rights = RightsJSON.value(Rights.self, from: model.rights) else { throw .storage("a stored license cannot be read") }
         return StoredLicense(licenseID: model.id ?? "", assetID: model.assetID, license: model.license, server: model.server,
                              acquired: model.acquiredAt, firstUse: model.firstUse, persistent: model.persistent, rights: rights,
                              keyIDs: model.keyIDs.split(separator: ",").map(String.init))
     }
 
     static func json(_ value: some Encodable) throws(AgentError) -> String {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.outputFormatting = .sortedKeys
-        guard let data = try? encoder.encode(value) else { throw .storage("a value cannot be encoded") }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        return decoder
+        guard let text = RightsJSON.text(value) else { throw .storage("a value cannot be encoded") }
+        return text
     }
 }

@@ -61,7 +61,7 @@ public struct DeviceLicensing: Sendable {
         let (claims, device) = try await verify(request, subject: entitlement.sub.value)
         let record = try await owned(claims, device)
         guard record.state != .released else { throw .policyDenied("the license was released") }
-        let keys = try await keys(for: DeviceRequestClaims(certificate: "", assetID: record.assetID, nonce: "", time: claims.time))
+        let keys = try await keys(asset: record.assetID)
         guard let first = keys.first else { throw .unknownAsset(record.assetID) }
         guard entitlement.covers([first.assetID, first.fairPlayAssetID]) else { throw .notEntitled("the token is not for \(record.assetID)") }
         let rights = try rights(first.policy, entitlement, persistent: record.persistent)
@@ -157,6 +157,11 @@ public struct DeviceLicensing: Sendable {
             assetID = try await service.store.key(id: keyID).assetID
         }
         guard let assetID, !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("assetID or keyIDs is required") }
+        return try await keys(asset: assetID)
+    }
+
+    /// Every key of an asset.
+    private func keys(asset assetID: String) async throws(LicensingError) -> [StoredKey] {
         let first = try await service.store.key(asset: assetID)
         var keys: [StoredKey] = []
         for summary in try await service.store.list() where summary.assetID == first.assetID {

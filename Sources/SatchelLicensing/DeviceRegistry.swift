@@ -60,104 +60,97 @@ public struct DeviceRegistry: Sendable {
     /// The key licenses, certificates and times are signed with: made on first use, then read from the database.
     public func signingKey() async throws(LicensingError) -> (kid: String, key: P256.Signing.PrivateKey) {
         if let cached = signer.withLock({ $0 }) { return cached }
-        do {
-            if let model = try await SigningKeyModel.query(on: database).sort(\.$createdAt).first(), let kid = model.id {
-                let raw = try kek.open(Array(model.sealedKey), keyID: "signing:\(kid)")
-                let found = (kid: kid, key: try P256.Signing.PrivateKey(rawRepresentation: raw.bytes))
-                signer.withLock { $0 = found }
-                return found
-            }
-            let key = P256.Signing.PrivateKey()
-            let kid = String(PublicKeyJWK(key.publicKey).fingerprint.prefix(16))
-            let sealed = try kek.seal(SecretBytes(Array(key.rawRepresentation)), keyID: "signing:\(kid)")
-            try await SigningKeyModel(id: kid, sealedKey: Data(sealed), createdAt: Date()).create(on: database)
-            return try await signingKey()  // another server may have made one at the same time: the oldest wins
-        } catch let error as LicensingError {
-            throw error
-        } catch {
-            throw .storage("cannot read or make the license signing key: \(String(describing: error).prefix(200))")
+        let existing = try await stored("read the license signing key") { try await SigningKeyModel.query(on: database).sort(\.$createdAt).first() }
+        if let existing, let kid = existing.id {
+            let raw = try kek.open(Array(existing.sealedKey), keyID: "signing:\(kid)")
+            guard let key = try? P256.Signing.PrivateKey(rawRepresentation: raw.bytes) else { throw .storage("the stored signing key is unusable") }
+            signer.withLock { $0 = (kid, key) }
+            return (kid, key)
         }
+        let key = P256.Signing.PrivateKey()
+        let kid = String(PublicKeyJWK(key.publicKey).fingerprint.prefix(16))
+        let sealed = try kek.seal(SecretBytes(Array(key.rawRepresentation)), keyID: "signing:\(kid)")
+        try await stored("store the license signing key") {
+            try await SigningKeyModel(id: kid, sealedKey: Data(sealed), createdAt: Date()).create(on: database)
+        }
+        return try await signingKey()  // another server may have made one at the same time: the oldest wins
     }
 
     /// Registers a device key for a user: the same key registered again by the same user keeps its device ID.
     public func register(_ key: PublicKeyJWK, subject: String, name: String?, externalID: String?, at now: Date) async throws(LicensingError) -> DeviceRecord {
-        let fingerprint = key.fingerprint
-        do {
+        let fingerprint = key.fingerprint, keyText = try Self.json(key)
+        let model = try await stored("register the device") { () async throws -> DeviceModel in
             if let existing = try await DeviceModel.query(on: database).filter(\.$subject == subject).filter(\.$fingerprint == fingerprint).first() {
                 if name != nil { existing.name = name }
                 if externalID != nil { existing.externalID = externalID }
                 try await existing.save(on: database)
-                return try record(existing)
+                return existing
             }
-            let model = DeviceModel(id: UUID().uuidString.lowercased(), subject: subject, publicKey: try Self.json(key), fingerprint: fingerprint,
+            let model = DeviceModel(id: UUID().uuidString.lowercased(), subject: subject, publicKey: keyText, fingerprint: fingerprint,
                                     name: name, externalID: externalID, registeredAt: now)
             try await model.create(on: database)
-            return try record(model)
-        } catch let error as LicensingError {
-            throw error
-        } catch {
-            throw .storage("cannot register the device: \(String(describing: error).prefix(200))")
+            return model
         }
+        return try record(model)
     }
 
     /// The device with this ID.
     public func device(_ id: String) async throws(LicensingError) -> DeviceRecord {
-        let model: DeviceModel?
-        do { model = try await DeviceModel.find(id, on: database) } catch { throw .storage("cannot read devices") }
-        guard let model else { throw .notEntitled("the device is not registered with this server") }
+        guard let model = try await stored("read devices", { try await DeviceModel.find(id, on: database) }) else {
+            throw .notEntitled("the device is not registered with this server")
+        }
         return try record(model)
     }
 
     /// Records a license issued to a device.
     public func recordIssued(_ license: DeviceLicenseRecord) async throws(LicensingError) {
-        do {
-            try await DeviceLicenseModel(id: license.licenseID, deviceID: license.deviceID, subject: license.subject, assetID: license.assetID,
-                                         persistent: license.persistent, rights: Self.json(license.rights), issuedAt: license.issuedAt)
-                .create(on: database)
-        } catch {
-            throw .storage("cannot record the license: \(String(describing: error).prefix(200))")
-        }
+        let model = DeviceLicenseModel(id: license.licenseID, deviceID: license.deviceID, subject: license.subject, assetID: license.assetID,
+                                       persistent: license.persistent, rights: try Self.json(license.rights), issuedAt: license.issuedAt)
+        try await stored("record the license") { try await model.create(on: database) }
     }
 
     /// The license with this ID.
     public func license(_ id: String) async throws(LicensingError) -> DeviceLicenseRecord {
-        let model: DeviceLicenseModel?
-        do { model = try await DeviceLicenseModel.find(id, on: database) } catch { throw .storage("cannot read licenses") }
-        guard let model else { throw .unknownAsset("license \(id.prefix(64))") }
-        return try record(model)
+        try record(try await model(id))
     }
 
     /// Marks a license renewed with new rights, or released.
     public func update(_ id: String, state: DeviceLicenseState, rights: Rights? = nil, at now: Date) async throws(LicensingError) {
-        do {
-            guard let model = try await DeviceLicenseModel.find(id, on: database) else { throw LicensingError.unknownAsset("license \(id.prefix(64))") }
-            model.state = state.rawValue
-            if let rights { model.rights = try Self.json(rights) }
-            if state == .renewed { model.renewedAt = now }
-            if state == .released { model.releasedAt = model.releasedAt ?? now }
-            try await model.save(on: database)
-        } catch let error as LicensingError {
-            throw error
-        } catch {
-            throw .storage("cannot update the license: \(String(describing: error).prefix(200))")
-        }
+        let model = try await model(id)
+        model.state = state.rawValue
+        if let rights { model.rights = try Self.json(rights) }
+        if state == .renewed { model.renewedAt = now }
+        if state == .released { model.releasedAt = model.releasedAt ?? now }
+        try await stored("update the license") { try await model.save(on: database) }
     }
 
     /// Every device license, newest first.
     public func licenses(limit: Int = 1000) async throws(LicensingError) -> [DeviceLicenseRecord] {
+        let models = try await stored("read licenses") { try await DeviceLicenseModel.query(on: database).sort(\.$issuedAt, .descending).limit(limit).all() }
+        var records: [DeviceLicenseRecord] = []
+        for model in models { records.append(try record(model)) }
+        return records
+    }
+
+    private func model(_ id: String) async throws(LicensingError) -> DeviceLicenseModel {
+        guard let model = try await stored("read licenses", { try await DeviceLicenseModel.find(id, on: database) }) else {
+            throw .unknownAsset("license \(id.prefix(64))")
+        }
+        return model
+    }
+
+    /// Runs database work: a failure becomes `storage`, naming what could not be done.
+    @discardableResult
+    private func stored<T>(_ what: String, _ body: () async throws -> T) async throws(LicensingError) -> T {
         do {
-            return try await DeviceLicenseModel.query(on: database).sort(\.$issuedAt, .descending).limit(limit).all().map { model throws(LicensingError) in
-                try record(model)
-            }
-        } catch let error as LicensingError {
-            throw error
+            return try await body()
         } catch {
-            throw .storage("cannot read licenses")
+            throw .storage("cannot \(what): \(String(describing: error).prefix(200))")
         }
     }
 
     private func record(_ model: DeviceModel) throws(LicensingError) -> DeviceRecord {
-        guard let key = try? JSONDecoder().decode(PublicKeyJWK.self, from: Data(model.publicKey.utf8)) else {
+        guard let key = RightsJSON.value(PublicKeyJWK.self, from: model.publicKey) else {
             throw .storage("a stored device key cannot be read")
         }
         return DeviceRecord(deviceID: model.id ?? "", subject: model.subject, publicKey: key, name: model.name, externalID: model.externalID,
@@ -165,7 +158,7 @@ public struct DeviceRegistry: Sendable {
     }
 
     private func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord {
-        guard let rights = try? Self.decoder.decode(Rights.self, from: Data(model.rights.utf8)),
+        guard let rights = RightsJSON.value(Rights.self, from: model.rights),
               let state = DeviceLicenseState(rawValue: model.state) else {
             throw .storage("a stored license cannot be read")
         }
@@ -175,16 +168,7 @@ public struct DeviceRegistry: Sendable {
     }
 
     static func json(_ value: some Encodable) throws(LicensingError) -> String {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.outputFormatting = .sortedKeys
-        guard let data = try? encoder.encode(value) else { throw .storage("a value cannot be encoded") }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        return decoder
+        guard let text = RightsJSON.text(value) else { throw .storage("a value cannot be encoded") }
+        return text
     }
 }

@@ -16,7 +16,7 @@ public enum SignedToken {
         header += "}"
         let payload: Data
         do {
-            payload = try encoder.encode(claims)
+            payload = try RightsJSON.encoder.encode(claims)
         } catch {
             throw .malformedToken("the claims cannot be encoded: \(error)")
         }
@@ -68,7 +68,7 @@ public enum SignedToken {
     private static func decode<Claims: Decodable>(_ part: Substring, as type: Claims.Type) throws(RightsError) -> Claims {
         guard let bytes = Base64URL.decode(String(part)) else { throw .malformedToken("the payload is not base64url") }
         do {
-            return try decoder.decode(type, from: Data(bytes))
+            return try RightsJSON.decoder.decode(type, from: Data(bytes))
         } catch {
             throw .malformedToken("the claims are not as expected: \(Self.describe(error))")
         }
@@ -87,18 +87,5 @@ public enum SignedToken {
 
     private static func jsonString(_ text: String) -> String? {
         (try? JSONEncoder().encode(text)).flatMap { String(data: $0, encoding: .utf8) }
-    }
-
-    static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }
-
-    static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        return decoder
     }
 }

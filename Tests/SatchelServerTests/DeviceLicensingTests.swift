@@ -1,0 +1,105 @@
+import Crypto
+import Foundation
+import SatchelBytes
+import SatchelLicensing
+import SatchelProtection
+import SatchelRights
+import SatchelSystem
+import SatchelTestSupport
+import Testing
+
+/// The server half of device licenses with values and a clock the test moves: renewal, release, requests by
+/// key ID, signatures, signed time.
+@Suite struct DeviceLicensingTests {
+    struct World {
+        let licensing: DeviceLicensing
+        let clock: ManualClock
+        let database: LicensingDatabase
+        let verifier: EntitlementVerifier
+        let key: ContentKey
+        let device = P256.Signing.PrivateKey()
+    }
+
+    static func world(_ name: String, policy: AssetPolicy) async throws -> World {
+        let directory = try TestMedia.temporaryDirectory(name)
+        let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil)
+        let kek = try KeyEncryptionKey(SecretBytes.random(32))
+        let store = FluentKeyStore(database: database.database, kek: kek)
+        let key = ContentKey.random()
+        try await store.importKeys([key], assetID: "movie", fairPlayAssetID: nil, policy: policy)
+        let clock = ManualClock()
+        let verifier = try await EntitlementVerifier(hmacSecret: Array("a secret of thirty-two bytes at least!".utf8))
+        let service = LicenseService(store: store, ksm: nil, verifier: verifier, clock: clock)
+        return World(licensing: DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek)),
+                     clock: clock, database: database, verifier: verifier, key: key)
+    }
+
+    func token(_ world: World, persistent: Bool = true) async throws -> String {
+        try await world.verifier.sign(Entitlement(subject: "user-1", asset: "*", expires: world.clock.now.addingTimeInterval(86_400 * 30),
+                                                  persistent: persistent))
+    }
+
+    func request(_ world: World, certificate: String, signer: P256.Signing.PrivateKey? = nil, asset: String? = nil, keyIDs: [String]? = nil,
+                 licenseID: String? = nil, persistent: Bool? = nil, nonce: String = "n") throws -> String {
+        try SignedToken.sign(DeviceRequestClaims(certificate: certificate, assetID: asset, keyIDs: keyIDs, licenseID: licenseID,
+                                                 persistent: persistent, nonce: nonce, time: world.clock.now), key: signer ?? world.device)
+    }
+
+    @Test("a renewal restarts the rental from the server's time; a released license is not renewed; the record follows")
+    func renewal() async throws {
+        let world = try await Self.world("device-renew", policy: AssetPolicy(rentalSeconds: 3600, offline: true))
+        let token = try await token(world)
+        let (_, certificate) = try await world.licensing.register(PublicKeyJWK(world.device.publicKey), token: token, name: nil, externalID: nil)
+        let keys = try await world.licensing.keySet()
+        let first = try SignedToken.verify(try await world.licensing.acquire(try request(world, certificate: certificate, asset: "movie", persistent: true),
+                                                                              token: token, renewalURL: "/licenses/renew"),
+                                           as: LicenseClaims.self, key: try keys.keys[0].signingKey())
+        #expect(first.rights.validitySeconds == 3600 && first.rights.renewalSeconds == 1800 && first.rights.persistent)
+        #expect(first.renewalURL == "/licenses/renew")
+        world.clock.advance(1800)
+        let renewed = try SignedToken.verify(try await world.licensing.renew(try request(world, certificate: certificate, licenseID: first.licenseID),
+                                                                              token: token, renewalURL: nil),
+                                             as: LicenseClaims.self, key: try keys.keys[0].signingKey())
+        #expect(renewed.licenseID == first.licenseID && renewed.serverTime == first.serverTime.addingTimeInterval(1800))
+        #expect(renewed.rights.effectiveEnd(RightsUsage(acquired: renewed.serverTime)) == world.clock.now.addingTimeInterval(3600))
+        #expect(try await world.licensing.registry.license(first.licenseID).state == .renewed)
+        _ = try await world.licensing.release(try request(world, certificate: certificate, licenseID: first.licenseID))
+        await #expect(throws: LicensingError.policyDenied("the license was released")) {
+            try await world.licensing.renew(try request(world, certificate: certificate, licenseID: first.licenseID), token: token, renewalURL: nil)
+        }
+        await world.database.shutdown()
+    }
+
+    @Test("by key ID; the keys open only with the device key; a request signed by another key or with another certificate is refused")
+    func requests() async throws {
+        let world = try await Self.world("device-requests", policy: AssetPolicy(offline: true))
+        let token = try await token(world)
+        let (device, certificate) = try await world.licensing.register(PublicKeyJWK(world.device.publicKey), token: token, name: "tv", externalID: "x-1")
+        #expect(device.name == "tv" && device.externalID == "x-1")
+        let answer = try await world.licensing.acquire(try request(world, certificate: certificate, keyIDs: [world.key.keyID.hex]), token: token, renewalURL: nil)
+        let claims = try SignedToken.unverifiedClaims(answer, as: LicenseClaims.self)
+        #expect(claims.assetID == "movie" && claims.renewalURL == nil && !claims.rights.persistent)
+        let agreement = try P256.KeyAgreement.PrivateKey(rawRepresentation: world.device.rawRepresentation)
+        #expect(try claims.keys[0].open(with: agreement, licenseID: claims.licenseID, deviceID: device.deviceID) == world.key.key)
+        let stranger = P256.Signing.PrivateKey()
+        await #expect(throws: LicensingError.self) {
+            try await world.licensing.acquire(try request(world, certificate: certificate, signer: stranger, asset: "movie"), token: token, renewalURL: nil)
+        }
+        let forged = try SignedToken.sign(DeviceCertificateClaims(deviceID: device.deviceID, user: "user-1", key: PublicKeyJWK(stranger.publicKey),
+                                                                  issued: world.clock.now), key: stranger)
+        await #expect(throws: LicensingError.self) {
+            try await world.licensing.acquire(try request(world, certificate: forged, signer: stranger, asset: "movie"), token: token, renewalURL: nil)
+        }
+        await world.database.shutdown()
+    }
+
+    @Test("the signed time carries the server's clock and the nonce; an over-long nonce is refused")
+    func signedTime() async throws {
+        let world = try await Self.world("device-time", policy: AssetPolicy())
+        let token = try await world.licensing.signedTime(nonce: "abc")
+        let claims = try SignedToken.verify(token, as: SignedTimeClaims.self, key: try await world.licensing.keySet().key(for: token))
+        #expect(claims.time == world.clock.now && claims.nonce == "abc")
+        await #expect(throws: LicensingError.self) { try await world.licensing.signedTime(nonce: String(repeating: "n", count: 200)) }
+        await world.database.shutdown()
+    }
+}
