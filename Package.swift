@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "SatchelDownloads",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelStorage", "SatchelSystem", "CSatchelSystem",
+                "SatchelBytes", "SatchelMedia", "SatchelRights", "SatchelStorage", "SatchelSystem", "CSatchelSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
@@ -197,13 +197,13 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "FluentKit", package: "fluent-kit"),
             ]
         ),
         .testTarget(
             name: "SatchelDownloadsTests",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelStorage", "SatchelSystem",
+                "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelRights", "SatchelStorage", "SatchelSystem",
                 "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
             ]

@@ -155,7 +155,7 @@ public actor Agent {
         let server = server ?? registration.server
         let nonce = Hex.encode(SecureRandom.bytes(16))
         let request = try sign(DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil,
-                                                   nonce: nonce, time: clockReader.read().wall))
+                                                   nonce: nonce, time: try await requestTime()))
         let answer = try await LicenseServerClient(server: server).post("/licenses", json: DeviceRequestEnvelope(request: request), token: token)
         let license = try await install(answer, nonce: nonce, server: server, firstUse: nil)
         logger.info("license acquired", metadata: ["asset": .string(asset), "license": .string(license.licenseID)])
@@ -174,7 +174,7 @@ public actor Agent {
         let renewal = (try? SignedToken.unverifiedClaims(current.license, as: LicenseClaims.self))?.renewalURL ?? "/licenses/renew"
         let nonce = Hex.encode(SecureRandom.bytes(16))
         let request = try sign(DeviceRequestClaims(certificate: registration.certificate, licenseID: current.licenseID, nonce: nonce,
-                                                   time: clockReader.read().wall))
+                                                   time: try await requestTime()))
         let answer = try await client.post(renewal, json: DeviceRequestEnvelope(request: request), token: token)
         let license = try await install(answer, nonce: nonce, server: current.server, firstUse: current.firstUse)
         logger.info("license renewed", metadata: ["asset": .string(current.assetID), "license": .string(current.licenseID)])
@@ -256,7 +256,7 @@ public actor Agent {
         var delivered: [String] = []
         for owed in try await store.owedReleases() {
             let request = try sign(DeviceRequestClaims(certificate: registration.certificate, licenseID: owed.licenseID,
-                                                       nonce: Hex.encode(SecureRandom.bytes(16)), time: clockReader.read().wall))
+                                                       nonce: Hex.encode(SecureRandom.bytes(16)), time: try await requestTime()))
             do {
                 let client = try LicenseServerClient(server: owed.server, timeout: .seconds(5))
                 _ = try await client.post("/licenses/release", json: DeviceRequestEnvelope(request: request), token: nil)
@@ -330,6 +330,14 @@ public actor Agent {
         try await store.saveSecureClock(clock)
         report(events)
         return clock.now(reading)
+    }
+
+    /// The time a request is dated with: the secure clock's time or, while it is not trusted, the later of
+    /// its floor and the wall clock, so a device clock set back does not make requests look stale.
+    private func requestTime() async throws(AgentError) -> Date {
+        let reading = clockReader.read()
+        let clock = try await store.secureClock()
+        return clock.now(reading) ?? max(clock.floor(reading) ?? reading.wall, reading.wall)
     }
 
     private func anchor(_ serverTime: Date, _ reading: ClockReading) async throws(AgentError) {

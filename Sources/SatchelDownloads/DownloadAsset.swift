@@ -1,4 +1,5 @@
 import Foundation
+import SatchelRights
 
 /// Where an asset is in its life.
 public enum DownloadState: String, Sendable, Codable {
@@ -16,36 +17,71 @@ public enum DownloadState: String, Sendable, Codable {
     case expired
 }
 
-/// Seed 003's availability window.
+/// Seed 003's availability window, in the one rights model of `SatchelRights`: the publish date is the
+/// rights' start, the expiry date their end, the expiry after download a validity counted from the moment the
+/// download completed (as a rental counts from acquisition), the expiry after play the playback window.
 public struct AvailabilityWindow: Sendable, Codable, Equatable {
     /// Hidden from availability-filtered queries until then (it downloads anyway).
     public var publishDate: Date?
-    /// Deleted after this date.
+    /// Deleted from this date on.
     public var expiryDate: Date?
     /// Deleted this many seconds after the download completes.
-    public var expiryAfterDownload: TimeInterval?
+    public var expiryAfterDownload: UInt32?
     /// Deleted this many seconds after the first play.
-    public var expiryAfterPlay: TimeInterval?
+    public var expiryAfterPlay: UInt32?
 
     /// Creates a window (all open by default).
-    public init(publishDate: Date? = nil, expiryDate: Date? = nil, expiryAfterDownload: TimeInterval? = nil, expiryAfterPlay: TimeInterval? = nil) {
+    public init(publishDate: Date? = nil, expiryDate: Date? = nil, expiryAfterDownload: UInt32? = nil, expiryAfterPlay: UInt32? = nil) {
         self.publishDate = publishDate
         self.expiryDate = expiryDate
         self.expiryAfterDownload = expiryAfterDownload
         self.expiryAfterPlay = expiryAfterPlay
     }
 
+    /// The window as rights (persistent: a downloaded asset is kept offline).
+    public var rights: Rights {
+        Rights(start: publishDate, end: expiryDate, validitySeconds: expiryAfterDownload, playbackSeconds: expiryAfterPlay, persistent: true)
+    }
+
+    /// The window's status at `now` for an asset that completed and was first played at these dates (nil:
+    /// not yet): `inFuture` before the publish date, `expired` once any expiry has passed, else `valid`.
+    /// The expiry after download counts only once the download has completed.
+    public func evaluate(completedAt: Date?, firstPlayAt: Date?, at now: Date) -> RightsEvaluation {
+        let (rights, usage) = rightsAndUsage(completedAt: completedAt, firstPlayAt: firstPlayAt)
+        return rights.evaluate(usage, at: now)
+    }
+
     /// The moment the asset expires, given when it finished downloading and was first played (nil = never).
     public func expiry(completedAt: Date?, firstPlayAt: Date?) -> Date? {
-        var dates: [Date] = []
-        if let expiryDate { dates.append(expiryDate) }
-        if let seconds = expiryAfterDownload, let completedAt { dates.append(completedAt.addingTimeInterval(seconds)) }
-        if let seconds = expiryAfterPlay, let firstPlayAt { dates.append(firstPlayAt.addingTimeInterval(seconds)) }
-        return dates.min()
+        let (rights, usage) = rightsAndUsage(completedAt: completedAt, firstPlayAt: firstPlayAt)
+        return rights.effectiveEnd(usage)
     }
 
     /// True when the asset may be shown at `now` (published).
     public func isPublished(at now: Date) -> Bool { publishDate.map { $0 <= now } ?? true }
+
+    private func rightsAndUsage(completedAt: Date?, firstPlayAt: Date?) -> (Rights, RightsUsage) {
+        var rights = rights
+        if completedAt == nil { rights.validitySeconds = nil }
+        return (rights, RightsUsage(acquired: completedAt ?? .distantPast, firstUse: firstPlayAt))
+    }
+
+    enum CodingKeys: String, CodingKey { case publishDate, expiryDate, expiryAfterDownload, expiryAfterPlay }
+
+    /// Decodes a window; durations written as fractional seconds (before windows were rights) round up.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        publishDate = try container.decodeIfPresent(Date.self, forKey: .publishDate)
+        expiryDate = try container.decodeIfPresent(Date.self, forKey: .expiryDate)
+        func seconds(_ key: CodingKeys) throws -> UInt32? {
+            if let whole = try? container.decodeIfPresent(UInt32.self, forKey: key) { return whole }
+            guard let value = try container.decodeIfPresent(Double.self, forKey: key) else { return nil }
+            guard value.isFinite else { return UInt32.max }
+            return UInt32(min(max(value.rounded(.up), 0), Double(UInt32.max)))
+        }
+        expiryAfterDownload = try seconds(.expiryAfterDownload)
+        expiryAfterPlay = try seconds(.expiryAfterPlay)
+    }
 }
 
 /// One asset in the engine, as the index holds it.

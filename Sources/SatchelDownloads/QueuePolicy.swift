@@ -72,9 +72,8 @@ public struct QueuePolicy: Sendable, Equatable {
 
     /// True when the asset's availability window has closed at `now` (and it is not already expired).
     public static func hasExpired(_ asset: DownloadAsset, at now: Date) -> Bool {
-        guard asset.state != .expired,
-              let expiry = asset.window.expiry(completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt) else { return false }
-        return expiry <= now
+        guard asset.state != .expired else { return false }
+        return asset.window.evaluate(completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt, at: now).status == .expired
     }
 
     /// The asset as a reader sees it at `now`: an asset whose window has closed reads as expired even before

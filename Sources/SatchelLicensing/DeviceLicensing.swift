@@ -13,6 +13,10 @@ public struct DeviceLicensing: Sendable {
     /// Devices and their licenses.
     public let registry: DeviceRegistry
 
+    /// How long request nonces are remembered; a request whose time is older than this is refused as a possible
+    /// replay (the agent dates its requests with its secure clock, so a device clock set back does not trip it).
+    public static let nonceRetention: TimeInterval = 7 * 86_400
+
     /// Creates the service.
     public init(service: LicenseService, registry: DeviceRegistry) {
         self.service = service
@@ -130,7 +134,12 @@ public struct DeviceLicensing: Sendable {
             guard device.publicKey.fingerprint == certificate.key.fingerprint else { throw LicensingError.notEntitled("the certificate's key is not the device's") }
             if let subject, subject != device.subject { throw LicensingError.notEntitled("the device is registered to another user") }
             let claims = try SignedToken.verify(request, as: DeviceRequestClaims.self, key: certificate.key.signingKey())
-            guard claims.nonce.utf8.count <= 128 else { throw LicensingError.badRequest("the nonce is at most 128 bytes") }
+            guard (16...128).contains(claims.nonce.utf8.count) else { throw LicensingError.badRequest("the nonce is 16 to 128 bytes") }
+            let now = service.clock.now
+            if claims.time < now.addingTimeInterval(-Self.nonceRetention) {
+                throw LicensingError.replayed("the request was made more than \(Int(Self.nonceRetention / 86400)) days before the server's time")
+            }
+            try await registry.consumeNonce(claims.nonce, device: device.deviceID, at: now, retention: Self.nonceRetention)
             return (claims, device)
         } catch let error as LicensingError {
             throw error

@@ -120,3 +120,39 @@ public enum DeviceLicenseState: String, Codable, Sendable {
     /// Given back by the device.
     case released
 }
+
+/// A device request's nonce, kept while a replay of that request could still be accepted.
+final class DeviceNonceModel: Model, @unchecked Sendable {
+    static let schema = "satchel_device_nonces"
+
+    @ID(key: .id) var id: UUID?
+    @Field(key: "device_id") var deviceID: String
+    @Field(key: "nonce") var nonce: String
+    @Field(key: "seen_at") var seenAt: Date
+
+    init() {}
+
+    init(deviceID: String, nonce: String, seenAt: Date) {
+        self.deviceID = deviceID
+        self.nonce = nonce
+        self.seenAt = seenAt
+    }
+}
+
+/// Adds the nonces of device requests (migration 3), unique per device so two servers of a scale-out
+/// cannot both accept the same request.
+struct CreateDeviceNonces: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        try await database.schema(DeviceNonceModel.schema)
+            .id()
+            .field("device_id", .string, .required)
+            .field("nonce", .string, .required)
+            .field("seen_at", .datetime, .required)
+            .unique(on: "device_id", "nonce")
+            .create()
+    }
+
+    func revert(on database: any Database) async throws {
+        try await database.schema(DeviceNonceModel.schema).delete()
+    }
+}

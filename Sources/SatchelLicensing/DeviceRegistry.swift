@@ -124,6 +124,24 @@ public struct DeviceRegistry: Sendable {
         try await stored("update the license") { try await model.save(on: database) }
     }
 
+    /// Records a device request's nonce; throws `replayed` when this device used it before (while nonces
+    /// are kept: `retention`). Nonces older than that are forgotten here, so the table stays small.
+    public func consumeNonce(_ nonce: String, device: String, at now: Date, retention: TimeInterval) async throws(LicensingError) {
+        try await stored("forget old nonces") {
+            try await DeviceNonceModel.query(on: database).filter(\.$seenAt < now.addingTimeInterval(-retention)).delete()
+        }
+        let seen = try await stored("read nonces") {
+            try await DeviceNonceModel.query(on: database).filter(\.$deviceID == device).filter(\.$nonce == nonce).count()
+        }
+        guard seen == 0 else { throw .replayed("this request was already answered (its nonce was used before)") }
+        do {
+            try await DeviceNonceModel(deviceID: device, nonce: nonce, seenAt: now).create(on: database)
+        } catch {
+            // The unique index: another server of a scale-out took the same request a moment ago.
+            throw .replayed("this request was already answered (its nonce was used before)")
+        }
+    }
+
     /// Every device license, newest first.
     public func licenses(limit: Int = 1000) async throws(LicensingError) -> [DeviceLicenseRecord] {
         let models = try await stored("read licenses") { try await DeviceLicenseModel.query(on: database).sort(\.$issuedAt, .descending).limit(limit).all() }

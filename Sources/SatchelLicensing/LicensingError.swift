@@ -3,11 +3,12 @@ import SatchelBytes
 /// Why a key or license operation failed. Never carries key material.
 public enum LicensingError: ProblemConvertible, Equatable {
     /// 401 for a missing or invalid token, 403 when it does not entitle, 404 for an unknown asset,
-    /// 400 for a malformed request, 500 for configuration and storage.
+    /// 400 for a malformed request, 409 for a replayed one, 500 for configuration and storage.
     public var httpStatus: Int {
         switch self {
         case .missingEntitlement, .invalidEntitlement: return 401
         case .notEntitled, .policyDenied: return 403
+        case .replayed: return 409
         case .unknownAsset: return 404
         case .badRequest: return 400
         case .configuration, .storage: return 500
@@ -26,6 +27,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case policyDenied(String)
     /// The request is malformed.
     case badRequest(String)
+    /// A signed device request was sent again (its nonce was seen), or is older than the server keeps nonces.
+    case replayed(String)
     /// The configuration is unusable (KEK, database, JWKS).
     case configuration(String)
     /// The store failed.
@@ -40,6 +43,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .unknownAsset: return "unknown-asset"
         case .policyDenied: return "policy-denied"
         case .badRequest: return "bad-request"
+        case .replayed: return "replayed-request"
         case .configuration: return "configuration"
         case .storage: return "storage"
         }
@@ -53,6 +57,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case let .unknownAsset(id): return "unknown asset or key \(id)"
         case let .policyDenied(reason): return "the asset's policy does not allow this: \(reason)"
         case let .badRequest(reason): return "bad request: \(reason)"
+        case let .replayed(reason): return "replayed request: \(reason)"
         case let .configuration(reason): return "configuration: \(reason)"
         case let .storage(reason): return "key store: \(reason)"
         }

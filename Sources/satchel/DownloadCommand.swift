@@ -71,8 +71,8 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(name: .customLong("max-files"), help: "The most files the asset may have; a manifest listing more is refused (default 200000).") var maxFiles: Int?
     @Option(help: "Publish date (ISO 8601): hidden until then.") var publish: String?
     @Option(help: "Expiry date (ISO 8601, or YYYY-MM-DD).") var expiry: String?
-    @Option(name: .customLong("expiry-after-download"), help: "Seconds the asset stays after its download completes.") var expiryAfterDownload: Double?
-    @Option(name: .customLong("expiry-after-play"), help: "Seconds the asset stays after its first play.") var expiryAfterPlay: Double?
+    @Option(name: .customLong("expiry-after-download"), help: "Seconds the asset stays after its download completes.") var expiryAfterDownload: UInt32?
+    @Option(name: .customLong("expiry-after-play"), help: "Seconds the asset stays after its first play.") var expiryAfterPlay: UInt32?
     @Flag(help: "Acquire a persistent license when the download starts (the device must be registered in --data-dir: satchel agent register).")
     var license = false
     @Option(help: "With --license: the license server (default: the one the device registered with).") var server: String?

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelRights
 import Testing
 @testable import SatchelDownloads
 
@@ -60,6 +61,30 @@ struct QueuePolicyTests {
         #expect(QueuePolicy.presented(ead, at: Self.now).state == .expired)
         #expect(QueuePolicy.presented(fresh, at: Self.now).state == .complete)
         #expect(!QueuePolicy.hasExpired(Self.asset("x", position: 0, state: .expired, window: .init(expiryDate: Self.now)), at: Self.now))
+    }
+
+    @Test("a window is rights: publish → in-future, expiry date end-exclusive, expiry after download only once complete, expiry after play from first play; old fractional durations decode")
+    func windowAsRights() throws {
+        let now = Self.now
+        let window = AvailabilityWindow(publishDate: now.addingTimeInterval(10), expiryDate: now.addingTimeInterval(1000),
+                                        expiryAfterDownload: 300, expiryAfterPlay: 60)
+        #expect(window.rights == Rights(start: now.addingTimeInterval(10), end: now.addingTimeInterval(1000), validitySeconds: 300,
+                                        playbackSeconds: 60, persistent: true))
+        #expect(window.evaluate(completedAt: nil, firstPlayAt: nil, at: now).status == .inFuture)
+        #expect(window.evaluate(completedAt: nil, firstPlayAt: nil, at: now.addingTimeInterval(10)).status == .valid)
+        // Not complete: the time after download has not started, however long ago the asset was added.
+        #expect(window.evaluate(completedAt: nil, firstPlayAt: nil, at: now.addingTimeInterval(999)).status == .valid)
+        #expect(window.evaluate(completedAt: nil, firstPlayAt: nil, at: now.addingTimeInterval(1000)).status == .expired)
+        let done = now.addingTimeInterval(20)
+        #expect(window.evaluate(completedAt: done, firstPlayAt: nil, at: done.addingTimeInterval(299)).status == .valid)
+        #expect(window.evaluate(completedAt: done, firstPlayAt: nil, at: done.addingTimeInterval(300)).status == .expired)
+        let played = window.evaluate(completedAt: done, firstPlayAt: done.addingTimeInterval(100), at: done.addingTimeInterval(150))
+        #expect(played.status == .valid && played.end == done.addingTimeInterval(160) && !played.expireAfterFirstUse)
+        #expect(window.evaluate(completedAt: done, firstPlayAt: nil, at: done).expireAfterFirstUse)
+        #expect(window.expiry(completedAt: done, firstPlayAt: nil) == done.addingTimeInterval(300))
+        let stored = #"{"expiryAfterDownload": 59.2, "expiryAfterPlay": 60}"#
+        let decoded = try JSONDecoder().decode(AvailabilityWindow.self, from: Data(stored.utf8))
+        #expect(decoded == AvailabilityWindow(expiryAfterDownload: 60, expiryAfterPlay: 60))
     }
 
     @Test("the Rule of Threes: three attempts per pass, a pass counted on the third failure, blocked after three passes")

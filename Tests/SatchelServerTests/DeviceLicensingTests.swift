@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
 import SatchelBytes
-import SatchelLicensing
+@testable import SatchelLicensing
+import FluentKit
 import SatchelProtection
 import SatchelRights
 import SatchelSystem
@@ -40,9 +41,9 @@ import Testing
     }
 
     func request(_ world: World, certificate: String, signer: P256.Signing.PrivateKey? = nil, asset: String? = nil, keyIDs: [String]? = nil,
-                 licenseID: String? = nil, persistent: Bool? = nil, nonce: String = "n") throws -> String {
+                 licenseID: String? = nil, persistent: Bool? = nil, nonce: String = Hex.encode(SecureRandom.bytes(16)), time: Date? = nil) throws -> String {
         try SignedToken.sign(DeviceRequestClaims(certificate: certificate, assetID: asset, keyIDs: keyIDs, licenseID: licenseID,
-                                                 persistent: persistent, nonce: nonce, time: world.clock.now), key: signer ?? world.device)
+                                                 persistent: persistent, nonce: nonce, time: time ?? world.clock.now), key: signer ?? world.device)
     }
 
     @Test("a renewal restarts the rental from the server's time; a released license is not renewed; the record follows")
@@ -100,6 +101,37 @@ import Testing
         let claims = try SignedToken.verify(token, as: SignedTimeClaims.self, key: try await world.licensing.keySet().key(for: token))
         #expect(claims.time == world.clock.now && claims.nonce == "abc")
         await #expect(throws: LicensingError.self) { try await world.licensing.signedTime(nonce: String(repeating: "n", count: 200)) }
+        await world.database.shutdown()
+    }
+
+    @Test("a request is answered once: sent again it is refused as replayed, also a release; a request dated beyond the nonce retention is refused; a short nonce is refused")
+    func replay() async throws {
+        let world = try await Self.world("device-replay", policy: AssetPolicy(offline: true))
+        let token = try await token(world)
+        let (_, certificate) = try await world.licensing.register(PublicKeyJWK(world.device.publicKey), token: token, name: nil, externalID: nil)
+        let acquisition = try request(world, certificate: certificate, asset: "movie")
+        let claims = try SignedToken.unverifiedClaims(try await world.licensing.acquire(acquisition, token: token, renewalURL: nil), as: LicenseClaims.self)
+        await #expect(throws: LicensingError.replayed("this request was already answered (its nonce was used before)")) {
+            try await world.licensing.acquire(acquisition, token: token, renewalURL: nil)
+        }
+        let release = try request(world, certificate: certificate, licenseID: claims.licenseID)
+        _ = try await world.licensing.release(release)
+        await #expect(throws: LicensingError.self) { try await world.licensing.release(release) }
+        // A device clock days behind is fine (the agent dates requests with its secure clock); beyond the retention it is not.
+        _ = try await world.licensing.acquire(try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(-2 * 86_400)),
+                                              token: token, renewalURL: nil)
+        let stale = try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(-DeviceLicensing.nonceRetention - 60))
+        await #expect(throws: LicensingError.replayed("the request was made more than 7 days before the server's time")) {
+            try await world.licensing.acquire(stale, token: token, renewalURL: nil)
+        }
+        await #expect(throws: LicensingError.badRequest("the nonce is 16 to 128 bytes")) {
+            try await world.licensing.acquire(try request(world, certificate: certificate, asset: "movie", nonce: "short"), token: token, renewalURL: nil)
+        }
+        // Nonces are forgotten after the retention: the table does not grow without bound.
+        world.clock.advance(DeviceLicensing.nonceRetention + 1)
+        let fresh = try request(world, certificate: certificate, asset: "movie")
+        _ = try await world.licensing.acquire(fresh, token: token, renewalURL: nil)
+        #expect(try await DeviceNonceModel.query(on: world.database.database).count() == 1)
         await world.database.shutdown()
     }
 }
