@@ -224,7 +224,7 @@ import Testing
         }
     }
 
-    @Test("the download engine's license step: --license acquires a persistent license as the download starts, a refusal is a license failure, remove releases it")
+    @Test("the download engine's license step: --license acquires a persistent license as the download starts, renews it when it finishes past its renewal interval, a refusal is a license failure, remove releases it")
     func downloadLicenseStep() async throws {
         let server = try Server("download")
         try await server.start()
@@ -243,10 +243,14 @@ import Testing
                                           "--license", "--token", token])
             #expect(added.status == 0, "\(added.stderr)")
             #expect(try Self.satchel(["rights", "movie", "--data-dir", data]).status != 0, "no license before the download starts")
-            let run = try Self.satchel(["download", "run", "--data-dir", data])
+            #expect(try Self.satchel(["licenses", "--data-dir", server.data]).stdout.isEmpty)
+            // The run's clock is 40 minutes ahead: the 1-hour rental is past its renewal interval (30 min) when the download finishes.
+            let run = try Self.satchel(["download", "run", "--data-dir", data], faketime: "+40m")
             #expect(run.status == 0 && !run.stdout.contains(token) && !run.stderr.contains(token), "\(run.stderr)")
-            let rights = try Self.json(try Self.satchel(["rights", "movie", "--data-dir", data, "--json"]).stdout)
+            // (Read on the same clock: back at real time, 40 minutes behind what the agent has seen, its clock is rolled back.)
+            let rights = try Self.json(try Self.satchel(["rights", "movie", "--data-dir", data, "--json"], faketime: "+40m").stdout)
             #expect(rights["status"] as? String == "valid" && rights["persistent"] as? Bool == true)
+            #expect(try Self.satchel(["licenses", "--data-dir", server.data]).stdout.contains("\tmovie\trenewed"), "renewed when the download finished")
 
             // A token without persistent: true gets no offline license: the download fails with the server's reason, not retried.
             let refused = try Self.satchel(["download", "add", origin.url("movie/master.m3u8"), "--data-dir", data, "--id", "clip",
