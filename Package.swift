@@ -89,7 +89,7 @@ let package = Package(
         .target(
             name: "SatchelAgent",
             dependencies: [
-                "SatchelBytes", "SatchelRights", "SatchelStorage", "SatchelSystem",
+                "SatchelBytes", "SatchelProtection", "SatchelRights", "SatchelStorage", "SatchelSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
@@ -181,6 +181,7 @@ let package = Package(
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", .product(name: "Hummingbird", package: "hummingbird"),
+                                                          .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                           .product(name: "Logging", package: "swift-log"),
                                                           .product(name: "HTTPTypes", package: "swift-http-types")],
                 path: "Tests/SatchelTestSupport"),

@@ -44,7 +44,7 @@ struct LicenseServerClient: Sendable {
         return try await send(request)
     }
 
-    private func send(_ request: HTTPClientRequest) async throws(AgentError) -> Data {
+    func send(_ request: HTTPClientRequest) async throws(AgentError) -> Data {
         let response: HTTPClientResponse
         let body: ByteBuffer
         do {

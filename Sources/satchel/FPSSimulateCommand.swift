@@ -107,7 +107,13 @@ struct FPSSimulateCommand: ParsableCommand {
                 throw CLIError("\(ckc) holds the server's error answer, not a CKC: \(problem)")
             }
             let opened = try DeviceSimulator.openCKC(bytes, session: values)
-            print("CKC opened: R1 matches, \(values.requestedBlocks.count) requested tags returned verbatim")
+            try Self.report(opened, session: values, expectContentKey: expectContentKey, contentKeyOut: contentKeyOut)
+        }
+
+        /// Prints what an opened CKC holds (never the key), checks it against `expectContentKey` and writes it to
+        /// `contentKeyOut` (mode 0600) when asked.
+        static func report(_ opened: CKC, session: DeviceSimulator.Session, expectContentKey: String?, contentKeyOut: String?) throws {
+            print("CKC opened: R1 matches, \(session.requestedBlocks.count) requested tags returned verbatim")
             print("content IV \(Hex.encode(opened.contentIV))")
             if let duration = opened.duration {
                 print("content key duration: lease \(duration.leaseSeconds) s, rental \(duration.rentalSeconds) s, key type \(duration.keyType)")

@@ -13,6 +13,8 @@ import Testing
         let directory: URL
         let port = 20_000 + Int.random(in: 0..<2000)
         var process: Process?
+        /// More `satchel serve` arguments (FairPlay credentials).
+        var serveArguments: [String] = []
         let jwks: URL
         let contentKey = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
 
@@ -54,7 +56,7 @@ import Testing
         func start() async throws {
             let process = Process()
             process.executableURL = try #require(CLIRunner.binary)
-            process.arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)]
+            process.arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)] + serveArguments
             process.standardError = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice
             try process.run()
