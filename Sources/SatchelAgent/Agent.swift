@@ -48,11 +48,11 @@ public actor Agent {
     /// Events, in order.
     public nonisolated let events: AsyncStream<AgentEvent>
 
-    /// Opens the agent of `dataDirectory` (made on first use: the device key, the store).
-    public init(dataDirectory: String, clockReader: any ClockReader = SystemClockReader(),
+    /// Opens the agent of `dataDirectory` (made on first use: the device key, in `keyVault` or the platform's, and the store).
+    public init(dataDirectory: String, clockReader: any ClockReader = SystemClockReader(), keyVault: (any DeviceKeyVault)? = nil,
                 logger: Logger = Logger(label: "satchel.agent")) async throws(AgentError) {
         self.dataDirectory = dataDirectory
-        identity = try DeviceIdentity.load(dataDirectory: dataDirectory)
+        identity = try DeviceIdentity.load(dataDirectory: dataDirectory, vault: keyVault)
         store = try await LicenseStore(dataDirectory: dataDirectory, logger: logger)
         self.clockReader = clockReader
         self.logger = logger

@@ -3,8 +3,8 @@ import Foundation
 import SatchelRights
 import SatchelSystem
 
-/// The device's identity in its data directory: the P-256 private key (`device-key.pem`, mode 0600, made on
-/// first use) and, once registered, `device.json`: the device ID, the server's certificate for the key, the
+/// The device's identity in its data directory: the P-256 private key (made on first use and kept by a
+/// ``DeviceKeyVault``: `device-key.pem`, mode 0600, on Linux; the keychain on Apple platforms) and, once registered, `device.json`: the device ID, the server's certificate for the key, the
 /// server and its published signing keys.
 public struct DeviceIdentity: Sendable {
     /// The device key (signs requests; HPKE-opens content keys).
@@ -27,32 +27,17 @@ public struct DeviceIdentity: Sendable {
         public var externalID: String?
     }
 
-    static let keyFile = "device-key.pem"
     static let registrationFile = "device.json"
 
-    /// Loads the identity of `dataDirectory`, making the key on first use.
-    public static func load(dataDirectory: String) throws(AgentError) -> DeviceIdentity {
-        let keyPath = (dataDirectory as NSString).appendingPathComponent(keyFile)
-        let key: P256.Signing.PrivateKey
+    /// Loads the identity of `dataDirectory`, with the device key from `vault` (made on first use; by default
+    /// the keychain on Apple platforms, `device-key.pem` elsewhere).
+    public static func load(dataDirectory: String, vault: (any DeviceKeyVault)? = nil) throws(AgentError) -> DeviceIdentity {
         do {
             try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         } catch {
             throw .storage("cannot create the data directory \(dataDirectory)")
         }
-        if let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) {
-            guard let loaded = try? P256.Signing.PrivateKey(pemRepresentation: pem) else { throw .storage("\(keyPath) is not a P-256 private key") }
-            key = loaded
-        } else {
-            let made = P256.Signing.PrivateKey()
-            do throws(SystemError) {
-                try AtomicFile.write(Array(made.pemRepresentation.utf8), to: keyPath, mode: 0o600, replace: false)
-                key = made
-            } catch where error.errno == EEXIST {
-                return try load(dataDirectory: dataDirectory)  // another process made it first
-            } catch {
-                throw .storage("cannot write the device key: \(error.description)")
-            }
-        }
+        let key = try (vault ?? FileKeyVault.platform(dataDirectory: dataDirectory)).deviceKey()
         let registrationPath = (dataDirectory as NSString).appendingPathComponent(registrationFile)
         var registration: Registration?
         if let data = FileManager.default.contents(atPath: registrationPath) {
