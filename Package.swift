@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SatchelAgent", targets: ["SatchelAgent"]),
         .library(name: "SatchelPackager", targets: ["SatchelPackager"]),
         .library(name: "SatchelDownloads", targets: ["SatchelDownloads"]),
+        .library(name: "SatchelPlayback", targets: ["SatchelPlayback"]),
         .library(name: "SatchelSystem", targets: ["SatchelSystem"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
@@ -95,6 +96,17 @@ let package = Package(
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Layer 4: the playback proxy: sessions on loopback, playlists and media of downloaded assets, decrypted for players without DRM.
+        .target(
+            name: "SatchelPlayback",
+            dependencies: [
+                "SatchelAgent", "SatchelBytes", "SatchelDownloads", "SatchelHTTP", "SatchelMedia", "SatchelProtection", "SatchelRights",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         // Layer 1: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):

@@ -27,6 +27,8 @@ public struct ApplicationBuilder: Sendable {
     public var metrics: any MetricsFactory
     /// The server's logger.
     public var logger: Logger
+    /// Rewrites a request path before it is logged (default: as is).
+    public var redactPath: @Sendable (String) -> String = { $0 }
     private var groups: [any RouteGroup] = []
     private var services: [any Service] = []
 
@@ -56,7 +58,7 @@ public struct ApplicationBuilder: Sendable {
         let router = Router(context: SatchelRequestContext.self)
         let table = RouteTable()
         router.add(middleware: ProblemMiddleware(table: table))
-        router.add(middleware: RequestLogMiddleware(logger: logger))
+        router.add(middleware: RequestLogMiddleware(logger: logger, redact: redactPath))
         router.add(middleware: RequestMetricsMiddleware(factory: metrics))
         router.add(middleware: BodyLimitMiddleware(limit: maximumBody))
         for group in groups { group.register(on: router) }

@@ -2,17 +2,21 @@ import HTTPTypes
 import Hummingbird
 import Logging
 
-/// Logs one line per request: method, path (never the query string, which may carry a token), status,
+/// Logs one line per request: method, path (never the query string, which may carry a token; redacted as
+/// the server asks), status,
 /// duration and, for refusals, the problem type. Headers and bodies are never logged. Successful requests
 /// log at `level`, failures one step higher, server errors at `error`.
 public struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
     let level: Logger.Level
+    let redact: @Sendable (String) -> String
 
-    /// A middleware writing to `logger`.
-    public init(logger: Logger, level: Logger.Level = .debug) {
+    /// A middleware writing to `logger`; `redact` rewrites a path before it is logged (a path that carries a
+    /// secret, such as a playback session token, must not reach the log).
+    public init(logger: Logger, level: Logger.Level = .debug, redact: @escaping @Sendable (String) -> String = { $0 }) {
         self.logger = logger
         self.level = level
+        self.redact = redact
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -40,7 +44,7 @@ public struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
         let level: Logger.Level = status >= 500 ? .error : status >= 400 ? Self.raise(self.level) : self.level
         guard level >= logger.logLevel else { return }  // nothing is formatted for a line that would be dropped
         let elapsed = start.duration(to: clock.now)
-        var metadata: Logger.Metadata = ["method": .string(request.method.rawValue), "path": .string(request.uri.path),
+        var metadata: Logger.Metadata = ["method": .string(request.method.rawValue), "path": .string(redact(request.uri.path)),
                                          "status": .stringConvertible(status),
                                          "ms": .string(String(format: "%.2f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000))]
         if let problem { metadata["problem"] = .string(problem) }

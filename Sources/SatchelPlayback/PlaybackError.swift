@@ -1,0 +1,61 @@
+import SatchelBytes
+import SatchelRights
+
+/// Why the playback proxy refused. Never carries keys, tokens or session URLs.
+public enum PlaybackError: ProblemConvertible, Equatable {
+    /// No live session has this token, or the session has no such file (the answer reveals nothing more).
+    case notFound
+    /// The asset cannot play now: its rights status (or `expired` / `in-future` for its availability window).
+    case notPlayable(RightsStatus)
+    /// The asset is not in the download store.
+    case unknownAsset(String)
+    /// The proxy binds to loopback addresses only.
+    case notLoopback(String)
+    /// A file of the asset cannot be parsed or decrypted.
+    case invalidContent(String)
+    /// A file the playlists list is not in the store (not downloaded yet): 503, never a hang.
+    case notCached(String)
+    /// A byte range the file cannot satisfy.
+    case rangeNotSatisfiable(size: Int64)
+    /// The store or the agent failed.
+    case storage(String)
+
+    public var httpStatus: Int {
+        switch self {
+        case .notFound, .unknownAsset: return 404
+        case .notPlayable: return 403
+        case .notLoopback: return 400
+        case .invalidContent: return 502
+        case .notCached: return 503
+        case .rangeNotSatisfiable: return 416
+        case .storage: return 500
+        }
+    }
+
+    /// A stable identifier: for `notPlayable`, the rights status itself.
+    public var code: String {
+        switch self {
+        case .notFound: return "not-found"
+        case let .notPlayable(status): return status.rawValue
+        case .unknownAsset: return "unknown-asset"
+        case .notLoopback: return "not-loopback"
+        case .invalidContent: return "invalid-content"
+        case .notCached: return "not-cached"
+        case .rangeNotSatisfiable: return "range-not-satisfiable"
+        case .storage: return "storage"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .notFound: return "no such session or file"
+        case let .notPlayable(status): return "playback is not allowed: \(status.rawValue)"
+        case let .unknownAsset(id): return "no downloaded asset \(id.prefix(100))"
+        case let .notLoopback(host): return "the playback proxy binds to loopback only (127.0.0.1 or ::1), not \(host.prefix(60))"
+        case let .invalidContent(reason): return "the content cannot be played: \(reason)"
+        case let .notCached(path): return "\(path.prefix(200)) is not downloaded"
+        case let .rangeNotSatisfiable(size): return "the range is outside the file (\(size) bytes)"
+        case let .storage(reason): return "storage: \(reason)"
+        }
+    }
+}

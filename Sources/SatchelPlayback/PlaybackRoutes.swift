@@ -1,0 +1,30 @@
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SatchelHTTP
+
+/// `GET|HEAD /{session token}/{path in the asset}`: everything the proxy serves.
+struct PlaybackRoutes: RouteGroup {
+    let proxy: PlaybackProxy
+
+    func register(on router: Router<SatchelRequestContext>) {
+        router.get("/{token}/**") { request, context in try await answer(request, context, head: false) }
+        router.head("/{token}/**") { request, context in try await answer(request, context, head: true) }
+    }
+
+    private func answer(_ request: Request, _ context: SatchelRequestContext, head: Bool) async throws -> Response {
+        guard let token = context.parameters.get("token") else { throw PlaybackError.notFound }
+        let components = context.parameters.getCatchAll().map { String($0).removingPercentEncoding ?? String($0) }
+        let response = try await proxy.respond(token: token, path: components.joined(separator: "/"), range: request.headers[.range])
+        var headers = HTTPFields()
+        headers[.contentType] = response.contentType
+        headers[.acceptRanges] = "bytes"
+        headers[.cacheControl] = "no-store"
+        if let range = response.range {
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(response.size)"
+        }
+        headers[.contentLength] = String(response.bytes.count)
+        let body = head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: response.bytes))
+        return Response(status: response.range == nil ? .ok : .partialContent, headers: headers, body: body)
+    }
+}

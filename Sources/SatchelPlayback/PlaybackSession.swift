@@ -1,0 +1,35 @@
+import Foundation
+import SatchelAgent
+import SatchelBytes
+
+/// How the proxy treats protected content.
+public enum PlaybackMode: String, Sendable, CaseIterable {
+    /// Decrypt for players without DRM: clear segments, no key tags.
+    case decrypt
+    /// Keep the protection and the key tags (players with DRM).
+    case passthrough
+}
+
+/// One open session: an asset, its files and keys, behind an unguessable token.
+struct PlaybackSession: Sendable {
+    /// The token in every URL of the session (32 random bytes, base64url).
+    let token: String
+    let assetID: String
+    let asset: PlayableAsset
+    let map: HLSAssetMap
+    let mode: PlaybackMode
+    /// The content keys (empty for clear content), opened once at the start.
+    let keys: [PlaybackKey]
+    /// Set once the rights ended mid-play (the event is emitted once).
+    var ended = false
+
+    static func makeToken() -> String { Base64URL.encode(SecureRandom.bytes(32)) }
+
+    /// The key for a segment protected with `keyURI`: the license key whose ID the URI names (32 hex digits,
+    /// as Satchel's packager writes them), else the only key.
+    func key(for keyURI: String?) -> PlaybackKey? {
+        let uri = (keyURI ?? "").lowercased().replacingOccurrences(of: "-", with: "")
+        if let named = keys.first(where: { uri.contains($0.keyID.lowercased()) }) { return named }
+        return keys.count == 1 ? keys.first : nil
+    }
+}
