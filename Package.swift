@@ -160,6 +160,7 @@ let package = Package(
                 "SatchelRights",
                 "SatchelAgent",
                 "SatchelDownloads",
+                "SatchelPlayback",
                 "SatchelHTTP",
                 "SatchelSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -30,7 +30,11 @@ public final class RouteTable: Sendable {
 
     private static func matches(_ path: RouterPath, _ components: [Substring]) -> Bool {
         let elements = path.components
-        if elements.last == .recursiveWildcard { return components.count >= elements.count - 1 }
+        if elements.last == .recursiveWildcard {
+            // `**` takes one component or more (as the router does), after a prefix that matches.
+            guard components.count >= elements.count else { return false }
+            return zip(elements.dropLast(), components).allSatisfy { $0 ~= $1 }
+        }
         guard elements.count == components.count else { return false }
         return zip(elements, components).allSatisfy { $0 ~= $1 }
     }

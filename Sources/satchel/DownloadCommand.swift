@@ -23,6 +23,13 @@ struct DownloadDirectoryOptions: ParsableArguments {
     /// that does not exist is an error.
     func withManager<T>(readOnly: Bool = false, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
                         _ body: (DownloadManager) async throws -> T) async throws -> T {
+        try await withEngine(readOnly: readOnly, configure) { manager, _ in try await body(manager) }
+    }
+
+    /// ``withManager(readOnly:_:_:)`` that also hands `body` the agent of the data directory (nil when no
+    /// device is registered there).
+    func withEngine<T>(readOnly: Bool = false, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
+                       _ body: (DownloadManager, Agent?) async throws -> T) async throws -> T {
         // First: the configuration's logger takes the handler bootstrapped here. The progress lines are the
         // command's own output; the engine's log goes to stderr only when asked.
         try logging.bootstrap(fallback: .critical)
@@ -35,7 +42,7 @@ struct DownloadDirectoryOptions: ParsableArguments {
         let agent = registered ? try await Agent(dataDirectory: configuration.dataDirectory, logger: Logger(label: "satchel.agent")) : nil
         let manager = try await DownloadManager(configuration: configuration, steps: agent.map { [LicenseStep(agent: $0)] } ?? [])
         do {
-            let result = try await body(manager)
+            let result = try await body(manager, agent)
             await manager.close()
             await agent?.close()
             return result

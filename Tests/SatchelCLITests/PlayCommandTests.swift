@@ -1,0 +1,131 @@
+import Foundation
+import SatchelBytes
+import SatchelTestSupport
+import Testing
+
+/// `satchel play`: the playback proxy over a real download store, with the origin and the license server
+/// stopped, read by ffmpeg; every packet must equal the clear package's.
+@Suite(.serialized) struct PlayCommandTests {
+    /// A `satchel play` process: its first stdout line is the session URL.
+    final class Player: @unchecked Sendable {
+        let process = Process()
+        let url: String
+        let stderr: Pipe
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = try #require(CLIRunner.binary)
+            process.arguments = ["play"] + arguments
+            let output = Pipe()
+            stderr = Pipe()
+            process.standardOutput = output
+            process.standardError = stderr
+            try process.run()
+            var line = [UInt8]()
+            while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") { line.append(byte) }
+            url = String(decoding: line, as: UTF8.self)
+        }
+
+        /// Interrupts the proxy; answers its exit status and stderr.
+        func stop() -> (status: Int32, stderr: String) {
+            process.interrupt()
+            process.waitUntilExit()
+            let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (process.terminationStatus, text)
+        }
+    }
+
+    /// One GET with curl, binary-safe: status, body, headers (names lowercased).
+    static func fetch(_ url: String, range: String? = nil) throws -> (status: Int, body: [UInt8], headers: [String: String]) {
+        let directory = try TestMedia.temporaryDirectory("fetch")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let body = directory.appendingPathComponent("body"), head = directory.appendingPathComponent("head")
+        var arguments = ["-s", "--path-as-is", "-D", head.path, "-o", body.path, url]
+        if let range { arguments += ["-H", "Range: \(range)"] }
+        _ = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), arguments)
+        let lines = (try? String(contentsOf: head, encoding: .utf8))?.components(separatedBy: "\r\n") ?? []
+        let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2 { headers[parts[0].lowercased()] = parts[1] }
+        }
+        return (status, Array((try? Data(contentsOf: body)) ?? Data()), headers)
+    }
+
+    @Test("AES-128 HLS downloaded with a license plays offline through the proxy: ffmpeg reads the clear packets, the playlist has no key tag; bad tokens get 404, ranges 206; without rights it does not open")
+    func aes128Offline() async throws {
+        try TestMedia.require("ffmpeg")
+        let server = try AgentCommandTests.Server("play")
+        try await server.start()
+        defer { server.stop() }
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let input = try await TestMedia.offloaded { try TestMedia.make("play-aes", seconds: 4) }
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        let data = server.directory.appendingPathComponent("device").path
+        try await TestMedia.offloaded {
+            let clear = site.appendingPathComponent("clear")
+            #expect(try CLIRunner.run(["package", input.path, "--out", clear.path, "--format", "hls-ts", "--segment-duration", "2"]).status == 0)
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("aes").path, "--format", "hls-ts",
+                                              "--segment-duration", "2", "--scheme", "aes-128", "--key-uri", server.url + "/keys/{kid}",
+                                              "--register", "--asset-id", "aes", "--data-dir", server.data, "--offline"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            let token = try server.token()
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+            #expect(try CLIRunner.run(["download", "add", origin.url("aes/master.m3u8"), "--data-dir", data, "--id", "aes", "--license",
+                                       "--token", token]).status == 0)
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        origin.stop()
+        server.stop()  // offline from here on
+
+        let player = try await TestMedia.offloaded { try Player(["aes", "--data-dir", data]) }
+        #expect(player.url.hasPrefix("http://127.0.0.1:") && player.url.hasSuffix("/master.m3u8"), "\(player.url)")
+        try await TestMedia.offloaded {
+            let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
+            let played = try TestMedia.packetHashes(player.url)
+            #expect(!expected.isEmpty && played == expected, "\(played.count) packets vs \(expected.count)")
+
+            let base = String(player.url.dropLast("master.m3u8".count))
+            let master = try Self.fetch(player.url)
+            #expect(master.status == 200 && master.headers["content-type"] == "application/vnd.apple.mpegurl")
+            let mediaName = try #require(String(decoding: master.body, as: UTF8.self).split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let media = try Self.fetch(base + mediaName)
+            let mediaText = String(decoding: media.body, as: UTF8.self)
+            #expect(media.status == 200 && mediaText.contains("#EXTINF") && !mediaText.contains("EXT-X-KEY"), "\(mediaText)")
+            let segmentName = try #require(mediaText.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let segmentURL = URL(string: base + mediaName)!.deletingLastPathComponent().appendingPathComponent(String(segmentName)).absoluteString
+            let whole = try Self.fetch(segmentURL)
+            #expect(whole.status == 200 && whole.headers["content-type"] == "video/mp2t" && whole.body.first == 0x47)
+            let part = try Self.fetch(segmentURL, range: "bytes=188-375")
+            #expect(part.status == 206 && part.body == Array(whole.body[188...375]) && part.headers["content-range"] == "bytes 188-375/\(whole.body.count)")
+            #expect(try Self.fetch(segmentURL, range: "bytes=99999999-").status == 416)
+
+            // Another token, no token, a path out of the folder: 404 that says nothing.
+            let port = try #require(URL(string: player.url)?.port)
+            for path in ["/\(Base64URL.encode(SecureRandom.bytes(32)))/master.m3u8", "/master.m3u8", "/", "/\(base.split(separator: "/").last ?? "")/../downloads.sqlite"] {
+                let answer = try Self.fetch("http://127.0.0.1:\(port)\(path)")
+                #expect(answer.status == 404, "\(path): \(answer.status) \(String(decoding: answer.body, as: UTF8.self))")
+            }
+        }
+        let stopped = try await TestMedia.offloaded { player.stop() }
+        #expect(stopped.status == 0 && stopped.stderr.contains("satchel: event: opened: aes"), "\(stopped.stderr)")
+        #expect(!stopped.stderr.contains(player.url.split(separator: "/")[2]), "the session token stays out of stderr")
+
+        try await TestMedia.offloaded {
+            // --exec: the command's status is the exit status; the URL replaces {url}.
+            let out = server.directory.appendingPathComponent("fetched.m3u8").path
+            let fetched = try CLIRunner.run(["play", "aes", "--data-dir", data, "--exec", "curl -sf {url} -o \(out)"])
+            #expect(fetched.status == 0 && FileManager.default.fileExists(atPath: out), "\(fetched.stderr)")
+            #expect(try CLIRunner.run(["play", "aes", "--data-dir", data, "--exec", "exit 3"]).status == 3)
+            // Without a license (released: owed to the server, deleted here at once) the session does not open.
+            #expect(try CLIRunner.run(["license", "release", "aes", "--data-dir", data]).status == 0)
+            let refused = try CLIRunner.run(["play", "aes", "--data-dir", data])
+            #expect(refused.status != 0 && refused.stderr.contains("no-rights") && refused.stdout.isEmpty, "\(refused.stderr)")
+            let unknown = try CLIRunner.run(["play", "nothing", "--data-dir", data])
+            #expect(unknown.status != 0 && unknown.stderr.contains("nothing"))
+        }
+    }
+}
