@@ -1,0 +1,93 @@
+import Foundation
+import SatchelPlayback
+import Testing
+
+/// The proxy's pure parts with values: byte ranges, the asset map (keys, IVs, init segments, paths) and the
+/// playlists given to players without DRM.
+@Suite struct PlaybackValueTests {
+    @Test("byte ranges: none, open-ended, closed (clamped), suffix; past the end and an empty suffix are unsatisfiable; other forms serve the whole file")
+    func ranges() throws {
+        #expect(try ByteRangeRequest.resolve(nil, size: 100) == nil)
+        #expect(try ByteRangeRequest.resolve("bytes=10-", size: 100) == 10...99)
+        #expect(try ByteRangeRequest.resolve("bytes=10-19", size: 100) == 10...19)
+        #expect(try ByteRangeRequest.resolve("bytes=90-200", size: 100) == 90...99)
+        #expect(try ByteRangeRequest.resolve("bytes=-30", size: 100) == 70...99)
+        #expect(try ByteRangeRequest.resolve("bytes=-300", size: 100) == 0...99)
+        for whole in ["bytes=0-1,5-6", "items=0-1", "bytes=5-2", "bytes=x-", "bytes=1"] {
+            #expect(try ByteRangeRequest.resolve(whole, size: 100) == nil, "\(whole)")
+        }
+        for refused in ["bytes=100-", "bytes=-0", "bytes=0-"] {
+            #expect(throws: PlaybackError.self, "\(refused)") { try ByteRangeRequest.resolve(refused, size: refused == "bytes=0-" ? 0 : 100) }
+        }
+    }
+
+    @Test("paths resolve inside the asset's folder only; absolute URLs and escapes do not")
+    func paths() {
+        #expect(HLSAssetMap.resolve("seg/1.ts", from: "v/media.m3u8") == "v/seg/1.ts")
+        #expect(HLSAssetMap.resolve("../a/media.m3u8", from: "v/master.m3u8") == "a/media.m3u8")
+        #expect(HLSAssetMap.resolve("./x%20y.ts?t=1", from: "m.m3u8") == "x y.ts")
+        for outside in ["../x.ts", "../../x.ts", "http://o/x.ts", "/etc/passwd", "a//b.ts", "data:text/plain,x"] {
+            #expect(HLSAssetMap.resolve(outside, from: "m.m3u8") == nil, "\(outside)")
+        }
+    }
+
+    @Test("the map: keys carry forward until replaced or removed; IV from the tag or the media sequence; init segments; every listed file; the clear playlist loses key tags only")
+    func map() throws {
+        let master = """
+        #EXTM3U
+        #EXT-X-SESSION-KEY:METHOD=AES-128,URI="https://k/keys/0123456789abcdef0123456789abcdef"
+        #EXT-X-STREAM-INF:BANDWIDTH=1000000
+        v/media.m3u8
+
+        """
+        let media = """
+        #EXTM3U
+        #EXT-X-TARGETDURATION:2
+        #EXT-X-MEDIA-SEQUENCE:7
+        #EXT-X-MAP:URI="init.mp4"
+        #EXT-X-KEY:METHOD=AES-128,URI="https://k/keys/0123456789abcdef0123456789abcdef"
+        #EXTINF:2,
+        s0.ts
+        #EXTINF:2,
+        s1.ts
+        #EXT-X-KEY:METHOD=AES-128,URI="https://k/keys/2",IV=0x000102030405060708090a0b0c0d0e0f
+        #EXTINF:2,
+        s2.ts
+        #EXT-X-KEY:METHOD=NONE
+        #EXTINF:2,
+        s3.ts
+        #EXT-X-ENDLIST
+
+        """
+        let files = ["master.m3u8": master, "v/media.m3u8": media]
+        let map = try HLSAssetMap.build(entry: "master.m3u8") { (path: String) throws(PlaybackError) -> String in
+            guard let text = files[path] else { throw .notFound }
+            return text
+        }
+        #expect(map.playlists == ["master.m3u8", "v/media.m3u8"] && map.isProtected)
+        #expect(map.listed == ["v/init.mp4", "v/s0.ts", "v/s1.ts", "v/s2.ts", "v/s3.ts"])
+        #expect(map.segments["v/s0.ts"]?.iv == Array(repeating: 0, count: 15) + [7] && map.segments["v/s0.ts"]?.map == "v/init.mp4")
+        #expect(map.segments["v/s1.ts"]?.iv == Array(repeating: 0, count: 15) + [8])
+        #expect(map.segments["v/s2.ts"]?.iv == Array(0...15) && map.segments["v/s2.ts"]?.keyURI == "https://k/keys/2")
+        #expect(map.segments["v/s3.ts"] == nil, "METHOD=NONE: clear from there on")
+        let clear = HLSAssetMap.clearPlaylist(media)
+        #expect(!clear.contains("EXT-X-KEY") && clear.contains("#EXT-X-MAP:URI=\"init.mp4\"") && clear.contains("#EXT-X-MEDIA-SEQUENCE:7"))
+        #expect(clear.components(separatedBy: "#EXTINF").count == 5 && clear.hasSuffix("#EXT-X-ENDLIST\n"))
+        #expect(!HLSAssetMap.clearPlaylist(master).contains("SESSION-KEY"))
+        let malformed = ["master.m3u8": "#EXTM3U\n#EXTINF:x,\ns.ts\n"]
+        #expect(throws: PlaybackError.self) {
+            try HLSAssetMap.build(entry: "master.m3u8") { (path: String) throws(PlaybackError) -> String in malformed[path] ?? "" }
+        }
+    }
+
+    @Test("the proxy binds to loopback only")
+    func loopbackOnly() throws {
+        struct Nothing: PlaybackLibrary {
+            func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset { throw .unknownAsset(assetID) }
+        }
+        for host in ["0.0.0.0", "192.168.1.2", "::", "example.com"] {
+            #expect(throws: PlaybackError.notLoopback(host)) { try PlaybackProxy(library: Nothing(), agent: nil, configuration: .init(host: host)) }
+        }
+        _ = try PlaybackProxy(library: Nothing(), agent: nil, configuration: .init(host: "::1"))
+    }
+}
