@@ -12,9 +12,18 @@ import Testing
         let url: String
         let stderr: Pipe
 
-        init(_ arguments: [String]) throws {
-            process.executableURL = try #require(CLIRunner.binary)
-            process.arguments = ["play"] + arguments
+        /// `satchel play ARGUMENTS`; with `clockFile`, under libfaketime reading its offset from that file at every
+        /// clock read (the faketime wrapper's own FAKETIME would win over the file, so `env` removes it).
+        init(_ arguments: [String], clockFile: String? = nil) throws {
+            let binary = try #require(CLIRunner.binary)
+            if let clockFile {
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/faketime")
+                process.arguments = ["-f", "+0", "/usr/bin/env", "-u", "FAKETIME", "FAKETIME_TIMESTAMP_FILE=\(clockFile)", "FAKETIME_NO_CACHE=1",
+                                     binary.path, "play"] + arguments
+            } else {
+                process.executableURL = binary
+                process.arguments = ["play"] + arguments
+            }
             let output = Pipe()
             stderr = Pipe()
             process.standardOutput = output
@@ -27,6 +36,8 @@ import Testing
 
         /// Interrupts the proxy; answers its exit status and stderr.
         func stop() -> (status: Int32, stderr: String) {
+            // Under the faketime wrapper the proxy is its child: interrupt the child (the wrapper then exits with it).
+            _ = try? ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/pkill"), ["-INT", "-P", String(process.processIdentifier)])
             process.interrupt()
             process.waitUntilExit()
             let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -52,7 +63,7 @@ import Testing
         return (status, Array((try? Data(contentsOf: body)) ?? Data()), headers)
     }
 
-    @Test("AES-128 HLS downloaded with a license plays offline through the proxy: ffmpeg reads the clear packets, the playlist has no key tag; bad tokens get 404, ranges 206; without rights it does not open")
+    @Test("AES-128 HLS downloaded with a license plays offline through the proxy: ffmpeg reads the clear packets, the playlist has no key tag; bad tokens get 404, ranges 206; rights ending mid-play stop the segments (event once); without rights it does not open")
     func aes128Offline() async throws {
         try TestMedia.require("ffmpeg")
         let server = try AgentCommandTests.Server("play")
@@ -69,7 +80,8 @@ import Testing
             #expect(try CLIRunner.run(["package", input.path, "--out", clear.path, "--format", "hls-ts", "--segment-duration", "2"]).status == 0)
             let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("aes").path, "--format", "hls-ts",
                                               "--segment-duration", "2", "--scheme", "aes-128", "--key-uri", server.url + "/keys/{kid}",
-                                              "--register", "--asset-id", "aes", "--data-dir", server.data, "--offline"])
+                                              "--register", "--asset-id", "aes", "--data-dir", server.data, "--offline",
+                                              "--not-after", ISO8601DateFormatter().string(from: Date().addingTimeInterval(86_400))])
             #expect(packaged.status == 0, "\(packaged.stderr)")
             let token = try server.token()
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
@@ -120,12 +132,39 @@ import Testing
             let fetched = try CLIRunner.run(["play", "aes", "--data-dir", data, "--exec", "curl -sf {url} -o \(out)"])
             #expect(fetched.status == 0 && FileManager.default.fileExists(atPath: out), "\(fetched.stderr)")
             #expect(try CLIRunner.run(["play", "aes", "--data-dir", data, "--exec", "exit 3"]).status == 3)
+            let unknown = try CLIRunner.run(["play", "nothing", "--data-dir", data])
+            #expect(unknown.status != 0 && unknown.stderr.contains("nothing"))
+        }
+        // Rights ending mid-play: the proxy runs on a clock read from a file (libfaketime); two days on, the
+        // license's end has passed: the next segment is refused with the status, the event goes out once.
+        let clockFile = server.directory.appendingPathComponent("faketime").path
+        try "+0".write(toFile: clockFile, atomically: true, encoding: .utf8)
+        do {
+            try TestMedia.require("faketime")
+            let timed = try await TestMedia.offloaded { try Player(["aes", "--data-dir", data], clockFile: clockFile) }
+            try await TestMedia.offloaded {
+                let master = String(decoding: try Self.fetch(timed.url).body, as: UTF8.self)
+                let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }, "url \(timed.url) master \(master)")
+                let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: timed.url))).absoluteURL
+                let base = mediaURL.deletingLastPathComponent()
+                let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+                let segments = media.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
+                #expect(segments.count >= 2, "\(media)")
+                #expect(try Self.fetch(base.appendingPathComponent(segments[0]).absoluteString).status == 200)
+                try "+2d".write(toFile: clockFile, atomically: true, encoding: .utf8)
+                let refused = try Self.fetch(base.appendingPathComponent(segments[1]).absoluteString)
+                #expect(refused.status == 403 && String(decoding: refused.body, as: UTF8.self).contains("expired"), "\(refused.status)")
+                #expect(try Self.fetch(base.appendingPathComponent(segments[0]).absoluteString).status == 403)
+            }
+            let ended = try await TestMedia.offloaded { timed.stop() }
+            #expect(ended.stderr.components(separatedBy: "rights-expired: aes (expired)").count == 2, "once: \(ended.stderr)")
+        }
+
+        try await TestMedia.offloaded {
             // Without a license (released: owed to the server, deleted here at once) the session does not open.
             #expect(try CLIRunner.run(["license", "release", "aes", "--data-dir", data]).status == 0)
             let refused = try CLIRunner.run(["play", "aes", "--data-dir", data])
             #expect(refused.status != 0 && refused.stderr.contains("no-rights") && refused.stdout.isEmpty, "\(refused.stderr)")
-            let unknown = try CLIRunner.run(["play", "nothing", "--data-dir", data])
-            #expect(unknown.status != 0 && unknown.stderr.contains("nothing"))
         }
     }
 }
