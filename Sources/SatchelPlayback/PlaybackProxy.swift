@@ -99,10 +99,12 @@ public actor PlaybackProxy {
             String(decoding: try Self.read(folder, path), as: UTF8.self)
         }
         var keys: [PlaybackKey] = []
-        if map.isProtected, configuration.mode == .decrypt {
+        if map.isProtected {
+            // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
             guard let agent else { throw .notPlayable(.noRights) }
             do {
-                keys = try await agent.use(asset: assetID)
+                let opened = try await agent.use(asset: assetID)
+                if configuration.mode == .decrypt { keys = opened }
             } catch {
                 if case let .notPlayable(status) = error { throw .notPlayable(status) }
                 throw .storage(error.description)
