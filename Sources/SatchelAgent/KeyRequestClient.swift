@@ -86,10 +86,7 @@ public struct KeyRequestClient: Sendable {
 
     private func send(_ url: String, method: HTTPMethod, body: [UInt8]?, contentType: String?, extras: LicenseRequestExtras,
                       customDataInBody: Bool) async throws(AgentError) -> Data {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
-            throw .badRequest("the license URL must be an http or https URL")
-        }
-        let client = try LicenseServerClient(server: url, timeout: timeout)
+        let client = try LicenseServerClient(server: url, timeout: timeout)  // checks the URL: http or https with a host
         var request = HTTPClientRequest(url: url)
         request.method = method
         if let contentType { request.headers.add(name: "Content-Type", value: contentType) }

@@ -52,7 +52,8 @@ public struct LicenseRequestExtras: Sendable, Equatable {
 
     /// Reads `Name: value` (as `curl -H` takes it).
     public static func header(_ text: String) throws(AgentError) -> (name: String, value: String) {
-        guard let colon = text.firstIndex(of: ":") else { throw .badRequest("a header is \"Name: value\" (got \(text.prefix(40)))") }
+        // The text is never echoed: a header may carry a secret.
+        guard let colon = text.firstIndex(of: ":") else { throw .badRequest("a header is \"Name: value\" (this one has no colon)") }
         let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces)
         let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
         try checkName(name)

@@ -63,7 +63,7 @@ import Testing
         return (status, Array((try? Data(contentsOf: body)) ?? Data()), headers)
     }
 
-    @Test("AES-128 HLS downloaded with a license plays offline through the proxy: ffmpeg reads the clear packets, the playlist has no key tag; bad tokens get 404, ranges 206; rights ending mid-play stop the segments (event once); without rights it does not open")
+    @Test("AES-128 HLS downloaded with a license plays offline through the proxy: ffmpeg reads the clear packets, the playlist has no key tag; bad tokens get 404, ranges 206; rights ending mid-play stop the segments (event once); --passthrough keeps the protection; a missing segment is 503; logs redact the token; without rights it does not open")
     func aes128Offline() async throws {
         try TestMedia.require("ffmpeg")
         let server = try AgentCommandTests.Server("play")
@@ -93,7 +93,7 @@ import Testing
         origin.stop()
         server.stop()  // offline from here on
 
-        let player = try await TestMedia.offloaded { try Player(["aes", "--data-dir", data]) }
+        let player = try await TestMedia.offloaded { try Player(["aes", "--data-dir", data, "--log-level", "debug"]) }
         #expect(player.url.hasPrefix("http://127.0.0.1:") && player.url.hasSuffix("/master.m3u8"), "\(player.url)")
         try await TestMedia.offloaded {
             let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
@@ -125,6 +125,39 @@ import Testing
         let stopped = try await TestMedia.offloaded { player.stop() }
         #expect(stopped.status == 0 && stopped.stderr.contains("satchel: event: opened: aes"), "\(stopped.stderr)")
         #expect(!stopped.stderr.contains(player.url.split(separator: "/")[2]), "the session token stays out of stderr")
+        #expect(stopped.stderr.contains("/<session>/"), "request lines are logged with the token redacted: \(stopped.stderr)")
+
+        // --passthrough: the key tags stay and segments go out as stored (encrypted); a listed segment missing from
+        // the store answers 503 with an event, at once.
+        let passing = try await TestMedia.offloaded { try Player(["aes", "--data-dir", data, "--passthrough"]) }
+        try await TestMedia.offloaded {
+            let master = String(decoding: try Self.fetch(passing.url).body, as: UTF8.self)
+            let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: passing.url))).absoluteURL
+            let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+            #expect(media.contains("#EXT-X-KEY:METHOD=AES-128"), "\(media)")
+            let segments = media.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
+            let stored = try #require(segments.first)
+            let served = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(stored).absoluteString)
+            // A session path is the file's path in the asset's folder.
+            let local = URL(fileURLWithPath: data).appendingPathComponent("assets/aes")
+            func onDiskPath(_ name: String) -> URL {
+                let path = mediaURL.deletingLastPathComponent().appendingPathComponent(name).path.split(separator: "/").dropFirst().joined(separator: "/")
+                return local.appendingPathComponent(path)
+            }
+            let onDisk = onDiskPath(stored)
+            let storedBytes = Array(try Data(contentsOf: onDisk))
+            #expect(served.status == 200 && served.body == storedBytes && served.body.first != 0x47)
+            let last = try #require(segments.last)
+            let lastOnDisk = onDiskPath(last)
+            let kept = try Data(contentsOf: lastOnDisk)
+            try FileManager.default.removeItem(at: lastOnDisk)
+            let missing = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(last).absoluteString)
+            #expect(missing.status == 503)
+            try kept.write(to: lastOnDisk)
+        }
+        let passed = try await TestMedia.offloaded { passing.stop() }
+        #expect(passed.stderr.contains("not-cached: aes/"), "\(passed.stderr)")
 
         try await TestMedia.offloaded {
             // --exec: the command's status is the exit status; the URL replaces {url}.
