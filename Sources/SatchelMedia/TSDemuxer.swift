@@ -2,53 +2,32 @@ import SatchelBytes
 
 /// Reads H.264 and AAC elementary streams from an MPEG-TS file into tracks (90 kHz timescale).
 public enum TSDemuxer {
-    struct PES {
-        var pts: Int64?
-        var dts: Int64?
-        var payload: [UInt8]
+    /// One PES packet of an elementary stream, as the transport stream carries it.
+    public struct PES: Sendable {
+        /// The PID that carries it.
+        public var pid: UInt16
+        /// The PES stream_id (0xE0 video, 0xC0 audio, ...).
+        public var streamID: UInt8
+        /// Timestamps, 90 kHz.
+        public var pts: Int64?
+        public var dts: Int64?
+        /// The elementary stream bytes after the PES header.
+        public var payload: [UInt8]
+        /// The random_access_indicator of its first transport packet.
+        public var randomAccess: Bool
+        /// The PCR (90 kHz base) of its first transport packet, if it has one.
+        public var pcr: Int64?
     }
 
     /// Demuxes `bytes`. With `allowSampleAES`, SAMPLE-AES streams (0xDB, 0xCF) are read as H.264 and
     /// AAC so that a client can decrypt their samples; otherwise they are refused.
     public static func demux(_ bytes: [UInt8], allowSampleAES: Bool = false) throws(MediaError) -> [MediaTrack] {
-        guard bytes.count >= TSMuxer.packetSize else { throw .truncated("MPEG-TS shorter than one packet") }
-        var pmtPID: UInt16?
-        var streamTypes: [UInt16: UInt8] = [:]
-        var order: [UInt16] = []
-        var current: [UInt16: [UInt8]] = [:]
+        let (streams, all) = try packets(bytes)
         var packets: [UInt16: [PES]] = [:]
-        var offset = 0
-        while offset + TSMuxer.packetSize <= bytes.count {
-            guard bytes[offset] == 0x47 else { throw .malformed("MPEG-TS sync byte missing at offset \(offset)") }
-            let pusi = bytes[offset + 1] & 0x40 != 0
-            let pid = UInt16(bytes[offset + 1] & 0x1F) << 8 | UInt16(bytes[offset + 2])
-            let control = (bytes[offset + 3] >> 4) & 0x3
-            var start = offset + 4
-            if control & 0x2 != 0 { start += 1 + Int(bytes[offset + 4]) }
-            let end = offset + TSMuxer.packetSize
-            offset = end
-            guard control & 0x1 != 0, start < end else { continue }
-            let payload = bytes[start..<end]
-            if pid == 0, pusi {
-                if let pmt = try parsePAT(payload) { pmtPID = pmt }
-            } else if pid == pmtPID, pusi {
-                for (streamPID, type) in try parsePMT(payload) where streamTypes[streamPID] == nil {
-                    streamTypes[streamPID] = type
-                    order.append(streamPID)
-                }
-            } else if streamTypes[pid] != nil {
-                if pusi {
-                    if let data = current[pid] { packets[pid, default: []].append(try parsePES(data)) }
-                    current[pid] = Array(payload)
-                } else {
-                    current[pid]?.append(contentsOf: payload)
-                }
-            }
-        }
-        for (pid, data) in current { packets[pid, default: []].append(try parsePES(data)) }
+        for pes in all { packets[pes.pid, default: []].append(pes) }
         var tracks: [MediaTrack] = []
-        for pid in order {
-            guard let type = streamTypes[pid], let pes = packets[pid], !pes.isEmpty else { continue }
+        for (pid, type) in streams {
+            guard let pes = packets[pid], !pes.isEmpty else { continue }
             switch type {
             case 0x1B: tracks.append(try videoTrack(pid: pid, pes))
             case 0x0F: tracks.append(try audioTrack(pid: pid, pes))
@@ -60,6 +39,70 @@ public enum TSDemuxer {
         }
         guard !tracks.isEmpty else { throw .unsupported("no H.264 or AAC stream in the transport stream") }
         return tracks
+    }
+
+    /// The elementary streams the PMT declares (PID and stream type, in PMT order) and every PES packet they
+    /// carry, in the order the packets start.
+    public static func packets(_ bytes: [UInt8]) throws(MediaError) -> (streams: [(pid: UInt16, streamType: UInt8)], pes: [PES]) {
+        guard bytes.count >= TSMuxer.packetSize else { throw .truncated("MPEG-TS shorter than one packet") }
+        var pmtPID: UInt16?
+        var streams: [(pid: UInt16, streamType: UInt8)] = []
+        var open: [UInt16: (index: Int, data: [UInt8])] = [:]
+        var started: [(pid: UInt16, randomAccess: Bool, pcr: Int64?)] = []
+        var data: [[UInt8]] = []
+        var offset = 0
+        while offset + TSMuxer.packetSize <= bytes.count {
+            guard bytes[offset] == 0x47 else { throw .malformed("MPEG-TS sync byte missing at offset \(offset)") }
+            let pusi = bytes[offset + 1] & 0x40 != 0
+            let pid = UInt16(bytes[offset + 1] & 0x1F) << 8 | UInt16(bytes[offset + 2])
+            let control = (bytes[offset + 3] >> 4) & 0x3
+            var start = offset + 4
+            var randomAccess = false
+            var pcr: Int64?
+            if control & 0x2 != 0 {
+                let length = Int(bytes[offset + 4])
+                if length > 0 {
+                    let flags = bytes[offset + 5]
+                    randomAccess = flags & 0x40 != 0
+                    if flags & 0x10 != 0, length >= 7 {
+                        let b = bytes[(offset + 6)..<(offset + 11)].map(Int64.init)
+                        pcr = b[0] << 25 | b[1] << 17 | b[2] << 9 | b[3] << 1 | b[4] >> 7
+                    }
+                }
+                start += 1 + length
+            }
+            let end = offset + TSMuxer.packetSize
+            offset = end
+            guard control & 0x1 != 0, start < end else { continue }
+            let payload = bytes[start..<end]
+            if pid == 0, pusi {
+                if let pmt = try parsePAT(payload) { pmtPID = pmt }
+            } else if pid == pmtPID, pusi {
+                for (streamPID, type) in try parsePMT(payload) where !streams.contains(where: { $0.pid == streamPID }) {
+                    streams.append((streamPID, type))
+                }
+            } else if streams.contains(where: { $0.pid == pid }) {
+                if pusi {
+                    if let previous = open[pid] { data[previous.index] = previous.data }
+                    open[pid] = (data.count, Array(payload))
+                    data.append([])
+                    started.append((pid, randomAccess, pcr))
+                } else {
+                    open[pid]?.data.append(contentsOf: payload)
+                }
+            }
+        }
+        for (_, previous) in open { data[previous.index] = previous.data }
+        var pes: [PES] = []
+        pes.reserveCapacity(data.count)
+        for (index, bytes) in data.enumerated() {
+            var packet = try parsePES(bytes)
+            packet.pid = started[index].pid
+            packet.randomAccess = started[index].randomAccess
+            packet.pcr = started[index].pcr
+            pes.append(packet)
+        }
+        return (streams, pes)
     }
 
     /// The streams the first PMT of `bytes` declares: PID, stream type and ES descriptors.
@@ -140,7 +183,7 @@ public enum TSDemuxer {
         }
         let pts = flags & 0x80 != 0 ? timestamp(9) : nil
         let dts = flags & 0x40 != 0 ? timestamp(14) : pts
-        return PES(pts: pts, dts: dts, payload: Array(data[(9 + headerLength)...]))
+        return PES(pid: 0, streamID: data[3], pts: pts, dts: dts, payload: Array(data[(9 + headerLength)...]), randomAccess: false, pcr: nil)
     }
 
     private static func videoTrack(pid: UInt16, _ pes: [PES]) throws(MediaError) -> MediaTrack {

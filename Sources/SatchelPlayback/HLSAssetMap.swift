@@ -11,6 +11,8 @@ public struct SegmentProtection: Sendable, Equatable {
     public var keyURI: String?
     /// The IV: the key tag's, or the segment's media sequence number (HLS's rule for AES-128).
     public var iv: [UInt8]
+    /// True when the key tag wrote the IV (SAMPLE-AES without one takes the license's).
+    public var ivFromTag: Bool
     /// The segment's init segment (`EXT-X-MAP`), a path in the asset's folder.
     public var map: String?
 }
@@ -24,6 +26,8 @@ public struct HLSAssetMap: Sendable {
     public var segments: [String: SegmentProtection]
     /// Every media segment and init segment the playlists list (downloaded or not).
     public var listed: Set<String> = []
+    /// The init segments of protected segments (their sample entries are protected too).
+    public var protectedInitSegments: Set<String> = []
     /// At most this many playlists are followed.
     public static let maximumPlaylists = 500
 
@@ -61,7 +65,10 @@ public struct HLSAssetMap: Sendable {
         var key: HLSKey?
         var initSegment: String?
         for (index, segment) in playlist.segments.enumerated() {
-            if !segment.keys.isEmpty { key = segment.keys.first { $0.method != "NONE" } }
+            if !segment.keys.isEmpty {
+                // Several tags for one key (FairPlay's and identity): the one that writes the IV tells the most.
+                key = segment.keys.first { $0.method != "NONE" && $0.iv != nil } ?? segment.keys.first { $0.method != "NONE" }
+            }
             if let declared = segment.map { initSegment = Self.resolve(declared.uri, from: path) }
             if let initSegment { listed.insert(initSegment) }
             if let segmentPath = Self.resolve(segment.uri, from: path) { listed.insert(segmentPath) }
@@ -75,7 +82,8 @@ public struct HLSAssetMap: Sendable {
                 guard !overflow else { throw .invalidContent("\(path): the media sequence overflows") }
                 iv = SegmentCipher.sequenceIV(sequence)
             }
-            segments[segmentPath] = SegmentProtection(method: key.method, keyURI: key.uri, iv: iv, map: initSegment)
+            if let initSegment { protectedInitSegments.insert(initSegment) }
+            segments[segmentPath] = SegmentProtection(method: key.method, keyURI: key.uri, iv: iv, ivFromTag: key.iv != nil, map: initSegment)
         }
     }
 

@@ -164,8 +164,11 @@ public actor PlaybackProxy {
             return PlaybackResponse(bytes: Array(served.utf8), contentType: ContentTypes.type(of: file), range: nil, size: Int64(served.utf8.count))
         }
         if session.mode == .decrypt, let protection = session.map.segments[file] {
-            let bytes = try Self.read(folder, file)
-            let clear = try await decrypt(bytes, protection, session, file)
+            let clear = try await decrypt(file, protection, session)
+            return try PlaybackResponse.ranged(clear, contentType: ContentTypes.type(of: file), rangeHeader: range)
+        }
+        if session.mode == .decrypt, session.map.protectedInitSegments.contains(file) {
+            let clear = try await clearInit(file, session)
             return try PlaybackResponse.ranged(clear, contentType: ContentTypes.type(of: file), rangeHeader: range)
         }
         return try PlaybackResponse.ranged(try Self.read(folder, file), contentType: ContentTypes.type(of: file), rangeHeader: range)
@@ -182,21 +185,59 @@ public actor PlaybackProxy {
         }
     }
 
-    private nonisolated func decrypt(_ bytes: [UInt8], _ protection: SegmentProtection, _ session: PlaybackSession,
-                                     _ file: String) async throws(PlaybackError) -> [UInt8] {
-        do {
-            guard protection.method == "AES-128" else {
-                throw PlaybackError.invalidContent("\(protection.method) segments are served only in pass-through mode for now")
+    /// A protected segment, clear: AES-128 (whole segment), SAMPLE-AES MPEG-TS, or CMAF `cbcs` / `cenc`
+    /// (SAMPLE-AES / SAMPLE-AES-CTR with an init segment).
+    private nonisolated func decrypt(_ file: String, _ protection: SegmentProtection, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+        try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
+            let bytes = try Self.read(session.asset.folder, file)
+            do {
+                switch (protection.method, protection.map) {
+                case ("AES-128", _):
+                    return try SegmentCipher(key: try Self.key(session, protection.keyURI).key).decrypt(bytes, iv: protection.iv)
+                case ("SAMPLE-AES", nil):
+                    let key = try Self.key(session, protection.keyURI)
+                    let iv = protection.ivFromTag ? protection.iv : key.iv ?? protection.iv
+                    return try SampleAESTransport.decrypt(bytes, key: key.key, iv: iv)
+                case let ("SAMPLE-AES", initSegment?), let ("SAMPLE-AES-CTR", initSegment?):
+                    let decryptor = try FMP4Decryptor(initSegment: Self.read(session.asset.folder, initSegment))
+                    guard let key = session.keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) else {
+                        throw PlaybackError.invalidContent("the license holds no key for key ID \(decryptor.keyID.hex)")
+                    }
+                    return try decryptor.clearSegment(bytes, key: key.key)
+                default:
+                    throw PlaybackError.invalidContent("\(protection.method) segments\(protection.map == nil ? "" : " with an init segment") cannot be decrypted")
+                }
+            } catch let error as PlaybackError {
+                throw error
+            } catch {
+                throw PlaybackError.invalidContent("\(file) does not decrypt: \(error)")
             }
-            guard let key = session.key(for: protection.keyURI) else { throw PlaybackError.invalidContent("the license holds no key for this segment") }
-            return try SegmentCipher(key: key.key).decrypt(bytes, iv: protection.iv)
-        } catch let error as PlaybackError {
-            await report(.invalidContent(asset: session.assetID, path: file, reason: error.description))
-            throw error
-        } catch {
-            await report(.invalidContent(asset: session.assetID, path: file, reason: "it does not decrypt (\(error))"))
-            throw .invalidContent("\(file) does not decrypt")
         }
+    }
+
+    /// A protected init segment without its protection (the original sample entry returns).
+    private nonisolated func clearInit(_ file: String, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+        try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
+            let bytes = try Self.read(session.asset.folder, file)
+            do { return try FMP4Decryptor.clearInitSegment(bytes) } catch { throw PlaybackError.invalidContent("\(file): \(error)") }
+        }
+    }
+
+    /// Runs `work`; content that does not parse or decrypt is reported as an `invalidContent` event.
+    private nonisolated func reportingInvalid(_ file: String, _ session: PlaybackSession,
+                                              _ work: () throws(PlaybackError) -> [UInt8]) async throws(PlaybackError) -> [UInt8] {
+        do {
+            return try work()
+        } catch {
+            if case let .invalidContent(reason) = error { await report(.invalidContent(asset: session.assetID, path: file, reason: reason)) }
+            throw error
+        }
+    }
+
+    /// The key for a segment whose key tag names `keyURI`.
+    private static func key(_ session: PlaybackSession, _ keyURI: String?) throws(PlaybackError) -> PlaybackKey {
+        guard let key = session.key(for: keyURI) else { throw .invalidContent("the license holds no key for this segment") }
+        return key
     }
 
     /// A file of an asset's folder (the path is already confined to it).

@@ -117,7 +117,18 @@ struct DownloadCommandTests {
             process.standardError = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice
             try process.run()
-            try await Task.sleep(for: .milliseconds(Int.random(in: 100...500, using: &generator)))
+            // Killed once a file is under way (a loaded machine may take a while to start the process), at a
+            // random moment after.
+            let folder = directory.appendingPathComponent("data/assets/x")
+            func started() -> Bool {
+                TestMedia.files(under: folder).contains { path in
+                    path.hasSuffix(".part") && ((try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(path).path)[.size] as? Int) ?? 0) > 0
+                }
+            }
+            for _ in 0..<100 where !started() {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            try await Task.sleep(for: .milliseconds(Int.random(in: 0...400, using: &generator)))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }

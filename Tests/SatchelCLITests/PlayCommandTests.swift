@@ -202,4 +202,86 @@ import Testing
             #expect(refused.status != 0 && refused.stderr.contains("no-rights") && refused.stdout.isEmpty, "\(refused.stderr)")
         }
     }
+
+    @Test("every scheme plays decrypted through the proxy, offline: SAMPLE-AES MPEG-TS, CMAF cbcs and cenc (init segments without sinf/pssh, fragments without senc/saiz/saio); ffmpeg reads the packets of the clear package; a corrupt segment is invalid-content")
+    func everyScheme() async throws {
+        try TestMedia.require("ffmpeg")
+        let server = try AgentCommandTests.Server("play-schemes")
+        try await server.start()
+        defer { server.stop() }
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let input = try await TestMedia.offloaded { try TestMedia.make("play-schemes", seconds: 4) }
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        let data = server.directory.appendingPathComponent("device").path
+        let cases = [("sample-aes", "hls-ts"), ("cbcs", "cmaf"), ("cenc", "cmaf")]
+        try await TestMedia.offloaded {
+            for format in ["hls-ts", "cmaf"] {
+                let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear-\(format)").path, "--format", format,
+                                                  "--segment-duration", "2"])
+                #expect(packaged.status == 0, "\(packaged.stderr)")
+            }
+            let token = try server.token()
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+            for (scheme, format) in cases {
+                let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(scheme).path, "--format", format,
+                                                  "--segment-duration", "2", "--scheme", scheme, "--register", "--asset-id", scheme,
+                                                  "--data-dir", server.data, "--offline"])
+                #expect(packaged.status == 0, "\(scheme): \(packaged.stderr)")
+                #expect(try CLIRunner.run(["download", "add", origin.url("\(scheme)/master.m3u8"), "--data-dir", data, "--id", scheme,
+                                           "--license", "--token", token]).status == 0)
+            }
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        origin.stop()
+        server.stop()  // offline from here on
+
+        for (scheme, format) in cases {
+            let player = try await TestMedia.offloaded { try Player([scheme, "--data-dir", data]) }
+            try await TestMedia.offloaded {
+                let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear-\(format)/master.m3u8").path)
+                let played = try TestMedia.packetHashes(player.url)
+                #expect(!expected.isEmpty && played == expected, "\(scheme): \(played.count) packets vs \(expected.count)")
+                guard format == "cmaf" else { return }
+                // The init segment and a fragment as served: no protection boxes left.
+                let master = String(decoding: try Self.fetch(player.url).body, as: UTF8.self)
+                let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+                let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: player.url))).absoluteURL
+                let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+                #expect(!media.contains("EXT-X-KEY") && media.contains("EXT-X-MAP"), "\(media)")
+                let initName = try #require(media.components(separatedBy: "URI=\"").dropFirst().first?.prefix { $0 != "\"" })
+                let initSegment = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(String(initName)).absoluteString)
+                let fragmentName = try #require(media.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+                let fragment = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(String(fragmentName)).absoluteString)
+                #expect(initSegment.status == 200 && fragment.status == 200)
+                for box in ["sinf", "pssh", "encv", "enca", "tenc"] {
+                    #expect(!Self.contains(initSegment.body, box), "\(scheme): the init segment still has '\(box)'")
+                }
+                for box in ["senc", "saiz", "saio"] {
+                    #expect(!Self.contains(fragment.body, box), "\(scheme): the fragment still has '\(box)'")
+                }
+            }
+            let stopped = try await TestMedia.offloaded { player.stop() }
+            #expect(stopped.status == 0, "\(scheme): \(stopped.stderr)")
+        }
+
+        // A segment damaged on disk: the request fails, an invalid-content event names it.
+        let local = URL(fileURLWithPath: data).appendingPathComponent("assets/sample-aes")
+        let damaged = try #require(TestMedia.files(under: local).first { $0.hasSuffix(".ts") })
+        try Data(repeating: 0x47, count: 1000).write(to: local.appendingPathComponent(damaged))
+        let player = try await TestMedia.offloaded { try Player(["sample-aes", "--data-dir", data]) }
+        let answer = try await TestMedia.offloaded {
+            try Self.fetch(String(player.url.dropLast("master.m3u8".count)) + damaged)
+        }
+        #expect(answer.status == 502, "\(answer.status)")
+        let stopped = try await TestMedia.offloaded { player.stop() }
+        #expect(stopped.stderr.contains("invalid-content: sample-aes/\(damaged)"), "\(stopped.stderr)")
+    }
+
+    /// True when `bytes` hold the four characters `type` (a box type) anywhere.
+    static func contains(_ bytes: [UInt8], _ type: String) -> Bool {
+        String(decoding: bytes, as: UTF8.self).contains(type)
+    }
 }
