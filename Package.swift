@@ -191,7 +191,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
-        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelPlayback"]),
+        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
+                                                               .product(name: "AsyncHTTPClient", package: "async-http-client")]),
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", .product(name: "Hummingbird", package: "hummingbird"),

@@ -24,6 +24,13 @@ public struct PlaybackKey: Sendable, Equatable {
     public var key: SecretBytes
     /// The content IV, if the license carries one.
     public var iv: [UInt8]?
+
+    /// A key with its ID (hex) and IV.
+    public init(keyID: String, key: SecretBytes, iv: [UInt8]? = nil) {
+        self.keyID = keyID
+        self.key = key
+        self.iv = iv
+    }
 }
 
 /// A stored license with what its rights allow now.

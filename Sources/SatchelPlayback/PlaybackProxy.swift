@@ -32,7 +32,7 @@ public actor PlaybackProxy {
     static let maximumFile: Int64 = 512 << 20
 
     let library: any PlaybackLibrary
-    let agent: Agent?
+    let rights: (any PlaybackRights)?
     let configuration: Configuration
     let logger: Logger
     private var sessions: [String: PlaybackSession] = [:]
@@ -42,13 +42,13 @@ public actor PlaybackProxy {
     /// Events, in order.
     public nonisolated let events: AsyncStream<PlaybackEvent>
 
-    /// A proxy over `library`, with keys and rights from `agent` (nil: clear content only).
-    public init(library: any PlaybackLibrary, agent: Agent?, configuration: Configuration = Configuration(),
+    /// A proxy over `library`, with keys and rights from `rights` (the device agent; nil: clear content only).
+    public init(library: any PlaybackLibrary, rights: (any PlaybackRights)?, configuration: Configuration = Configuration(),
                 logger: Logger = Logger(label: "satchel.playback")) throws(PlaybackError) {
         guard ["127.0.0.1", "::1", "localhost"].contains(configuration.host) else { throw .notLoopback(configuration.host) }
         guard (0...65_535).contains(configuration.port) else { throw .storage("the port must be 0 to 65535") }
         self.library = library
-        self.agent = agent
+        self.rights = rights
         self.configuration = configuration
         self.logger = logger
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
@@ -101,14 +101,9 @@ public actor PlaybackProxy {
         var keys: [PlaybackKey] = []
         if map.isProtected {
             // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
-            guard let agent else { throw .notPlayable(.noRights) }
-            do {
-                let opened = try await agent.use(asset: assetID)
-                if configuration.mode == .decrypt { keys = opened }
-            } catch {
-                if case let .notPlayable(status) = error { throw .notPlayable(status) }
-                throw .storage(error.description)
-            }
+            guard let rights else { throw .notPlayable(.noRights) }
+            let opened = try await rights.playbackKeys(asset: assetID)
+            if configuration.mode == .decrypt { keys = opened }
         }
         let session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
                                       mode: configuration.mode, keys: keys)
@@ -161,7 +156,17 @@ public actor PlaybackProxy {
         if isPlaylist {
             let text = String(decoding: try Self.read(folder, file), as: UTF8.self)
             let served = session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : text
-            return PlaybackResponse(bytes: Array(served.utf8), contentType: ContentTypes.type(of: file), range: nil, size: Int64(served.utf8.count))
+            return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: file), range: nil, size: Int64(served.utf8.count))
+        }
+        if session.mode == .decrypt, let protection = session.map.segments[file], protection.method == "AES-128" {
+            return try await reportingInvalid(file, session) { () throws(PlaybackError) -> PlaybackResponse in
+                let cipher: SegmentCipher
+                do { cipher = try SegmentCipher(key: try Self.key(session, protection.keyURI).key) } catch let error as PlaybackError { throw error } catch {
+                    throw .invalidContent("the license's key does not fit AES-128 (\(error))")
+                }
+                return try PlaybackResponse.decrypting(folder + "/" + file, cipher: cipher, iv: protection.iv,
+                                                       contentType: ContentTypes.type(of: file), rangeHeader: range)
+            }
         }
         if session.mode == .decrypt, let protection = session.map.segments[file] {
             let clear = try await decrypt(file, protection, session)
@@ -171,29 +176,26 @@ public actor PlaybackProxy {
             let clear = try await clearInit(file, session)
             return try PlaybackResponse.ranged(clear, contentType: ContentTypes.type(of: file), rangeHeader: range)
         }
-        return try PlaybackResponse.ranged(try Self.read(folder, file), contentType: ContentTypes.type(of: file), rangeHeader: range)
+        return try PlaybackResponse.file(folder + "/" + file, contentType: ContentTypes.type(of: file), rangeHeader: range)
     }
 
     /// Rights are checked again before every segment: ended rights stop the session's media (event once).
     private nonisolated func checkRights(_ session: PlaybackSession) async throws(PlaybackError) {
-        guard let agent, session.map.isProtected else { return }
-        let status: RightsStatus
-        do { status = try await agent.rights(asset: session.assetID).status } catch { throw .storage(error.description) }
+        guard let rights, session.map.isProtected else { return }
+        let status = try await rights.playbackStatus(asset: session.assetID)
         guard status == .valid else {
             _ = await end(session.token, status: status)
             throw .notPlayable(status)
         }
     }
 
-    /// A protected segment, clear: AES-128 (whole segment), SAMPLE-AES MPEG-TS, or CMAF `cbcs` / `cenc`
-    /// (SAMPLE-AES / SAMPLE-AES-CTR with an init segment).
+    /// A protected segment, clear, in memory: SAMPLE-AES MPEG-TS, or CMAF `cbcs` / `cenc` (SAMPLE-AES /
+    /// SAMPLE-AES-CTR with an init segment). AES-128 segments stream instead (``PlaybackBody``).
     private nonisolated func decrypt(_ file: String, _ protection: SegmentProtection, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
         try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
             let bytes = try Self.read(session.asset.folder, file)
             do {
                 switch (protection.method, protection.map) {
-                case ("AES-128", _):
-                    return try SegmentCipher(key: try Self.key(session, protection.keyURI).key).decrypt(bytes, iv: protection.iv)
                 case ("SAMPLE-AES", nil):
                     let key = try Self.key(session, protection.keyURI)
                     let iv = protection.ivFromTag ? protection.iv : key.iv ?? protection.iv
@@ -224,8 +226,8 @@ public actor PlaybackProxy {
     }
 
     /// Runs `work`; content that does not parse or decrypt is reported as an `invalidContent` event.
-    private nonisolated func reportingInvalid(_ file: String, _ session: PlaybackSession,
-                                              _ work: () throws(PlaybackError) -> [UInt8]) async throws(PlaybackError) -> [UInt8] {
+    private nonisolated func reportingInvalid<T>(_ file: String, _ session: PlaybackSession,
+                                                 _ work: () throws(PlaybackError) -> T) async throws(PlaybackError) -> T {
         do {
             return try work()
         } catch {

@@ -1,19 +1,70 @@
-/// What the proxy answers for one file: its bytes (or the range asked for), its type and its size.
+import Foundation
+import SatchelProtection
+
+/// What the proxy answers for one file: its body (the range asked for, or all of it), type and size.
 struct PlaybackResponse: Sendable {
-    var bytes: [UInt8]
+    var body: PlaybackBody
     var contentType: String
     /// The range served (206), or nil (200).
     var range: ClosedRange<Int64>?
-    /// The whole file's size.
+    /// The whole file's size (clear size for a decrypted segment).
     var size: Int64
+
+    /// The number of bytes the body holds.
+    var length: Int64 { range.map { $0.upperBound - $0.lowerBound + 1 } ?? size }
 
     /// The bytes of `whole` that `rangeHeader` asks for.
     static func ranged(_ whole: [UInt8], contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
         let size = Int64(whole.count)
         guard let range = try ByteRangeRequest.resolve(rangeHeader, size: size) else {
-            return PlaybackResponse(bytes: whole, contentType: contentType, range: nil, size: size)
+            return PlaybackResponse(body: .bytes(whole), contentType: contentType, range: nil, size: size)
         }
-        return PlaybackResponse(bytes: Array(whole[Int(range.lowerBound)...Int(range.upperBound)]), contentType: contentType, range: range, size: size)
+        return PlaybackResponse(body: .bytes(Array(whole[Int(range.lowerBound)...Int(range.upperBound)])), contentType: contentType, range: range, size: size)
+    }
+
+    /// A file streamed from disk, the range asked for or all of it.
+    static func file(_ path: String, contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
+        let size = try fileSize(path)
+        guard let range = try ByteRangeRequest.resolve(rangeHeader, size: size) else {
+            return PlaybackResponse(body: size == 0 ? .empty : .file(path: path, range: 0...(size - 1)), contentType: contentType, range: nil, size: size)
+        }
+        return PlaybackResponse(body: .file(path: path, range: range), contentType: contentType, range: range, size: size)
+    }
+
+    /// An AES-128 segment decrypted as it streams; its clear size comes from its last block's padding.
+    static func decrypting(_ path: String, cipher: SegmentCipher, iv: [UInt8], contentType: String,
+                           rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
+        let stored = try fileSize(path)
+        guard stored >= 16, stored % 16 == 0 else { throw .invalidContent("an AES-128 segment of \(stored) bytes is not whole blocks") }
+        let tail: [UInt8]
+        do {
+            guard let handle = FileHandle(forReadingAtPath: path) else { throw PlaybackError.notFound }
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(max(stored - 32, 0)))
+            tail = Array(try handle.read(upToCount: 32) ?? Data())
+        } catch {
+            throw .storage("cannot read \(path.split(separator: "/").last ?? ""): \(error)")
+        }
+        guard tail.count == min(stored, 32) else { throw .storage("the segment shrank while it was read") }
+        let padding: Int
+        do {
+            padding = try cipher.paddingLength(last: Array(tail.suffix(16)), previous: tail.count == 32 ? Array(tail.prefix(16)) : iv)
+        } catch {
+            throw .invalidContent("it does not decrypt (\(error))")
+        }
+        let size = stored - Int64(padding)
+        guard let range = try ByteRangeRequest.resolve(rangeHeader, size: size) else {
+            return PlaybackResponse(body: size == 0 ? .empty : .aes128(path: path, cipher: cipher, iv: iv, range: 0...(size - 1)),
+                                    contentType: contentType, range: nil, size: size)
+        }
+        return PlaybackResponse(body: .aes128(path: path, cipher: cipher, iv: iv, range: range), contentType: contentType, range: range, size: size)
+    }
+
+    /// The size of a regular file.
+    static func fileSize(_ path: String) throws(PlaybackError) -> Int64 {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              attributes[.type] as? FileAttributeType == .typeRegular, let size = attributes[.size] as? Int64 else { throw .notFound }
+        return size
     }
 }
 

@@ -23,8 +23,12 @@ struct PlaybackRoutes: RouteGroup {
         if let range = response.range {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(response.size)"
         }
-        headers[.contentLength] = String(response.bytes.count)
-        let body = head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: response.bytes))
+        headers[.contentLength] = String(response.length)
+        let streamed = response.body
+        let body = head ? ResponseBody() : ResponseBody(contentLength: Int(response.length)) { writer in
+            try await streamed.write(to: &writer)
+            try await writer.finish(nil)
+        }
         return Response(status: response.range == nil ? .ok : .partialContent, headers: headers, body: body)
     }
 }

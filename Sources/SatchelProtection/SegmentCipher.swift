@@ -23,6 +23,25 @@ public struct SegmentCipher: Sendable {
         return try BlockCipher.cbcDecrypt(segment, key: key, iv: iv, padding: true)
     }
 
+    /// Decrypts whole blocks of a segment, padding left in: a stretch from anywhere in the segment, `iv` being
+    /// the cipher block before it (or the segment's IV for the first). This is how a segment is decrypted as it
+    /// streams, and how a byte range of it is decrypted without the blocks before.
+    public func decryptBlocks(_ blocks: [UInt8], iv: [UInt8]) throws(ProtectionError) -> [UInt8] {
+        guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
+        return try BlockCipher.cbcDecrypt(blocks, key: key, iv: iv)
+    }
+
+    /// The PKCS#7 padding length (1–16) of a segment whose last cipher block is `last`, `previous` being the
+    /// block before it (or the IV for a one-block segment): the clear size is the segment's minus this.
+    public func paddingLength(last: [UInt8], previous: [UInt8]) throws(ProtectionError) -> Int {
+        guard last.count == 16 else { throw .invalidLength(what: "last block", expected: 16, actual: last.count) }
+        let block = try decryptBlocks(last, iv: previous)
+        guard let count = block.last, (1...16).contains(count), block.suffix(Int(count)).allSatisfy({ $0 == count }) else {
+            throw .malformed("the segment's padding is not PKCS#7 (wrong key or IV?)")
+        }
+        return Int(count)
+    }
+
     /// The IV HLS implies for a segment without an IV attribute: its media sequence number, big-endian.
     public static func sequenceIV(_ sequenceNumber: UInt64) -> [UInt8] {
         var writer = ByteWriter(capacity: 16)

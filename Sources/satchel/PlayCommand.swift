@@ -22,7 +22,7 @@ struct PlayCommand: SatchelAsyncCommand {
 
     func execute() async throws {
         let status = try await directory.withEngine(readOnly: true) { manager, agent -> Int32 in
-            let proxy = try PlaybackProxy(library: DownloadLibrary(manager: manager), agent: agent,
+            let proxy = try PlaybackProxy(library: DownloadLibrary(manager: manager), rights: agent,
                                           configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt),
                                           logger: Logger(label: "satchel.playback"))
             let events = Task {

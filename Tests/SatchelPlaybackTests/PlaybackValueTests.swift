@@ -86,8 +86,8 @@ import Testing
             func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset { throw .unknownAsset(assetID) }
         }
         for host in ["0.0.0.0", "192.168.1.2", "::", "example.com"] {
-            #expect(throws: PlaybackError.notLoopback(host)) { try PlaybackProxy(library: Nothing(), agent: nil, configuration: .init(host: host)) }
+            #expect(throws: PlaybackError.notLoopback(host)) { try PlaybackProxy(library: Nothing(), rights: nil, configuration: .init(host: host)) }
         }
-        _ = try PlaybackProxy(library: Nothing(), agent: nil, configuration: .init(host: "::1"))
+        _ = try PlaybackProxy(library: Nothing(), rights: nil, configuration: .init(host: "::1"))
     }
 }
