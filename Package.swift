@@ -106,6 +106,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
@@ -183,6 +184,7 @@ let package = Package(
                 "SatchelRights",
                 "SatchelAgent",
                 "SatchelDownloads",
+                "SatchelPlayback",
                 "SatchelFuzzTargets",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

@@ -1,6 +1,12 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Hummingbird
 import NIOCore
+import NIOFoundationCompat
 import SatchelProtection
 
 /// The body of one answer: bytes already in memory, or a stretch of a file streamed from disk as it is read,
@@ -26,24 +32,22 @@ enum PlaybackBody: Sendable {
         case let .bytes(bytes):
             try await writer.write(ByteBuffer(bytes: bytes))
         case let .file(path, range):
-            let handle = try Self.open(path, at: UInt64(range.lowerBound))
-            defer { try? handle.close() }
-            var remaining = range.upperBound - range.lowerBound + 1
-            while remaining > 0 {
-                let data = try Self.read(handle, Int(min(remaining, Int64(Self.chunk))))
-                try await writer.write(ByteBuffer(bytes: data))
-                remaining -= Int64(data.count)
+            let file = try OpenFile(path)
+            var offset = range.lowerBound
+            while offset <= range.upperBound {
+                let buffer = try file.read(Int(min(range.upperBound - offset + 1, Int64(Self.chunk))), at: offset)
+                try await writer.write(buffer)
+                offset += Int64(buffer.readableBytes)
             }
         case let .aes128(path, cipher, iv, range):
             // CBC decrypts from any block given the cipher block before it: start at the block holding the range.
+            let file = try OpenFile(path)
             let firstBlock = range.lowerBound / 16 * 16
-            let handle = try Self.open(path, at: UInt64(max(firstBlock - 16, 0)))
-            defer { try? handle.close() }
-            var chain = firstBlock == 0 ? iv : Array(try Self.read(handle, 16))
+            var chain = firstBlock == 0 ? iv : Array(try file.read(16, at: firstBlock - 16).readableBytesView)
             var position = firstBlock  // clear offset of the next block read
             while position <= range.upperBound {
                 let wanted = min(Int64(Self.chunk), (range.upperBound / 16 + 1) * 16 - position)
-                let blocks = Array(try Self.read(handle, Int(wanted)))
+                let blocks = try file.read(Int(wanted), at: position).readableBytesView
                 guard blocks.count % 16 == 0 else { throw PlaybackError.invalidContent("\(path): not whole AES blocks") }
                 let clear = try cipher.decryptBlocks(blocks, iv: chain)
                 chain = Array(blocks.suffix(16))
@@ -55,16 +59,33 @@ enum PlaybackBody: Sendable {
         }
     }
 
-    private static func open(_ path: String, at offset: UInt64) throws -> FileHandle {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw PlaybackError.notFound }
-        try handle.seek(toOffset: offset)
-        return handle
-    }
+    /// A file open for reading by offset (pread straight into the buffer sent; closed when released).
+    final class OpenFile {
+        let descriptor: Int32
 
-    /// Exactly `count` bytes (a file that shrank while served is an error, never a short answer).
-    private static func read(_ handle: FileHandle, _ count: Int) throws -> Data {
-        let data = try handle.read(upToCount: count) ?? Data()
-        guard data.count == count else { throw PlaybackError.storage("the file shrank while it was served") }
-        return data
+        init(_ path: String) throws {
+            descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw PlaybackError.notFound }
+        }
+
+        deinit { close(descriptor) }
+
+        /// Exactly `count` bytes at `offset` (a file that shrank while served is an error, never a short answer).
+        func read(_ count: Int, at offset: Int64) throws -> ByteBuffer {
+            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            var filled = 0
+            while filled < count {
+                var failure: Int32 = 0
+                let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count - filled) { pointer in
+                    let read = pread(descriptor, pointer.baseAddress, count - filled, off_t(offset) + off_t(filled))
+                    if read < 0 { failure = errno }
+                    return max(read, 0)  // the buffer moves on by what was read, never by an error code
+                }
+                if failure == EINTR { continue }
+                guard got > 0 else { throw PlaybackError.storage("the file shrank or failed while it was served") }
+                filled += got
+            }
+            return buffer
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import SatchelBytes
 
 /// HLS METHOD=AES-128: the whole segment AES-128-CBC encrypted with PKCS#7 padding.
@@ -29,6 +30,18 @@ public struct SegmentCipher: Sendable {
     public func decryptBlocks(_ blocks: [UInt8], iv: [UInt8]) throws(ProtectionError) -> [UInt8] {
         guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
         return try BlockCipher.cbcDecrypt(blocks, key: key, iv: iv)
+    }
+
+    /// The same over any bytes (a network or file buffer), without copying them first.
+    public func decryptBlocks<D: DataProtocol>(_ blocks: D, iv: [UInt8]) throws(ProtectionError) -> Data {
+        guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
+        guard blocks.count % 16 == 0 else { throw .malformed("AES-CBC data of \(blocks.count) bytes is not whole blocks") }
+        if blocks.isEmpty { return Data() }
+        do {
+            return try AES._CBC.decrypt(blocks, using: key, iv: AES._CBC.IV(ivBytes: iv), noPadding: true)
+        } catch {
+            throw .cryptoFailure("AES-CBC decryption")
+        }
     }
 
     /// The PKCS#7 padding length (1–16) of a segment whose last cipher block is `last`, `previous` being the

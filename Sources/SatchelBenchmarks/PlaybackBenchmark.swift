@@ -1,0 +1,180 @@
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#endif
+import Foundation
+import Logging
+import SatchelAgent
+import SatchelBytes
+import SatchelPackager
+import SatchelPlayback
+import SatchelProtection
+import SatchelRights
+
+/// The playback proxy serving a downloaded asset's segments to wrk on loopback — clear, and decrypting AES-128,
+/// cbcs and cenc — beside nginx serving the same clear files from disk in the same run: requests/s, MB/s and
+/// p99 latency of one video segment; and the time from opening a session to the first byte of its first segment.
+/// Targets (issue 14): clear ≥ 70 % of nginx's MB/s, decrypting ≥ 50 %, first byte ≤ 50 ms.
+struct PlaybackBenchmark {
+    let seconds: Int
+    let port = 18_543
+
+    /// Fixed keys for the benchmark's packages (the seam the device agent fills in the product).
+    struct FixedRights: PlaybackRights {
+        let keys: [PlaybackKey]
+        func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey] { keys }
+        func playbackStatus(asset: String) async throws(PlaybackError) -> RightsStatus { .valid }
+    }
+
+    /// Each asset ID is a folder of the site.
+    struct SiteLibrary: PlaybackLibrary {
+        let site: String
+        func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
+            PlayableAsset(folder: site + "/" + assetID, entry: "master.m3u8")
+        }
+    }
+
+    func run() async throws {
+        guard Tool.output(["which", "wrk"]) != nil, Tool.output(["which", "ffmpeg"]) != nil,
+              Tool.output(["which", "nginx"]) != nil || FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
+            print("playback benchmark skipped: needs wrk, ffmpeg and nginx (apt-get install wrk ffmpeg nginx-light)")
+            return
+        }
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("satchel-playback-bench")
+        let site = directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        let key = try ContentKey(keyID: KeyID(hex: "5a7c3e9a14b2d05f6e8a1c4d7b2e9f06"), key: SecretBytes(Array(0x10...0x1F)), iv: Array(0x20...0x2F))
+        let source = directory.appendingPathComponent("source.mp4")
+        if !FileManager.default.fileExists(atPath: source.path) {
+            guard Tool.output(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=40",
+                               "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=40",
+                               "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "4M", "-g", "25", "-pix_fmt", "yuv420p",
+                               "-c:a", "aac", "-b:a", "128k", source.path]) != nil else { throw BenchmarkError(message: "ffmpeg could not make the source") }
+        }
+        let packages: [(String, PackageFormat, PackageScheme)] = [("clear", .hlsTS, .clear), ("aes-128", .hlsTS, .aes128),
+                                                                    ("cbcs", .cmaf, .cbcs), ("cenc", .cmaf, .cenc)]
+        for (name, format, scheme) in packages where !FileManager.default.fileExists(atPath: site.appendingPathComponent(name + "/master.m3u8").path) {
+            _ = try Packager(options: PackageOptions(inputs: [source.path], output: site.appendingPathComponent(name).path, format: format,
+                                                     scheme: scheme, key: scheme == .clear ? nil : key, segmentDuration: 4)).run()
+        }
+
+        let config = directory.appendingPathComponent("nginx.conf")
+        try DownloadBenchmark.nginxConfiguration(site: site, directory: directory, listen: "127.0.0.1:\(port)", name: "nginx")
+            .write(to: config, atomically: true, encoding: .utf8)
+        guard let nginx = DownloadBenchmark.spawn(DownloadBenchmark.nginxCommand(config: config, directory: directory)) else {
+            throw BenchmarkError(message: "nginx did not start")
+        }
+        defer { kill(nginx, SIGTERM); var status: Int32 = 0; waitpid(nginx, &status, 0) }
+        try await Task.sleep(for: .milliseconds(300))
+
+        var logger = Logger(label: "satchel.playback")
+        logger.logLevel = .warning  // a line per request would measure the terminal
+        let proxy = try PlaybackProxy(library: SiteLibrary(site: site.path),
+                                      rights: FixedRights(keys: [PlaybackKey(keyID: key.keyID.hex, key: key.key, iv: key.iv)]), logger: logger)
+        defer { Task { await proxy.stop() } }
+        // The segment measured: the middle one of the first video rendition, in each package.
+        let segment = try Self.middleSegment(site.appendingPathComponent("clear"))
+        let bytes = (try? FileManager.default.attributesOfItem(atPath: site.appendingPathComponent("clear/" + segment).path)[.size] as? Int) ?? 0
+        print("playback: one \(String(format: "%.2f", Double(bytes) / 1_048_576)) MB video segment again and again, wrk -t2 -c16 \(seconds) s on loopback")
+        let reference = try wrk("http://127.0.0.1:\(port)/clear/\(segment)")
+        print(reference.line("nginx, clear files (reference)"))
+        for (name, _, _) in packages {
+            let url = try await proxy.open(asset: name)
+            let base = String(url.dropLast("master.m3u8".count))
+            let measured = try wrk(base + (try Self.middleSegment(site.appendingPathComponent(name))))
+            let share = reference.megabytes > 0 ? measured.megabytes / reference.megabytes * 100 : 0
+            print(measured.line("satchel play, \(name == "clear" ? "clear" : "decrypting \(name)")") + String(format: "  %3.0f %% of nginx's MB/s", share))
+            await proxy.close(url: url)
+        }
+        var firstBytes: [Double] = []
+        for _ in 0..<20 {
+            let start = DispatchTime.now().uptimeNanoseconds
+            let url = try await proxy.open(asset: "aes-128")
+            let first = try Self.firstSegment(site.appendingPathComponent("aes-128"))
+            try Self.firstByte(String(url.dropLast("master.m3u8".count)) + first)
+            firstBytes.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e6)
+            await proxy.close(url: url)
+        }
+        firstBytes.sort()
+        print(String(format: "first byte of a session's first segment (aes-128, decrypting), opening included: median %.1f ms, worst %.1f ms of 20",
+                     firstBytes[firstBytes.count / 2], firstBytes.last ?? 0))
+    }
+
+    struct Load {
+        var requests: Double
+        var megabytes: Double
+        var p99: Double
+
+        func line(_ name: String) -> String {
+            "  " + name.padding(toLength: 40, withPad: " ", startingAt: 0) + String(format: " %8.0f req/s %9.1f MB/s   p99 %7.2f ms", requests, megabytes, p99)
+        }
+    }
+
+    private func wrk(_ url: String) throws -> Load {
+        guard let output = Tool.output(["wrk", "-t2", "-c16", "-d\(seconds)s", "--latency", url]) else { throw BenchmarkError(message: "wrk failed") }
+        if output.contains("Non-2xx") { throw BenchmarkError(message: "wrk saw errors for \(url.prefix(40))…: \(output)") }
+        func field(_ prefix: String) -> Substring? {
+            output.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(prefix) }?
+                .split(separator: " ", omittingEmptySubsequences: true).last
+        }
+        let requests = field("Requests/sec:").flatMap { Double($0) } ?? 0
+        let megabytes = field("Transfer/sec:").map(Self.megabytes) ?? 0
+        let p99 = field("99%").map(Self.milliseconds) ?? 0
+        return Load(requests: requests, megabytes: megabytes, p99: p99)
+    }
+
+    /// wrk's "1.23GB" as MB (MiB).
+    static func megabytes(_ text: Substring) -> Double {
+        let units: [(String, Double)] = [("GB", 1024), ("MB", 1), ("KB", 1.0 / 1024), ("B", 1.0 / 1_048_576)]
+        for (unit, scale) in units where text.hasSuffix(unit) { return (Double(text.dropLast(unit.count)) ?? 0) * scale }
+        return 0
+    }
+
+    /// wrk's "12.34ms" / "1.2s" / "800us" as milliseconds.
+    static func milliseconds(_ text: Substring) -> Double {
+        let units: [(String, Double)] = [("us", 0.001), ("ms", 1), ("s", 1000), ("m", 60_000)]
+        for (unit, scale) in units where text.hasSuffix(unit) { return (Double(text.dropLast(unit.count)) ?? 0) * scale }
+        return 0
+    }
+
+    /// The media segments of the first media playlist in `package`, as paths in it.
+    static func segments(_ package: URL) throws -> [String] {
+        let master = try String(contentsOf: package.appendingPathComponent("master.m3u8"), encoding: .utf8)
+        guard let media = master.split(separator: "\n").first(where: { !$0.hasPrefix("#") && !$0.isEmpty }) else {
+            throw BenchmarkError(message: "no media playlist in \(package.lastPathComponent)")
+        }
+        let folder = media.split(separator: "/").dropLast().joined(separator: "/")
+        let text = try String(contentsOf: package.appendingPathComponent(String(media)), encoding: .utf8)
+        return text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map { folder.isEmpty ? String($0) : folder + "/" + $0 }
+    }
+
+    static func middleSegment(_ package: URL) throws -> String {
+        let all = try segments(package)
+        guard !all.isEmpty else { throw BenchmarkError(message: "no segments in \(package.lastPathComponent)") }
+        return all[all.count / 2]
+    }
+
+    static func firstSegment(_ package: URL) throws -> String {
+        guard let first = try segments(package).first else { throw BenchmarkError(message: "no segments") }
+        return first
+    }
+
+    /// Sends a GET and returns when the first byte of the answer arrives.
+    static func firstByte(_ url: String) throws {
+        guard let parsed = URL(string: url), let port = parsed.port else { throw BenchmarkError(message: "bad URL") }
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw BenchmarkError(message: "socket") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw BenchmarkError(message: "connect") }
+        let request = Array("GET \(parsed.path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+        guard request.withUnsafeBytes({ send(socket, $0.baseAddress, $0.count, 0) }) == request.count else { throw BenchmarkError(message: "send") }
+        var byte: UInt8 = 0
+        guard recv(socket, &byte, 1, 0) == 1 else { throw BenchmarkError(message: "no answer") }
+    }
+}
