@@ -101,6 +101,11 @@ public struct CommonEncryption: Sendable {
         try transform(&sample, sample.indices, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: false)
     }
 
+    /// Decrypts the sample that lies at `range` of `buffer` (a segment being read), in place.
+    public func decrypt(_ buffer: inout [UInt8], sampleAt range: Range<Int>, subsamples: [Subsample], iv: [UInt8], isVideo: Bool) throws(ProtectionError) {
+        try transform(&buffer, range, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: false)
+    }
+
     private func transform(_ buffer: inout [UInt8], _ sample: Range<Int>, subsamples: [Subsample], iv: [UInt8], isVideo: Bool,
                            encrypt: Bool) throws(ProtectionError) {
         guard sample.lowerBound >= 0, sample.upperBound <= buffer.count else {

@@ -68,10 +68,8 @@ public struct FMP4Decryptor: Sendable {
                         guard position >= 0, size <= segment.count, position <= segment.count - size else {
                             throw ProtectionError.malformed("sample runs outside the segment")
                         }
-                        var sample = Array(out[position..<(position + size)])
                         let entry = index < entries.count ? entries[index] : ([], [])
-                        try cipher.decrypt(&sample, subsamples: entry.1, iv: entry.0, isVideo: isVideo)
-                        out.replaceSubrange(position..<(position + size), with: sample)
+                        try cipher.decrypt(&out, sampleAt: position..<(position + size), subsamples: entry.1, iv: entry.0, isVideo: isVideo)
                         position += size
                     }
                 }
