@@ -112,12 +112,7 @@ struct DownloadBenchmark {
         let output = site.appendingPathComponent(name)
         guard !FileManager.default.fileExists(atPath: output.appendingPathComponent("master.m3u8").path) else { return }
         let source = directory.appendingPathComponent("source-\(seconds).mp4")
-        if !FileManager.default.fileExists(atPath: source.path) {
-            guard Tool.output(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=\(seconds)",
-                               "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
-                               "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "3M", "-g", "25", "-pix_fmt", "yuv420p",
-                               "-c:a", "aac", "-b:a", "128k", source.path]) != nil else { throw BenchmarkError(message: "ffmpeg could not make the source") }
-        }
+        try Self.makeSource(source, seconds: seconds, videoBitrate: "3M")
         var input = source
         if loops > 1 {
             input = directory.appendingPathComponent("source-\(seconds)x\(loops).mp4")
@@ -126,6 +121,15 @@ struct DownloadBenchmark {
             }
         }
         _ = try Packager(options: PackageOptions(inputs: [input.path], output: output.path, format: .hlsTS, scheme: .clear, segmentDuration: 1)).run()
+    }
+
+    /// A 720p H.264/AAC test picture and tone of `seconds` at `path`, made with ffmpeg once (kept between runs).
+    static func makeSource(_ path: URL, seconds: Int, videoBitrate: String) throws {
+        guard !FileManager.default.fileExists(atPath: path.path) else { return }
+        guard Tool.output(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=\(seconds)",
+                           "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+                           "-c:v", "libx264", "-preset", "ultrafast", "-b:v", videoBitrate, "-g", "25", "-pix_fmt", "yuv420p",
+                           "-c:a", "aac", "-b:a", "128k", path.path]) != nil else { throw BenchmarkError(message: "ffmpeg could not make the source") }
     }
 
     private func startNginx(site: URL, directory: URL) throws -> pid_t {

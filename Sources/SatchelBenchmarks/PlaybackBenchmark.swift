@@ -44,12 +44,7 @@ struct PlaybackBenchmark {
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
         let key = try ContentKey(keyID: KeyID(hex: "5a7c3e9a14b2d05f6e8a1c4d7b2e9f06"), key: SecretBytes(Array(0x10...0x1F)), iv: Array(0x20...0x2F))
         let source = directory.appendingPathComponent("source.mp4")
-        if !FileManager.default.fileExists(atPath: source.path) {
-            guard Tool.output(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25:duration=40",
-                               "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=40",
-                               "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "4M", "-g", "25", "-pix_fmt", "yuv420p",
-                               "-c:a", "aac", "-b:a", "128k", source.path]) != nil else { throw BenchmarkError(message: "ffmpeg could not make the source") }
-        }
+        try DownloadBenchmark.makeSource(source, seconds: 40, videoBitrate: "4M")
         let packages: [(String, PackageFormat, PackageScheme)] = [("clear", .hlsTS, .clear), ("aes-128", .hlsTS, .aes128),
                                                                     ("cbcs", .cmaf, .cbcs), ("cenc", .cmaf, .cenc)]
         for (name, format, scheme) in packages where !FileManager.default.fileExists(atPath: site.appendingPathComponent(name + "/master.m3u8").path) {

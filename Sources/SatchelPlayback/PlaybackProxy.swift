@@ -6,6 +6,7 @@ import SatchelAgent
 import SatchelHTTP
 import SatchelProtection
 import SatchelRights
+import ServiceLifecycle
 
 /// The playback proxy (seed 002's playlist proxy, seed 003's local HTTP server): a loopback server that hands
 /// a player session URLs for downloaded assets and serves their playlists and media, decrypted for players
@@ -37,6 +38,7 @@ public actor PlaybackProxy {
     let logger: Logger
     private var sessions: [String: PlaybackSession] = [:]
     private var task: Task<Void, any Error>?
+    private var group: ServiceGroup?
     private var boundPort: Int?
     private let continuation: AsyncStream<PlaybackEvent>.Continuation
     /// Events, in order.
@@ -62,11 +64,17 @@ public actor PlaybackProxy {
         builder.add(PlaybackRoutes(proxy: self))
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = builder.build { channel in portContinuation.yield(channel.localAddress?.port ?? 0) }
+        // Stopped by a graceful shutdown of its own service group (requests under way finish, idle connections
+        // close); cancelling the server's task instead makes Hummingbird log errors on a normal stop.
+        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: application)], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(5)  // then a player still reading is cut off
+        let group = ServiceGroup(configuration: groupConfiguration)
         let task = Task {
             defer { portContinuation.finish() }
-            try await application.runService(gracefulShutdownSignals: [])
+            try await group.run()
         }
         self.task = task
+        self.group = group
         var port: Int?
         for await bound in ports {
             port = bound
@@ -81,9 +89,11 @@ public actor PlaybackProxy {
     }
 
     /// Stops listening, closes every session and ends the event stream.
-    public func stop() {
-        task?.cancel()
+    public func stop() async {
+        await group?.triggerGracefulShutdown()
+        _ = await task?.result
         task = nil
+        group = nil
         for session in sessions.values { continuation.yield(.closed(asset: session.assetID)) }
         sessions = [:]
         continuation.finish()

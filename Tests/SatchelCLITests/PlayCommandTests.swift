@@ -45,6 +45,19 @@ import Testing
         }
     }
 
+    /// A license server, an origin serving `site` (empty), a 4 s input made with ffmpeg, and the device's data
+    /// directory: what every play test starts from.
+    static func stage(_ name: String) async throws -> (server: AgentCommandTests.Server, origin: TestOrigin, site: URL, input: URL, data: String) {
+        try TestMedia.require("ffmpeg")
+        let server = try AgentCommandTests.Server(name)
+        try await server.start()
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let input = try await TestMedia.offloaded { try TestMedia.make(name, seconds: 4) }
+        let origin = try await TestOrigin.start(root: site)
+        return (server, origin, site, input, server.directory.appendingPathComponent("device").path)
+    }
+
     /// One GET with curl, binary-safe: status, body, headers (names lowercased).
     static func fetch(_ url: String, range: String? = nil) throws -> (status: Int, body: [UInt8], headers: [String: String]) {
         let directory = try TestMedia.temporaryDirectory("fetch")
@@ -65,16 +78,8 @@ import Testing
 
     @Test("AES-128 HLS downloaded with a license plays offline through the proxy: ffmpeg reads the clear packets, the playlist has no key tag; bad tokens get 404, ranges 206; rights ending mid-play stop the segments (event once); --passthrough keeps the protection; a missing segment is 503; logs redact the token; without rights it does not open")
     func aes128Offline() async throws {
-        try TestMedia.require("ffmpeg")
-        let server = try AgentCommandTests.Server("play")
-        try await server.start()
-        defer { server.stop() }
-        let site = server.directory.appendingPathComponent("site")
-        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
-        let input = try await TestMedia.offloaded { try TestMedia.make("play-aes", seconds: 4) }
-        let origin = try await TestOrigin.start(root: site)
-        defer { origin.stop() }
-        let data = server.directory.appendingPathComponent("device").path
+        let (server, origin, site, input, data) = try await Self.stage("play")
+        defer { server.stop(); origin.stop() }
         try await TestMedia.offloaded {
             let clear = site.appendingPathComponent("clear")
             #expect(try CLIRunner.run(["package", input.path, "--out", clear.path, "--format", "hls-ts", "--segment-duration", "2"]).status == 0)
@@ -205,16 +210,8 @@ import Testing
 
     @Test("every scheme plays decrypted through the proxy, offline: SAMPLE-AES MPEG-TS, CMAF cbcs and cenc (init segments without sinf/pssh, fragments without senc/saiz/saio); ffmpeg reads the packets of the clear package; a corrupt segment is invalid-content")
     func everyScheme() async throws {
-        try TestMedia.require("ffmpeg")
-        let server = try AgentCommandTests.Server("play-schemes")
-        try await server.start()
-        defer { server.stop() }
-        let site = server.directory.appendingPathComponent("site")
-        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
-        let input = try await TestMedia.offloaded { try TestMedia.make("play-schemes", seconds: 4) }
-        let origin = try await TestOrigin.start(root: site)
-        defer { origin.stop() }
-        let data = server.directory.appendingPathComponent("device").path
+        let (server, origin, site, input, data) = try await Self.stage("play-schemes")
+        defer { server.stop(); origin.stop() }
         let cases = [("sample-aes", "hls-ts"), ("cbcs", "cmaf"), ("cenc", "cmaf")]
         try await TestMedia.offloaded {
             for format in ["hls-ts", "cmaf"] {

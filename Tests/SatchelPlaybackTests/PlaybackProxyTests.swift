@@ -61,6 +61,15 @@ import Testing
         return (folder, clear)
     }
 
+    /// A proxy over a fresh encrypted folder with its key; answers the proxy, the folder, the clear segments and
+    /// the rights (their status can be changed).
+    static func serving() throws -> (PlaybackProxy, URL, [[UInt8]], Rights) {
+        let key = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
+        let (folder, clear) = try encryptedFolder(key: key, iv: iv)
+        let rights = Rights([PlaybackKey(keyID: "00", key: SecretBytes(key))])
+        return (try PlaybackProxy(library: Folder(path: folder.path), rights: rights), folder, clear, rights)
+    }
+
     static func get(_ url: String, range: String? = nil) async throws -> (status: Int, body: [UInt8], headers: [String: String]) {
         var request = HTTPClientRequest(url: url)
         if let range { request.headers.add(name: "Range", value: range) }
@@ -73,9 +82,7 @@ import Testing
 
     @Test("an AES-128 segment streams decrypted: whole, and any range (first byte, across blocks, across chunks, the last byte, a suffix), with the clear size from the padding; 416 past the end")
     func streamedRanges() async throws {
-        let key = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
-        let (folder, clear) = try Self.encryptedFolder(key: key, iv: iv)
-        let proxy = try PlaybackProxy(library: Folder(path: folder.path), rights: Rights([PlaybackKey(keyID: "00", key: SecretBytes(key))]))
+        let (proxy, _, clear, _) = try Self.serving()
         defer { Task { await proxy.stop() } }
         let url = try await proxy.open(asset: "a")
         let base = String(url.dropLast("index.m3u8".count))
@@ -103,9 +110,7 @@ import Testing
 
     @Test("sessions are independent: two open at once play concurrently; closing one 404s its token only; a player that leaves mid-segment leaves the proxy serving")
     func sessions() async throws {
-        let key = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
-        let (folder, clear) = try Self.encryptedFolder(key: key, iv: iv)
-        let proxy = try PlaybackProxy(library: Folder(path: folder.path), rights: Rights([PlaybackKey(keyID: "00", key: SecretBytes(key))]))
+        let (proxy, _, clear, _) = try Self.serving()
         defer { Task { await proxy.stop() } }
         let first = try await proxy.open(asset: "a"), second = try await proxy.open(asset: "b")
         let open = await proxy.openSessions
@@ -135,10 +140,7 @@ import Testing
 
     @Test("rights ending mid-play: the next segment is refused with the status and rightsExpired goes out once; playlists still answer")
     func rightsEnd() async throws {
-        let key = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
-        let (folder, _) = try Self.encryptedFolder(key: key, iv: iv)
-        let rights = Rights([PlaybackKey(keyID: "00", key: SecretBytes(key))])
-        let proxy = try PlaybackProxy(library: Folder(path: folder.path), rights: rights)
+        let (proxy, folder, _, rights) = try Self.serving()
         let url = try await proxy.open(asset: "a")
         let base = String(url.dropLast("index.m3u8".count))
         let before = try await Self.get(base + "s1.ts")
