@@ -103,6 +103,8 @@ let package = Package(
             name: "SatchelPlayback",
             dependencies: [
                 "SatchelAgent", "SatchelBytes", "SatchelDownloads", "SatchelHTTP", "SatchelMedia", "SatchelProtection", "SatchelRights",
+                "SatchelSystem",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -153,6 +153,15 @@ public actor Agent {
         return (license, now)
     }
 
+    /// The asset an entitlement token names (its `asset` claim), read without checking its signature (the
+    /// license server checks it): how `satchel play URL --token` knows which license to acquire.
+    public static func assetID(inToken token: String) -> String? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
+              let claims = try? JSONDecoder().decode([String: JSONValue].self, from: Data(payload)) else { return nil }
+        return claims["asset"]?.string
+    }
+
     // MARK: Licenses
 
     /// Acquires a license for `asset` from the registered server (or `server`) and stores it. A license

@@ -111,6 +111,14 @@ public struct AssetStore: AssetStoring {
         return scan
     }
 
+    /// Stores a complete file fetched outside the engine (the playback proxy filling a partly downloaded asset
+    /// from the origin): written atomically, and only when the file is not there yet. Answers whether it was.
+    public func keepFetched(_ id: String, path localPath: String, bytes: [UInt8]) throws(DownloadFailure) -> Bool {
+        guard let (folder, name) = try folder(id, of: localPath, create: true, url: localPath), folder.size(name) == nil else { return false }
+        try folder.writeAtomically(name, bytes)
+        return true
+    }
+
     /// Writes the plan's manifests (atomically: a temporary file renamed into place).
     public func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
         for manifest in plan.manifests {

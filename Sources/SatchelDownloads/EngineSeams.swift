@@ -78,6 +78,8 @@ public protocol AssetStoring: Sendable {
     func readPlan(_ id: String) throws(DownloadFailure) -> DownloadPlan?
     /// Bytes used by every asset.
     func usage() -> Int64
+    /// Stores a complete file fetched outside the engine, unless it is already there; answers whether it was.
+    func keepFetched(_ id: String, path localPath: String, bytes: [UInt8]) throws(DownloadFailure) -> Bool
 }
 
 /// A step every attempt passes before any file is fetched (a license, a permission from the backplane).

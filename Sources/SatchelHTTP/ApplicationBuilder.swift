@@ -57,7 +57,7 @@ public struct ApplicationBuilder: Sendable {
     public func router() -> (Router<SatchelRequestContext>, RouteTable) {
         let router = Router(context: SatchelRequestContext.self)
         let table = RouteTable()
-        router.add(middleware: ProblemMiddleware(table: table))
+        router.add(middleware: ProblemMiddleware(table: table, redact: redactPath))
         router.add(middleware: RequestLogMiddleware(logger: logger, redact: redactPath))
         router.add(middleware: RequestMetricsMiddleware(factory: metrics))
         router.add(middleware: BodyLimitMiddleware(limit: maximumBody))

@@ -9,10 +9,13 @@ import SatchelBytes
 /// Add it first, so it also wraps the router's not-found responder and every other middleware.
 public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     let table: RouteTable
+    /// The path as it may be logged (a session token in a path is a secret).
+    let redact: @Sendable (String) -> String
 
-    /// A middleware answering unrouted requests from `table`.
-    public init(table: RouteTable) {
+    /// A middleware answering unrouted requests from `table`; failures are logged with `redact(path)`.
+    public init(table: RouteTable, redact: @escaping @Sendable (String) -> String = { $0 }) {
         self.table = table
+        self.redact = redact
     }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -30,7 +33,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch {
             let problem = Problem(any: error)
             if problem.status.code >= 500, !(error is Problem) {
-                context.logger.error("request failed", metadata: ["path": .string(request.uri.path), "problem": .string(problem.type),
+                context.logger.error("request failed", metadata: ["path": .string(redact(request.uri.path)), "problem": .string(problem.type),
                                                                   "error": .string(String(describing: type(of: error)))])
             }
             return problem.response

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import NIOCore
@@ -18,6 +19,8 @@ enum PlaybackBody: Sendable {
     case file(path: String, range: ClosedRange<Int64>)
     /// `range` of the clear content of an AES-128 segment at `path` (whole-segment CBC, IV `iv`).
     case aes128(path: String, cipher: SegmentCipher, iv: [UInt8], range: ClosedRange<Int64>)
+    /// A file arriving from the origin, sent on as it arrives.
+    case origin(OriginFeed)
     /// Nothing (an empty file).
     case empty
 
@@ -39,6 +42,8 @@ enum PlaybackBody: Sendable {
                 try await writer.write(buffer)
                 offset += Int64(buffer.readableBytes)
             }
+        case let .origin(feed):
+            try await feed.write(to: &writer)
         case let .aes128(path, cipher, iv, range):
             // CBC decrypts from any block given the cipher block before it: start at the block holding the range.
             let file = try OpenFile(path)
@@ -87,5 +92,42 @@ enum PlaybackBody: Sendable {
             }
             return buffer
         }
+    }
+}
+
+/// A file on its way from the origin to the player: each buffer is sent on as it arrives; once the whole file has
+/// come (exactly the announced length), `keep` may store it. A failure of the origin mid-file is reported and
+/// ends the answer short (the player asks again).
+struct OriginFeed: Sendable {
+    let body: HTTPClientResponse.Body
+    let length: Int64
+    let keep: (@Sendable ([UInt8]) -> Void)?
+    let failed: @Sendable (String) async -> Void
+
+    func write(to writer: inout any ResponseBodyWriter) async throws {
+        var kept: [UInt8] = []
+        if keep != nil { kept.reserveCapacity(Int(length)) }
+        var received: Int64 = 0
+        var buffers = body.makeAsyncIterator()
+        while true {
+            let next: ByteBuffer?
+            do { next = try await buffers.next() } catch {
+                await failed(OriginFetcher.reason(error))
+                throw PlaybackError.originUnreachable(OriginFetcher.reason(error))
+            }
+            guard let buffer = next else { break }
+            received += Int64(buffer.readableBytes)
+            guard received <= length else {
+                await failed("the origin sent more than the \(length) bytes it announced")
+                throw PlaybackError.originUnreachable("the origin sent more than it announced")
+            }
+            if keep != nil { kept += buffer.readableBytesView }
+            try await writer.write(buffer)
+        }
+        guard received == length else {
+            await failed("the origin sent \(received) of \(length) bytes")
+            throw PlaybackError.originUnreachable("the origin cut the file short")
+        }
+        keep?(kept)
     }
 }

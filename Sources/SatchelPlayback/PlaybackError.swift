@@ -13,12 +13,18 @@ public enum PlaybackError: ProblemConvertible, Equatable {
     case notLoopback(String)
     /// A file of the asset cannot be parsed or decrypted.
     case invalidContent(String)
+    /// The content is protected with a key the license does not hold.
+    case noKey(String)
     /// A file the playlists list is not in the store (not downloaded yet): 503, never a hang.
     case notCached(String)
     /// A byte range the file cannot satisfy.
     case rangeNotSatisfiable(size: Int64)
     /// The store or the agent failed.
     case storage(String)
+    /// The origin answered a file with this error status (4xx, 5xx): the player gets the same status.
+    case originStatus(Int)
+    /// The origin could not be reached, timed out, or cut the file short: 503, so the player asks again.
+    case originUnreachable(String)
 
     public var httpStatus: Int {
         switch self {
@@ -26,9 +32,12 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .notPlayable: return 403
         case .notLoopback: return 400
         case .invalidContent: return 502
+        case .noKey: return 403
         case .notCached: return 503
         case .rangeNotSatisfiable: return 416
         case .storage: return 500
+        case let .originStatus(status): return (400...599).contains(status) ? status : 502
+        case .originUnreachable: return 503
         }
     }
 
@@ -40,9 +49,12 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .unknownAsset: return "unknown-asset"
         case .notLoopback: return "not-loopback"
         case .invalidContent: return "invalid-content"
+        case .noKey: return "no-key"
         case .notCached: return "not-cached"
         case .rangeNotSatisfiable: return "range-not-satisfiable"
         case .storage: return "storage"
+        case .originStatus: return "origin-status"
+        case .originUnreachable: return "origin-unreachable"
         }
     }
 
@@ -53,9 +65,12 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case let .unknownAsset(id): return "no downloaded asset \(id.prefix(100))"
         case let .notLoopback(host): return "the playback proxy binds to loopback only (127.0.0.1 or ::1), not \(host.prefix(60))"
         case let .invalidContent(reason): return "the content cannot be played: \(reason)"
+        case let .noKey(reason): return reason
         case let .notCached(path): return "\(path.prefix(200)) is not downloaded"
         case let .rangeNotSatisfiable(size): return "the range is outside the file (\(size) bytes)"
         case let .storage(reason): return "storage: \(reason)"
+        case let .originStatus(status): return "the origin answered \(status)"
+        case let .originUnreachable(reason): return reason
         }
     }
 }

@@ -2,21 +2,84 @@ import Foundation
 import SatchelDownloads
 import SatchelRights
 
-/// A downloaded asset the proxy may serve: its folder and its entry point (a path in the folder).
-public struct PlayableAsset: Sendable, Equatable {
-    /// The asset's folder.
-    public var folder: String
-    /// The entry point (master playlist, MPD, manifest or file), a path in the folder.
-    public var entry: String
+/// Where one file of an asset is on its origin: a URL, or a byte range of it (`EXT-X-BYTERANGE`, DASH
+/// `SegmentBase`).
+public struct OriginFile: Sendable, Equatable {
+    /// The absolute URL.
+    public var url: String
+    /// The bytes of `url` the file is, when it is not all of it.
+    public var range: ClosedRange<Int64>?
+    /// The size the manifest or a probe announced, when known (a filled file must have it).
+    public var expectedSize: Int64?
 
-    /// Creates a playable asset.
-    public init(folder: String, entry: String) {
-        self.folder = folder
-        self.entry = entry
+    /// Creates an origin file.
+    public init(url: String, range: ClosedRange<Int64>? = nil, expectedSize: Int64? = nil) {
+        self.url = url
+        self.range = range
+        self.expectedSize = expectedSize ?? range.map { $0.upperBound - $0.lowerBound + 1 }
     }
 }
 
-/// Where the proxy finds downloaded assets (seam: the download engine; anything that can answer the same).
+/// How much of a downloaded asset is on disk (seed 000 §5.5's `DACachedContent`, seed 003's progress).
+public struct CacheState: Sendable, Equatable {
+    /// Seconds of media cached contiguously from the start (the smallest track wins).
+    public var cachedDuration: Double
+    /// The presentation's duration in seconds.
+    public var totalDuration: Double
+    /// True once enough is cached to start playing offline.
+    public var isReadyToPlay: Bool
+
+    /// Creates a cache state.
+    public init(cachedDuration: Double, totalDuration: Double, isReadyToPlay: Bool) {
+        self.cachedDuration = cachedDuration
+        self.totalDuration = totalDuration
+        self.isReadyToPlay = isReadyToPlay
+    }
+}
+
+/// An asset the proxy may serve: its entry point, where its files are on disk, and where the ones that are not
+/// can be fetched (a partly downloaded asset fills from the origin; an online source has nothing on disk).
+public struct PlayableAsset: Sendable {
+    /// The asset's folder (nil: nothing on disk, every file comes from the origin).
+    public var folder: String?
+    /// The entry point (master playlist, MPD, manifest or file), a path in the asset.
+    public var entry: String
+    /// Playlists held in memory, by path (an online source's playlists, rewritten to paths in the asset).
+    public var manifests: [String: String]
+    /// Where each file is on the origin, by path in the asset.
+    public var origin: [String: OriginFile]
+    /// Headers sent with every origin request (never logged).
+    public var originHeaders: [String: String]
+    /// Stores a file fetched from the origin into the asset's folder (an asset being downloaded); nil: nothing is
+    /// written. Called with the file's path and its bytes as the origin sent them; answers whether it was kept.
+    public var fill: (@Sendable (String, [UInt8]) -> Bool)?
+    /// How much is cached, for a downloaded asset.
+    public var cache: CacheState?
+
+    /// Creates a playable asset.
+    public init(folder: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],
+                originHeaders: [String: String] = [:], fill: (@Sendable (String, [UInt8]) -> Bool)? = nil, cache: CacheState? = nil) {
+        self.folder = folder
+        self.entry = entry
+        self.manifests = manifests
+        self.origin = origin
+        self.originHeaders = originHeaders
+        self.fill = fill
+        self.cache = cache
+    }
+
+    /// The full path of `file` when it is on disk as a regular file.
+    func localPath(_ file: String) -> String? {
+        guard let folder else { return nil }
+        let path = folder + "/" + file
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return nil }
+        return path
+    }
+}
+
+/// Where the proxy finds the assets it serves (seam: the download engine, an online source; anything that can
+/// answer the same).
 public protocol PlaybackLibrary: Sendable {
     /// The asset, if its availability window allows playback now; registers its first play (which starts
     /// seed 003's expiry after play).
@@ -24,7 +87,8 @@ public protocol PlaybackLibrary: Sendable {
 }
 
 /// The download engine as a ``PlaybackLibrary``: an asset plays inside its availability window (seed 003:
-/// the local server refuses expired or out-of-window assets).
+/// the local server refuses expired or out-of-window assets). Files not downloaded yet are fetched from the
+/// origin while the player asks for them and kept in the store (seed 000 §5.5: download and play).
 public struct DownloadLibrary: PlaybackLibrary {
     let manager: DownloadManager
     let now: @Sendable () -> Date
@@ -42,6 +106,32 @@ public struct DownloadLibrary: PlaybackLibrary {
             : asset.window.evaluate(completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt, at: now()).status
         guard status == .valid else { throw .notPlayable(status) }
         do { try await manager.registerPlayStart(assetID) } catch { throw .storage("cannot record the first play: \(error.description)") }
-        return PlayableAsset(folder: manager.store.root + "/" + assetID, entry: asset.plan.mainPath)
+        var cache: CacheState?
+        if let progress = try? await manager.progress(assetID) {
+            cache = CacheState(cachedDuration: progress.cachedDuration, totalDuration: progress.totalDuration, isReadyToPlay: progress.isReadyToPlay)
+        }
+        let store = manager.store
+        var fill: (@Sendable (String, [UInt8]) -> Bool)?
+        if asset.state != .complete {
+            fill = { path, bytes in (try? store.keepFetched(assetID, path: path, bytes: bytes)) ?? false }
+        }
+        // The playlists come from the plan (written to disk only once the download starts): an asset plays as soon
+        // as it is added.
+        let manifests = Dictionary(asset.plan.manifests.map { ($0.path, $0.text) }) { first, _ in first }
+        return PlayableAsset(folder: store.root + "/" + assetID, entry: asset.plan.mainPath, manifests: manifests, origin: Self.origin(of: asset.plan),
+                             originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
+    }
+
+    /// Every file of a plan, by its path in the asset, with where it is on the origin.
+    static func origin(of plan: DownloadPlan) -> [String: OriginFile] {
+        var files: [String: OriginFile] = [:]
+        for resource in plan.resources {
+            let range = resource.range.flatMap { range -> ClosedRange<Int64>? in
+                let (end, overflow) = Int64(range.offset).addingReportingOverflow(Int64(range.length) - 1)
+                return range.length > 0 && !overflow ? Int64(range.offset)...end : nil
+            }
+            files[resource.localPath] = OriginFile(url: resource.url, range: range, expectedSize: resource.expectedSize.map(Int64.init))
+        }
+        return files
     }
 }

@@ -36,6 +36,8 @@ public actor PlaybackProxy {
     let rights: (any PlaybackRights)?
     let configuration: Configuration
     let logger: Logger
+    /// Fetches what is not on disk.
+    let origin = OriginFetcher()
     private var sessions: [String: PlaybackSession] = [:]
     private var task: Task<Void, any Error>?
     private var group: ServiceGroup?
@@ -88,26 +90,26 @@ public actor PlaybackProxy {
         return port
     }
 
-    /// Stops listening, closes every session and ends the event stream.
+    /// Stops listening, closes every session (each reports `willAbort` first: its feed is cut) and ends the
+    /// event stream.
     public func stop() async {
+        for session in sessions.values { continuation.yield(.willAbort(asset: session.assetID, reason: "the playback proxy is stopping")) }
         await group?.triggerGracefulShutdown()
         _ = await task?.result
         task = nil
         group = nil
+        await origin.shutdown()
         for session in sessions.values { continuation.yield(.closed(asset: session.assetID)) }
         sessions = [:]
         continuation.finish()
     }
 
-    /// Opens a session for a downloaded asset: its window must allow playback and, when it is protected, its
-    /// rights must be `valid` (the agent registers the first use). Answers the URL of its entry point.
+    /// Opens a session for an asset of the library: its window must allow playback and, when it is protected,
+    /// its rights must be `valid` (the agent registers the first use). Answers the URL of its entry point.
     public func open(asset assetID: String) async throws(PlaybackError) -> String {
         let port = try await start()
         let asset = try await library.openForPlayback(assetID)
-        let folder = asset.folder
-        let map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in
-            String(decoding: try Self.read(folder, path), as: UTF8.self)
-        }
+        let map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in try Self.playlist(path, of: asset) }
         var keys: [PlaybackKey] = []
         if map.isProtected {
             // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
@@ -118,7 +120,7 @@ public actor PlaybackProxy {
         let session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
                                       mode: configuration.mode, keys: keys)
         sessions[session.token] = session
-        continuation.yield(.opened(asset: assetID))
+        continuation.yield(.opened(asset: assetID, cache: asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
         return "http://\(host):\(port)/\(session.token)/\(asset.entry)"
     }
@@ -151,42 +153,60 @@ public actor PlaybackProxy {
         continuation.yield(event)
     }
 
+    /// Reports invalid content once, then again only after a file of the session has played well (seed 000
+    /// §5.4.3's frequency).
+    func reportInvalid(_ token: String, path: String, reason: String) {
+        guard var session = sessions[token], !session.invalidReported else { return }
+        session.invalidReported = true
+        sessions[token] = session
+        continuation.yield(.invalidContent(asset: session.assetID, path: path, reason: reason))
+    }
+
+    /// A file of the session parsed and decrypted: the next invalid one is reported again.
+    func parsedWell(_ token: String) {
+        sessions[token]?.invalidReported = false
+    }
+
     /// Answers one request of a session.
     nonisolated func respond(token: String, path: String, range: String?) async throws(PlaybackError) -> PlaybackResponse {
         guard let session = await session(token), let file = HLSAssetMap.resolve(path, from: "") else { throw .notFound }
-        let isPlaylist = session.map.playlists.contains(file)
-        if !isPlaylist, session.map.isProtected || session.ended {
-            try await checkRights(session)
-        }
-        let folder = session.asset.folder
-        if session.map.listed.contains(file), !FileManager.default.fileExists(atPath: folder + "/" + file) {
-            await report(.notCached(asset: session.assetID, path: file))
-            throw .notCached(file)
-        }
-        if isPlaylist {
-            let text = String(decoding: try Self.read(folder, file), as: UTF8.self)
+        if session.map.playlists.contains(file) {
+            let text = try Self.playlist(file, of: session.asset)
             let served = session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : text
             return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: file), range: nil, size: Int64(served.utf8.count))
         }
-        if session.mode == .decrypt, let protection = session.map.segments[file], protection.method == "AES-128" {
-            return try await reportingInvalid(file, session) { () throws(PlaybackError) -> PlaybackResponse in
-                let cipher: SegmentCipher
-                do { cipher = try SegmentCipher(key: try Self.key(session, protection.keyURI).key) } catch let error as PlaybackError { throw error } catch {
-                    throw .invalidContent("the license's key does not fit AES-128 (\(error))")
-                }
-                return try PlaybackResponse.decrypting(folder + "/" + file, cipher: cipher, iv: protection.iv,
-                                                       contentType: ContentTypes.type(of: file), rangeHeader: range)
+        if session.map.isProtected || session.ended {
+            try await checkRights(session)
+        }
+        let contentType = ContentTypes.type(of: file)
+        let protection = session.mode == .decrypt ? session.map.segments[file] : nil
+        let clearsInit = session.mode == .decrypt && session.map.protectedInitSegments.contains(file)
+        if let local = session.asset.localPath(file) {
+            if protection == nil, !clearsInit {
+                return try PlaybackResponse.file(local, contentType: contentType, rangeHeader: range)
             }
+            if let protection, protection.method == "AES-128" {
+                // Streamed from disk, decrypted block by block.
+                return try await reportingInvalid(file, session) { () throws(PlaybackError) -> PlaybackResponse in
+                    try PlaybackResponse.decrypting(local, cipher: try Self.cipher(session, protection), iv: protection.iv,
+                                                   contentType: contentType, rangeHeader: range)
+                }
+            }
+        } else if protection == nil, !clearsInit, range == nil, let remote = session.asset.origin[file] {
+            return try await streamFromOrigin(file, remote, session, contentType: contentType)
         }
-        if session.mode == .decrypt, let protection = session.map.segments[file] {
-            let clear = try await decrypt(file, protection, session)
-            return try PlaybackResponse.ranged(clear, contentType: ContentTypes.type(of: file), rangeHeader: range)
+        // In memory: decrypted whole, or fetched whole for a byte range.
+        let bytes = try await whole(file, session)
+        if let protection {
+            return try PlaybackResponse.ranged(try await decrypt(file, bytes, protection, session), contentType: contentType, rangeHeader: range)
         }
-        if session.mode == .decrypt, session.map.protectedInitSegments.contains(file) {
-            let clear = try await clearInit(file, session)
-            return try PlaybackResponse.ranged(clear, contentType: ContentTypes.type(of: file), rangeHeader: range)
+        if clearsInit {
+            let clear = try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
+                do { return try FMP4Decryptor.clearInitSegment(bytes) } catch { throw .invalidContent("\(file): \(error)") }
+            }
+            return try PlaybackResponse.ranged(clear, contentType: contentType, rangeHeader: range)
         }
-        return try PlaybackResponse.file(folder + "/" + file, contentType: ContentTypes.type(of: file), rangeHeader: range)
+        return try PlaybackResponse.ranged(bytes, contentType: contentType, rangeHeader: range)
     }
 
     /// Rights are checked again before every segment: ended rights stop the session's media (event once).
@@ -199,21 +219,87 @@ public actor PlaybackProxy {
         }
     }
 
-    /// A protected segment, clear, in memory: SAMPLE-AES MPEG-TS, or CMAF `cbcs` / `cenc` (SAMPLE-AES /
-    /// SAMPLE-AES-CTR with an init segment). AES-128 segments stream instead (``PlaybackBody``).
-    private nonisolated func decrypt(_ file: String, _ protection: SegmentProtection, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
-        try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
-            let bytes = try Self.read(session.asset.folder, file)
+    /// A file of the session whole: from disk, else from the origin (kept in the store when the asset is being
+    /// downloaded), else 503 with `notCached` for a file the playlists list.
+    private nonisolated func whole(_ file: String, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+        if let local = session.asset.localPath(file) { return try Self.read(local, name: file) }
+        guard let remote = session.asset.origin[file] else {
+            guard session.map.listed.contains(file) else { throw .notFound }
+            await report(.notCached(asset: session.assetID, path: file))
+            throw .notCached(file)
+        }
+        let bytes = try await reportingOrigin(file, session) { () async throws(PlaybackError) -> [UInt8] in
+            try await origin.fetch(remote, headers: session.asset.originHeaders, limit: Self.maximumFile)
+        }
+        if let fill = session.asset.fill, remote.expectedSize.map({ $0 == Int64(bytes.count) }) ?? true { _ = fill(file, bytes) }
+        return bytes
+    }
+
+    /// A clear file from the origin, sent as it arrives (and kept in the store once whole, when the asset is
+    /// being downloaded).
+    private nonisolated func streamFromOrigin(_ file: String, _ remote: OriginFile, _ session: PlaybackSession,
+                                              contentType: String) async throws(PlaybackError) -> PlaybackResponse {
+        let answer = try await reportingOrigin(file, session) { () async throws(PlaybackError) -> OriginFetcher.Answer in
+            try await origin.open(remote, headers: session.asset.originHeaders)
+        }
+        guard let length = answer.length, length <= Self.maximumFile, remote.expectedSize.map({ $0 == length }) ?? true else {
+            // No usable length to announce: read it whole first.
+            let bytes = try await reportingOrigin(file, session) { () async throws(PlaybackError) -> [UInt8] in
+                try await OriginFetcher.collect(answer, limit: Self.maximumFile)
+            }
+            return try PlaybackResponse.ranged(bytes, contentType: contentType, rangeHeader: nil)
+        }
+        var keep: (@Sendable ([UInt8]) -> Void)?
+        if let fill = session.asset.fill { keep = { bytes in _ = fill(file, bytes) } }
+        let assetID = session.assetID
+        let feed = OriginFeed(body: answer.body, length: length, keep: keep, failed: { reason in
+            await self.report(.serverError(asset: assetID, path: file, status: nil, reason: reason))
+        })
+        return PlaybackResponse(body: length == 0 ? .empty : .origin(feed), contentType: contentType, range: nil, size: length)
+    }
+
+    /// Runs an origin request; its failure is reported (`serverError`) before it reaches the player.
+    private nonisolated func reportingOrigin<T>(_ file: String, _ session: PlaybackSession,
+                                                _ work: () async throws(PlaybackError) -> T) async throws(PlaybackError) -> T {
+        do {
+            return try await work()
+        } catch {
+            switch error {
+            case let .originStatus(status):
+                await report(.serverError(asset: session.assetID, path: file, status: status, reason: "the origin answered \(status)"))
+            case let .originUnreachable(reason):
+                await report(.serverError(asset: session.assetID, path: file, status: nil, reason: reason))
+            default: break
+            }
+            throw error
+        }
+    }
+
+    /// A protected segment, clear, in memory: AES-128 (fetched from the origin), SAMPLE-AES MPEG-TS, or CMAF
+    /// `cbcs` / `cenc` (SAMPLE-AES / SAMPLE-AES-CTR with an init segment).
+    private nonisolated func decrypt(_ file: String, _ bytes: [UInt8], _ protection: SegmentProtection,
+                                     _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+        var decryptor: FMP4Decryptor?
+        if let initSegment = protection.map {
+            decryptor = try await session.decryptors.value(for: initSegment) { () async throws(PlaybackError) -> FMP4Decryptor in
+                let bytes = try await whole(initSegment, session)
+                return try await reportingInvalid(initSegment, session) { () throws(PlaybackError) -> FMP4Decryptor in
+                    do { return try FMP4Decryptor(initSegment: bytes) } catch { throw .invalidContent("\(initSegment): \(error)") }
+                }
+            }
+        }
+        return try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
             do {
-                switch (protection.method, protection.map) {
+                switch (protection.method, decryptor) {
+                case ("AES-128", _):
+                    return try Self.cipher(session, protection).decrypt(bytes, iv: protection.iv)
                 case ("SAMPLE-AES", nil):
                     let key = try Self.key(session, protection.keyURI)
                     let iv = protection.ivFromTag ? protection.iv : key.iv ?? protection.iv
                     return try SampleAESTransport.decrypt(bytes, key: key.key, iv: iv)
-                case let ("SAMPLE-AES", initSegment?), let ("SAMPLE-AES-CTR", initSegment?):
-                    let decryptor = try FMP4Decryptor(initSegment: Self.read(session.asset.folder, initSegment))
+                case let ("SAMPLE-AES", decryptor?), let ("SAMPLE-AES-CTR", decryptor?):
                     guard let key = session.keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) else {
-                        throw PlaybackError.invalidContent("the license holds no key for key ID \(decryptor.keyID.hex)")
+                        throw PlaybackError.noKey("the license holds no key for key ID \(decryptor.keyID.hex)")
                     }
                     return try decryptor.clearSegment(bytes, key: key.key)
                 default:
@@ -227,37 +313,48 @@ public actor PlaybackProxy {
         }
     }
 
-    /// A protected init segment without its protection (the original sample entry returns).
-    private nonisolated func clearInit(_ file: String, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
-        try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
-            let bytes = try Self.read(session.asset.folder, file)
-            do { return try FMP4Decryptor.clearInitSegment(bytes) } catch { throw PlaybackError.invalidContent("\(file): \(error)") }
-        }
-    }
-
-    /// Runs `work`; content that does not parse or decrypt is reported as an `invalidContent` event.
+    /// Runs `work`; content that does not parse or decrypt is reported as `invalidContent` (once until a file
+    /// plays well), a key the license does not hold as `shouldAbort`.
     private nonisolated func reportingInvalid<T>(_ file: String, _ session: PlaybackSession,
                                                  _ work: () throws(PlaybackError) -> T) async throws(PlaybackError) -> T {
         do {
-            return try work()
+            let result = try work()
+            if session.invalidReported { await parsedWell(session.token) }
+            return result
         } catch {
-            if case let .invalidContent(reason) = error { await report(.invalidContent(asset: session.assetID, path: file, reason: reason)) }
+            switch error {
+            case let .invalidContent(reason): await reportInvalid(session.token, path: file, reason: reason)
+            case let .noKey(reason): await report(.shouldAbort(asset: session.assetID, reason: reason))
+            default: break
+            }
             throw error
         }
     }
 
+    /// The AES-128 cipher of a segment's key.
+    private static func cipher(_ session: PlaybackSession, _ protection: SegmentProtection) throws(PlaybackError) -> SegmentCipher {
+        let key = try key(session, protection.keyURI)
+        do { return try SegmentCipher(key: key.key) } catch { throw .invalidContent("the license's key does not fit AES-128 (\(error))") }
+    }
+
     /// The key for a segment whose key tag names `keyURI`.
     private static func key(_ session: PlaybackSession, _ keyURI: String?) throws(PlaybackError) -> PlaybackKey {
-        guard let key = session.key(for: keyURI) else { throw .invalidContent("the license holds no key for this segment") }
+        guard let key = session.key(for: keyURI) else { throw .noKey("the license holds no key for this segment") }
         return key
     }
 
-    /// A file of an asset's folder (the path is already confined to it).
-    static func read(_ folder: String, _ path: String) throws(PlaybackError) -> [UInt8] {
-        let full = folder + "/" + path
+    /// A playlist of the asset: held in memory (an online source) or on disk.
+    static func playlist(_ path: String, of asset: PlayableAsset) throws(PlaybackError) -> String {
+        if let text = asset.manifests[path] { return text }
+        guard let local = asset.localPath(path) else { throw .notFound }
+        return String(decoding: try read(local, name: path), as: UTF8.self)
+    }
+
+    /// A file from disk, whole (at most ``maximumFile``).
+    static func read(_ full: String, name: String) throws(PlaybackError) -> [UInt8] {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: full),
               attributes[.type] as? FileAttributeType == .typeRegular else { throw .notFound }
-        if let size = attributes[.size] as? Int64, size > maximumFile { throw .invalidContent("\(path) is larger than \(maximumFile >> 20) MB") }
+        if let size = attributes[.size] as? Int64, size > maximumFile { throw .invalidContent("\(name) is larger than \(maximumFile >> 20) MB") }
         guard let data = FileManager.default.contents(atPath: full) else { throw .notFound }
         return Array(data)
     }

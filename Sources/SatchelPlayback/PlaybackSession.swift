@@ -1,6 +1,8 @@
 import Foundation
 import SatchelAgent
 import SatchelBytes
+import SatchelProtection
+import SatchelSystem
 
 /// How the proxy treats protected content.
 public enum PlaybackMode: String, Sendable, CaseIterable {
@@ -22,6 +24,10 @@ struct PlaybackSession: Sendable {
     let keys: [PlaybackKey]
     /// Set once the rights ended mid-play (the event is emitted once).
     var ended = false
+    /// Set once invalid content was reported, until a file plays well again.
+    var invalidReported = false
+    /// The CMAF decryptors of the session's init segments, each parsed once.
+    let decryptors = DecryptorCache()
 
     static func makeToken() -> String { Base64URL.encode(SecureRandom.bytes(32)) }
 
@@ -31,5 +37,22 @@ struct PlaybackSession: Sendable {
         let uri = (keyURI ?? "").lowercased().replacingOccurrences(of: "-", with: "")
         if let named = keys.first(where: { uri.contains($0.keyID.lowercased()) }) { return named }
         return keys.count == 1 ? keys.first : nil
+    }
+}
+
+/// The decryptor of each init segment of a session, parsed once (at most ``limit`` kept).
+final class DecryptorCache: Sendable {
+    private let table = Locked<[String: FMP4Decryptor]>([:])
+    static let limit = 256
+
+    /// The decryptor for the init segment at `path`, made by `make` the first time.
+    func value(for path: String, make: () async throws(PlaybackError) -> FMP4Decryptor) async throws(PlaybackError) -> FMP4Decryptor {
+        if let cached = table.withLock({ $0[path] }) { return cached }
+        let made = try await make()
+        table.withLock { table in
+            if table.count >= Self.limit { table.removeAll() }
+            table[path] = made
+        }
+        return made
     }
 }

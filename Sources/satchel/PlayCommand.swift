@@ -2,53 +2,103 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import SatchelAgent
+import SatchelDownloads
 import SatchelPlayback
 
-/// `satchel play`: the playback proxy for a downloaded asset. The session URL is the first line on stdout;
-/// events go to stderr; it runs until interrupted or, with `--exec`, until the command it started exits.
+/// `satchel play`: the playback proxy for a downloaded asset (files not downloaded yet come from the origin) or
+/// an online HLS source. The session URL is the first line on stdout; events go to stderr; it runs until
+/// interrupted or, with `--exec`, until the command it started exits.
 struct PlayCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
-        commandName: "play", abstract: "Serve a downloaded asset to a player through the loopback playback proxy (decrypted unless --passthrough).")
+        commandName: "play",
+        abstract: "Serve a downloaded asset, or an online HLS source, to a player through the loopback playback proxy (decrypted unless --passthrough).")
 
-    @Argument(help: "The asset ID (as `download add` named it).") var asset: String
+    @Argument(help: "The asset ID (as `download add` named it), or the URL of an HLS source to play online.") var asset: String
     @OptionGroup var directory: DownloadDirectoryOptions
     @Option(help: "The proxy's port on 127.0.0.1 (0: any free port).") var port = 0
     @Flag(help: "Keep the protection and the key tags (for players with DRM).") var passthrough = false
     @Option(help: "Run this command with {url} replaced by the session URL; exit with its status when it ends.") var exec: String?
+    @Option(help: "An entitlement token: a license is acquired for its asset first unless one is valid (needs a registered device; never printed).")
+    var token: String?
+    @Option(help: "With --token: the license server (default: the one the device registered with).") var server: String?
+    @Option(name: .customLong("license-asset"), help: "With a URL: the asset ID on the license server (default: the token's asset).")
+    var licenseAsset: String?
+    @Option(name: .customLong("header"), help: "With a URL: \"Name: value\" sent with every request to the origin (repeatable; never printed).")
+    var headers: [String] = []
+
+    /// True when the argument is a URL to play online.
+    var isOnline: Bool { asset.hasPrefix("http://") || asset.hasPrefix("https://") }
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
+        if server != nil, token == nil { throw ValidationError("--server goes with --token") }
+        if licenseAsset != nil, !isOnline { throw ValidationError("--license-asset goes with a URL") }
+        if !headers.isEmpty, !isOnline { throw ValidationError("--header goes with a URL (a downloaded asset keeps the headers it was added with)") }
+        if isOnline, URL(string: asset)?.host == nil { throw ValidationError("\(asset.prefix(200)) is not a URL") }
     }
 
     func execute() async throws {
-        let status = try await directory.withEngine(readOnly: true) { manager, agent -> Int32 in
-            let proxy = try PlaybackProxy(library: DownloadLibrary(manager: manager), rights: agent,
-                                          configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt),
-                                          logger: Logger(label: "satchel.playback"))
-            let events = Task {
-                for await event in proxy.events { FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8)) }
+        let originHeaders = try DownloadOptions.parseHeaders(headers)
+        let status = try await directory.withEngine(readOnly: !isOnline) { manager, agent -> Int32 in
+            guard isOnline, let url = URL(string: asset) else {
+                return try await serve(DownloadLibrary(manager: manager), assetID: asset, agent: agent)
             }
-            defer { events.cancel() }
-            let url: String
+            // The session's rights are those of the token's asset; a clear source needs no token.
+            let claimed = token.flatMap(Agent.assetID(inToken:)).flatMap { $0 == "*" ? nil : $0 }
+            let folder = url.deletingLastPathComponent().lastPathComponent  // …/movie/master.m3u8 → movie
+            let assetID = licenseAsset ?? claimed ?? (folder.isEmpty || folder == "/" ? "online" : folder)
+            let fetcher = ResourceFetcher(connectTimeout: .seconds(5), readTimeout: .seconds(15))
             do {
-                url = try await proxy.open(asset: asset)
+                let status = try await serve(OnlineLibrary(url: url, options: DownloadOptions(headers: originHeaders), fetcher: fetcher),
+                                             assetID: assetID, agent: agent)
+                await fetcher.shutdown()
+                return status
             } catch {
-                await proxy.stop()
+                await fetcher.shutdown()
                 throw error
             }
-            FileHandle.standardOutput.write(Data((url + "\n").utf8))  // unbuffered: a script reads it at once
-            let status: Int32
-            if let exec {
-                status = try await Self.run(exec.replacingOccurrences(of: "{url}", with: "'\(url)'"))
-            } else {
-                await Self.interrupted()
-                status = 0
-            }
-            await proxy.stop()
-            await events.value
-            return status
         }
         if status != 0 { throw ExitCode(status) }
+    }
+
+    /// Acquires a license first when a token is given, opens the session, prints its URL and serves it until
+    /// interrupted or until `--exec`'s command ends; answers the exit status.
+    private func serve(_ library: any PlaybackLibrary, assetID: String, agent: Agent?) async throws -> Int32 {
+        if let token { try await Self.license(assetID, token: token, server: server, agent: agent) }
+        let proxy = try PlaybackProxy(library: library, rights: agent, configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt),
+                                      logger: Logger(label: "satchel.playback"))
+        let events = Task {
+            for await event in proxy.events { FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8)) }
+        }
+        defer { events.cancel() }
+        let url: String
+        do {
+            url = try await proxy.open(asset: assetID)
+        } catch {
+            await proxy.stop()
+            throw error
+        }
+        FileHandle.standardOutput.write(Data((url + "\n").utf8))  // unbuffered: a script reads it at once
+        let status: Int32
+        if let exec {
+            status = try await Self.run(exec.replacingOccurrences(of: "{url}", with: "'\(url)'"))
+        } else {
+            await Self.interrupted()
+            status = 0
+        }
+        await proxy.stop()
+        await events.value
+        return status
+    }
+
+    /// Acquires a license for `assetID` with `token` unless the device holds one that is valid now.
+    static func license(_ assetID: String, token: String, server: String?, agent: Agent?) async throws {
+        guard let agent else {
+            throw CLIError("--token needs a device registered in the data directory: run satchel agent register first")
+        }
+        if (try? await agent.rights(asset: assetID).status) == .valid { return }
+        _ = try await agent.acquire(asset: assetID, token: token, persistent: false, server: server)
     }
 
     /// Runs `command` with /bin/sh; answers its exit status.

@@ -46,8 +46,8 @@ import Testing
             #expect(result.status == 0, "\(result.stderr)")
         }
 
-        func token(persistent: Bool = true, subject: String = "user-42") throws -> String {
-            let made = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", subject, "--asset", "*", "--ttl", "600"]
+        func token(persistent: Bool = true, subject: String = "user-42", asset: String = "*") throws -> String {
+            let made = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", subject, "--asset", asset, "--ttl", "600"]
                                          + (persistent ? ["--persistent"] : []))
             #expect(made.status == 0, "\(made.stderr)")
             return made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -160,11 +160,13 @@ import Testing
             let kept = try Data(contentsOf: lastOnDisk)
             try FileManager.default.removeItem(at: lastOnDisk)
             let missing = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(last).absoluteString)
+            // The origin is down: 503 (the player asks again) and a server-error event.
             #expect(missing.status == 503)
             try kept.write(to: lastOnDisk)
         }
         let passed = try await TestMedia.offloaded { passing.stop() }
-        #expect(passed.stderr.contains("not-cached: aes/"), "\(passed.stderr)")
+        #expect(passed.stderr.contains("server-error: aes/") && passed.stderr.contains("(answered 503)"), "\(passed.stderr)")
+        #expect(passed.stderr.contains("will-abort: aes: the playback proxy is stopping"), "\(passed.stderr)")
 
         try await TestMedia.offloaded {
             // --exec: the command's status is the exit status; the URL replaces {url}.
@@ -275,6 +277,96 @@ import Testing
         #expect(answer.status == 502, "\(answer.status)")
         let stopped = try await TestMedia.offloaded { player.stop() }
         #expect(stopped.stderr.contains("invalid-content: sample-aes/\(damaged)"), "\(stopped.stderr)")
+    }
+
+    @Test("online: satchel play URL --token acquires a license for the token's asset and plays CMAF cbcs straight from the origin, decrypted; the origin's error status is forwarded (server-error event), an origin that is down answers 503")
+    func online() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("play-online")
+        defer { server.stop(); origin.stop() }
+        try await TestMedia.offloaded {
+            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear").path, "--format", "cmaf",
+                                       "--segment-duration", "2"]).status == 0)
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("movie").path, "--format", "cmaf",
+                                              "--segment-duration", "2", "--scheme", "cbcs", "--register", "--asset-id", "movie",
+                                              "--data-dir", server.data])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
+        }
+        let token = try server.token(persistent: false, asset: "movie")
+        let player = try await TestMedia.offloaded { try Player([origin.url("movie/master.m3u8"), "--data-dir", data, "--token", token]) }
+        try await TestMedia.offloaded {
+            let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
+            let played = try TestMedia.packetHashes(player.url)
+            #expect(!expected.isEmpty && played == expected, "\(played.count) packets vs \(expected.count)")
+            let licenses = try CLIRunner.run(["license", "list", "--data-dir", data, "--json"])
+            #expect(licenses.stdout.contains("\"movie\""), "the token's asset was licensed: \(licenses.stdout)")
+
+            let master = String(decoding: try Self.fetch(player.url).body, as: UTF8.self)
+            let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: player.url))).absoluteURL
+            let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+            let segments = media.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
+            #expect(segments.count >= 2 && !media.contains("EXT-X-KEY"), "\(media)")
+            origin.inject(.status(500), on: "/" + (segments.last ?? ""), times: 1)
+            let failed = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments.last ?? "").absoluteString)
+            #expect(failed.status == 500, "the origin's status reaches the player: \(failed.status)")
+            origin.stop()
+            let down = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments[0]).absoluteString)
+            #expect(down.status == 503, "\(down.status)")
+        }
+        let stopped = try await TestMedia.offloaded { player.stop() }
+        #expect(stopped.stderr.contains("opened: movie") && stopped.stderr.contains("(answered 500)")
+                && stopped.stderr.contains("(answered 503)"), "\(stopped.stderr)")
+        #expect(!stopped.stderr.contains(token) && !stopped.stderr.contains(origin.baseURL), "no token or origin URL on stderr")
+    }
+
+    @Test("download and play: an asset just added plays at once, every file fetched from the origin while ffmpeg reads and kept in the store; opened reports the cache; offline, the cached part plays and a file not cached answers 503 with an event")
+    func partialFill() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("play-fill")
+        defer { server.stop(); origin.stop() }
+        server.stop()  // clear content: no license server needed
+        try await TestMedia.offloaded { () throws -> Void in
+            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("show").path, "--format", "hls-ts",
+                                       "--segment-duration", "1"]).status == 0)
+            #expect(try CLIRunner.run(["download", "add", origin.url("show/master.m3u8"), "--data-dir", data, "--id", "show"]).status == 0)
+        }
+        let local = URL(fileURLWithPath: data).appendingPathComponent("assets/show")
+        let segmentsOnDisk = { TestMedia.files(under: local).filter { $0.hasSuffix(".ts") } }
+        #expect(segmentsOnDisk().isEmpty, "nothing downloaded yet")
+        let player = try await TestMedia.offloaded { try Player(["show", "--data-dir", data]) }
+        try await TestMedia.offloaded {
+            let expected = try TestMedia.packetHashes(site.appendingPathComponent("show/master.m3u8").path)
+            let played = try TestMedia.packetHashes(player.url)
+            #expect(!expected.isEmpty && played == expected, "\(played.count) packets vs \(expected.count)")
+        }
+        let first = try await TestMedia.offloaded { player.stop() }
+        #expect(first.stderr.contains("opened: show (cached 0.0 s of") && first.stderr.contains("not ready to play offline"), "\(first.stderr)")
+        let filled = segmentsOnDisk()
+        #expect(filled.count >= 4, "the segments the player read were kept: \(filled)")
+        for name in filled {
+            #expect(try Data(contentsOf: local.appendingPathComponent(name)) == Data(contentsOf: site.appendingPathComponent("show/\(name)")))
+        }
+        let progress = try await TestMedia.offloaded { try CLIRunner.run(["download", "list", "--data-dir", data]) }
+        #expect(progress.status == 0, "\(progress.stderr)")
+
+        // Offline: every segment but the last is cached; the last answers 503 with an event, the others play.
+        origin.stop()
+        let last = try #require(filled.sorted { $0.count == $1.count ? $0 < $1 : $0.count < $1.count }.last)
+        try FileManager.default.removeItem(at: local.appendingPathComponent(last))
+        let logFile = URL(fileURLWithPath: data).appendingPathComponent("play.log").path
+        let offline = try await TestMedia.offloaded { try Player(["show", "--data-dir", data, "--log-level", "debug", "--log-file", logFile]) }
+        try await TestMedia.offloaded { () throws -> Void in
+            // A session path is the file's path in the asset's folder.
+            let base = String(offline.url.dropLast("master.m3u8".count))
+            func url(_ name: String) -> String { base + name }
+            #expect(try Self.fetch(url(filled.first { $0 != last } ?? "")).status == 200)
+            #expect(try Self.fetch(url(last)).status == 503)
+        }
+        let second = try await TestMedia.offloaded { offline.stop() }
+        #expect(second.stderr.contains("opened: show (cached ") && second.stderr.contains("server-error: show/"), "\(second.stderr)")
+        // The failed request is logged as an error, with the session token redacted like every request line.
+        let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+        #expect(log.contains("request failed") && !log.contains(offline.url.split(separator: "/")[2]), "\(log.suffix(800))")
     }
 
     /// True when `bytes` hold the four characters `type` (a box type) anywhere.

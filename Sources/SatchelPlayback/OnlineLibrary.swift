@@ -1,0 +1,50 @@
+import Foundation
+import SatchelDownloads
+
+/// An online source as a ``PlaybackLibrary`` (`satchel play URL`): the URL is planned as a download would be
+/// (the variant and renditions chosen by `options`, every playlist rewritten to paths in the asset), nothing is
+/// stored, and every file comes from the origin as the player asks for it.
+public struct OnlineLibrary: PlaybackLibrary {
+    let url: URL
+    let options: DownloadOptions
+    let fetcher: ResourceFetcher
+
+    /// A library over the source at `url`; manifests are fetched with `fetcher`, with `options.headers`.
+    public init(url: URL, options: DownloadOptions = DownloadOptions(), fetcher: ResourceFetcher) {
+        self.url = url
+        self.options = options
+        self.fetcher = fetcher
+    }
+
+    /// Plans the source (whatever `assetID` names it: its rights are the agent's business).
+    public func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
+        let headers = options.headers ?? [:]
+        let plan: DownloadPlan
+        do {
+            let probe = try await fetcher.probe(url, headers: headers)
+            let fetcher = fetcher
+            plan = try await DownloadPlanner.plan(probe: probe, options: options) { url in try await fetcher.text(url, headers: headers) }
+        } catch let failure as DownloadFailure {
+            throw Self.playbackError(failure)
+        } catch let error as DownloadError {
+            if case let .fetch(failure) = error { throw Self.playbackError(failure) }
+            throw .invalidContent("the source cannot be played: \(error.code)")
+        } catch {
+            throw .invalidContent("the source cannot be played")
+        }
+        guard plan.format == .hls else {
+            throw .invalidContent("a \(plan.format.rawValue) source is not played through the proxy yet (HLS sources are)")
+        }
+        return PlayableAsset(folder: nil, entry: plan.mainPath, manifests: Dictionary(plan.manifests.map { ($0.path, $0.text) }) { first, _ in first },
+                             origin: DownloadLibrary.origin(of: plan), originHeaders: headers)
+    }
+
+    /// A failure of the source's manifests in the proxy's terms (no URL: it may carry a token).
+    static func playbackError(_ failure: DownloadFailure) -> PlaybackError {
+        switch failure {
+        case let .httpStatus(_, status): return .originStatus(status)
+        case .network: return .originUnreachable("the source cannot be reached")
+        default: return .invalidContent("the source's manifest cannot be used (\(failure.code))")
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOPosix
+import SatchelSystem
+
+/// Fetches the files of an asset that are not on disk from its origin, for the player that is waiting: short
+/// timeouts (a player waits seconds, not minutes), no retries (the player asks again), no decompression.
+final class OriginFetcher: Sendable {
+    /// The HTTP client, made at the first request (a proxy over a complete download never needs one); nil
+    /// again once shut down.
+    private let state = Locked<(client: HTTPClient?, shutDown: Bool)>((nil, false))
+    private let configuration: HTTPClient.Configuration
+
+    /// An answer whose status was a success, its body still to read.
+    struct Answer: Sendable {
+        /// The announced length of the body (Content-Length), when given.
+        var length: Int64?
+        /// The body as it arrives.
+        var body: HTTPClientResponse.Body
+    }
+
+    init(connectTimeout: Duration = .seconds(3), readTimeout: Duration = .seconds(10)) {
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout)))
+        configuration.decompression = .disabled
+        configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
+        self.configuration = configuration
+    }
+
+    /// The client, made on first use; nil after ``shutdown()``.
+    private var client: HTTPClient? {
+        state.withLock { state in
+            guard !state.shutDown else { return nil }
+            if let client = state.client { return client }
+            let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
+            state.client = client
+            return client
+        }
+    }
+
+    /// Closes the client's connections; later requests fail as unreachable.
+    func shutdown() async {
+        let client = state.withLock { state -> HTTPClient? in
+            defer { state = (nil, true) }
+            return state.client
+        }
+        try? await client?.shutdown()
+    }
+
+    /// A fetcher dropped without ``shutdown()`` closes its client here (the callback keeps it alive until then).
+    deinit {
+        guard let client = state.withLock({ $0.client }) else { return }
+        client.shutdown(queue: .global()) { _ in withExtendedLifetime(client) {} }
+    }
+
+    /// Opens `file` on the origin: 200 (or 206 for a ranged file) with its body; anything else is
+    /// ``PlaybackError/originStatus(_:)`` (the origin's own status, for the player) or, when nothing answered,
+    /// ``PlaybackError/originUnreachable(_:)``.
+    func open(_ file: OriginFile, headers: [String: String]) async throws(PlaybackError) -> Answer {
+        var request = HTTPClientRequest(url: file.url)
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { request.headers.add(name: name, value: value) }
+        if let range = file.range { request.headers.replaceOrAdd(name: "Range", value: "bytes=\(range.lowerBound)-\(range.upperBound)") }
+        guard let client else { throw .originUnreachable("the playback proxy is stopping") }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, deadline: .now() + .seconds(30))
+        } catch {
+            throw .originUnreachable(Self.reason(error))
+        }
+        let expected: UInt = file.range == nil ? 200 : 206
+        guard response.status.code == expected else {
+            throw response.status.code >= 400 ? .originStatus(Int(response.status.code))
+                : .originUnreachable("the origin answered \(response.status.code)")
+        }
+        return Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
+    }
+
+    /// The whole body of `file`, at most `limit` bytes; a body shorter or longer than announced is refused.
+    func fetch(_ file: OriginFile, headers: [String: String], limit: Int64) async throws(PlaybackError) -> [UInt8] {
+        try await Self.collect(try await open(file, headers: headers), limit: limit)
+    }
+
+    /// The whole body of an answer, at most `limit` bytes; a body shorter or longer than announced is refused.
+    static func collect(_ answer: Answer, limit: Int64) async throws(PlaybackError) -> [UInt8] {
+        if let length = answer.length, length > limit { throw .invalidContent("the origin's file is larger than \(limit >> 20) MB") }
+        var bytes: [UInt8] = []
+        if let length = answer.length { bytes.reserveCapacity(Int(length)) }
+        do {
+            for try await buffer in answer.body {
+                bytes += buffer.readableBytesView
+                guard bytes.count <= limit else { throw PlaybackError.invalidContent("the origin's file is larger than \(limit >> 20) MB") }
+            }
+        } catch let error as PlaybackError {
+            throw error
+        } catch {
+            throw .originUnreachable(reason(error))
+        }
+        if let length = answer.length, Int64(bytes.count) != length {
+            throw .originUnreachable("the origin sent \(bytes.count) of \(length) bytes")
+        }
+        return bytes
+    }
+
+    /// What went wrong, in words that carry no URL (a query may hold a token).
+    static func reason(_ error: any Error) -> String {
+        if let client = error as? HTTPClientError {
+            if client == .readTimeout || client == .connectTimeout || client == .deadlineExceeded { return "the origin timed out" }
+            if client == .remoteConnectionClosed { return "the origin closed the connection" }
+            return "the origin failed (\(client.shortDescription))"
+        }
+        return String(describing: error).contains("refused") ? "the origin refused the connection" : "the origin cannot be reached"
+    }
+}
