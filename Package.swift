@@ -233,8 +233,8 @@ let package = Package(
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
-        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelBytes", "SatchelFairPlay", "SatchelPackager", "SatchelLicensing",
-                                                             "SatchelTestSupport"]),
+        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelPackager",
+                                                             "SatchelLicensing", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

@@ -62,7 +62,7 @@ public struct LicenseRequestExtras: Sendable, Equatable {
 
     /// The headers to send: the token, custom data (only when `bodyCarriesCustomData` is false), then the
     /// custom headers.
-    func httpHeaders(bodyCarriesCustomData: Bool) -> [(name: String, value: String)] {
+    public func httpHeaders(bodyCarriesCustomData: Bool) -> [(name: String, value: String)] {
         var all: [(name: String, value: String)] = []
         if let token { all.append(tokenHeader.map { ($0, token) } ?? ("Authorization", "Bearer \(token)")) }
         if let customData, !bodyCarriesCustomData { all.append((Self.customDataHeader, Data(customData.utf8).base64EncodedString())) }

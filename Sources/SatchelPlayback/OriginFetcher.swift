@@ -75,6 +75,35 @@ final class OriginFetcher: Sendable {
         return Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
     }
 
+    /// A request answered whole: the server's content type and body.
+    struct Exchange: Sendable {
+        var contentType: String?
+        var body: [UInt8]
+    }
+
+    /// Sends a GET (or, with `body`, a POST) to `url` with `headers`; answers a 2xx whole (at most `limit`
+    /// bytes), else ``PlaybackError/originStatus(_:)``.
+    func exchange(_ url: String, body: [UInt8]?, headers: [(name: String, value: String)], limit: Int64) async throws(PlaybackError) -> Exchange {
+        guard let client else { throw .originUnreachable("the playback proxy is stopping") }
+        var request = HTTPClientRequest(url: url)
+        if let body {
+            request.method = .POST
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        for header in headers { request.headers.replaceOrAdd(name: header.name, value: header.value) }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, deadline: .now() + .seconds(30))
+        } catch {
+            throw .originUnreachable(Self.reason(error))
+        }
+        guard (200...299).contains(response.status.code) else {
+            throw response.status.code >= 400 ? .originStatus(Int(response.status.code)) : .originUnreachable("the server answered \(response.status.code)")
+        }
+        let answer = Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
+        return Exchange(contentType: response.headers.first(name: "content-type"), body: try await Self.collect(answer, limit: limit))
+    }
+
     /// The whole body of `file`, at most `limit` bytes; a body shorter or longer than announced is refused.
     func fetch(_ file: OriginFile, headers: [String: String], limit: Int64) async throws(PlaybackError) -> [UInt8] {
         try await Self.collect(try await open(file, headers: headers), limit: limit)

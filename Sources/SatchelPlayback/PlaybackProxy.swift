@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import SatchelAgent
+import SatchelBytes
 import SatchelHTTP
 import SatchelProtection
 import SatchelRights
@@ -20,12 +21,16 @@ public actor PlaybackProxy {
         public var port: Int
         /// Decrypt, or pass the protection through.
         public var mode: PlaybackMode
+        /// In pass-through mode: forward the players' key and license requests through the proxy, adding these
+        /// extras (custom headers, custom data, the token); nil: key URIs are left as the playlists write them.
+        public var forwarding: LicenseRequestExtras?
 
         /// Creates a configuration.
-        public init(host: String = "127.0.0.1", port: Int = 0, mode: PlaybackMode = .decrypt) {
+        public init(host: String = "127.0.0.1", port: Int = 0, mode: PlaybackMode = .decrypt, forwarding: LicenseRequestExtras? = nil) {
             self.host = host
             self.port = port
             self.mode = mode
+            self.forwarding = forwarding
         }
     }
 
@@ -117,8 +122,14 @@ public actor PlaybackProxy {
             let opened = try await rights.playbackKeys(asset: assetID)
             if configuration.mode == .decrypt { keys = opened }
         }
+        var forwarding: KeyForwarding?
+        if configuration.mode == .passthrough, configuration.forwarding != nil {
+            var texts: [String] = []
+            for path in map.playlists.sorted() { texts.append(try Self.playlist(path, of: asset)) }
+            forwarding = try KeyForwarding(playlists: texts)
+        }
         let session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
-                                      mode: configuration.mode, keys: keys)
+                                      mode: configuration.mode, keys: keys, forwarding: forwarding)
         sessions[session.token] = session
         continuation.yield(.opened(asset: assetID, cache: asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
@@ -172,7 +183,7 @@ public actor PlaybackProxy {
         guard let session = await session(token), let file = HLSAssetMap.resolve(path, from: "") else { throw .notFound }
         if session.map.playlists.contains(file) {
             let text = try Self.playlist(file, of: session.asset)
-            let served = session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : text
+            let served = session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : session.forwarding?.rewrite(text, token: token) ?? text
             return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: file), range: nil, size: Int64(served.utf8.count))
         }
         if session.map.isProtected || session.ended {
@@ -207,6 +218,35 @@ public actor PlaybackProxy {
             return try PlaybackResponse.ranged(clear, contentType: contentType, rangeHeader: range)
         }
         return try PlaybackResponse.ranged(bytes, contentType: contentType, rangeHeader: range)
+    }
+
+    /// Forwards a player's key or license request (pass-through mode) to the key URI the playlist wrote, with the
+    /// configured extras: custom data goes into a JSON object body as `customData`, else in its header. Only while
+    /// the rights allow playback; the answer comes back as the server gave it (an error status as that status).
+    nonisolated func forward(token: String, path: String, post body: [UInt8]?, contentType: String?) async throws(PlaybackError) -> PlaybackResponse {
+        guard let session = await session(token), let extras = configuration.forwarding, let target = session.forwarding?.target(path) else {
+            throw .notFound
+        }
+        try await checkRights(session)
+        var payload = body
+        var inBody = false
+        if let customData = extras.customData, let body, contentType?.lowercased().contains("json") == true,
+           var object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)),
+           case nil = object["customData"] {
+            object["customData"] = .string(customData)
+            if let encoded = try? JSONEncoder().encode(object) {
+                payload = Array(encoded)
+                inBody = true
+            }
+        }
+        var headers = extras.httpHeaders(bodyCarriesCustomData: inBody)
+        if let contentType, body != nil { headers.append(("Content-Type", contentType)) }
+        let sent = payload
+        let answer = try await reportingOrigin(path, session) { () async throws(PlaybackError) -> OriginFetcher.Exchange in
+            try await origin.exchange(target, body: sent, headers: headers, limit: KeyForwarding.maximumAnswer)
+        }
+        return PlaybackResponse(body: .bytes(answer.body), contentType: answer.contentType ?? "application/octet-stream", range: nil,
+                                size: Int64(answer.body.count))
     }
 
     /// Rights are checked again before every segment: ended rights stop the session's media (event once).

@@ -3,19 +3,30 @@ import Hummingbird
 import NIOCore
 import SatchelHTTP
 
-/// `GET|HEAD /{session token}/{path in the asset}`: everything the proxy serves.
+/// `GET|HEAD /{session token}/{path in the asset}`: everything the proxy serves; `POST` only to a forwarded
+/// key URI (pass-through mode's license forwarding).
 struct PlaybackRoutes: RouteGroup {
     let proxy: PlaybackProxy
 
     func register(on router: Router<SatchelRequestContext>) {
         router.get("/{token}/**") { request, context in try await answer(request, context, head: false) }
         router.head("/{token}/**") { request, context in try await answer(request, context, head: true) }
+        router.post("/{token}/**") { request, context in try await answer(request, context, head: false) }
     }
 
     private func answer(_ request: Request, _ context: SatchelRequestContext, head: Bool) async throws -> Response {
         guard let token = context.parameters.get("token") else { throw PlaybackError.notFound }
         let components = context.parameters.getCatchAll().map { String($0).removingPercentEncoding ?? String($0) }
-        let response = try await proxy.respond(token: token, path: components.joined(separator: "/"), range: request.headers[.range])
+        let path = components.joined(separator: "/")
+        let response: PlaybackResponse
+        if path.hasPrefix(KeyForwarding.prefix) {
+            var body: [UInt8]?
+            if request.method == .post { body = Array(try await request.body.collect(upTo: Int(KeyForwarding.maximumAnswer)).readableBytesView) }
+            response = try await proxy.forward(token: token, path: path, post: body, contentType: request.headers[.contentType])
+        } else {
+            guard request.method != .post else { throw PlaybackError.notFound }
+            response = try await proxy.respond(token: token, path: path, range: request.headers[.range])
+        }
         var headers = HTTPFields()
         headers[.contentType] = response.contentType
         headers[.acceptRanges] = "bytes"

@@ -22,6 +22,8 @@ struct PlaybackSession: Sendable {
     let mode: PlaybackMode
     /// The content keys (empty for clear content), opened once at the start.
     let keys: [PlaybackKey]
+    /// Pass-through mode's forwarded key URIs (nil: key URIs stay as written).
+    let forwarding: KeyForwarding?
     /// Set once the rights ended mid-play (the event is emitted once).
     var ended = false
     /// Set once invalid content was reported, until a file plays well again.

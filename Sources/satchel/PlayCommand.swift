@@ -26,6 +26,11 @@ struct PlayCommand: SatchelAsyncCommand {
     var licenseAsset: String?
     @Option(name: .customLong("header"), help: "With a URL: \"Name: value\" sent with every request to the origin (repeatable; never printed).")
     var headers: [String] = []
+    @Option(name: .customLong("license-header"),
+            help: "With --passthrough: \"Name: value\" added to every key and license request the player makes through the proxy (repeatable).")
+    var licenseHeaders: [String] = []
+    @Option(name: .customLong("custom-data"), help: "With --passthrough: custom data added to the player's license requests (seed 000 §5.3.3.2).")
+    var customData: String?
 
     /// True when the argument is a URL to play online.
     var isOnline: Bool { asset.hasPrefix("http://") || asset.hasPrefix("https://") }
@@ -33,6 +38,9 @@ struct PlayCommand: SatchelAsyncCommand {
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
         if server != nil, token == nil { throw ValidationError("--server goes with --token") }
+        if !passthrough, !licenseHeaders.isEmpty || customData != nil {
+            throw ValidationError("--license-header and --custom-data go with --passthrough (the proxy forwards the player's key requests)")
+        }
         if licenseAsset != nil, !isOnline { throw ValidationError("--license-asset goes with a URL") }
         if !headers.isEmpty, !isOnline { throw ValidationError("--header goes with a URL (a downloaded asset keeps the headers it was added with)") }
         if isOnline, URL(string: asset)?.host == nil { throw ValidationError("\(asset.prefix(200)) is not a URL") }
@@ -66,7 +74,11 @@ struct PlayCommand: SatchelAsyncCommand {
     /// interrupted or until `--exec`'s command ends; answers the exit status.
     private func serve(_ library: any PlaybackLibrary, assetID: String, agent: Agent?) async throws -> Int32 {
         if let token { try await Self.license(assetID, token: token, server: server, agent: agent) }
-        let proxy = try PlaybackProxy(library: library, rights: agent, configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt),
+        // Pass-through: the player's key requests go through the proxy, which adds the token and the extras.
+        let forwarding = passthrough ? try LicenseRequestExtras(headers: try licenseHeaders.map(LicenseRequestExtras.header), customData: customData,
+                                                                token: token) : nil
+        let proxy = try PlaybackProxy(library: library, rights: agent,
+                                      configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding),
                                       logger: Logger(label: "satchel.playback"))
         let events = Task {
             for await event in proxy.events { FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8)) }

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelAgent
 import SatchelBytes
 import SatchelTestSupport
 import Testing
@@ -367,6 +368,61 @@ import Testing
         // The failed request is logged as an error, with the session token redacted like every request line.
         let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
         #expect(log.contains("request failed") && !log.contains(offline.url.split(separator: "/")[2]), "\(log.suffix(800))")
+    }
+
+    @Test("--passthrough forwards the player's key requests through the proxy: the key URI points at the session, the request reaches the key server with the token, the custom headers and the custom data (in a JSON body's customData, else its header); ffmpeg plays the protected stream with the keys it gets; no rights, no forwarding")
+    func passthroughForwarding() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("play-forward")
+        defer { server.stop(); origin.stop() }
+        let keys = try await RecordingProxy.start(upstream: server.url)
+        defer { keys.stop() }
+        let token = try server.token()
+        try await TestMedia.offloaded { () throws -> Void in
+            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear").path, "--format", "hls-ts",
+                                       "--segment-duration", "2"]).status == 0)
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("fwd").path, "--format", "hls-ts",
+                                              "--segment-duration", "2", "--scheme", "aes-128", "--key-uri", keys.baseURL + "/keys/{kid}",
+                                              "--register", "--asset-id", "fwd", "--data-dir", server.data, "--offline"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+            #expect(try CLIRunner.run(["download", "add", origin.url("fwd/master.m3u8"), "--data-dir", data, "--id", "fwd", "--license",
+                                       "--token", token]).status == 0)
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        let player = try await TestMedia.offloaded {
+            try Player(["fwd", "--data-dir", data, "--passthrough", "--token", token, "--license-header", "X-Satchel-Test: yes",
+                        "--custom-data", "<data>account-7</data>"])
+        }
+        try await TestMedia.offloaded { () throws -> Void in
+            let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
+            let played = try TestMedia.packetHashes(player.url)
+            #expect(!expected.isEmpty && played == expected, "\(played.count) packets vs \(expected.count)")
+            let fetched = try #require(keys.requests.first { $0.method == "GET" && $0.path.hasPrefix("/keys/") })
+            #expect(fetched.header("Authorization") == "Bearer \(token)" && fetched.header("X-Satchel-Test") == "yes")
+            #expect(fetched.header(LicenseRequestExtras.customDataHeader) == Data("<data>account-7</data>".utf8).base64EncodedString())
+
+            let master = String(decoding: try Self.fetch(player.url).body, as: UTF8.self)
+            let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: player.url))).absoluteURL
+            let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+            let token = String(player.url.split(separator: "/")[2])
+            #expect(media.contains("#EXT-X-KEY:METHOD=AES-128,URI=\"/\(token)/.satchel/keys/0\"") && !media.contains(keys.baseURL), "\(media)")
+            let keyURL = try #require(URL(string: "/\(token)/.satchel/keys/0", relativeTo: URL(string: player.url))).absoluteString
+
+            // A JSON challenge takes the custom data as its customData member (the key server refuses the POST: 405).
+            _ = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-o", "/dev/null", "-X", "POST", "-H", "Content-Type: application/json",
+                                                                              "--data", #"{"kids":["AAAAAAAAAAAAAAAAAAAAAA"]}"#, keyURL])
+            let posted = try #require(keys.requests.first { $0.method == "POST" })
+            #expect(posted.json?["customData"] as? String == "<data>account-7</data>" && posted.json?["kids"] != nil)
+            #expect(posted.header(LicenseRequestExtras.customDataHeader) == nil && posted.header("X-Satchel-Test") == "yes")
+
+            // No rights, no keys: the license is released, the forwarded key URI answers 403.
+            #expect(try CLIRunner.run(["license", "release", "fwd", "--data-dir", data]).status == 0)
+            let refused = try Self.fetch(keyURL)
+            #expect(refused.status == 403 && String(decoding: refused.body, as: UTF8.self).contains("no-rights"), "\(refused.status)")
+        }
+        _ = try await TestMedia.offloaded { player.stop() }
     }
 
     /// True when `bytes` hold the four characters `type` (a box type) anywhere.

@@ -1,5 +1,5 @@
 import Foundation
-import SatchelPlayback
+@testable import SatchelPlayback
 import Testing
 
 /// The proxy's pure parts with values: byte ranges, the asset map (keys, IVs, init segments, paths) and the
@@ -78,6 +78,36 @@ import Testing
         #expect(throws: PlaybackError.self) {
             try HLSAssetMap.build(entry: "master.m3u8") { (path: String) throws(PlaybackError) -> String in malformed[path] ?? "" }
         }
+    }
+
+    @Test("key forwarding: http and https key URIs of EXT-X-KEY and EXT-X-SESSION-KEY become session paths, each once, in order; skd://, relative and data URIs stay; only known indices resolve")
+    func keyForwarding() throws {
+        let master = "#EXTM3U\n#EXT-X-SESSION-KEY:METHOD=SAMPLE-AES,URI=\"https://k/keys/a\",KEYFORMAT=\"identity\"\n#EXT-X-STREAM-INF:BANDWIDTH=1\nv.m3u8\n"
+        let media = """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:2
+            #EXT-X-KEY:METHOD=SAMPLE-AES,URI="skd://movie",KEYFORMAT="com.apple.streamingkeydelivery"
+            #EXT-X-KEY:METHOD=SAMPLE-AES,URI="https://k/keys/a",KEYFORMAT="identity"
+            #EXTINF:2,
+            https://k/keys/not-a-key.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="HTTP://other/keys/b"
+            #EXTINF:2,
+            s1.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="keys/local"
+            #EXTINF:2,
+            s2.ts
+            #EXT-X-ENDLIST
+
+            """
+        let forwarding = try KeyForwarding(playlists: [master, media])
+        #expect(forwarding.targets == ["https://k/keys/a", "HTTP://other/keys/b"])
+        let rewritten = forwarding.rewrite(media, token: "T")
+        #expect(rewritten.contains("URI=\"skd://movie\"") && rewritten.contains("URI=\"/T/.satchel/keys/0\",KEYFORMAT=\"identity\"")
+                && rewritten.contains("URI=\"/T/.satchel/keys/1\"") && rewritten.contains("URI=\"keys/local\"")
+                && rewritten.contains("https://k/keys/not-a-key.ts"), "\(rewritten)")
+        #expect(forwarding.rewrite(master, token: "T").contains("URI=\"/T/.satchel/keys/0\""))
+        #expect(forwarding.target(".satchel/keys/1") == "HTTP://other/keys/b")
+        for path in [".satchel/keys/2", ".satchel/keys/-1", ".satchel/keys/", ".satchel/keys/1x", "keys/0"] { #expect(forwarding.target(path) == nil, "\(path)") }
     }
 
     @Test("the proxy binds to loopback only")
