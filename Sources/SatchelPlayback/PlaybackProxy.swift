@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import SatchelAgent
 import SatchelBytes
+import SatchelDownloads
 import SatchelHTTP
 import SatchelProtection
 import SatchelRights
@@ -180,7 +181,9 @@ public actor PlaybackProxy {
 
     /// Answers one request of a session.
     nonisolated func respond(token: String, path: String, range: String?) async throws(PlaybackError) -> PlaybackResponse {
-        guard let session = await session(token), let file = HLSAssetMap.resolve(path, from: "") else { throw .notFound }
+        // The engine's own files (the plan: origin URLs, headers) are never served.
+        guard let session = await session(token), let file = HLSAssetMap.resolve(path, from: ""),
+              !file.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
         if session.map.playlists.contains(file) {
             let text = try Self.playlist(file, of: session.asset)
             let served = session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : session.forwarding?.rewrite(text, token: token) ?? text

@@ -362,6 +362,7 @@ import Testing
             func url(_ name: String) -> String { base + name }
             #expect(try Self.fetch(url(filled.first { $0 != last } ?? "")).status == 200)
             #expect(try Self.fetch(url(last)).status == 503)
+            #expect(try Self.fetch(url(".satchel/plan.json")).status == 404, "the engine's plan (origin URLs, headers) is not served")
         }
         let second = try await TestMedia.offloaded { offline.stop() }
         #expect(second.stderr.contains("opened: show (cached ") && second.stderr.contains("server-error: show/"), "\(second.stderr)")
