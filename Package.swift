@@ -196,7 +196,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
-        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
+        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client")]),
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.

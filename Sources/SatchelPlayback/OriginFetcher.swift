@@ -60,18 +60,8 @@ final class OriginFetcher: Sendable {
         var request = HTTPClientRequest(url: file.url)
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { request.headers.add(name: name, value: value) }
         if let range = file.range { request.headers.replaceOrAdd(name: "Range", value: "bytes=\(range.lowerBound)-\(range.upperBound)") }
-        guard let client else { throw .originUnreachable("the playback proxy is stopping") }
-        let response: HTTPClientResponse
-        do {
-            response = try await client.execute(request, deadline: .now() + .seconds(30))
-        } catch {
-            throw .originUnreachable(Self.reason(error))
-        }
         let expected: UInt = file.range == nil ? 200 : 206
-        guard response.status.code == expected else {
-            throw response.status.code >= 400 ? .originStatus(Int(response.status.code))
-                : .originUnreachable("the origin answered \(response.status.code)")
-        }
+        let response = try await send(request) { $0 == expected }
         return Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
     }
 
@@ -84,24 +74,32 @@ final class OriginFetcher: Sendable {
     /// Sends a GET (or, with `body`, a POST) to `url` with `headers`; answers a 2xx whole (at most `limit`
     /// bytes), else ``PlaybackError/originStatus(_:)``.
     func exchange(_ url: String, body: [UInt8]?, headers: [(name: String, value: String)], limit: Int64) async throws(PlaybackError) -> Exchange {
-        guard let client else { throw .originUnreachable("the playback proxy is stopping") }
         var request = HTTPClientRequest(url: url)
         if let body {
             request.method = .POST
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         for header in headers { request.headers.replaceOrAdd(name: header.name, value: header.value) }
+        let response = try await send(request) { (200...299).contains($0) }
+        let answer = Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
+        return Exchange(contentType: response.headers.first(name: "content-type"), body: try await Self.collect(answer, limit: limit))
+    }
+
+    /// Sends `request`; a status `accepted` refuses is the server's error (4xx, 5xx) or, otherwise, an origin that
+    /// did not answer as it should; nothing answering is ``PlaybackError/originUnreachable(_:)``.
+    private func send(_ request: HTTPClientRequest, accepted: (UInt) -> Bool) async throws(PlaybackError) -> HTTPClientResponse {
+        guard let client else { throw .originUnreachable("the playback proxy is stopping") }
         let response: HTTPClientResponse
         do {
             response = try await client.execute(request, deadline: .now() + .seconds(30))
         } catch {
             throw .originUnreachable(Self.reason(error))
         }
-        guard (200...299).contains(response.status.code) else {
-            throw response.status.code >= 400 ? .originStatus(Int(response.status.code)) : .originUnreachable("the server answered \(response.status.code)")
+        guard accepted(response.status.code) else {
+            throw response.status.code >= 400 ? .originStatus(Int(response.status.code))
+                : .originUnreachable("the server answered \(response.status.code)")
         }
-        let answer = Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
-        return Exchange(contentType: response.headers.first(name: "content-type"), body: try await Self.collect(answer, limit: limit))
+        return response
     }
 
     /// The whole body of `file`, at most `limit` bytes; a body shorter or longer than announced is refused.

@@ -287,14 +287,14 @@ import Testing
         try await TestMedia.offloaded {
             #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear").path, "--format", "cmaf",
                                        "--segment-duration", "2"]).status == 0)
-            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("movie").path, "--format", "cmaf",
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("cdn-movie").path, "--format", "cmaf",
                                               "--segment-duration", "2", "--scheme", "cbcs", "--register", "--asset-id", "movie",
                                               "--data-dir", server.data])
             #expect(packaged.status == 0, "\(packaged.stderr)")
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
         }
         let token = try server.token(persistent: false, asset: "movie")
-        let player = try await TestMedia.offloaded { try Player([origin.url("movie/master.m3u8"), "--data-dir", data, "--token", token]) }
+        let player = try await TestMedia.offloaded { try Player([origin.url("cdn-movie/master.m3u8"), "--data-dir", data, "--token", token]) }
         try await TestMedia.offloaded {
             let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
             let played = try TestMedia.packetHashes(player.url)
@@ -316,6 +316,17 @@ import Testing
             #expect(down.status == 503, "\(down.status)")
         }
         let stopped = try await TestMedia.offloaded { player.stop() }
+        // The asset is the token's claim (the URL's folder, cdn-movie, names no license); a token for every asset
+        // ("*") needs --license-asset. Both sessions run on the license acquired above.
+        let origin2 = try await TestOrigin.start(root: site)
+        defer { origin2.stop() }
+        try await TestMedia.offloaded { () throws -> Void in
+            let url = origin2.url("cdn-movie/master.m3u8")
+            let named = try CLIRunner.run(["play", url, "--data-dir", data, "--token", try server.token(), "--license-asset", "movie", "--exec", "curl -sf {url}"])
+            #expect(named.status == 0 && named.stderr.contains("opened: movie"), "\(named.stderr)")
+            let unnamed = try CLIRunner.run(["play", url, "--data-dir", data, "--exec", "true"])
+            #expect(unnamed.status != 0 && unnamed.stderr.contains("no-rights"), "the URL's folder names no license: \(unnamed.stderr)")
+        }
         #expect(stopped.stderr.contains("opened: movie") && stopped.stderr.contains("(answered 500)")
                 && stopped.stderr.contains("(answered 503)"), "\(stopped.stderr)")
         #expect(!stopped.stderr.contains(token) && !stopped.stderr.contains(origin.baseURL), "no token or origin URL on stderr")

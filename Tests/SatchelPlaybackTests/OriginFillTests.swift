@@ -19,7 +19,8 @@ import Testing
             let folder = folder
             var fill: (@Sendable (String, [UInt8]) -> Bool)?
             if keeps { fill = { path, bytes in FileManager.default.createFile(atPath: folder + "/" + path, contents: Data(bytes)) } }
-            return PlayableAsset(folder: folder, entry: "index.m3u8", origin: ["s0.ts": OriginFile(url: origin + "/s0.ts")], fill: fill,
+            return PlayableAsset(folder: folder, entry: "index.m3u8", origin: ["s0.ts": OriginFile(url: origin + "/s0.ts"),
+                                                                                 "piece.bin": OriginFile(url: origin + "/s0.ts", range: 16...47)], fill: fill,
                                  cache: CacheState(cachedDuration: 4, totalDuration: 8, isReadyToPlay: false))
         }
     }
@@ -58,6 +59,9 @@ import Testing
             #expect(Array(kept) == stored, "\(mode): the store holds the file as the origin sent it")
             let again = try await PlaybackProxyTests.get(base + "s0.ts")
             #expect(again.body == answer.body && origin.log.count == 1, "\(mode): the second read comes from disk")
+            // A file that is a byte range of an origin URL (EXT-X-BYTERANGE, SegmentBase): asked for with Range.
+            let piece = try await PlaybackProxyTests.get(base + "piece.bin")
+            #expect(piece.status == 200 && piece.body == Array(stored[16...47]) && origin.log.last?.range == "bytes=16-47", "\(mode)")
             let events = await Self.events(proxy)
             #expect(events.first == .opened(asset: "a", cache: CacheState(cachedDuration: 4, totalDuration: 8, isReadyToPlay: false)))
             #expect(events.first?.line == "opened: a (cached 4.0 s of 8.0 s, not ready to play offline)")

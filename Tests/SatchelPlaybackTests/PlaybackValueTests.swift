@@ -1,4 +1,5 @@
 import Foundation
+import SatchelDownloads
 @testable import SatchelPlayback
 import Testing
 
@@ -108,6 +109,19 @@ import Testing
         #expect(forwarding.rewrite(master, token: "T").contains("URI=\"/T/.satchel/keys/0\""))
         #expect(forwarding.target(".satchel/keys/1") == "HTTP://other/keys/b")
         for path in [".satchel/keys/2", ".satchel/keys/-1", ".satchel/keys/", ".satchel/keys/1x", "keys/0"] { #expect(forwarding.target(path) == nil, "\(path)") }
+    }
+
+    @Test("a plan's files by path with where they are on the origin: byte ranges as closed ranges, an empty range is none")
+    func originOfPlan() {
+        let plan = DownloadPlan(format: .hls, mainPath: "m.m3u8", manifests: [], resources: [
+            DownloadResource(url: "https://o/a.mp4", localPath: "a/seg1.mp4", range: .init(offset: 100, length: 50), kind: .segment),
+            DownloadResource(url: "https://o/b.ts", localPath: "b.ts", kind: .segment, expectedSize: 7),
+            DownloadResource(url: "https://o/c.mp4", localPath: "c.mp4", range: .init(offset: 5, length: 0), kind: .initialization),
+        ], totalDuration: nil)
+        let files = DownloadLibrary.origin(of: plan)
+        #expect(files["a/seg1.mp4"] == OriginFile(url: "https://o/a.mp4", range: 100...149) && files["a/seg1.mp4"]?.expectedSize == 50)
+        #expect(files["b.ts"] == OriginFile(url: "https://o/b.ts", expectedSize: 7))
+        #expect(files["c.mp4"]?.range == nil && files.count == 3)
     }
 
     @Test("the proxy binds to loopback only")
