@@ -111,8 +111,10 @@ public enum DASHDownloadPlanner {
                 guard DownloadPlanner.isPlausibleDuration(each) else { throw .malformedManifest("SegmentList duration is out of range") }
                 let baseDirectory = try localDirectory(of: base, mapper: mapper)
                 var initialization: String?
-                if let source = list.initialization {
-                    initialization = try add(try resolve(source, against: base), range: nil, kind: .initialization, duration: nil)
+                if list.initialization != nil || list.initializationRange != nil {
+                    // Initialization@range without a sourceURL is a range of the BaseURL's file: a file of its own.
+                    initialization = try add(try resolve(list.initialization, against: base), range: list.initializationRange,
+                                             kind: .initialization, duration: nil)
                 }
                 var pieces: [(path: String, ranged: Bool)] = []
                 for segment in list.segments {
@@ -123,11 +125,17 @@ public enum DASHDownloadPlanner {
                 if let listElement {
                     for (element, piece) in zip(tree.children(of: listElement, named: "SegmentURL"), pieces) {
                         var attributes: [String: String?] = ["media": LocalPath.relative(piece.path, from: baseDirectory + "_")]
-                        if piece.ranged { attributes["mediaRange"] = .some(nil) }
+                        if piece.ranged {
+                            // The piece is a file of its own: its ranges (and an index range inside it) no longer apply.
+                            attributes["mediaRange"] = .some(nil)
+                            attributes["indexRange"] = .some(nil)
+                        }
                         edits[element] = DASHElementEdit(attributes: attributes)
                     }
                     if let initialization, let element = tree.children(of: listElement, named: "Initialization").first {
-                        edits[element] = DASHElementEdit(attributes: ["sourceURL": LocalPath.relative(initialization, from: baseDirectory + "_")])
+                        var attributes: [String: String?] = ["sourceURL": LocalPath.relative(initialization, from: baseDirectory + "_")]
+                        if list.initializationRange != nil { attributes["range"] = .some(nil) }
+                        edits[element] = DASHElementEdit(attributes: attributes)
                     }
                 }
             } else {

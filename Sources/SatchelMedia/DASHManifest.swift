@@ -162,8 +162,10 @@ public struct DASHRepresentation: Sendable, Equatable {
     public var audioChannels: Int?
     public var baseURL: String?
     public var segmentTemplate: DASHSegmentTemplate?
-    /// SegmentList: the init URL, media URLs with optional byte ranges, and the segment duration in `timescale` ticks.
-    public var segmentList: (initialization: String?, segments: [(url: String?, range: String?)], duration: UInt64?, timescale: UInt64)?
+    /// SegmentList: the init URL, media URLs with optional byte ranges, the segment duration in `timescale` ticks,
+    /// and the init segment's byte range (`Initialization@range`; without a `sourceURL` it is a range of BaseURL).
+    public var segmentList: (initialization: String?, segments: [(url: String?, range: String?)], duration: UInt64?, timescale: UInt64,
+                             initializationRange: String?)?
     /// SegmentBase: indexRange and initialization range within BaseURL.
     public var segmentBase: (indexRange: String?, initializationRange: String?)?
 
@@ -198,6 +200,10 @@ public struct DASHAdaptationSet: Sendable, Equatable {
     public var contentProtection: [DASHContentProtection]
     public var segmentTemplate: DASHSegmentTemplate?
     public var representations: [DASHRepresentation]
+    /// The values of its `Role` elements ("main", "alternate", "commentary", …).
+    public var roles: [String] = []
+    /// The set's BaseURL.
+    public var baseURL: String?
 
     /// Creates an adaptation set.
     public init(contentType: String?, mimeType: String?, language: String? = nil, contentProtection: [DASHContentProtection] = [],
@@ -312,7 +318,7 @@ public struct DASHManifest: Sendable, Equatable {
     private static func adaptationSets(of period: MarkupElement) -> [DASHAdaptationSet] {
         period.children("AdaptationSet").map { set in
             let setTemplate = set.child("SegmentTemplate").map(Self.template)
-            return DASHAdaptationSet(
+            var adaptationSet = DASHAdaptationSet(
                 contentType: set.attributes["contentType"], mimeType: set.attributes["mimeType"], language: set.attributes["lang"],
                 contentProtection: set.children("ContentProtection").map(Self.protection),
                 segmentTemplate: setTemplate,
@@ -330,13 +336,17 @@ public struct DASHManifest: Sendable, Equatable {
                         r.segmentList = (list.child("Initialization")?.attributes["sourceURL"],
                                          list.children("SegmentURL").map { ($0.attributes["media"], $0.attributes["mediaRange"]) },
                                          list.attributes["duration"].flatMap { UInt64($0) },
-                                         list.attributes["timescale"].flatMap { UInt64($0) } ?? 1)
+                                         list.attributes["timescale"].flatMap { UInt64($0) } ?? 1,
+                                         list.child("Initialization")?.attributes["range"])
                     }
                     if let base = rep.child("SegmentBase") ?? set.child("SegmentBase") {
                         r.segmentBase = (base.attributes["indexRange"], base.child("Initialization")?.attributes["range"])
                     }
                     return r
                 })
+            adaptationSet.roles = set.children("Role").compactMap { $0.attributes["value"] }
+            adaptationSet.baseURL = set.child("BaseURL")?.text.trimmingCharacters(in: .whitespacesAndNewlines)
+            return adaptationSet
         }
     }
 

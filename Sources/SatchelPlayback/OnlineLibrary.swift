@@ -23,6 +23,18 @@ public struct OnlineLibrary: PlaybackLibrary {
         do {
             let probe = try await fetcher.probe(url, headers: headers)
             let fetcher = fetcher
+            if try DownloadPlanner.format(of: probe) == .dash, let text = probe.text {
+                // DASH is transcribed to HLS from the origin's own MPD (every video representation a variant);
+                // a dynamic MPD is fetched again whenever the player reloads a media playlist.
+                let source = probe.url
+                let reload: @Sendable () async throws(PlaybackError) -> String = { () async throws(PlaybackError) -> String in
+                    do { return try await fetcher.text(source, headers: headers) } catch let failure as DownloadFailure {
+                        throw Self.playbackError(failure)
+                    } catch { throw .originUnreachable("the MPD cannot be reloaded") }
+                }
+                let entry = source.lastPathComponent.isEmpty ? "manifest.mpd" : source.lastPathComponent
+                return PlayableAsset(folder: nil, entry: entry, manifests: [entry: text], originHeaders: headers, sourceURL: source, reloadEntry: reload)
+            }
             plan = try await DownloadPlanner.plan(probe: probe, options: options) { url in try await fetcher.text(url, headers: headers) }
         } catch let failure as DownloadFailure {
             throw Self.playbackError(failure)
@@ -33,7 +45,7 @@ public struct OnlineLibrary: PlaybackLibrary {
             throw .invalidContent("the source cannot be played")
         }
         guard plan.format == .hls else {
-            throw .invalidContent("a \(plan.format.rawValue) source is not played through the proxy yet (HLS sources are)")
+            throw .invalidContent("a \(plan.format.rawValue) source is not played through the proxy yet (HLS and DASH sources are)")
         }
         return PlayableAsset(folder: nil, entry: plan.mainPath, manifests: Dictionary(plan.manifests.map { ($0.path, $0.text) }) { first, _ in first },
                              origin: DownloadLibrary.origin(of: plan), originHeaders: headers)

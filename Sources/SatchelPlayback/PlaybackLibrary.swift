@@ -55,10 +55,15 @@ public struct PlayableAsset: Sendable {
     public var fill: (@Sendable (String, [UInt8]) -> Bool)?
     /// How much is cached, for a downloaded asset.
     public var cache: CacheState?
+    /// The URL the entry was fetched from (an online source): its relative references resolve against it.
+    public var sourceURL: URL?
+    /// Fetches the entry again (an online DASH source whose MPD is dynamic); nil: it does not change.
+    public var reloadEntry: (@Sendable () async throws(PlaybackError) -> String)?
 
     /// Creates a playable asset.
     public init(folder: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],
-                originHeaders: [String: String] = [:], fill: (@Sendable (String, [UInt8]) -> Bool)? = nil, cache: CacheState? = nil) {
+                originHeaders: [String: String] = [:], fill: (@Sendable (String, [UInt8]) -> Bool)? = nil, cache: CacheState? = nil,
+                sourceURL: URL? = nil, reloadEntry: (@Sendable () async throws(PlaybackError) -> String)? = nil) {
         self.folder = folder
         self.entry = entry
         self.manifests = manifests
@@ -66,6 +71,8 @@ public struct PlayableAsset: Sendable {
         self.originHeaders = originHeaders
         self.fill = fill
         self.cache = cache
+        self.sourceURL = sourceURL
+        self.reloadEntry = reloadEntry
     }
 
     /// The full path of `file` when it is on disk as a regular file.

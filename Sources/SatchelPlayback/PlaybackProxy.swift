@@ -44,7 +44,7 @@ public actor PlaybackProxy {
     let logger: Logger
     /// Fetches what is not on disk.
     let origin = OriginFetcher()
-    private var sessions: [String: PlaybackSession] = [:]
+    var sessions: [String: PlaybackSession] = [:]
     private var task: Task<Void, any Error>?
     private var group: ServiceGroup?
     private var boundPort: Int?
@@ -115,26 +115,38 @@ public actor PlaybackProxy {
     public func open(asset assetID: String) async throws(PlaybackError) -> String {
         let port = try await start()
         let asset = try await library.openForPlayback(assetID)
-        let map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in try Self.playlist(path, of: asset) }
+        let entryText = try Self.playlist(asset.entry, of: asset)
+        var map = HLSAssetMap(playlists: [asset.entry], segments: [:])
+        var transcript: DASHTranscript?
+        let isDASH = DASHTranscript.isMPD(entryText)
+        if isDASH {
+            // A DASH source: transcribed to HLS when decrypting, its MPD served as it is in pass-through.
+            let made = try DASHTranscript(mpd: entryText, url: asset.sourceURL ?? DASHTranscript.assetURL(asset.entry))
+            if configuration.mode == .decrypt { transcript = made }
+        } else {
+            map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in try Self.playlist(path, of: asset) }
+        }
+        let isProtected = map.isProtected || (isDASH && DASHTranscript.declaresProtection(entryText))
         var keys: [PlaybackKey] = []
-        if map.isProtected {
+        if isProtected {
             // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
             guard let rights else { throw .notPlayable(.noRights) }
             let opened = try await rights.playbackKeys(asset: assetID)
             if configuration.mode == .decrypt { keys = opened }
         }
         var forwarding: KeyForwarding?
-        if configuration.mode == .passthrough, configuration.forwarding != nil {
+        if configuration.mode == .passthrough, configuration.forwarding != nil, !isDASH {
             var texts: [String] = []
             for path in map.playlists.sorted() { texts.append(try Self.playlist(path, of: asset)) }
             forwarding = try KeyForwarding(playlists: texts)
         }
         let session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
-                                      mode: configuration.mode, keys: keys, forwarding: forwarding)
+                                      mode: configuration.mode, keys: keys, forwarding: forwarding, isProtected: isProtected, isDASH: isDASH,
+                                      transcript: transcript)
         sessions[session.token] = session
         continuation.yield(.opened(asset: assetID, cache: asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
-        return "http://\(host):\(port)/\(session.token)/\(asset.entry)"
+        return "http://\(host):\(port)/\(session.token)/\(transcript == nil ? asset.entry : DASHTranscript.masterPath)"
     }
 
     /// Closes the session whose URL is `url` (its token stops working at once).
@@ -184,12 +196,15 @@ public actor PlaybackProxy {
         // The engine's own files (the plan: origin URLs, headers) are never served.
         guard let session = await session(token), let file = HLSAssetMap.resolve(path, from: ""),
               !file.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
+        if let transcript = session.transcript, file.hasPrefix(DASHTranscript.folder + "/") {
+            return try await transcribed(file, transcript, session, range: range)
+        }
         if session.map.playlists.contains(file) {
             let text = try Self.playlist(file, of: session.asset)
-            let served = session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : session.forwarding?.rewrite(text, token: token) ?? text
+            let served = session.isDASH ? text : session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : session.forwarding?.rewrite(text, token: token) ?? text
             return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: file), range: nil, size: Int64(served.utf8.count))
         }
-        if session.map.isProtected || session.ended {
+        if session.isProtected || session.ended {
             try await checkRights(session)
         }
         let contentType = ContentTypes.type(of: file)
@@ -253,8 +268,8 @@ public actor PlaybackProxy {
     }
 
     /// Rights are checked again before every segment: ended rights stop the session's media (event once).
-    private nonisolated func checkRights(_ session: PlaybackSession) async throws(PlaybackError) {
-        guard let rights, session.map.isProtected else { return }
+    nonisolated func checkRights(_ session: PlaybackSession) async throws(PlaybackError) {
+        guard let rights, session.isProtected else { return }
         let status = try await rights.playbackStatus(asset: session.assetID)
         guard status == .valid else {
             _ = await end(session.token, status: status)
@@ -264,7 +279,7 @@ public actor PlaybackProxy {
 
     /// A file of the session whole: from disk, else from the origin (kept in the store when the asset is being
     /// downloaded), else 503 with `notCached` for a file the playlists list.
-    private nonisolated func whole(_ file: String, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+    nonisolated func whole(_ file: String, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
         if let local = session.asset.localPath(file) { return try Self.read(local, name: file) }
         guard let remote = session.asset.origin[file] else {
             guard session.map.listed.contains(file) else { throw .notFound }
@@ -302,7 +317,7 @@ public actor PlaybackProxy {
     }
 
     /// Runs an origin request; its failure is reported (`serverError`) before it reaches the player.
-    private nonisolated func reportingOrigin<T>(_ file: String, _ session: PlaybackSession,
+    nonisolated func reportingOrigin<T>(_ file: String, _ session: PlaybackSession,
                                                 _ work: () async throws(PlaybackError) -> T) async throws(PlaybackError) -> T {
         do {
             return try await work()
@@ -358,7 +373,7 @@ public actor PlaybackProxy {
 
     /// Runs `work`; content that does not parse or decrypt is reported as `invalidContent` (once until a file
     /// plays well), a key the license does not hold as `shouldAbort`.
-    private nonisolated func reportingInvalid<T>(_ file: String, _ session: PlaybackSession,
+    nonisolated func reportingInvalid<T>(_ file: String, _ session: PlaybackSession,
                                                  _ work: () throws(PlaybackError) -> T) async throws(PlaybackError) -> T {
         do {
             let result = try work()

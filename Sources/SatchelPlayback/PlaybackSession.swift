@@ -24,12 +24,20 @@ struct PlaybackSession: Sendable {
     let keys: [PlaybackKey]
     /// Pass-through mode's forwarded key URIs (nil: key URIs stay as written).
     let forwarding: KeyForwarding?
+    /// True when the asset's content is protected (its rights are checked before every file).
+    let isProtected: Bool
+    /// True for a DASH source (its MPD is served as it is, never rewritten as a playlist).
+    let isDASH: Bool
+    /// A DASH source transcribed to HLS (decrypt mode); replaced when a dynamic MPD is reloaded.
+    var transcript: DASHTranscript?
     /// Set once the rights ended mid-play (the event is emitted once).
     var ended = false
     /// Set once invalid content was reported, until a file plays well again.
     var invalidReported = false
     /// The CMAF decryptors of the session's init segments, each parsed once.
-    let decryptors = DecryptorCache()
+    let decryptors = SessionCache<FMP4Decryptor>()
+    /// The init segments of a transcribed DASH source, clear, each read once.
+    let initSegments = SessionCache<DASHInitSegment>()
 
     static func makeToken() -> String { Base64URL.encode(SecureRandom.bytes(32)) }
 
@@ -42,13 +50,13 @@ struct PlaybackSession: Sendable {
     }
 }
 
-/// The decryptor of each init segment of a session, parsed once (at most ``limit`` kept).
-final class DecryptorCache: Sendable {
-    private let table = Locked<[String: FMP4Decryptor]>([:])
-    static let limit = 256
+/// What a session derives from each init segment, made once (at most ``limit`` kept).
+final class SessionCache<Value: Sendable>: Sendable {
+    private let table = Locked<[String: Value]>([:])
+    static var limit: Int { 256 }
 
-    /// The decryptor for the init segment at `path`, made by `make` the first time.
-    func value(for path: String, make: () async throws(PlaybackError) -> FMP4Decryptor) async throws(PlaybackError) -> FMP4Decryptor {
+    /// The value for the init segment at `path`, made by `make` the first time.
+    func value(for path: String, make: () async throws(PlaybackError) -> Value) async throws(PlaybackError) -> Value {
         if let cached = table.withLock({ $0[path] }) { return cached }
         let made = try await make()
         table.withLock { table in

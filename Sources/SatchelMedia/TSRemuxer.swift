@@ -1,0 +1,54 @@
+/// Remuxes clear fragmented-MP4 samples (a DASH or CMAF segment read with its init segment) into one MPEG-2 TS
+/// segment: PAT and PMT first, then every sample of every track as a PES packet, interleaved by decode time.
+/// Timestamps are the samples' own (from `tfdt`) in 90 kHz units, shifted by ``timestampOffset`` as the packager's
+/// TS segments are, so a segment remuxed from a CMAF package carries the packets of the TS package of the same input.
+public enum TSRemuxer {
+    /// Added to every timestamp (1.4 s) so that PCR and DTS stay positive.
+    public static let timestampOffset: Int64 = 126_000
+
+    /// One TS segment holding the samples of `tracks` (at most one video track; it carries the PCR).
+    public static func segment(_ tracks: [MediaTrack]) throws(MediaError) -> [UInt8] {
+        let ordered = tracks.filter { $0.kind == .video } + tracks.filter { $0.kind != .video }
+        guard ordered.filter({ $0.kind == .video }).count <= 1 else { throw .unsupported("more than one video track in one segment") }
+        var formatters: [TSSampleFormatter] = []
+        var streams: [TSStream] = []
+        for (index, track) in ordered.enumerated() {
+            let formatter = try TSSampleFormatter(track: track)
+            var stream = formatter.stream
+            // Each track its own PID: video 0x100, audio from 0x101 on.
+            stream.pid = 0x100 + UInt16(index)
+            formatters.append(formatter)
+            streams.append(stream)
+        }
+        var muxer = TSMuxer(streams: streams)
+        var out = muxer.tables()
+        out.reserveCapacity(ordered.reduce(0) { $0 + $1.byteCount } * 105 / 100 + 4096)
+        // Merge the tracks by decode time (in 90 kHz units; video first on a tie).
+        var next = [Int](repeating: 0, count: ordered.count)
+        while true {
+            var pick: (track: Int, dts: Int64)?
+            for (index, track) in ordered.enumerated() where next[index] < track.samples.count {
+                let dts = ticks90k(track.samples[next[index]].dts, timescale: track.timescale)
+                if pick.map({ dts < $0.dts }) ?? true { pick = (index, dts) }
+            }
+            guard let (index, dts) = pick else { break }
+            let track = ordered[index]
+            let sample = track.samples[next[index]]
+            next[index] += 1
+            let pts = ticks90k(sample.pts, timescale: track.timescale)
+            muxer.pes(streams[index], pts: pts, dts: track.kind == .video ? dts : nil, parts: try formatters[index].clearParts(sample),
+                      pcr: dts - 63_000, randomAccess: sample.isSync && track.kind == .video, into: &out)
+        }
+        return out
+    }
+
+    /// `value` ticks of `timescale` in 90 kHz units plus the offset; computed without overflow for any input
+    /// (TS timestamps are 33 bits: the muxer keeps the low ones).
+    public static func ticks90k(_ value: Int64, timescale: UInt32) -> Int64 {
+        let scale = Int64(max(timescale, 1))
+        let (product, overflow) = value.multipliedReportingOverflow(by: 90_000)
+        if !overflow { return product / scale + timestampOffset }  // the packager's own formula
+        let magnitude = value.magnitude / UInt64(scale) & 0x3FFF_FFFF  // seconds, wrapped well inside 33 bits of 90 kHz
+        return Int64(magnitude) * 90_000 * (value < 0 ? -1 : 1) + timestampOffset
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import SatchelBytes
+import SatchelDownloads
+import SatchelMedia
+import SatchelProtection
+
+/// An init segment of a transcribed DASH source: clear (no `sinf`/`pssh`), with the decryptor of its track when
+/// it was protected.
+struct DASHInitSegment: Sendable {
+    /// The init segment without its protection boxes.
+    var clear: [UInt8]
+    /// Decrypts the track's media segments (nil: clear content).
+    var decryptor: FMP4Decryptor?
+
+    /// Reads `bytes`; a protected track's init segment loses its protection boxes.
+    init(_ bytes: [UInt8]) throws(ProtectionError) {
+        decryptor = try? FMP4Decryptor(initSegment: bytes)
+        clear = decryptor == nil ? bytes : try FMP4Decryptor.clearInitSegment(bytes)
+    }
+}
+
+extension PlaybackProxy {
+    /// A resource of a DASH source transcribed to HLS: the top-level playlist, a media playlist (made again from
+    /// a reloaded MPD when the MPD is dynamic), or a segment: one video and one audio DASH segment, decrypted and
+    /// remuxed to MPEG-2 TS.
+    nonisolated func transcribed(_ file: String, _ transcript: DASHTranscript, _ session: PlaybackSession,
+                                 range: String?) async throws(PlaybackError) -> PlaybackResponse {
+        switch transcript.resource(file) {
+        case .master:
+            return Self.text(transcript.masterPlaylist())
+        case let .playlist(index)?:
+            var current = transcript
+            if transcript.isDynamic, let reload = session.asset.reloadEntry, let url = session.asset.sourceURL {
+                let text = try await reportingOrigin(session.asset.entry, session) { () async throws(PlaybackError) -> String in try await reload() }
+                current = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> DASHTranscript in
+                    try DASHTranscript(mpd: text, url: url)
+                }
+                await replace(session.token, transcript: current)
+            }
+            guard let playlist = current.mediaPlaylist(index) else { throw .notFound }
+            return Self.text(playlist)
+        case let .segment(segment)?:
+            try await checkRights(session)
+            let bytes = try await transportSegment(file, segment, session)
+            return try PlaybackResponse.ranged(bytes, contentType: ContentTypes.type(of: file), rangeHeader: range)
+        case nil:
+            throw .notFound
+        }
+    }
+
+    /// A reloaded dynamic MPD's transcript replaces the session's.
+    func replace(_ token: String, transcript: DASHTranscript) {
+        sessions[token]?.transcript = transcript
+    }
+
+    private static func text(_ playlist: String) -> PlaybackResponse {
+        PlaybackResponse(body: .bytes(Array(playlist.utf8)), contentType: "application/vnd.apple.mpegurl", range: nil,
+                         size: Int64(playlist.utf8.count))
+    }
+
+    /// One HLS segment: each track's DASH segment fetched (with its init segment, read once per session),
+    /// decrypted with the license's key, and the samples remuxed into one clear MPEG-2 TS segment.
+    private nonisolated func transportSegment(_ file: String, _ segment: DASHTranscript.Segment,
+                                              _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+        var parts: [(initSegment: DASHInitSegment?, media: [UInt8])] = []
+        for track in [segment.video].compactMap({ $0 }) + segment.audio {
+            var initSegment: DASHInitSegment?
+            if let piece = track.initialization {
+                let name = piece.url.absoluteString + (piece.range.map { "#\($0.lowerBound)-\($0.upperBound)" } ?? "")
+                initSegment = try await session.initSegments.value(for: name) { () async throws(PlaybackError) -> DASHInitSegment in
+                    let bytes = try await self.bytes(of: piece, session)
+                    return try await reportingInvalid(file, session) { () throws(PlaybackError) -> DASHInitSegment in
+                        do { return try DASHInitSegment(bytes) } catch { throw .invalidContent("an init segment of \(file): \(error)") }
+                    }
+                }
+            }
+            parts.append((initSegment, try await bytes(of: track.media, session)))
+        }
+        let keys = session.keys
+        return try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
+            var tracks: [MediaTrack] = []
+            for (initSegment, media) in parts {
+                var clear = media
+                if let decryptor = initSegment?.decryptor {
+                    guard let key = keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) else {
+                        throw .noKey("the license holds no key for key ID \(decryptor.keyID.hex)")
+                    }
+                    do { clear = try decryptor.decrypt(segment: media, key: key.key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
+                }
+                do { tracks += try MP4Demuxer.demux((initSegment?.clear ?? []) + clear) } catch { throw .invalidContent("\(file): \(error)") }
+            }
+            // Several audio segments in one HLS segment make one track.
+            var merged: [MediaTrack] = []
+            for track in tracks {
+                if let same = merged.firstIndex(where: { $0.kind == track.kind && $0.codec == track.codec }) {
+                    merged[same].samples += track.samples
+                } else {
+                    merged.append(track)
+                }
+            }
+            do { return try TSRemuxer.segment(merged) } catch { throw .invalidContent("\(file) cannot be carried in MPEG-2 TS: \(error)") }
+        }
+    }
+
+    /// The bytes of a piece of a DASH source: a file of the asset (from disk, else its origin), or an http(s) URL
+    /// of an online source. Anything else (`file:`, the engine's own folder) is refused.
+    private nonisolated func bytes(of piece: DASHTranscript.Piece, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+        switch piece.url.scheme?.lowercased() {
+        case DASHTranscript.assetScheme?:
+            let encoded = URLComponents(url: piece.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+            guard let path = HLSAssetMap.resolve(String(encoded.drop { $0 == "/" }), from: ""),
+                  !path.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
+            let bytes = try await whole(path, session)
+            guard let range = piece.range else { return bytes }
+            guard range.upperBound < Int64(bytes.count) else { throw .invalidContent("\(path) is shorter than the byte range the MPD gives") }
+            return Array(bytes[Int(range.lowerBound)...Int(range.upperBound)])
+        case "http"?, "https"?:
+            let remote = OriginFile(url: piece.url.absoluteString, range: piece.range)
+            return try await reportingOrigin(piece.url.lastPathComponent, session) { () async throws(PlaybackError) -> [UInt8] in
+                try await origin.fetch(remote, headers: session.asset.originHeaders, limit: Self.maximumFile)
+            }
+        default:
+            throw .invalidContent("the MPD points outside the asset and its origin")
+        }
+    }
+}
