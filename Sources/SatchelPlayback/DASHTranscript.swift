@@ -17,7 +17,7 @@ import SatchelMedia
 ///   media playlists are made again from a reloaded MPD, and `EXT-X-MEDIA-SEQUENCE` follows the segment numbers.
 public struct DASHTranscript: Sendable {
     /// A byte source of one DASH segment: a URL (an asset path under ``assetScheme``) and a byte range of it.
-    public struct Piece: Sendable, Equatable {
+    public struct Piece: Sendable, Hashable {
         /// Where the bytes are.
         public var url: URL
         /// The bytes of `url` it is, when not all of it.
@@ -76,10 +76,14 @@ public struct DASHTranscript: Sendable {
     public let isDynamic: Bool
     /// True when a chosen adaptation set declares content protection.
     public let isProtected: Bool
+    /// The `sidx` boxes of SegmentBase representations that were not given: fetch them and transcribe again with
+    /// them (until then each such representation is one segment, the whole file).
+    public let missingIndexes: [Piece]
 
     /// Transcribes `manifest`, fetched from `url` (for an asset on disk, ``assetURL(_:)`` of its path); audio in
-    /// one of `languages` is preferred.
-    public init(manifest: DASHManifest, url: URL, languages: [String] = []) throws(PlaybackError) {
+    /// one of `languages` is preferred; `indexes` are the SegmentBase representations' `sidx` boxes, by where
+    /// they are (``missingIndexes`` names them).
+    public init(manifest: DASHManifest, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(PlaybackError) {
         isDynamic = manifest.type == "dynamic"
         guard let first = manifest.periods.first else { throw .invalidContent("the MPD has no period") }
         let firstChoice = Self.choose(first.adaptationSets, languages: languages)
@@ -88,6 +92,7 @@ public struct DASHTranscript: Sendable {
         }
         let chosenVideo = firstChoice.video.map { Self.ranked(first.adaptationSets[$0]) } ?? []
         var protected = false
+        var missing: [Piece] = []
         var variants: [Variant] = (chosenVideo.isEmpty ? [nil] : chosenVideo.map { Optional($0) }).map { video in
             let audio = firstChoice.audio.flatMap { Self.ranked(first.adaptationSets[$0]).last }
             let bandwidth = (video?.bandwidth ?? 0) + (audio?.bandwidth ?? 0)
@@ -104,7 +109,7 @@ public struct DASHTranscript: Sendable {
             let audioSet = choice.audio.map { period.adaptationSets[$0] }
             let audioRep = audioSet.flatMap { Self.ranked($0).last }
             let audio = try audioRep.map { (rep) throws(PlaybackError) in
-                try Self.pieces(rep, set: audioSet, base: periodBase, periodDuration: periodDuration, period: periodIndex)
+                try Self.pieces(rep, set: audioSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
             }
             let videoSet = choice.video.map { period.adaptationSets[$0] }
             let videoReps = videoSet.map(Self.ranked) ?? []
@@ -113,7 +118,7 @@ public struct DASHTranscript: Sendable {
                 let wanted = chosenVideo.indices.contains(index) ? chosenVideo[index] : nil
                 let rep = wanted.flatMap { w in videoReps.first { $0.id == w.id } } ?? (videoReps.isEmpty ? nil : videoReps[min(index, videoReps.count - 1)])
                 let video = try rep.map { (rep) throws(PlaybackError) in
-                    try Self.pieces(rep, set: videoSet, base: periodBase, periodDuration: periodDuration, period: periodIndex)
+                    try Self.pieces(rep, set: videoSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
                 }
                 protected = protected || !(videoSet?.contentProtection.isEmpty ?? true) || !(audioSet?.contentProtection.isEmpty ?? true)
                 // The timeline of the HLS segments is the video's; each audio segment goes with the video segment
@@ -141,6 +146,8 @@ public struct DASHTranscript: Sendable {
         guard variants.allSatisfy({ !$0.segments.isEmpty }) else { throw .invalidContent("the MPD lists no segments") }
         self.variants = variants.sorted { $0.bandwidth < $1.bandwidth }
         self.isProtected = protected
+        var seen = Set<Piece>()
+        self.missingIndexes = missing.filter { seen.insert($0).inserted }
     }
 
     /// The URL of a file of an asset on disk.
@@ -238,15 +245,33 @@ public struct DASHTranscript: Sendable {
             .sorted { $0.bandwidth < $1.bandwidth }
     }
 
-    /// One representation's segments in a period, resolved.
-    private static func pieces(_ rep: DASHRepresentation, set: DASHAdaptationSet?, base periodBase: URL, periodDuration: Double?,
-                               period: Int) throws(PlaybackError) -> [(number: UInt64, time: UInt64, start: Double, duration: Double, piece: TrackPiece)] {
-        let references: DASHSegmentReferences
+    /// One representation's segments in a period, resolved. A SegmentBase representation takes its subsegments
+    /// from its `sidx` in `indexes`; without it, it is one segment and its index goes to `missing`.
+    private static func pieces(_ rep: DASHRepresentation, set: DASHAdaptationSet?, base periodBase: URL, periodDuration: Double?, period: Int,
+                               indexes: [Piece: SegmentIndex], missing: inout [Piece])
+        throws(PlaybackError) -> [(number: UInt64, time: UInt64, start: Double, duration: Double, piece: TrackPiece)] {
+        var references: DASHSegmentReferences
         do { references = try rep.segmentReferences(periodDuration: periodDuration, limit: segmentLimit) } catch {
             throw .invalidContent("representation \(rep.id.prefix(64)) of period \(period): \(error)")
         }
         let setBase = try resolve(set?.baseURL, against: periodBase)
         let base = try resolve(rep.baseURL, against: setBase)
+        if let indexRange = try range(references.indexRange) {
+            let where_ = Piece(url: base, range: indexRange)
+            if references.initialization == nil, indexRange.lowerBound > 0 {
+                references.initialization = ("", "0-\(indexRange.lowerBound - 1)")  // the file's start, up to its index
+            }
+            if let index = indexes[where_] {
+                guard index.references.count <= segmentLimit else { throw .invalidContent("more than \(segmentLimit) subsegments") }
+                let scale = Double(index.timescale)
+                references.media = index.references.enumerated().map { position, reference in
+                    DASHMediaSegment(uri: "", range: "\(reference.range.lowerBound)-\(reference.range.upperBound)", number: UInt64(position) + 1,
+                                     time: reference.time, start: Double(reference.time) / scale, duration: Double(reference.duration) / scale)
+                }
+            } else {
+                missing.append(where_)
+            }
+        }
         let initialization = try references.initialization.map { (reference) throws(PlaybackError) in
             Piece(url: try resolve(reference.uri, against: base), range: try range(reference.range))
         }
@@ -283,10 +308,10 @@ extension DASHTranscript {
     }
 
     /// Parses and transcribes the MPD `text` fetched from `url`.
-    public init(mpd text: String, url: URL, languages: [String] = []) throws(PlaybackError) {
+    public init(mpd text: String, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(PlaybackError) {
         let manifest: DASHManifest
         do { manifest = try DASHManifest(parsing: text) } catch { throw .invalidContent("the MPD does not parse: \(error)") }
-        try self.init(manifest: manifest, url: url, languages: languages)
+        try self.init(manifest: manifest, url: url, languages: languages, indexes: indexes)
     }
 
     /// True when any adaptation set of the MPD `text` declares content protection.

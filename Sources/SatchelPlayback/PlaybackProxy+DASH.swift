@@ -35,6 +35,7 @@ extension PlaybackProxy {
                 current = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> DASHTranscript in
                     try DASHTranscript(mpd: text, url: url)
                 }
+                current = try await indexed(current, mpd: text, url: url, session)
                 await replace(session.token, transcript: current)
             }
             guard let playlist = current.mediaPlaylist(index) else { throw .notFound }
@@ -47,6 +48,25 @@ extension PlaybackProxy {
             throw .notFound
         }
     }
+
+    /// `transcript` completed with the `sidx` boxes of its SegmentBase representations (fetched once, at most
+    /// ``indexLimit``): each subsegment becomes a segment.
+    nonisolated func indexed(_ transcript: DASHTranscript, mpd text: String, url: URL,
+                             _ session: PlaybackSession) async throws(PlaybackError) -> DASHTranscript {
+        guard !transcript.missingIndexes.isEmpty else { return transcript }
+        guard transcript.missingIndexes.count <= Self.indexLimit else { throw .invalidContent("more than \(Self.indexLimit) segment indexes") }
+        var indexes: [DASHTranscript.Piece: SegmentIndex] = [:]
+        for piece in transcript.missingIndexes {
+            let bytes = try await self.bytes(of: piece, session)
+            indexes[piece] = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> SegmentIndex in
+                do { return try SegmentIndex(bytes, at: piece.range?.lowerBound ?? 0) } catch { throw .invalidContent("a segment index: \(error)") }
+            }
+        }
+        return try DASHTranscript(mpd: text, url: url, indexes: indexes)
+    }
+
+    /// At most this many SegmentBase indexes are read for one presentation.
+    static let indexLimit = 64
 
     /// A reloaded dynamic MPD's transcript replaces the session's.
     func replace(_ token: String, transcript: DASHTranscript) {
@@ -104,14 +124,22 @@ extension PlaybackProxy {
 
     /// The bytes of a piece of a DASH source: a file of the asset (from disk, else its origin), or an http(s) URL
     /// of an online source. Anything else (`file:`, the engine's own folder) is refused.
-    private nonisolated func bytes(of piece: DASHTranscript.Piece, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+    nonisolated func bytes(of piece: DASHTranscript.Piece, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
         switch piece.url.scheme?.lowercased() {
         case DASHTranscript.assetScheme?:
             let encoded = URLComponents(url: piece.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
             guard let path = HLSAssetMap.resolve(String(encoded.drop { $0 == "/" }), from: ""),
                   !path.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
+            guard let range = piece.range else { return try await whole(path, session) }
+            guard range.upperBound - range.lowerBound < Self.maximumFile else { throw .invalidContent("a byte range of \(path) is too large") }
+            if let local = session.asset.localPath(path) { return try Self.read(local, name: path, range: range) }
+            if let remote = session.asset.origin[path], remote.range == nil {
+                // Only the range, from the origin (a partly downloaded single-file representation).
+                return try await reportingOrigin(path, session) { () async throws(PlaybackError) -> [UInt8] in
+                    try await origin.fetch(OriginFile(url: remote.url, range: range), headers: session.asset.originHeaders, limit: Self.maximumFile)
+                }
+            }
             let bytes = try await whole(path, session)
-            guard let range = piece.range else { return bytes }
             guard range.upperBound < Int64(bytes.count) else { throw .invalidContent("\(path) is shorter than the byte range the MPD gives") }
             return Array(bytes[Int(range.lowerBound)...Int(range.upperBound)])
         case "http"?, "https"?:

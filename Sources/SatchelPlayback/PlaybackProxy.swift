@@ -140,9 +140,13 @@ public actor PlaybackProxy {
             for path in map.playlists.sorted() { texts.append(try Self.playlist(path, of: asset)) }
             forwarding = try KeyForwarding(playlists: texts)
         }
-        let session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
+        var session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
                                       mode: configuration.mode, keys: keys, forwarding: forwarding, isProtected: isProtected, isDASH: isDASH,
                                       transcript: transcript)
+        if let transcript {
+            // SegmentBase representations: their indexes are read now, through the session (disk, else origin).
+            session.transcript = try await indexed(transcript, mpd: entryText, url: asset.sourceURL ?? DASHTranscript.assetURL(asset.entry), session)
+        }
         sessions[session.token] = session
         continuation.yield(.opened(asset: assetID, cache: asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
@@ -406,6 +410,17 @@ public actor PlaybackProxy {
         if let text = asset.manifests[path] { return text }
         guard let local = asset.localPath(path) else { throw .notFound }
         return String(decoding: try read(local, name: path), as: UTF8.self)
+    }
+
+    /// The bytes `range` of a file on disk (a range past its end is invalid content).
+    static func read(_ full: String, name: String, range: ClosedRange<Int64>) throws(PlaybackError) -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: full) else { throw .notFound }
+        defer { try? handle.close() }
+        let count = Int(range.upperBound - range.lowerBound + 1)
+        guard (try? handle.seek(toOffset: UInt64(range.lowerBound))) != nil, let data = try? handle.read(upToCount: count), data.count == count else {
+            throw .invalidContent("\(name) is shorter than the byte range the manifest gives")
+        }
+        return Array(data)
     }
 
     /// A file from disk, whole (at most ``maximumFile``).

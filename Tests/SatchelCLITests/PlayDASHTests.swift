@@ -13,6 +13,18 @@ import Testing
         try TestMedia.packetHashes(input).sorted()
     }
 
+    /// The byte range of the first top-level box of `type` in `bytes`.
+    static func box(_ type: String, in bytes: [UInt8]) -> ClosedRange<Int>? {
+        var offset = 0
+        while offset + 8 <= bytes.count {
+            let size = bytes[offset..<(offset + 4)].reduce(0) { $0 << 8 | Int($1) }
+            guard size >= 8 else { return nil }
+            if String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self) == type { return offset...(offset + size - 1) }
+            offset += size
+        }
+        return nil
+    }
+
     /// The lines of `text` that are URIs.
     static func uris(_ text: String) -> [String] {
         text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
@@ -75,7 +87,7 @@ import Testing
         _ = try await TestMedia.offloaded { passing.stop() }
     }
 
-    @Test("online DASH: cbcs with a token's license, ffmpeg's own DASH output (SegmentTimeline; one file per track with SegmentList byte ranges and Initialization@range), and two periods (DISCONTINUITY) each play the clear packets")
+    @Test("online DASH: cbcs with a token's license, ffmpeg's own DASH output (SegmentTimeline; one file per track with SegmentList byte ranges and Initialization@range), SegmentBase (subsegments from the sidx), and two periods (DISCONTINUITY) each play the clear packets")
     func online() async throws {
         let (server, origin, site, input, data) = try await PlayCommandTests.stage("play-dash-online")
         defer { server.stop(); origin.stop() }
@@ -95,6 +107,27 @@ import Testing
                 _ = try TestMedia.run("ffmpeg", ["-v", "error", "-i", input.path, "-c", "copy", "-f", "dash", "-seg_duration", "2"] + extra
                                       + [out.appendingPathComponent("out.mpd").path])
             }
+            // SegmentBase: one fragmented file per track with a global sidx (ffmpeg), the MPD written here.
+            let single = site.appendingPathComponent("segment-base")
+            try FileManager.default.createDirectory(at: single, withIntermediateDirectories: true)
+            var sets: [String] = []
+            for (name, map, fragments, codecs) in [("v.mp4", "0:v", ["-movflags", "+frag_keyframe+empty_moov+default_base_moof+global_sidx+dash"], "avc1.64000d"),
+                                                   ("a.mp4", "0:a", ["-frag_duration", "2000000", "-movflags", "+empty_moov+default_base_moof+global_sidx+dash"], "mp4a.40.2")] {
+                let file = single.appendingPathComponent(name)
+                _ = try TestMedia.run("ffmpeg", ["-v", "error", "-i", input.path, "-map", map, "-c", "copy"] + fragments + ["-f", "mp4", file.path])
+                let index = try #require(Self.box("sidx", in: Array(try Data(contentsOf: file))), "\(name) has a sidx")
+                let kind = map == "0:v" ? "video" : "audio"
+                sets.append("""
+                    <AdaptationSet contentType="\(kind)" mimeType="\(kind)/mp4"><Representation id="\(kind)" bandwidth="100000" codecs="\(codecs)">
+                      <BaseURL>\(name)</BaseURL><SegmentBase indexRange="\(index.lowerBound)-\(index.upperBound)"/></Representation></AdaptationSet>
+                    """)
+            }
+            try """
+                <?xml version="1.0"?>
+                <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S"><Period>
+                \(sets.joined(separator: "\n"))
+                </Period></MPD>
+                """.write(to: single.appendingPathComponent("base.mpd"), atomically: true, encoding: .utf8)
             // Two periods: the clear package twice, the second through a period BaseURL.
             var mpd = try String(contentsOf: site.appendingPathComponent("clear-cmaf/manifest.mpd"), encoding: .utf8)
             let start = try #require(mpd.range(of: "<Period")), end = try #require(mpd.range(of: "</Period>"))
@@ -121,10 +154,10 @@ import Testing
         let stopped = try await TestMedia.offloaded { player.stop() }
         #expect(stopped.stderr.contains("opened: movie") && !stopped.stderr.contains(token), "\(stopped.stderr)")
 
-        for source in ["ffmpeg-timeline/out.mpd", "ffmpeg-single/out.mpd"] {
+        for source in ["ffmpeg-timeline/out.mpd", "ffmpeg-single/out.mpd", "segment-base/base.mpd"] {
             try await TestMedia.offloaded { () throws -> Void in
                 let output = try CLIRunner.run(["play", origin.url(source), "--data-dir", data, "--exec",
-                                                "ffmpeg -y -v error -i {url} -map 0 -c copy -f framemd5 \(site.path)/played.txt"])
+                                                "ffmpeg -y -v error -i {url} -map 0 -c copy -f framemd5 \(site.path)/played.txt && curl -sf {url}/../v0.m3u8 -o \(site.path)/media.m3u8"])
                 #expect(output.status == 0, "\(source): \(output.stderr)")
                 let lines = (try String(contentsOf: site.appendingPathComponent("played.txt"), encoding: .utf8)).split(separator: "\n")
                 let played = lines.filter { !$0.hasPrefix("#") }.map { line in
@@ -132,6 +165,9 @@ import Testing
                     return [fields[1], fields[2], fields[4], fields[5]].joined(separator: ",")
                 }.sorted()
                 #expect(played == expected, "\(source): \(played.count) packets vs \(expected.count)")
+                // One HLS segment per DASH video segment (for SegmentBase: per subsegment the sidx lists, not the whole file).
+                let media = try String(contentsOf: site.appendingPathComponent("media.m3u8"), encoding: .utf8)
+                #expect(Self.uris(media).count == 2, "\(source): \(media)")
             }
         }
 
