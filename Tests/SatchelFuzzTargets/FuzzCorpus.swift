@@ -10,6 +10,26 @@ public struct FuzzCorpus: Sendable {
     /// The largest seed kept.
     public static let maxSeedBytes = 96 << 10
 
+    /// A version-0 `sidx` with three references (the seed of the segment-index target).
+    public static let segmentIndex: [UInt8] = {
+        var w = ByteWriter()
+        w.writeUInt32(12 + 20 + 3 * 12)
+        w.writeBytes(Array("sidx".utf8))
+        w.writeUInt32(0)  // version 0, flags
+        w.writeUInt32(1)  // reference_ID
+        w.writeUInt32(1_000)  // timescale
+        w.writeUInt32(0)  // earliest presentation time
+        w.writeUInt32(0)  // first offset
+        w.writeUInt16(0)
+        w.writeUInt16(3)
+        for size: UInt32 in [5_000, 6_000, 7_000] {
+            w.writeUInt32(size)
+            w.writeUInt32(2_000)
+            w.writeUInt32(0x9000_0000)
+        }
+        return w.bytes
+    }()
+
     public var masterPlaylists: [[UInt8]] = []
     public var mediaPlaylists: [[UInt8]] = []
     public var mpds: [[UInt8]] = []

@@ -89,6 +89,7 @@ public enum FuzzTargets {
                     for set in manifest.periods[period].adaptationSets {
                         for rep in set.representations {
                             _ = try? rep.segmentTemplate?.segments(presentationDuration: manifest.duration(ofPeriod: period), limit: 10_000)
+                            _ = try? rep.segmentReferences(periodDuration: manifest.duration(ofPeriod: period), limit: 10_000)
                         }
                     }
                 }
@@ -103,7 +104,13 @@ public enum FuzzTargets {
                 (try? SmoothManifest(parsing: String(decoding: bytes, as: UTF8.self))) != nil
             },
             FuzzTarget(name: "mp4", seeds: corpus.mp4Files) { bytes in
-                (try? MP4Demuxer.demux(bytes)) != nil
+                guard let tracks = try? MP4Demuxer.demux(bytes) else { return false }
+                // What demuxes is remuxed to TS as the playback proxy does (one track per kind).
+                _ = try? TSRemuxer.segment(Array(tracks.filter { $0.kind == .video }.prefix(1) + tracks.filter { $0.kind == .audio }.prefix(1)))
+                return true
+            },
+            FuzzTarget(name: "sidx", seeds: [FuzzCorpus.segmentIndex]) { bytes in
+                (try? SegmentIndex(bytes, at: 1_000)) != nil
             },
             FuzzTarget(name: "cenc-fragment", seeds: corpus.cencSegments) { bytes in
                 guard let decryptor = corpus.cencDecryptor else { return false }
