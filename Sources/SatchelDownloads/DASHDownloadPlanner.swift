@@ -111,9 +111,11 @@ public enum DASHDownloadPlanner {
                 guard DownloadPlanner.isPlausibleDuration(each) else { throw .malformedManifest("SegmentList duration is out of range") }
                 let baseDirectory = try localDirectory(of: base, mapper: mapper)
                 var initialization: String?
-                if list.initialization != nil || list.initializationRange != nil {
-                    // Initialization@range without a sourceURL is a range of the BaseURL's file: a file of its own.
-                    initialization = try add(try resolve(list.initialization, against: base), range: list.initializationRange,
+                // A sourceURL is fetched whole (its range, if any, stays valid in it); Initialization@range without
+                // one is a range of the BaseURL's file (which the media ranges share): a file of its own.
+                let initializationPiece = list.initialization == nil ? list.initializationRange : nil
+                if list.initialization != nil || initializationPiece != nil {
+                    initialization = try add(try resolve(list.initialization, against: base), range: initializationPiece,
                                              kind: .initialization, duration: nil)
                 }
                 var pieces: [(path: String, ranged: Bool)] = []
@@ -134,7 +136,7 @@ public enum DASHDownloadPlanner {
                     }
                     if let initialization, let element = tree.children(of: listElement, named: "Initialization").first {
                         var attributes: [String: String?] = ["sourceURL": LocalPath.relative(initialization, from: baseDirectory + "_")]
-                        if list.initializationRange != nil { attributes["range"] = .some(nil) }
+                        if initializationPiece != nil { attributes["range"] = .some(nil) }
                         edits[element] = DASHElementEdit(attributes: attributes)
                     }
                 }

@@ -2,7 +2,8 @@
 public struct DASHElementEdit: Sendable, Equatable {
     /// Remove the element whole (with the indentation and line break around it).
     public var remove = false
-    /// New attribute values by local name; nil removes the attribute. Only attributes named here change.
+    /// New attribute values by local name (an attribute the element lacks is added); nil removes the attribute.
+    /// Only attributes named here change.
     public var attributes: [String: String?] = [:]
     /// New text content (for `BaseURL`); nil leaves it.
     public var text: String?
@@ -39,8 +40,12 @@ public enum DASHRewriter {
                 removedUntil = element.range.upperBound
                 continue
             }
-            for (name, value) in change.attributes {
-                guard let attribute = element.attribute(name) else { continue }
+            for (name, value) in change.attributes.sorted(by: { $0.key < $1.key }) {
+                guard let attribute = element.attribute(name) else {
+                    // A value for an attribute the element lacks goes in right after the tag's name.
+                    if let value { replacements.append((nameEnd(of: element.range, in: document.bytes), Array(" \(name)=\"\(xmlEscape(value))\"".utf8))) }
+                    continue
+                }
                 if let value {
                     replacements.append((attribute.valueRange, Array(xmlEscape(value).utf8)))
                 } else {
@@ -51,7 +56,8 @@ public enum DASHRewriter {
                 replacements.append((element.contentRange, Array(xmlEscape(text).utf8)))
             }
         }
-        replacements.sort { $0.range.lowerBound < $1.range.lowerBound }
+        // An insertion (an empty range) goes before a change that starts at the same byte.
+        replacements.sort { ($0.range.lowerBound, $0.range.upperBound) < ($1.range.lowerBound, $1.range.upperBound) }
         var output: [UInt8] = []
         output.reserveCapacity(document.bytes.count)
         var cursor = 0
@@ -62,6 +68,13 @@ public enum DASHRewriter {
         }
         output += document.bytes[cursor...]
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The empty range just after the name of the tag that starts `range`.
+    static func nameEnd(of range: Range<Int>, in bytes: [UInt8]) -> Range<Int> {
+        var index = range.lowerBound + 1
+        while index < range.upperBound, ![0x20, 0x09, 0x0A, 0x0D, UInt8(ascii: ">"), UInt8(ascii: "/")].contains(bytes[index]) { index += 1 }
+        return index..<index
     }
 
     /// `range` widened to the whole lines it stands on when nothing but whitespace shares them.

@@ -33,7 +33,7 @@ extension PlaybackProxy {
             if transcript.isDynamic, let reload = session.asset.reloadEntry, let url = session.asset.sourceURL {
                 let text = try await reportingOrigin(session.asset.entry, session) { () async throws(PlaybackError) -> String in try await reload() }
                 current = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> DASHTranscript in
-                    try DASHTranscript(mpd: text, url: url)
+                    try DASHTranscript(mpd: text, url: url, languages: configuration.languages)
                 }
                 current = try await indexed(current, mpd: text, url: url, session)
                 await replace(session.token, transcript: current)
@@ -62,7 +62,7 @@ extension PlaybackProxy {
                 do { return try SegmentIndex(bytes, at: piece.range?.lowerBound ?? 0) } catch { throw .invalidContent("a segment index: \(error)") }
             }
         }
-        return try DASHTranscript(mpd: text, url: url, indexes: indexes)
+        return try DASHTranscript(mpd: text, url: url, languages: configuration.languages, indexes: indexes)
     }
 
     /// At most this many SegmentBase indexes are read for one presentation.

@@ -25,13 +25,17 @@ public actor PlaybackProxy {
         /// In pass-through mode: forward the players' key and license requests through the proxy, adding these
         /// extras (custom headers, custom data, the token); nil: key URIs are left as the playlists write them.
         public var forwarding: LicenseRequestExtras?
+        /// Audio languages preferred when a DASH source is transcribed to HLS.
+        public var languages: [String]
 
         /// Creates a configuration.
-        public init(host: String = "127.0.0.1", port: Int = 0, mode: PlaybackMode = .decrypt, forwarding: LicenseRequestExtras? = nil) {
+        public init(host: String = "127.0.0.1", port: Int = 0, mode: PlaybackMode = .decrypt, forwarding: LicenseRequestExtras? = nil,
+                    languages: [String] = []) {
             self.host = host
             self.port = port
             self.mode = mode
             self.forwarding = forwarding
+            self.languages = languages
         }
     }
 
@@ -121,7 +125,7 @@ public actor PlaybackProxy {
         let isDASH = DASHTranscript.isMPD(entryText)
         if isDASH {
             // A DASH source: transcribed to HLS when decrypting, its MPD served as it is in pass-through.
-            let made = try DASHTranscript(mpd: entryText, url: asset.sourceURL ?? DASHTranscript.assetURL(asset.entry))
+            let made = try DASHTranscript(mpd: entryText, url: asset.sourceURL ?? DASHTranscript.assetURL(asset.entry), languages: configuration.languages)
             if configuration.mode == .decrypt { transcript = made }
         } else {
             map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in try Self.playlist(path, of: asset) }

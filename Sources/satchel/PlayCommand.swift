@@ -31,6 +31,8 @@ struct PlayCommand: SatchelAsyncCommand {
     var licenseHeaders: [String] = []
     @Option(name: .customLong("custom-data"), help: "With --passthrough: custom data added to the player's license requests (seed 000 §5.3.3.2).")
     var customData: String?
+    @Option(name: .customLong("language"), help: "An audio language wanted (repeatable): picks the rendition of an online source and of a DASH source played as HLS.")
+    var languages: [String] = []
 
     /// True when the argument is a URL to play online.
     var isOnline: Bool { asset.hasPrefix("http://") || asset.hasPrefix("https://") }
@@ -58,7 +60,7 @@ struct PlayCommand: SatchelAsyncCommand {
             let assetID = licenseAsset ?? claimed ?? (folder.isEmpty || folder == "/" ? "online" : folder)
             let fetcher = ResourceFetcher(connectTimeout: .seconds(5), readTimeout: .seconds(15))
             do {
-                let status = try await serve(OnlineLibrary(url: url, options: DownloadOptions(headers: originHeaders), fetcher: fetcher),
+                let status = try await serve(OnlineLibrary(url: url, options: DownloadOptions(languages: languages, headers: originHeaders), fetcher: fetcher),
                                              assetID: assetID, agent: agent)
                 await fetcher.shutdown()
                 return status
@@ -78,7 +80,8 @@ struct PlayCommand: SatchelAsyncCommand {
         let forwarding = passthrough ? try LicenseRequestExtras(headers: try licenseHeaders.map(LicenseRequestExtras.header), customData: customData,
                                                                 token: token) : nil
         let proxy = try PlaybackProxy(library: library, rights: agent,
-                                      configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding),
+                                      configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding,
+                                                            languages: languages),
                                       logger: Logger(label: "satchel.playback"))
         let events = Task {
             for await event in proxy.events { FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8)) }

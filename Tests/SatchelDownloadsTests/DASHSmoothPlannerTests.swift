@@ -104,3 +104,29 @@ struct DASHUnnamedRepresentationTests {
         #expect(local.contains("<BaseURL>hi.mp4</BaseURL>") && !local.contains("lo.mp4"), "\(local)")
     }
 }
+
+@Suite("DASH download planning: one file per track (ffmpeg's single-file output)")
+struct DASHSingleFileTests {
+    @Test("Initialization@range without a sourceURL becomes a file of its own (sourceURL set, range gone), like the media ranges (mediaRange and indexRange gone)")
+    func initializationRange() throws {
+        let mpd = """
+        <?xml version="1.0"?>
+        <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S">
+          <Period>
+            <AdaptationSet contentType="video" mimeType="video/mp4">
+              <Representation id="0" bandwidth="500000"><BaseURL>v.mp4</BaseURL>
+                <SegmentList timescale="1000" duration="2000"><Initialization range="0-99"/>
+                  <SegmentURL mediaRange="100-199" indexRange="100-151"/><SegmentURL mediaRange="200-299" indexRange="200-251"/></SegmentList>
+              </Representation>
+            </AdaptationSet>
+          </Period>
+        </MPD>
+        """
+        let plan = try DASHDownloadPlanner.plan(mpd: mpd, url: URL(string: "https://cdn.example/m/manifest.mpd")!, options: .init())
+        #expect(plan.resources.map(\.localPath) == ["v.0-100.mp4", "v.100-100.mp4", "v.200-100.mp4"])
+        #expect(plan.resources.first?.kind == .initialization && plan.resources.first?.range?.offset == 0)
+        let local = try #require(plan.manifests.first?.text)
+        #expect(local.contains(#"<Initialization sourceURL="v.0-100.mp4"/>"#) && !local.contains("Range"), "\(local)")
+        #expect(local.contains(#"<SegmentURL media="v.100-100.mp4"/><SegmentURL media="v.200-100.mp4"/>"#), "media added where the MPD had none: \(local)")
+    }
+}
