@@ -74,8 +74,17 @@ import Testing
             let part = try PlayCommandTests.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments[0]).absoluteString,
                                                   range: "bytes=188-375")
             #expect(part.status == 206 && part.body == Array(segment.body[188...375]))
+
+            // A DASH segment missing from the store, the origin down: its HLS segment answers 503, at once.
+            let stored = URL(fileURLWithPath: data).appendingPathComponent("assets/dash/video_0/segment_2.m4s")
+            let kept = try Data(contentsOf: stored)
+            try FileManager.default.removeItem(at: stored)
+            let missing = try PlayCommandTests.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments[1]).absoluteString)
+            #expect(missing.status == 503, "\(missing.status)")
+            try kept.write(to: stored)
         }
-        _ = try await TestMedia.offloaded { player.stop() }
+        let stopped = try await TestMedia.offloaded { player.stop() }
+        #expect(stopped.stderr.contains("server-error: dash/video_0/segment_2.m4s"), "\(stopped.stderr)")
 
         let passing = try await TestMedia.offloaded { try Player(["dash", "--data-dir", data, "--passthrough"]) }
         try await TestMedia.offloaded { () throws -> Void in
