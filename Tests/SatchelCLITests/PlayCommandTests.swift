@@ -59,6 +59,15 @@ import Testing
         return (server, origin, site, input, server.directory.appendingPathComponent("device").path)
     }
 
+    /// Registers the device with `server`, adds `url` as asset `id` with a persistent license, and downloads it.
+    static func download(_ url: String, id: String, server: AgentCommandTests.Server, data: String) throws {
+        let token = try server.token()
+        #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+        #expect(try CLIRunner.run(["download", "add", url, "--data-dir", data, "--id", id, "--license", "--token", token]).status == 0)
+        let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+        #expect(run.status == 0, "\(run.stderr)")
+    }
+
     /// One GET with curl, binary-safe: status, body, headers (names lowercased).
     static func fetch(_ url: String, range: String? = nil) throws -> (status: Int, body: [UInt8], headers: [String: String]) {
         let directory = try TestMedia.temporaryDirectory("fetch")
@@ -89,12 +98,7 @@ import Testing
                                               "--register", "--asset-id", "aes", "--data-dir", server.data, "--offline",
                                               "--not-after", ISO8601DateFormatter().string(from: Date().addingTimeInterval(86_400))])
             #expect(packaged.status == 0, "\(packaged.stderr)")
-            let token = try server.token()
-            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
-            #expect(try CLIRunner.run(["download", "add", origin.url("aes/master.m3u8"), "--data-dir", data, "--id", "aes", "--license",
-                                       "--token", token]).status == 0)
-            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
-            #expect(run.status == 0, "\(run.stderr)")
+            try Self.download(origin.url("aes/master.m3u8"), id: "aes", server: server, data: data)
         }
         origin.stop()
         server.stop()  // offline from here on
@@ -396,11 +400,7 @@ import Testing
                                               "--segment-duration", "2", "--scheme", "aes-128", "--key-uri", keys.baseURL + "/keys/{kid}",
                                               "--register", "--asset-id", "fwd", "--data-dir", server.data, "--offline"])
             #expect(packaged.status == 0, "\(packaged.stderr)")
-            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
-            #expect(try CLIRunner.run(["download", "add", origin.url("fwd/master.m3u8"), "--data-dir", data, "--id", "fwd", "--license",
-                                       "--token", token]).status == 0)
-            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
-            #expect(run.status == 0, "\(run.stderr)")
+            try Self.download(origin.url("fwd/master.m3u8"), id: "fwd", server: server, data: data)
         }
         let player = try await TestMedia.offloaded {
             try Player(["fwd", "--data-dir", data, "--passthrough", "--token", token, "--license-header", "X-Satchel-Test: yes",

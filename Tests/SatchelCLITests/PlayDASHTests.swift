@@ -41,12 +41,7 @@ import Testing
                                               "--segment-duration", "2", "--scheme", "cenc", "--register", "--asset-id", "dash",
                                               "--data-dir", server.data, "--offline"])
             #expect(packaged.status == 0, "\(packaged.stderr)")
-            let token = try server.token()
-            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
-            #expect(try CLIRunner.run(["download", "add", origin.url("dash/manifest.mpd"), "--data-dir", data, "--id", "dash", "--license",
-                                       "--token", token]).status == 0)
-            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
-            #expect(run.status == 0, "\(run.stderr)")
+            try PlayCommandTests.download(origin.url("dash/manifest.mpd"), id: "dash", server: server, data: data)
         }
         origin.stop()
         server.stop()  // offline from here on
