@@ -83,25 +83,18 @@ public enum DASHDownloadPlanner {
                                                   group: kind == .segment ? group : nil))
                 return path
             }
-            func expand(_ template: String, number: UInt64?, time: UInt64?) throws(DownloadError) -> String {
-                do { return try DASHSegmentTemplate.expand(template, representationID: rep.id, bandwidth: rep.bandwidth, number: number, time: time) } catch {
+            if let template = rep.segmentTemplate, template.media != nil {
+                // The same expansion the playback proxy uses (`DASHRepresentation.segmentReferences`).
+                let references: DASHSegmentReferences
+                do { references = try rep.segmentReferences(periodDuration: periodDuration, limit: options.resourceLimit - resources.count) } catch {
                     throw .malformedManifest("representation \(rep.id.prefix(64)): \(error)")
                 }
-            }
-            if let template = rep.segmentTemplate, let media = template.media {
-                if let initialization = template.initialization {
-                    let name = try expand(initialization, number: nil, time: nil)
-                    _ = try add(try resolve(name, against: base), range: nil, kind: .initialization, duration: nil)
+                if let initialization = references.initialization {
+                    _ = try add(try resolve(initialization.uri, against: base), range: nil, kind: .initialization, duration: nil)
                 }
-                let segments: [(number: UInt64, time: UInt64, duration: UInt64)]
-                do { segments = try template.segments(presentationDuration: periodDuration, limit: options.resourceLimit - resources.count) } catch {
-                    throw .malformedManifest("representation \(rep.id.prefix(64)): \(error)")
-                }
-                guard !segments.isEmpty else { throw .malformedManifest("representation \(rep.id.prefix(64)) has no segments") }
-                for segment in segments {
-                    let name = try expand(media, number: segment.number, time: segment.time)
-                    _ = try add(try resolve(name, against: base), range: nil, kind: .segment,
-                                duration: Double(segment.duration) / Double(max(template.timescale, 1)))
+                guard !references.media.isEmpty else { throw .malformedManifest("representation \(rep.id.prefix(64)) has no segments") }
+                for segment in references.media {
+                    _ = try add(try resolve(segment.uri, against: base), range: nil, kind: .segment, duration: segment.duration)
                 }
                 // Files keep their origin-relative paths, so the template resolves against the local base as it did online.
                 if let repElement { try self.setBase(tree, element: repElement, base: base, parentDirectory: setDirectory, edits: &edits, mapper: mapper) }
@@ -209,7 +202,8 @@ public enum DASHDownloadPlanner {
 
     private static func resolve(_ reference: String?, against base: URL) throws(DownloadError) -> URL {
         guard let reference, !reference.isEmpty else { return base }
-        guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .malformedManifest("bad URL \(reference)") }
+        // A reference that does not parse is named without its query (it may carry a token).
+        guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .malformedManifest("bad URL \(reference.prefix { $0 != "?" }.prefix(64))") }
         return resolved
     }
 }

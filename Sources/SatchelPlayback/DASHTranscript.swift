@@ -295,7 +295,8 @@ public struct DASHTranscript: Sendable {
 
     static func resolve(_ reference: String?, against base: URL) throws(PlaybackError) -> URL {
         guard let reference, !reference.isEmpty else { return base }
-        guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .invalidContent("bad URL \(reference.prefix(64))") }
+        // A reference that does not parse is named without its query (it may carry a token).
+        guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .invalidContent("bad URL \(reference.prefix { $0 != "?" }.prefix(64))") }
         return resolved
     }
 }

@@ -336,7 +336,7 @@ import Testing
         #expect(!stopped.stderr.contains(token) && !stopped.stderr.contains(origin.baseURL), "no token or origin URL on stderr")
     }
 
-    @Test("download and play: an asset just added plays at once, every file fetched from the origin while ffmpeg reads and kept in the store; opened reports the cache; offline, the cached part plays and a file not cached answers 503 with an event")
+    @Test("download and play: an asset just added plays at once, every file fetched from the origin while ffmpeg reads and kept in the store; opened reports the cache; offline, the cached part plays and a file not cached answers 503 with an event; outside its availability window an asset does not open")
     func partialFill() async throws {
         let (server, origin, site, input, data) = try await Self.stage("play-fill")
         defer { server.stop(); origin.stop() }
@@ -345,6 +345,16 @@ import Testing
             #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("show").path, "--format", "hls-ts",
                                        "--segment-duration", "1"]).status == 0)
             #expect(try CLIRunner.run(["download", "add", origin.url("show/master.m3u8"), "--data-dir", data, "--id", "show"]).status == 0)
+        }
+        // Outside its availability window an asset does not open: not yet published, or past its expiry.
+        try await TestMedia.offloaded { () throws -> Void in
+            let format = ISO8601DateFormatter()
+            for (id, window, status) in [("later", ["--publish", format.string(from: Date().addingTimeInterval(86_400))], "in-future"),
+                                         ("gone", ["--expiry", format.string(from: Date().addingTimeInterval(-60))], "expired")] {
+                #expect(try CLIRunner.run(["download", "add", origin.url("show/master.m3u8"), "--data-dir", data, "--id", id] + window).status == 0)
+                let refused = try CLIRunner.run(["play", id, "--data-dir", data])
+                #expect(refused.status != 0 && refused.stdout.isEmpty && refused.stderr.contains(status), "\(id): \(refused.stderr)")
+            }
         }
         let local = URL(fileURLWithPath: data).appendingPathComponent("assets/show")
         let segmentsOnDisk = { TestMedia.files(under: local).filter { $0.hasSuffix(".ts") } }
