@@ -19,6 +19,8 @@ enum PlaybackBody: Sendable {
     case file(path: String, range: ClosedRange<Int64>)
     /// `range` of the clear content of an AES-128 segment at `path` (whole-segment CBC, IV `iv`).
     case aes128(path: String, cipher: SegmentCipher, iv: [UInt8], range: ClosedRange<Int64>)
+    /// The clear form of a CMAF `cenc` / `cbcs` segment at `path`, fragment by fragment as `plan` gives it.
+    case clearFMP4(path: String, plan: FMP4ClearPlan, decryptor: FMP4Decryptor, cipher: CommonEncryption)
     /// A file arriving from the origin, sent on as it arrives.
     case origin(OriginFeed)
     /// Nothing (an empty file).
@@ -44,6 +46,30 @@ enum PlaybackBody: Sendable {
             }
         case let .origin(feed):
             try await feed.write(to: &writer)
+        case let .clearFMP4(path, plan, decryptor, cipher):
+            let file = try OpenFile(path)
+            for part in plan.parts {
+                switch part {
+                case let .made(bytes):
+                    try await writer.write(ByteBuffer(bytes: bytes))
+                case let .stored(range):
+                    var offset = range.lowerBound
+                    while offset < range.upperBound {
+                        let buffer = try file.read(Int(min(range.upperBound - offset, Int64(Self.chunk))), at: offset)
+                        try await writer.write(buffer)
+                        offset += Int64(buffer.readableBytes)
+                    }
+                case let .decrypted(range, samples):
+                    // Read straight into the buffer sent and decrypted there.
+                    var buffer = try file.read(Int(range.upperBound - range.lowerBound), at: range.lowerBound)
+                    var failure: ProtectionError?
+                    buffer.withUnsafeMutableReadableBytes { bytes in
+                        do throws(ProtectionError) { try decryptor.decrypt(samples, in: bytes, at: range.lowerBound, cipher: cipher) } catch { failure = error }
+                    }
+                    if let failure { throw PlaybackError.invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(failure)") }
+                    try await writer.write(buffer)
+                }
+            }
         case let .aes128(path, cipher, iv, range):
             // CBC decrypts from any block given the cipher block before it: start at the block holding the range.
             let file = try OpenFile(path)

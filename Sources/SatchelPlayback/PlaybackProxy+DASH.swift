@@ -102,10 +102,8 @@ extension PlaybackProxy {
             for (initSegment, media) in parts {
                 var clear = media
                 if let decryptor = initSegment?.decryptor {
-                    guard let key = keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) else {
-                        throw .noKey("the license holds no key for key ID \(decryptor.keyID.hex)")
-                    }
-                    do { clear = try decryptor.decrypt(segment: media, key: key.key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
+                    let key = try Self.key(keys, of: decryptor)
+                    do { clear = try decryptor.decrypt(segment: media, key: key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
                 }
                 do { tracks += try MP4Demuxer.demux((initSegment?.clear ?? []) + clear) } catch { throw .invalidContent("\(file): \(error)") }
             }

@@ -229,6 +229,13 @@ public actor PlaybackProxy {
                                                    contentType: contentType, rangeHeader: range)
                 }
             }
+            if let protection, range == nil, let decryptor = try await fmp4Decryptor(protection, session) {
+                // CMAF cenc / cbcs: streamed from disk fragment by fragment, decrypted where it is read.
+                let key = try Self.key(session.keys, of: decryptor)
+                return try await reportingInvalid(file, session) { () throws(PlaybackError) -> PlaybackResponse in
+                    try PlaybackResponse.clearing(local, decryptor: decryptor, key: key, contentType: contentType)
+                }
+            }
         } else if protection == nil, !clearsInit, range == nil, let remote = session.asset.origin[file] {
             return try await streamFromOrigin(file, remote, session, contentType: contentType)
         }
@@ -345,15 +352,7 @@ public actor PlaybackProxy {
     /// `cbcs` / `cenc` (SAMPLE-AES / SAMPLE-AES-CTR with an init segment).
     private nonisolated func decrypt(_ file: String, _ bytes: [UInt8], _ protection: SegmentProtection,
                                      _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
-        var decryptor: FMP4Decryptor?
-        if let initSegment = protection.map {
-            decryptor = try await session.decryptors.value(for: initSegment) { () async throws(PlaybackError) -> FMP4Decryptor in
-                let bytes = try await whole(initSegment, session)
-                return try await reportingInvalid(initSegment, session) { () throws(PlaybackError) -> FMP4Decryptor in
-                    do { return try FMP4Decryptor(initSegment: bytes) } catch { throw .invalidContent("\(initSegment): \(error)") }
-                }
-            }
-        }
+        let decryptor = try await fmp4Decryptor(protection, session)
         return try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
             do {
                 switch (protection.method, decryptor) {
@@ -364,10 +363,7 @@ public actor PlaybackProxy {
                     let iv = protection.ivFromTag ? protection.iv : key.iv ?? protection.iv
                     return try SampleAESTransport.decrypt(bytes, key: key.key, iv: iv)
                 case let ("SAMPLE-AES", decryptor?), let ("SAMPLE-AES-CTR", decryptor?):
-                    guard let key = session.keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) else {
-                        throw PlaybackError.noKey("the license holds no key for key ID \(decryptor.keyID.hex)")
-                    }
-                    return try decryptor.clearSegment(bytes, key: key.key)
+                    return try decryptor.clearSegment(bytes, key: try Self.key(session.keys, of: decryptor))
                 default:
                     throw PlaybackError.invalidContent("\(protection.method) segments\(protection.map == nil ? "" : " with an init segment") cannot be decrypted")
                 }
@@ -377,6 +373,25 @@ public actor PlaybackProxy {
                 throw PlaybackError.invalidContent("\(file) does not decrypt: \(error)")
             }
         }
+    }
+
+    /// The CMAF decryptor of a segment protected with an init segment (its `tenc`, read once per session).
+    private nonisolated func fmp4Decryptor(_ protection: SegmentProtection, _ session: PlaybackSession) async throws(PlaybackError) -> FMP4Decryptor? {
+        guard let initSegment = protection.map, protection.method != "AES-128" else { return nil }
+        return try await session.decryptors.value(for: initSegment) { () async throws(PlaybackError) -> FMP4Decryptor in
+            let bytes = try await whole(initSegment, session)
+            return try await reportingInvalid(initSegment, session) { () throws(PlaybackError) -> FMP4Decryptor in
+                do { return try FMP4Decryptor(initSegment: bytes) } catch { throw .invalidContent("\(initSegment): \(error)") }
+            }
+        }
+    }
+
+    /// The license's key for a CMAF track's key ID.
+    static func key(_ keys: [PlaybackKey], of decryptor: FMP4Decryptor) throws(PlaybackError) -> SecretBytes {
+        guard let key = keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) else {
+            throw .noKey("the license holds no key for key ID \(decryptor.keyID.hex)")
+        }
+        return key.key
     }
 
     /// Runs `work`; content that does not parse or decrypt is reported as `invalidContent` (once until a file

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelProtection
 
 /// What the proxy answers for one file: its body (the range asked for, or all of it), type and size.
@@ -58,6 +59,26 @@ struct PlaybackResponse: Sendable {
                                     contentType: contentType, range: nil, size: size)
         }
         return PlaybackResponse(body: .aes128(path: path, cipher: cipher, iv: iv, range: range), contentType: contentType, range: range, size: size)
+    }
+
+    /// A CMAF `cenc` / `cbcs` segment made clear as it streams; its clear size comes from its box headers.
+    static func clearing(_ path: String, decryptor: FMP4Decryptor, key: SecretBytes, contentType: String) throws(PlaybackError) -> PlaybackResponse {
+        let stored = try fileSize(path)
+        let plan: FMP4ClearPlan
+        let cipher: CommonEncryption
+        do {
+            let file = try PlaybackBody.OpenFile(path)
+            plan = try FMP4ClearPlan(size: stored, decryptor: decryptor) { (offset, count) throws(ProtectionError) -> [UInt8] in
+                do { return Array(try file.read(count, at: offset).readableBytesView) } catch { throw .malformed("the segment cannot be read: \(error)") }
+            }
+            cipher = try decryptor.cipher(key)
+        } catch let error as PlaybackError {
+            throw error
+        } catch {
+            throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(error)")
+        }
+        return PlaybackResponse(body: plan.size == 0 ? .empty : .clearFMP4(path: path, plan: plan, decryptor: decryptor, cipher: cipher),
+                                contentType: contentType, range: nil, size: plan.size)
     }
 
     /// The size of a regular file.

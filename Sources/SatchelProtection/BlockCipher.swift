@@ -28,32 +28,43 @@ enum BlockCipher {
 
     /// AES-CBC without padding over `range` of `bytes` (whole blocks), in place.
     static func cbc(_ bytes: inout [UInt8], _ range: Range<Int>, key: SymmetricKey, iv: [UInt8], encrypt: Bool) throws(ProtectionError) {
-        guard range.lowerBound >= 0, range.upperBound <= bytes.count else { throw .malformed("AES-CBC range \(range) outside \(bytes.count) bytes") }
+        try inPlace(&bytes) { (buffer) throws(ProtectionError) in try cbc(buffer, range, key: key, iv: iv, encrypt: encrypt) }
+    }
+
+    /// AES-CBC without padding over `range` of `buffer` (whole blocks), in place.
+    static func cbc(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, key: SymmetricKey, iv: [UInt8], encrypt: Bool) throws(ProtectionError) {
+        guard range.lowerBound >= 0, range.upperBound <= buffer.count else { throw .malformed("AES-CBC range \(range) outside \(buffer.count) bytes") }
         guard range.count % 16 == 0 else { throw .malformed("AES-CBC data of \(range.count) bytes is not whole blocks") }
         if range.isEmpty { return }
+        let input = UnsafeRawBufferPointer(rebasing: buffer[range])
         let result: Data
         do {
             let vector = try AES._CBC.IV(ivBytes: iv)
-            result = encrypt ? try AES._CBC.encrypt(bytes[range], using: key, iv: vector, noPadding: true)
-                : try AES._CBC.decrypt(bytes[range], using: key, iv: vector, noPadding: true)
+            result = encrypt ? try AES._CBC.encrypt(input, using: key, iv: vector, noPadding: true)
+                : try AES._CBC.decrypt(input, using: key, iv: vector, noPadding: true)
         } catch {
             throw .cryptoFailure(encrypt ? "AES-CBC encryption" : "AES-CBC decryption")
         }
-        try overwrite(&bytes, range, with: result)
+        try overwrite(buffer, range, with: result)
     }
 
     /// AES-CTR over `range` of `bytes` with a 16-byte initial counter block, in place; encryption and
     /// decryption are the same.
     static func ctr(_ bytes: inout [UInt8], _ range: Range<Int>, key: SymmetricKey, counter: [UInt8]) throws(ProtectionError) {
-        guard range.lowerBound >= 0, range.upperBound <= bytes.count else { throw .malformed("AES-CTR range \(range) outside \(bytes.count) bytes") }
+        try inPlace(&bytes) { (buffer) throws(ProtectionError) in try ctr(buffer, range, key: key, counter: counter) }
+    }
+
+    /// AES-CTR over `range` of `buffer`, in place.
+    static func ctr(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, key: SymmetricKey, counter: [UInt8]) throws(ProtectionError) {
+        guard range.lowerBound >= 0, range.upperBound <= buffer.count else { throw .malformed("AES-CTR range \(range) outside \(buffer.count) bytes") }
         if range.isEmpty { return }
         let result: Data
         do {
-            result = try AES._CTR.encrypt(bytes[range], using: key, nonce: AES._CTR.Nonce(nonceBytes: counter))
+            result = try AES._CTR.encrypt(UnsafeRawBufferPointer(rebasing: buffer[range]), using: key, nonce: AES._CTR.Nonce(nonceBytes: counter))
         } catch {
             throw .cryptoFailure("AES-CTR")
         }
-        try overwrite(&bytes, range, with: result)
+        try overwrite(buffer, range, with: result)
     }
 
     /// AES-CTR of a whole buffer.
@@ -78,13 +89,17 @@ enum BlockCipher {
         return result
     }
 
-    private static func overwrite(_ bytes: inout [UInt8], _ range: Range<Int>, with result: Data) throws(ProtectionError) {
-        guard result.count == range.count else { throw .cryptoFailure("AES returned \(result.count) bytes for \(range.count)") }
-        bytes.withUnsafeMutableBytes { target in
-            result.withUnsafeBytes { source in
-                guard let to = target.baseAddress, let from = source.baseAddress else { return }
-                (to + range.lowerBound).copyMemory(from: from, byteCount: range.count)
-            }
+    /// Runs `body` over the bytes of `bytes`, its typed error passed on.
+    static func inPlace(_ bytes: inout [UInt8], _ body: (UnsafeMutableRawBufferPointer) throws(ProtectionError) -> Void) throws(ProtectionError) {
+        var failure: ProtectionError?
+        bytes.withUnsafeMutableBytes { buffer in
+            do throws(ProtectionError) { try body(buffer) } catch { failure = error }
         }
+        if let failure { throw failure }
+    }
+
+    private static func overwrite(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, with result: Data) throws(ProtectionError) {
+        guard result.count == range.count else { throw .cryptoFailure("AES returned \(result.count) bytes for \(range.count)") }
+        result.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: buffer[range]))
     }
 }

@@ -106,7 +106,20 @@ public struct CommonEncryption: Sendable {
         try transform(&buffer, range, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: false)
     }
 
-    private func transform(_ buffer: inout [UInt8], _ sample: Range<Int>, subsamples: [Subsample], iv: [UInt8], isVideo: Bool,
+    /// Decrypts the sample that lies at `range` of `buffer` (a stretch of a segment being served), in place.
+    public func decrypt(_ buffer: UnsafeMutableRawBufferPointer, sampleAt range: Range<Int>, subsamples: [Subsample], iv: [UInt8],
+                        isVideo: Bool) throws(ProtectionError) {
+        try transform(buffer, range, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: false)
+    }
+
+    private func transform(_ bytes: inout [UInt8], _ sample: Range<Int>, subsamples: [Subsample], iv: [UInt8], isVideo: Bool,
+                           encrypt: Bool) throws(ProtectionError) {
+        try BlockCipher.inPlace(&bytes) { (buffer) throws(ProtectionError) in
+            try transform(buffer, sample, subsamples: subsamples, iv: iv, isVideo: isVideo, encrypt: encrypt)
+        }
+    }
+
+    private func transform(_ buffer: UnsafeMutableRawBufferPointer, _ sample: Range<Int>, subsamples: [Subsample], iv: [UInt8], isVideo: Bool,
                            encrypt: Bool) throws(ProtectionError) {
         guard sample.lowerBound >= 0, sample.upperBound <= buffer.count else {
             throw .malformed("sample at \(sample) outside a \(buffer.count)-byte buffer")
@@ -137,14 +150,14 @@ public struct CommonEncryption: Sendable {
             if ranges.dropLast().allSatisfy({ $0.count % 16 == 0 }) {
                 // Each range where it lies, the counter carried from one to the next.
                 for range in ranges {
-                    try BlockCipher.ctr(&buffer, range, key: key, counter: counter)
+                    try BlockCipher.ctr(buffer, range, key: key, counter: counter)
                     counter = BlockCipher.advance(counter, by: range.count / 16)
                 }
             } else {
                 // A range that ends inside a block continues its keystream in the next one.
-                var gathered = Gather.collect(buffer, ranges)
+                var gathered = Gather.collect(UnsafeRawBufferPointer(buffer), ranges)
                 try BlockCipher.ctr(&gathered, gathered.indices, key: key, counter: counter)
-                Gather.scatter(gathered, into: &buffer, ranges)
+                Gather.scatter(gathered, into: buffer, ranges)
             }
         case .cbcs:
             // Pattern 1:9 for video; every whole block for audio. CBC restarts with the constant IV per subsample.
@@ -152,13 +165,13 @@ public struct CommonEncryption: Sendable {
                 let blocks = range.count / 16
                 guard blocks > 0 else { continue }
                 if !isVideo {
-                    try BlockCipher.cbc(&buffer, range.lowerBound..<(range.lowerBound + blocks * 16), key: key, iv: constantIV, encrypt: encrypt)
+                    try BlockCipher.cbc(buffer, range.lowerBound..<(range.lowerBound + blocks * 16), key: key, iv: constantIV, encrypt: encrypt)
                     continue
                 }
                 let pieces = stride(from: 0, to: blocks, by: 10).map { (range.lowerBound + $0 * 16)..<(range.lowerBound + $0 * 16 + 16) }
-                var gathered = Gather.collect(buffer, pieces)
+                var gathered = Gather.collect(UnsafeRawBufferPointer(buffer), pieces)
                 try BlockCipher.cbc(&gathered, gathered.indices, key: key, iv: constantIV, encrypt: encrypt)
-                Gather.scatter(gathered, into: &buffer, pieces)
+                Gather.scatter(gathered, into: buffer, pieces)
             }
         }
     }
@@ -168,31 +181,30 @@ public struct CommonEncryption: Sendable {
 enum Gather {
     /// The bytes of `ranges` of `bytes`, concatenated.
     static func collect(_ bytes: [UInt8], _ ranges: [Range<Int>]) -> [UInt8] {
-        let total = ranges.reduce(0) { $0 + $1.count }
-        return [UInt8](unsafeUninitializedCapacity: total) { out, count in
-            bytes.withUnsafeBufferPointer { source in
-                var offset = 0
-                for range in ranges {
-                    guard let to = out.baseAddress, let from = source.baseAddress else { break }
-                    (to + offset).update(from: from + range.lowerBound, count: range.count)
-                    offset += range.count
-                }
-                count = offset
-            }
+        bytes.withUnsafeBytes { collect($0, ranges) }
+    }
+
+    /// The bytes of `ranges` of `source` (each inside it), concatenated.
+    static func collect(_ source: UnsafeRawBufferPointer, _ ranges: [Range<Int>]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(ranges.reduce(0) { $0 + $1.count })
+        for range in ranges where range.lowerBound >= 0 && range.upperBound <= source.count {
+            out += UnsafeRawBufferPointer(rebasing: source[range])
         }
+        return out
     }
 
     /// Writes `gathered` back over `ranges` of `bytes`.
     static func scatter(_ gathered: [UInt8], into bytes: inout [UInt8], _ ranges: [Range<Int>]) {
-        gathered.withUnsafeBufferPointer { source in
-            bytes.withUnsafeMutableBufferPointer { target in
-                var offset = 0
-                for range in ranges {
-                    guard let to = target.baseAddress, let from = source.baseAddress, offset + range.count <= source.count else { break }
-                    (to + range.lowerBound).update(from: from + offset, count: range.count)
-                    offset += range.count
-                }
-            }
+        bytes.withUnsafeMutableBytes { scatter(gathered, into: $0, ranges) }
+    }
+
+    /// Writes `gathered` back over `ranges` of `target`.
+    static func scatter(_ gathered: [UInt8], into target: UnsafeMutableRawBufferPointer, _ ranges: [Range<Int>]) {
+        var offset = 0
+        for range in ranges where range.lowerBound >= 0 && range.upperBound <= target.count && offset + range.count <= gathered.count {
+            gathered[offset..<(offset + range.count)].withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: target[range]).copyMemory(from: $0) }
+            offset += range.count
         }
     }
 }

@@ -52,26 +52,64 @@ public struct FMP4Decryptor: Sendable {
     /// Decrypts every sample of a media segment in place and returns the segment bytes.
     /// The boxes are left as they are; only the sample data changes.
     public func decrypt(segment: [UInt8], key: SecretBytes) throws(ProtectionError) -> [UInt8] {
-        let iv = constantIV ?? [UInt8](repeating: 0, count: 16)
-        let cipher = try CommonEncryption(scheme: scheme, key: key, iv: iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 16 - iv.count))
+        let cipher = try self.cipher(key)
         var out = segment
+        let samples: [EncryptedSample]
         do {
-            let top = try MP4Box.children(of: segment, in: 0..<segment.count)
-            for moof in top.all("moof") {
-                for traf in try moof.children(in: segment).all("traf") {
-                    let children = try traf.children(in: segment)
-                    guard let trun = children.first("trun") else { continue }
-                    let (sizes, dataOffset) = try Self.sampleSizes(trun, segment)
-                    let entries = try children.first("senc").map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, segment, count: sizes.count) } ?? []
-                    var position = moof.offset + dataOffset  // an offset within ±2 GiB of a box's position: no overflow
-                    for (index, size) in sizes.enumerated() {
-                        guard position >= 0, size <= segment.count, position <= segment.count - size else {
-                            throw ProtectionError.malformed("sample runs outside the segment")
-                        }
-                        let entry = index < entries.count ? entries[index] : ([], [])
-                        try cipher.decrypt(&out, sampleAt: position..<(position + size), subsamples: entry.1, iv: entry.0, isVideo: isVideo)
-                        position += size
+            samples = try MP4Box.children(of: segment, in: 0..<segment.count).all("moof").flatMap { (moof) throws -> [EncryptedSample] in
+                try self.samples(of: moof, in: segment, at: 0)
+            }
+        } catch let error as ProtectionError {
+            throw error
+        } catch {
+            throw .malformed("media segment: \(error)")
+        }
+        guard samples.allSatisfy({ $0.range.upperBound <= Int64(segment.count) }) else { throw .malformed("sample runs outside the segment") }
+        try BlockCipher.inPlace(&out) { (buffer) throws(ProtectionError) in try decrypt(samples, in: buffer, at: 0, cipher: cipher) }
+        return out
+    }
+
+    /// The cipher of this track's scheme with `key`.
+    public func cipher(_ key: SecretBytes) throws(ProtectionError) -> CommonEncryption {
+        let iv = constantIV ?? [UInt8](repeating: 0, count: 16)
+        return try CommonEncryption(scheme: scheme, key: key, iv: iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 16 - iv.count))
+    }
+
+    /// Decrypts, in place, the `samples` that lie in `buffer`, a stretch of the segment starting at byte `offset`
+    /// (a sample only partly inside is an error).
+    public func decrypt(_ samples: [EncryptedSample], in buffer: UnsafeMutableRawBufferPointer, at offset: Int64,
+                        cipher: CommonEncryption) throws(ProtectionError) {
+        let end = offset + Int64(buffer.count)
+        for sample in samples where sample.range.upperBound > offset && sample.range.lowerBound < end {
+            guard sample.range.lowerBound >= offset, sample.range.upperBound <= end else {
+                throw .malformed("a sample crosses the edge of the bytes being decrypted")
+            }
+            let local = Int(sample.range.lowerBound - offset)..<Int(sample.range.upperBound - offset)
+            try cipher.decrypt(buffer, sampleAt: local, subsamples: sample.subsamples, iv: sample.iv, isVideo: isVideo)
+        }
+    }
+
+    /// The encrypted samples of `moof` (a box of `bytes`, which start at byte `base` of the segment), each with
+    /// its place in the segment, IV and subsamples ('senc', or PIFF's sample encryption box), in order.
+    public func samples(of moof: MP4Box, in bytes: [UInt8], at base: Int64) throws(ProtectionError) -> [EncryptedSample] {
+        var samples: [EncryptedSample] = []
+        do {
+            for traf in try moof.children(in: bytes).all("traf") {
+                let children = try traf.children(in: bytes)
+                guard let trun = children.first("trun") else { continue }
+                let (sizes, dataOffset) = try Self.sampleSizes(trun, bytes)
+                let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == Self.piffSampleEncryption }
+                let entries = try encryption.map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, bytes, count: sizes.count) } ?? []
+                var position = base + Int64(moof.offset) + Int64(dataOffset)  // an offset within ±2 GiB of the moof: no overflow
+                for (index, size) in sizes.enumerated() {
+                    guard position >= 0, size <= Int(Int32.max) else { throw ProtectionError.malformed("sample runs outside the segment") }
+                    let entry = index < entries.count ? entries[index] : ([], [])
+                    // Checked here, so a plan made from the 'moof' alone refuses the segment before any byte goes out.
+                    guard entry.1.isEmpty || entry.1.reduce(0, { $0 + Int($1.clear) + Int($1.protected) }) == size else {
+                        throw ProtectionError.malformed("the subsamples of sample \(index) do not cover its \(size) bytes")
                     }
+                    samples.append(EncryptedSample(range: position..<(position + Int64(size)), iv: entry.0, subsamples: entry.1))
+                    position += Int64(size)
                 }
             }
         } catch let error as ProtectionError {
@@ -79,7 +117,7 @@ public struct FMP4Decryptor: Sendable {
         } catch {
             throw .malformed("media segment: \(error)")
         }
-        return out
+        return samples
     }
 
     private static func sampleSizes(_ trun: MP4Box, _ bytes: [UInt8]) throws -> ([Int], Int) {
@@ -101,11 +139,18 @@ public struct FMP4Decryptor: Sendable {
 
     private func senc(_ box: MP4Box, _ bytes: [UInt8], count: Int) throws -> [([UInt8], [Subsample])] {
         var (_, flags, reader) = try box.fullBoxReader(in: bytes)
+        var ivSize = perSampleIVSize
+        if box.type == "uuid", flags & 0x1 != 0 {
+            // PIFF's override of the track's settings: algorithm (24 bits), IV size, key ID.
+            try reader.skip(3)
+            ivSize = Int(try reader.readUInt8())
+            try reader.skip(16)
+        }
         let samples = Int(try reader.readUInt32())
         guard samples == count else { throw ProtectionError.malformed("'senc' has \(samples) entries for \(count) samples") }
         var entries: [([UInt8], [Subsample])] = []
         for _ in 0..<samples {
-            let iv = try reader.readBytes(perSampleIVSize)
+            let iv = try reader.readBytes(ivSize)
             var subsamples: [Subsample] = []
             if flags & 0x2 != 0 {
                 for _ in 0..<Int(try reader.readUInt16()) {
@@ -116,4 +161,14 @@ public struct FMP4Decryptor: Sendable {
         }
         return entries
     }
+}
+
+/// One encrypted sample of a media segment: where it lies, its IV and its subsamples (none: all protected).
+public struct EncryptedSample: Sendable, Equatable {
+    /// Its bytes in the segment.
+    public var range: Range<Int64>
+    /// The per-sample IV (empty with a constant IV).
+    public var iv: [UInt8]
+    /// Clear and protected stretches.
+    public var subsamples: [Subsample]
 }

@@ -43,32 +43,41 @@ extension FMP4Decryptor {
 
     /// A media segment decrypted with `key`, without its protection boxes.
     public func clearSegment(_ segment: [UInt8], key: SecretBytes) throws(ProtectionError) -> [UInt8] {
-        let decrypted = try decrypt(segment: segment, key: key)
-        do {
-            var out: [UInt8] = []
-            out.reserveCapacity(decrypted.count)
-            var removedBefore = 0
-            for top in try MP4Box.children(of: decrypted, in: 0..<decrypted.count) {
-                guard top.type == "moof" else {
-                    out += decrypted[top.offset..<(top.offset + top.size)]
-                    continue
+        let plan = try FMP4ClearPlan(size: Int64(segment.count), decryptor: self) { (offset, count) throws(ProtectionError) -> [UInt8] in
+            Array(segment[Int(offset)..<(Int(offset) + count)])
+        }
+        let cipher = try cipher(key)
+        var out: [UInt8] = []
+        out.reserveCapacity(Int(plan.size))
+        for part in plan.parts {
+            switch part {
+            case let .made(bytes):
+                out += bytes
+            case let .stored(range):
+                out += segment[Int(range.lowerBound)..<Int(range.upperBound)]
+            case let .decrypted(range, samples):
+                var stretch = Array(segment[Int(range.lowerBound)..<Int(range.upperBound)])
+                try BlockCipher.inPlace(&stretch) { (buffer) throws(ProtectionError) in
+                    try decrypt(samples, in: buffer, at: range.lowerBound, cipher: cipher)
                 }
-                let removed = try Self.protectionBytes(in: top, decrypted)
-                let moofEnd = removedBefore + removed
-                out += try MP4BoxEditor.rewrite(decrypted, in: top.offset..<(top.offset + top.size)) { (box, path) throws(MediaError) -> MP4BoxEdit in
-                    if try Self.isProtectionBox(box, path, decrypted) { return .drop }
-                    switch (box.type, path.last) {
-                    case ("moof", nil), ("traf", "moof"): return .descend(skip: 0, type: nil)
-                    case ("tfhd", "traf"): return try Self.movingBaseOffset(box, decrypted, by: moofEnd)
-                    case ("trun", "traf"): return try Self.movingDataOffset(box, decrypted, by: removed)
-                    default: return .keep
-                    }
-                }
-                removedBefore = moofEnd
+                out += stretch
             }
-            return out
-        } catch {
-            throw .malformed("media segment: \(error)")
+        }
+        return out
+    }
+
+    /// `moof` (a box of `bytes`) without its protection boxes, its sample data offsets moved back by the bytes
+    /// removed from it and, for explicit base offsets, by `removedBefore` (bytes removed from earlier fragments).
+    static func clearMoof(_ moof: MP4Box, in bytes: [UInt8], removedBefore: Int) throws(MediaError) -> [UInt8] {
+        let removed = try protectionBytes(in: moof, bytes)
+        return try MP4BoxEditor.rewrite(bytes, in: moof.offset..<(moof.offset + moof.size)) { (box, path) throws(MediaError) -> MP4BoxEdit in
+            if try isProtectionBox(box, path, bytes) { return .drop }
+            switch (box.type, path.last) {
+            case ("moof", nil), ("traf", "moof"): return .descend(skip: 0, type: nil)
+            case ("tfhd", "traf"): return try movingBaseOffset(box, bytes, by: removedBefore + removed)
+            case ("trun", "traf"): return try movingDataOffset(box, bytes, by: removed)
+            default: return .keep
+            }
         }
     }
 

@@ -112,10 +112,58 @@ struct PackagerTests {
                     let decrypted = try decryptor.decrypt(segment: encrypted, key: key.key)
                     #expect(mdat(decrypted) == mdat(expected), "\(rendition)/\(name)")
                     #expect(mdat(encrypted) != mdat(expected))
+                    // Made clear (protection boxes gone, offsets moved): the clear package's segment byte for byte.
+                    #expect(try decryptor.clearSegment(encrypted, key: key.key) == expected, "\(rendition)/\(name)")
                 case .clear:
                     break
                 }
             }
+        }
+    }
+
+    @Test("A cenc / cbcs segment of several fragments is made clear fragment by fragment, in stretches of whole samples",
+          arguments: [PackageScheme.cbcs, .cenc])
+    func clearPlan(_ scheme: PackageScheme) throws {
+        let clear = try Self.package(.cmaf, .clear, label: "-plan")
+        let protected = try Self.package(.cmaf, scheme, label: "-plan")
+        let key = try Self.contentKey()
+        for rendition in ["video_0", "audio_0"] {
+            let dir = protected.appendingPathComponent(rendition)
+            let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("segment_") }.sorted()
+            // Every segment one after the other: one stored segment of several fragments.
+            var joined: [UInt8] = [], expected: [UInt8] = []
+            for name in names {
+                joined += try TestMedia.bytes(dir.appendingPathComponent(name))
+                expected += try TestMedia.bytes(clear.appendingPathComponent(rendition).appendingPathComponent(name))
+            }
+            let decryptor = try FMP4Decryptor(initSegment: try TestMedia.bytes(dir.appendingPathComponent("init.mp4")))
+            var reads: [Range<Int64>] = []
+            let plan = try FMP4ClearPlan(size: Int64(joined.count), decryptor: decryptor, chunk: 4096) { (offset, count) throws(ProtectionError) -> [UInt8] in
+                reads.append(offset..<(offset + Int64(count)))
+                return Array(joined[Int(offset)..<(Int(offset) + count)])
+            }
+            // Only box headers and 'moof' boxes are read to make the plan; the media data is not.
+            #expect(reads.reduce(0) { $0 + $1.count } < joined.count / 10, "\(rendition)")
+            #expect(plan.size == Int64(expected.count))
+            var made = 0, stretches = 0
+            for part in plan.parts {
+                switch part {
+                case .made: made += 1
+                case let .decrypted(range, samples):
+                    #expect(!samples.isEmpty)
+                    let lastSample: Int64 = samples.last.map { Int64($0.range.count) } ?? 0
+                    let beforeLast: Int64 = Int64(range.count) - lastSample
+                    #expect(beforeLast < 4096, "a stretch ends with the sample that fills it")
+                    stretches += 1
+                case .stored: break
+                }
+            }
+            #expect(made == names.count, "one clear 'moof' per fragment")
+            #expect(stretches > names.count, "fragments larger than the chunk go out in several stretches")
+            #expect(try decryptor.clearSegment(joined, key: key.key) == expected, "\(rendition)")
+            // A fragment whose samples run past the end of the stored bytes is refused, not read short.
+            let cut = Array(joined.prefix(joined.count - 100))
+            #expect(throws: ProtectionError.self) { try decryptor.clearSegment(cut, key: key.key) }
         }
     }
 
