@@ -25,11 +25,12 @@ struct PlaybackBenchmark {
         func playbackStatus(asset: String) async throws(PlaybackError) -> RightsStatus { .valid }
     }
 
-    /// Each asset ID is a folder of the site.
+    /// Each asset ID is a folder of the site; "NAME-dash" is the DASH MPD of the package NAME.
     struct SiteLibrary: PlaybackLibrary {
         let site: String
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-            PlayableAsset(folder: site + "/" + assetID, entry: "master.m3u8")
+            if assetID.hasSuffix("-dash") { return PlayableAsset(folder: site + "/" + assetID.dropLast(5), entry: "manifest.mpd") }
+            return PlayableAsset(folder: site + "/" + assetID, entry: "master.m3u8")
         }
     }
 
@@ -80,6 +81,17 @@ struct PlaybackBenchmark {
             print(measured.line("satchel play, \(name == "clear" ? "clear" : "decrypting \(name)")") + String(format: "  %3.0f %% of nginx's MB/s", share))
             await proxy.close(url: url)
         }
+        // DASH played as HLS: one segment of the cenc package's MPD, decrypted and remuxed to MPEG-2 TS per request.
+        let dash = try await proxy.open(asset: "cenc-dash")
+        let base = String(dash.dropLast("master.m3u8".count))
+        guard let playlist = Tool.output(["curl", "-sf", base + "v0.m3u8"]),
+              case let names = playlist.split(separator: "\n").filter({ !$0.hasPrefix("#") && !$0.isEmpty }), !names.isEmpty else {
+            throw BenchmarkError(message: "the transcribed DASH playlist did not load")
+        }
+        let transcribed = try wrk(base + names[names.count / 2])
+        print(transcribed.line("satchel play, DASH cenc → MPEG-2 TS") + String(format: "  %3.0f %% of nginx's MB/s",
+                                                                             reference.megabytes > 0 ? transcribed.megabytes / reference.megabytes * 100 : 0))
+        await proxy.close(url: dash)
         var firstBytes: [Double] = []
         for _ in 0..<20 {
             let start = DispatchTime.now().uptimeNanoseconds

@@ -78,14 +78,21 @@ enum PlaybackBody: Sendable {
             var position = firstBlock  // clear offset of the next block read
             while position <= range.upperBound {
                 let wanted = min(Int64(Self.chunk), (range.upperBound / 16 + 1) * 16 - position)
-                let blocks = try file.read(Int(wanted), at: position).readableBytesView
-                guard blocks.count % 16 == 0 else { throw PlaybackError.invalidContent("\(path): not whole AES blocks") }
-                let clear = try cipher.decryptBlocks(blocks, iv: chain)
-                chain = Array(blocks.suffix(16))
+                // Read straight into the buffer sent and decrypted there.
+                var buffer = try file.read(Int(wanted), at: position)
+                let count = buffer.readableBytes
+                guard count % 16 == 0, count > 0 else { throw PlaybackError.invalidContent("\(path): not whole AES blocks") }
+                let next = Array(buffer.readableBytesView.suffix(16))
+                var failure: ProtectionError?
+                buffer.withUnsafeMutableReadableBytes { blocks in
+                    do throws(ProtectionError) { try cipher.decryptBlocks(in: blocks, iv: chain) } catch { failure = error }
+                }
+                if let failure { throw PlaybackError.invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(failure)") }
+                chain = next
                 let from = Int(max(range.lowerBound - position, 0))
-                let to = Int(min(range.upperBound - position + 1, Int64(clear.count)))
-                if from < to { try await writer.write(ByteBuffer(bytes: clear[from..<to])) }
-                position += Int64(blocks.count)
+                let to = Int(min(range.upperBound - position + 1, Int64(count)))
+                if from < to, let clear = buffer.getSlice(at: buffer.readerIndex + from, length: to - from) { try await writer.write(clear) }
+                position += Int64(count)
             }
         }
     }

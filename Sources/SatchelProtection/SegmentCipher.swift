@@ -44,6 +44,12 @@ public struct SegmentCipher: Sendable {
         }
     }
 
+    /// The same in place: `blocks` (whole blocks) decrypted where they lie.
+    public func decryptBlocks(in blocks: UnsafeMutableRawBufferPointer, iv: [UInt8]) throws(ProtectionError) {
+        guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
+        try BlockCipher.cbc(blocks, 0..<blocks.count, key: key, iv: iv, encrypt: false)
+    }
+
     /// The PKCS#7 padding length (1–16) of a segment whose last cipher block is `last`, `previous` being the
     /// block before it (or the IV for a one-block segment): the clear size is the segment's minus this.
     public func paddingLength(last: [UInt8], previous: [UInt8]) throws(ProtectionError) -> Int {
