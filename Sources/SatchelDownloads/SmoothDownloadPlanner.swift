@@ -41,7 +41,7 @@ public enum SmoothDownloadPlanner {
                 let reference = stream.fragmentURL(bitrate: level.bitrate, startTime: time)
                 guard let fragment = URL(string: reference, relativeTo: url)?.absoluteURL else { throw .malformedManifest("bad fragment URL \(reference)") }
                 resources.append(DownloadResource(url: fragment.absoluteString, localPath: try mapper.planned(fragment), kind: .segment,
-                                                  duration: Double(duration) / timescale, group: "\(stream.type)/\(stream.name ?? "")/\(level.bitrate)"))
+                                                  duration: Double(duration) / Double(max(stream.timescale ?? manifest.timescale, 1)), group: "\(stream.type)/\(stream.name ?? "")/\(level.bitrate)"))
             }
         }
         guard !resources.isEmpty else { throw .nothingSelected("the Smooth manifest has no video or audio fragments") }

@@ -12,6 +12,8 @@ public struct SmoothManifest: Sendable, Equatable {
         public var samplingRate: Int?
         public var channels: Int?
         public var codecPrivateData: String?
+        /// Bytes of each NAL unit's length prefix in H.264 fragments (`NALUnitLengthField`; 4 when absent).
+        public var nalUnitLengthField: Int?
     }
 
     /// One StreamIndex: a video, audio or text stream.
@@ -20,6 +22,8 @@ public struct SmoothManifest: Sendable, Equatable {
         public var type: String
         public var name: String?
         public var language: String?
+        /// Ticks per second of this stream's times (`StreamIndex@TimeScale`; nil: the manifest's).
+        public var timescale: UInt64? = nil
         /// Fragment URL template, e.g. `QualityLevels({bitrate})/Fragments(video={start time})`.
         public var url: String
         public var qualityLevels: [QualityLevel]
@@ -86,10 +90,15 @@ public struct SmoothManifest: Sendable, Equatable {
                 QualityLevel(index: q.attributes["Index"].flatMap { Int($0) } ?? 0, bitrate: q.attributes["Bitrate"].flatMap { Int($0) } ?? 0,
                              fourCC: q.attributes["FourCC"], maxWidth: q.attributes["MaxWidth"].flatMap { Int($0) },
                              maxHeight: q.attributes["MaxHeight"].flatMap { Int($0) }, samplingRate: q.attributes["SamplingRate"].flatMap { Int($0) },
-                             channels: q.attributes["Channels"].flatMap { Int($0) }, codecPrivateData: q.attributes["CodecPrivateData"])
+                             channels: q.attributes["Channels"].flatMap { Int($0) }, codecPrivateData: q.attributes["CodecPrivateData"],
+                             nalUnitLengthField: q.attributes["NALUnitLengthField"].flatMap { Int($0) })
+            }
+            let scale = try stream.attributes["TimeScale"].map { (text) throws(MediaError) -> UInt64 in
+                guard let value = UInt64(text), value > 0 else { throw .malformed("StreamIndex TimeScale \(text.prefix(32))") }
+                return value
             }
             streams.append(StreamIndex(type: stream.attributes["Type"] ?? "", name: stream.attributes["Name"], language: stream.attributes["Language"],
-                                       url: url, qualityLevels: levels, fragmentTimes: times, fragmentDurations: durations))
+                                       timescale: scale, url: url, qualityLevels: levels, fragmentTimes: times, fragmentDurations: durations))
         }
     }
 }
@@ -108,6 +117,7 @@ extension SmoothManifest {
             var open = "  <StreamIndex Type=\"\(xmlEscape(stream.type))\""
             if let name = stream.name { open += " Name=\"\(xmlEscape(name))\"" }
             if let language = stream.language { open += " Language=\"\(xmlEscape(language))\"" }
+            if let scale = stream.timescale { open += " TimeScale=\"\(scale)\"" }
             open += " Url=\"\(xmlEscape(stream.url))\" Chunks=\"\(stream.fragmentTimes.count)\" QualityLevels=\"\(stream.qualityLevels.count)\">"
             lines.append(open)
             for level in stream.qualityLevels {
@@ -115,7 +125,8 @@ extension SmoothManifest {
                 let optional: [(String, String?)] = [("FourCC", level.fourCC), ("MaxWidth", level.maxWidth.map(String.init)),
                                                      ("MaxHeight", level.maxHeight.map(String.init)),
                                                      ("SamplingRate", level.samplingRate.map(String.init)),
-                                                     ("Channels", level.channels.map(String.init)), ("CodecPrivateData", level.codecPrivateData)]
+                                                     ("Channels", level.channels.map(String.init)), ("CodecPrivateData", level.codecPrivateData),
+                                                     ("NALUnitLengthField", level.nalUnitLengthField.map(String.init))]
                 for case let (name, value?) in optional { element += " \(name)=\"\(xmlEscape(value))\"" }
                 lines.append(element + "/>")
             }

@@ -1,9 +1,10 @@
 import Foundation
 import SatchelDownloads
 
-/// An online source as a ``PlaybackLibrary`` (`satchel play URL`): the URL is planned as a download would be
-/// (the variant and renditions chosen by `options`, every playlist rewritten to paths in the asset), nothing is
-/// stored, and every file comes from the origin as the player asks for it.
+/// An online source as a ``PlaybackLibrary`` (`satchel play URL`): an HLS URL is planned as a download would be
+/// (the variant and renditions chosen by `options`, every playlist rewritten to paths in the asset); a DASH or
+/// Smooth URL keeps the origin's own manifest (the proxy transcribes it); nothing is stored, and every file comes
+/// from the origin as the player asks for it.
 public struct OnlineLibrary: PlaybackLibrary {
     let url: URL
     let options: DownloadOptions
@@ -23,16 +24,17 @@ public struct OnlineLibrary: PlaybackLibrary {
         do {
             let probe = try await fetcher.probe(url, headers: headers)
             let fetcher = fetcher
-            if try DownloadPlanner.format(of: probe) == .dash, let text = probe.text {
-                // DASH is transcribed to HLS from the origin's own MPD (every video representation a variant);
-                // a dynamic MPD is fetched again whenever the player reloads a media playlist.
+            let format = try DownloadPlanner.format(of: probe)
+            if format == .dash || format == .smooth, let text = probe.text {
+                // DASH and Smooth are transcribed to HLS from the origin's own manifest (every video representation or
+                // quality level a variant); a dynamic one is fetched again whenever the player reloads a media playlist.
                 let source = probe.url
                 let reload: @Sendable () async throws(PlaybackError) -> String = { () async throws(PlaybackError) -> String in
                     do { return try await fetcher.text(source, headers: headers) } catch let failure as DownloadFailure {
                         throw Self.playbackError(failure)
                     } catch { throw .originUnreachable("the MPD cannot be reloaded") }
                 }
-                let entry = source.lastPathComponent.isEmpty ? "manifest.mpd" : source.lastPathComponent
+                let entry = source.lastPathComponent.isEmpty ? (format == .dash ? "manifest.mpd" : "Manifest") : source.lastPathComponent
                 return PlayableAsset(folder: nil, entry: entry, manifests: [entry: text], originHeaders: headers, sourceURL: source, reloadEntry: reload)
             }
             plan = try await DownloadPlanner.plan(probe: probe, options: options) { url in try await fetcher.text(url, headers: headers) }
@@ -45,7 +47,7 @@ public struct OnlineLibrary: PlaybackLibrary {
             throw .invalidContent("the source cannot be played")
         }
         guard plan.format == .hls else {
-            throw .invalidContent("a \(plan.format.rawValue) source is not played through the proxy yet (HLS and DASH sources are)")
+            throw .invalidContent("a \(plan.format.rawValue) source is not played through the proxy yet (HLS, DASH and Smooth sources are)")
         }
         return PlayableAsset(folder: nil, entry: plan.mainPath, manifests: Dictionary(plan.manifests.map { ($0.path, $0.text) }) { first, _ in first },
                              origin: DownloadLibrary.origin(of: plan), originHeaders: headers)

@@ -121,16 +121,16 @@ public actor PlaybackProxy {
         let asset = try await library.openForPlayback(assetID)
         let entryText = try Self.playlist(asset.entry, of: asset)
         var map = HLSAssetMap(playlists: [asset.entry], segments: [:])
-        var transcript: DASHTranscript?
-        let isDASH = DASHTranscript.isMPD(entryText)
-        if isDASH {
-            // A DASH source: transcribed to HLS when decrypting, its MPD served as it is in pass-through.
-            let made = try DASHTranscript(mpd: entryText, url: asset.sourceURL ?? DASHTranscript.assetURL(asset.entry), languages: configuration.languages)
+        var transcript: HLSTranscript?
+        let keepsManifest = HLSTranscript.isMPD(entryText) || HLSTranscript.isSmooth(entryText)
+        if keepsManifest {
+            // A DASH or Smooth source: transcribed to HLS when decrypting, its manifest served as it is in pass-through.
+            let made = try HLSTranscript(manifest: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry), languages: configuration.languages)
             if configuration.mode == .decrypt { transcript = made }
         } else {
             map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in try Self.playlist(path, of: asset) }
         }
-        let isProtected = map.isProtected || (isDASH && DASHTranscript.declaresProtection(entryText))
+        let isProtected = map.isProtected || (keepsManifest && HLSTranscript.declaresProtection(entryText))
         var keys: [PlaybackKey] = []
         if isProtected {
             // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
@@ -139,22 +139,22 @@ public actor PlaybackProxy {
             if configuration.mode == .decrypt { keys = opened }
         }
         var forwarding: KeyForwarding?
-        if configuration.mode == .passthrough, configuration.forwarding != nil, !isDASH {
+        if configuration.mode == .passthrough, configuration.forwarding != nil, !keepsManifest {
             var texts: [String] = []
             for path in map.playlists.sorted() { texts.append(try Self.playlist(path, of: asset)) }
             forwarding = try KeyForwarding(playlists: texts)
         }
         var session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
-                                      mode: configuration.mode, keys: keys, forwarding: forwarding, isProtected: isProtected, isDASH: isDASH,
+                                      mode: configuration.mode, keys: keys, forwarding: forwarding, isProtected: isProtected, keepsManifest: keepsManifest,
                                       transcript: transcript)
         if let transcript {
             // SegmentBase representations: their indexes are read now, through the session (disk, else origin).
-            session.transcript = try await indexed(transcript, mpd: entryText, url: asset.sourceURL ?? DASHTranscript.assetURL(asset.entry), session)
+            session.transcript = try await indexed(transcript, mpd: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry), session)
         }
         sessions[session.token] = session
         continuation.yield(.opened(asset: assetID, cache: asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
-        return "http://\(host):\(port)/\(session.token)/\(transcript == nil ? asset.entry : DASHTranscript.masterPath)"
+        return "http://\(host):\(port)/\(session.token)/\(transcript == nil ? asset.entry : HLSTranscript.masterPath)"
     }
 
     /// Closes the session whose URL is `url` (its token stops working at once).
@@ -204,12 +204,12 @@ public actor PlaybackProxy {
         // The engine's own files (the plan: origin URLs, headers) are never served.
         guard let session = await session(token), let file = HLSAssetMap.resolve(path, from: ""),
               !file.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
-        if let transcript = session.transcript, file.hasPrefix(DASHTranscript.folder + "/") {
+        if let transcript = session.transcript, file.hasPrefix(HLSTranscript.folder + "/") {
             return try await transcribed(file, transcript, session, range: range)
         }
         if session.map.playlists.contains(file) {
             let text = try Self.playlist(file, of: session.asset)
-            let served = session.isDASH ? text : session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : session.forwarding?.rewrite(text, token: token) ?? text
+            let served = session.keepsManifest ? text : session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text) : session.forwarding?.rewrite(text, token: token) ?? text
             return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: file), range: nil, size: Int64(served.utf8.count))
         }
         if session.isProtected || session.ended {

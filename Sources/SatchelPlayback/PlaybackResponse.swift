@@ -93,6 +93,7 @@ struct PlaybackResponse: Sendable {
 enum ContentTypes {
     static func type(of path: String) -> String {
         let name = path.split(separator: "/").last.map(String.init) ?? path
+        if name.lowercased() == "manifest" { return "application/vnd.ms-sstr+xml" }  // a Smooth Streaming manifest
         let ext = name.split(separator: ".").count > 1 ? (name.split(separator: ".").last.map { $0.lowercased() } ?? "") : ""
         switch ext {
         case "m3u8", "m3u": return "application/vnd.apple.mpegurl"

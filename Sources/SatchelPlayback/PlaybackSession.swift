@@ -27,9 +27,9 @@ struct PlaybackSession: Sendable {
     /// True when the asset's content is protected (its rights are checked before every file).
     let isProtected: Bool
     /// True for a DASH source (its MPD is served as it is, never rewritten as a playlist).
-    let isDASH: Bool
+    let keepsManifest: Bool
     /// A DASH source transcribed to HLS (decrypt mode); replaced when a dynamic MPD is reloaded.
-    var transcript: DASHTranscript?
+    var transcript: HLSTranscript?
     /// Set once the rights ended mid-play (the event is emitted once).
     var ended = false
     /// Set once invalid content was reported, until a file plays well again.
@@ -37,7 +37,7 @@ struct PlaybackSession: Sendable {
     /// The CMAF decryptors of the session's init segments, each parsed once.
     let decryptors = SessionCache<FMP4Decryptor>()
     /// The init segments of a transcribed DASH source, clear, each read once.
-    let initSegments = SessionCache<DASHInitSegment>()
+    let initSegments = SessionCache<TranscriptInitSegment>()
 
     static func makeToken() -> String { Base64URL.encode(SecureRandom.bytes(32)) }
 

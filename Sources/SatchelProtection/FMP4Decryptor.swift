@@ -14,6 +14,15 @@ public struct FMP4Decryptor: Sendable {
     /// True for a video track (pattern encryption applies in cbcs).
     public let isVideo: Bool
 
+    /// Settings given directly (a track without an init segment: a Smooth Streaming fragment's, from its manifest).
+    public init(scheme: CommonEncryption.Scheme, keyID: KeyID, perSampleIVSize: Int, constantIV: [UInt8]? = nil, isVideo: Bool) {
+        self.scheme = scheme
+        self.keyID = keyID
+        self.perSampleIVSize = perSampleIVSize
+        self.constantIV = constantIV
+        self.isVideo = isVideo
+    }
+
     /// Reads the protection settings of the (single) track of `initSegment`.
     public init(initSegment bytes: [UInt8]) throws(ProtectionError) {
         do {

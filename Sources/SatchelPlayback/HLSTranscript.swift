@@ -1,5 +1,6 @@
 import Foundation
 import SatchelMedia
+import SatchelProtection
 
 /// A DASH presentation transcribed to HLS for players that only know HLS (seed 002 "MPEG-DASH with Playlist
 /// Proxy"). Pure: built from a parsed MPD and its URL; the proxy fetches the pieces and remuxes them.
@@ -15,7 +16,7 @@ import SatchelMedia
 /// - each HLS segment is exactly one video and one audio DASH segment (the n-th of each in its period);
 /// - a static MPD ends every playlist, the top-level one too, with `EXT-X-ENDLIST`; a dynamic one ends none, its
 ///   media playlists are made again from a reloaded MPD, and `EXT-X-MEDIA-SEQUENCE` follows the segment numbers.
-public struct DASHTranscript: Sendable {
+public struct HLSTranscript: Sendable {
     /// A byte source of one DASH segment: a URL (an asset path under ``assetScheme``) and a byte range of it.
     public struct Piece: Sendable, Hashable {
         /// Where the bytes are.
@@ -30,6 +31,24 @@ public struct DASHTranscript: Sendable {
         public var initialization: Piece?
         /// The media segment.
         public var media: Piece
+        /// For a Smooth Streaming fragment (no init segment): how to read it.
+        public var smooth: SmoothFragment? = nil
+    }
+
+    /// How a Smooth Streaming fragment is read: its quality level (codec setup), stream type, time and protection.
+    public struct SmoothFragment: Sendable, Equatable {
+        /// The quality level it belongs to.
+        public var quality: SmoothManifest.QualityLevel
+        /// The stream's `Type` ("video", "audio").
+        public var kind: String
+        /// Ticks per second of `time`.
+        public var timescale: UInt64
+        /// Its start time (the decode time of its first sample when it has no 'tfdt').
+        public var time: UInt64
+        /// True when the manifest declares protection (PIFF / CENC `cenc`, 8-byte IVs unless the fragment says otherwise).
+        public var isProtected: Bool
+        /// The key ID the PlayReady header names (nil: the license's only key).
+        public var keyID: KeyID?
     }
 
     /// One HLS segment.
@@ -124,14 +143,8 @@ public struct DASHTranscript: Sendable {
                 // The timeline of the HLS segments is the video's; each audio segment goes with the video segment
                 // it starts in (one each when they are aligned, as seed 002 has it).
                 let lead = video ?? audio ?? []
-                var paired = [[TrackPiece]](repeating: [], count: lead.count)
-                if video != nil, let audio, !lead.isEmpty {
-                    var target = 0
-                    for segment in audio {
-                        while target + 1 < lead.count && lead[target + 1].start <= segment.start + 0.001 { target += 1 }
-                        paired[target].append(segment.piece)
-                    }
-                }
+                let audioPieces = video != nil ? audio ?? [] : []
+                let paired = Self.paired(lead.map(\.start), audioPieces.map(\.start)).map { $0.map { audioPieces[$0].piece } }
                 if sequence == nil { sequence = isDynamic ? lead.first?.number ?? 0 : 0 }
                 var next = (sequence ?? 0) &+ UInt64(variants[index].segments.count)
                 for (position, segment) in lead.enumerated() {
@@ -148,6 +161,27 @@ public struct DASHTranscript: Sendable {
         self.isProtected = protected
         var seen = Set<Piece>()
         self.missingIndexes = missing.filter { seen.insert($0).inserted }
+    }
+
+    /// The audio segments (by their start times) grouped by the video segment each starts in, as indices: one
+    /// each when aligned; those that start before the second video segment go with the first.
+    static func paired(_ leadStarts: [Double], _ audioStarts: [Double]) -> [[Int]] {
+        var paired = [[Int]](repeating: [], count: leadStarts.count)
+        guard !leadStarts.isEmpty else { return paired }
+        var target = 0
+        for (index, start) in audioStarts.enumerated() {
+            while target + 1 < leadStarts.count && leadStarts[target + 1] <= start + 0.001 { target += 1 }
+            paired[target].append(index)
+        }
+        return paired
+    }
+
+    /// A transcript made elsewhere (a Smooth Streaming manifest's).
+    init(variants: [Variant], isDynamic: Bool, isProtected: Bool, missingIndexes: [Piece]) {
+        self.variants = variants
+        self.isDynamic = isDynamic
+        self.isProtected = isProtected
+        self.missingIndexes = missingIndexes
     }
 
     /// The URL of a file of an asset on disk.
@@ -301,7 +335,7 @@ public struct DASHTranscript: Sendable {
     }
 }
 
-extension DASHTranscript {
+extension HLSTranscript {
     /// True when `text` is a DASH MPD (not an HLS playlist).
     public static func isMPD(_ text: String) -> Bool {
         let head = text.drop { $0.isWhitespace || $0 == "\u{FEFF}" }.prefix(4096)
@@ -315,8 +349,20 @@ extension DASHTranscript {
         try self.init(manifest: manifest, url: url, languages: languages, indexes: indexes)
     }
 
-    /// True when any adaptation set of the MPD `text` declares content protection.
+    /// Parses and transcribes the manifest `text` fetched from `url`: a Smooth Streaming manifest, else an MPD.
+    public init(manifest text: String, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(PlaybackError) {
+        guard Self.isSmooth(text) else {
+            try self.init(mpd: text, url: url, languages: languages, indexes: indexes)
+            return
+        }
+        let manifest: SmoothManifest
+        do { manifest = try SmoothManifest(parsing: text) } catch { throw .invalidContent("the Smooth manifest does not parse: \(error)") }
+        try self.init(smooth: manifest, url: url, languages: languages)
+    }
+
+    /// True when the manifest `text` (an MPD, or a Smooth Streaming manifest) declares content protection.
     public static func declaresProtection(_ text: String) -> Bool {
+        if isSmooth(text) { return (try? SmoothManifest(parsing: text))?.protectionHeader != nil }
         guard let manifest = try? DASHManifest(parsing: text) else { return false }
         return manifest.periods.contains { $0.adaptationSets.contains { !$0.contentProtection.isEmpty } }
     }

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// DASH to HLS, the rules of seed 002's playlist proxy, on MPDs written here.
-@Suite struct DASHTranscriptTests {
+@Suite struct HLSTranscriptTests {
     static let origin = URL(string: "https://cdn.example/show/manifest.mpd")!
 
     /// An MPD around `periods` (Period elements), static unless `dynamic`.
@@ -44,7 +44,7 @@ import Testing
 
     @Test("a static MPD: one EXT-X-STREAM-INF per video representation (PROGRAM-ID=1, BANDWIDTH of video and audio, CODECS, RESOLUTION), EXTINF rounded up, TARGETDURATION the largest, ENDLIST in every playlist; segments name one video and one audio DASH segment, resolved against the MPD's URL")
     func staticPresentation() throws {
-        let transcript = try DASHTranscript(mpd: Self.mpd(Self.period), url: Self.origin)
+        let transcript = try HLSTranscript(mpd: Self.mpd(Self.period), url: Self.origin)
         #expect(!transcript.isDynamic && !transcript.isProtected)
         #expect(transcript.masterPlaylist() == """
             #EXTM3U
@@ -81,7 +81,7 @@ import Testing
             #expect(transcript.resource(unknown) == nil, "\(unknown)")
         }
         // Audio in a wanted language.
-        let french = try DASHTranscript(mpd: Self.mpd(Self.period), url: Self.origin, languages: ["fr"])
+        let french = try HLSTranscript(mpd: Self.mpd(Self.period), url: Self.origin, languages: ["fr"])
         #expect(french.variants[0].segments[0].audio.map(\.media.url.lastPathComponent) == ["1.m4s"]
                 && french.variants[0].segments[0].audio.first?.media.url.pathComponents.contains("fr") == true)
         #expect(french.variants[0].bandwidth == 596_000)
@@ -111,7 +111,7 @@ import Testing
           </Period>
         """
         let first = Self.period.replacingOccurrences(of: "start=\"PT0S\"", with: "duration=\"PT8S\"")
-        let transcript = try DASHTranscript(mpd: Self.mpd(first + second, duration: "PT12S"), url: Self.origin)
+        let transcript = try HLSTranscript(mpd: Self.mpd(first + second, duration: "PT12S"), url: Self.origin)
         #expect(transcript.isProtected)
         let high = try #require(transcript.variants.last)
         #expect(high.segments.map(\.name) == ["p0-0.ts", "p0-2500.ts", "p0-5000.ts", "p1-0.ts", "p1-20.ts"])
@@ -142,7 +142,7 @@ import Testing
             </AdaptationSet>
           </Period>
         """
-        let transcript = try DASHTranscript(mpd: Self.mpd(sets, duration: "PT4S"), url: Self.origin)
+        let transcript = try HLSTranscript(mpd: Self.mpd(sets, duration: "PT4S"), url: Self.origin)
         #expect(transcript.variants.count == 1 && transcript.variants[0].segments.count == 2)
         #expect(transcript.variants[0].segments[0].video?.media.url.absoluteString == "https://cdn.example/show/main/1.m4s")
         #expect(transcript.variants[0].segments[0].audio.isEmpty)
@@ -150,9 +150,9 @@ import Testing
           <Period><AdaptationSet contentType="video"><Representation id="h" bandwidth="1" codecs="hev1.1.6.L93.B0">
             <SegmentTemplate timescale="1" duration="2" media="$Number$.m4s"/></Representation></AdaptationSet></Period>
         """)
-        #expect(throws: PlaybackError.self) { try DASHTranscript(mpd: hevcOnly, url: Self.origin) }
-        #expect(throws: PlaybackError.self) { try DASHTranscript(mpd: "<MPD><Period/></MPD>", url: Self.origin) }
-        #expect(throws: PlaybackError.self) { try DASHTranscript(mpd: "#EXTM3U", url: Self.origin) }
+        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: hevcOnly, url: Self.origin) }
+        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: "<MPD><Period/></MPD>", url: Self.origin) }
+        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: "#EXTM3U", url: Self.origin) }
     }
 
     @Test("a dynamic MPD: no ENDLIST anywhere, MEDIA-SEQUENCE follows $Number$; reloaded after segments were dropped and added, the sequence moves on and the names stay")
@@ -165,8 +165,8 @@ import Testing
                 <Representation id="v" bandwidth="100000" codecs="avc1.4d401e"/></AdaptationSet></Period>
             """, dynamic: true)
         }
-        let before = try DASHTranscript(mpd: live(startNumber: 10, times: [0, 2000, 4000]), url: Self.origin)
-        let after = try DASHTranscript(mpd: live(startNumber: 11, times: [2000, 4000, 6000, 8000]), url: Self.origin)
+        let before = try HLSTranscript(mpd: live(startNumber: 10, times: [0, 2000, 4000]), url: Self.origin)
+        let after = try HLSTranscript(mpd: live(startNumber: 11, times: [2000, 4000, 6000, 8000]), url: Self.origin)
         #expect(before.isDynamic && !before.masterPlaylist().contains("ENDLIST"))
         let first = try #require(before.mediaPlaylist(0)), second = try #require(after.mediaPlaylist(0))
         #expect(first.contains("#EXT-X-MEDIA-SEQUENCE:10\n") && !first.contains("ENDLIST") && !first.contains("PLAYLIST-TYPE"))
@@ -188,16 +188,16 @@ import Testing
                 <SegmentTimeline><S t="0" d="2000"/><S d="1900"/><S d="100"/></SegmentTimeline></SegmentTemplate></Representation></AdaptationSet>
           </Period>
         """, duration: "PT4S")
-        let transcript = try DASHTranscript(mpd: list, url: DASHTranscript.assetURL("dash/out.mpd"))
+        let transcript = try HLSTranscript(mpd: list, url: HLSTranscript.assetURL("dash/out.mpd"))
         let segments = transcript.variants[0].segments
         #expect(segments.count == 2)
-        #expect(segments[0].video?.initialization == .init(url: DASHTranscript.assetURL("dash/v.mp4"), range: 0...99))
-        #expect(segments[1].video?.media == .init(url: DASHTranscript.assetURL("dash/v.mp4"), range: 200...299))
+        #expect(segments[0].video?.initialization == .init(url: HLSTranscript.assetURL("dash/v.mp4"), range: 0...99))
+        #expect(segments[1].video?.media == .init(url: HLSTranscript.assetURL("dash/v.mp4"), range: 200...299))
         #expect(segments[0].audio.map(\.media.url.lastPathComponent) == ["a-1.m4s"])
         #expect(segments[1].audio.map(\.media.url.lastPathComponent) == ["a-2.m4s", "a-3.m4s"])
-        #expect(DASHTranscript.assetURL("dash/v.mp4").absoluteString == "satchel-asset:///dash/v.mp4")
+        #expect(HLSTranscript.assetURL("dash/v.mp4").absoluteString == "satchel-asset:///dash/v.mp4")
         let bad = list.replacingOccurrences(of: "200-299", with: "299-200")
-        #expect(throws: PlaybackError.self) { try DASHTranscript(mpd: bad, url: Self.origin) }
-        #expect(DASHTranscript.wholeSeconds(0.2) == 1 && DASHTranscript.wholeSeconds(2.0) == 2 && DASHTranscript.wholeSeconds(.infinity) == 1)
+        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: bad, url: Self.origin) }
+        #expect(HLSTranscript.wholeSeconds(0.2) == 1 && HLSTranscript.wholeSeconds(2.0) == 2 && HLSTranscript.wholeSeconds(.infinity) == 1)
     }
 }

@@ -6,7 +6,7 @@ import SatchelProtection
 
 /// An init segment of a transcribed DASH source: clear (no `sinf`/`pssh`), with the decryptor of its track when
 /// it was protected.
-struct DASHInitSegment: Sendable {
+struct TranscriptInitSegment: Sendable {
     /// The init segment without its protection boxes.
     var clear: [UInt8]
     /// Decrypts the track's media segments (nil: clear content).
@@ -23,7 +23,7 @@ extension PlaybackProxy {
     /// A resource of a DASH source transcribed to HLS: the top-level playlist, a media playlist (made again from
     /// a reloaded MPD when the MPD is dynamic), or a segment: one video and one audio DASH segment, decrypted and
     /// remuxed to MPEG-2 TS.
-    nonisolated func transcribed(_ file: String, _ transcript: DASHTranscript, _ session: PlaybackSession,
+    nonisolated func transcribed(_ file: String, _ transcript: HLSTranscript, _ session: PlaybackSession,
                                  range: String?) async throws(PlaybackError) -> PlaybackResponse {
         switch transcript.resource(file) {
         case .master:
@@ -32,8 +32,8 @@ extension PlaybackProxy {
             var current = transcript
             if transcript.isDynamic, let reload = session.asset.reloadEntry, let url = session.asset.sourceURL {
                 let text = try await reportingOrigin(session.asset.entry, session) { () async throws(PlaybackError) -> String in try await reload() }
-                current = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> DASHTranscript in
-                    try DASHTranscript(mpd: text, url: url, languages: configuration.languages)
+                current = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> HLSTranscript in
+                    try HLSTranscript(manifest: text, url: url, languages: configuration.languages)
                 }
                 current = try await indexed(current, mpd: text, url: url, session)
                 await replace(session.token, transcript: current)
@@ -51,25 +51,25 @@ extension PlaybackProxy {
 
     /// `transcript` completed with the `sidx` boxes of its SegmentBase representations (fetched once, at most
     /// ``indexLimit``): each subsegment becomes a segment.
-    nonisolated func indexed(_ transcript: DASHTranscript, mpd text: String, url: URL,
-                             _ session: PlaybackSession) async throws(PlaybackError) -> DASHTranscript {
+    nonisolated func indexed(_ transcript: HLSTranscript, mpd text: String, url: URL,
+                             _ session: PlaybackSession) async throws(PlaybackError) -> HLSTranscript {
         guard !transcript.missingIndexes.isEmpty else { return transcript }
         guard transcript.missingIndexes.count <= Self.indexLimit else { throw .invalidContent("more than \(Self.indexLimit) segment indexes") }
-        var indexes: [DASHTranscript.Piece: SegmentIndex] = [:]
+        var indexes: [HLSTranscript.Piece: SegmentIndex] = [:]
         for piece in transcript.missingIndexes {
             let bytes = try await self.bytes(of: piece, session)
             indexes[piece] = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> SegmentIndex in
                 do { return try SegmentIndex(bytes, at: piece.range?.lowerBound ?? 0) } catch { throw .invalidContent("a segment index: \(error)") }
             }
         }
-        return try DASHTranscript(mpd: text, url: url, languages: configuration.languages, indexes: indexes)
+        return try HLSTranscript(manifest: text, url: url, languages: configuration.languages, indexes: indexes)
     }
 
     /// At most this many SegmentBase indexes are read for one presentation.
     static let indexLimit = 64
 
     /// A reloaded dynamic MPD's transcript replaces the session's.
-    func replace(_ token: String, transcript: DASHTranscript) {
+    func replace(_ token: String, transcript: HLSTranscript) {
         sessions[token]?.transcript = transcript
     }
 
@@ -80,32 +80,46 @@ extension PlaybackProxy {
 
     /// One HLS segment: each track's DASH segment fetched (with its init segment, read once per session),
     /// decrypted with the license's key, and the samples remuxed into one clear MPEG-2 TS segment.
-    private nonisolated func transportSegment(_ file: String, _ segment: DASHTranscript.Segment,
+    private nonisolated func transportSegment(_ file: String, _ segment: HLSTranscript.Segment,
                                               _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
-        var parts: [(initSegment: DASHInitSegment?, media: [UInt8])] = []
+        var parts: [(initSegment: TranscriptInitSegment?, smooth: HLSTranscript.SmoothFragment?, media: [UInt8])] = []
         for track in [segment.video].compactMap({ $0 }) + segment.audio {
-            var initSegment: DASHInitSegment?
+            var initSegment: TranscriptInitSegment?
             if let piece = track.initialization {
                 let name = piece.url.absoluteString + (piece.range.map { "#\($0.lowerBound)-\($0.upperBound)" } ?? "")
-                initSegment = try await session.initSegments.value(for: name) { () async throws(PlaybackError) -> DASHInitSegment in
+                initSegment = try await session.initSegments.value(for: name) { () async throws(PlaybackError) -> TranscriptInitSegment in
                     let bytes = try await self.bytes(of: piece, session)
-                    return try await reportingInvalid(file, session) { () throws(PlaybackError) -> DASHInitSegment in
-                        do { return try DASHInitSegment(bytes) } catch { throw .invalidContent("an init segment of \(file): \(error)") }
+                    return try await reportingInvalid(file, session) { () throws(PlaybackError) -> TranscriptInitSegment in
+                        do { return try TranscriptInitSegment(bytes) } catch { throw .invalidContent("an init segment of \(file): \(error)") }
                     }
                 }
             }
-            parts.append((initSegment, try await bytes(of: track.media, session)))
+            parts.append((initSegment, track.smooth, try await bytes(of: track.media, session)))
         }
         let keys = session.keys
         return try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
             var tracks: [MediaTrack] = []
-            for (initSegment, media) in parts {
+            for (initSegment, smooth, media) in parts {
                 var clear = media
-                if let decryptor = initSegment?.decryptor {
-                    let key = try Self.key(keys, of: decryptor)
+                if let decryptor = initSegment?.decryptor ?? smooth.flatMap(Self.smoothDecryptor) {
+                    let key: SecretBytes
+                    if let smooth, smooth.keyID == nil {
+                        // The PlayReady header names no key ID this proxy reads: the license's only key.
+                        guard keys.count == 1 else { throw .noKey("the Smooth manifest names no key ID and the license holds \(keys.count) keys") }
+                        key = keys[0].key
+                    } else {
+                        key = try Self.key(keys, of: decryptor)
+                    }
                     do { clear = try decryptor.decrypt(segment: media, key: key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
                 }
-                do { tracks += try MP4Demuxer.demux((initSegment?.clear ?? []) + clear) } catch { throw .invalidContent("\(file): \(error)") }
+                do {
+                    if let smooth {
+                        let track = try smooth.quality.track(kind: smooth.kind, timescale: smooth.timescale)
+                        tracks.append(try MP4Demuxer.demuxFragment(clear, track: track, startDTS: Int64(clamping: smooth.time)))
+                    } else {
+                        tracks += try MP4Demuxer.demux((initSegment?.clear ?? []) + clear)
+                    }
+                } catch { throw .invalidContent("\(file): \(error)") }
             }
             // Several audio segments in one HLS segment make one track.
             var merged: [MediaTrack] = []
@@ -120,11 +134,18 @@ extension PlaybackProxy {
         }
     }
 
+    /// The decryptor of a protected Smooth fragment: PIFF / CENC `cenc` with 8-byte IVs (a fragment's PIFF box may
+    /// say otherwise), the key the PlayReady header names (nil: clear).
+    private static func smoothDecryptor(_ fragment: HLSTranscript.SmoothFragment) -> FMP4Decryptor? {
+        guard fragment.isProtected, let keyID = fragment.keyID ?? (try? KeyID([UInt8](repeating: 0, count: 16))) else { return nil }
+        return FMP4Decryptor(scheme: .cenc, keyID: keyID, perSampleIVSize: 8, isVideo: fragment.kind == "video")
+    }
+
     /// The bytes of a piece of a DASH source: a file of the asset (from disk, else its origin), or an http(s) URL
     /// of an online source. Anything else (`file:`, the engine's own folder) is refused.
-    nonisolated func bytes(of piece: DASHTranscript.Piece, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+    nonisolated func bytes(of piece: HLSTranscript.Piece, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
         switch piece.url.scheme?.lowercased() {
-        case DASHTranscript.assetScheme?:
+        case HLSTranscript.assetScheme?:
             let encoded = URLComponents(url: piece.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
             guard let path = HLSAssetMap.resolve(String(encoded.drop { $0 == "/" }), from: ""),
                   !path.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
