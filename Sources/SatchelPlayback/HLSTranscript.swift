@@ -2,8 +2,9 @@ import Foundation
 import SatchelMedia
 import SatchelProtection
 
-/// A DASH presentation transcribed to HLS for players that only know HLS (seed 002 "MPEG-DASH with Playlist
-/// Proxy"). Pure: built from a parsed MPD and its URL; the proxy fetches the pieces and remuxes them.
+/// A DASH presentation (or a Smooth Streaming one: `HLSTranscript+Smooth`) transcribed to HLS for players that
+/// only know HLS (seed 002 "MPEG-DASH with Playlist Proxy"). Pure: built from a parsed manifest and its URL; the
+/// proxy fetches the pieces and remuxes them.
 ///
 /// The rules, as the seed gives them:
 /// - the adaptation sets are picked by `Role@main`, by codecs the proxy can carry in MPEG-2 TS (H.264 video; AAC,

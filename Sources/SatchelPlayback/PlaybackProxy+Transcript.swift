@@ -4,7 +4,7 @@ import SatchelDownloads
 import SatchelMedia
 import SatchelProtection
 
-/// An init segment of a transcribed DASH source: clear (no `sinf`/`pssh`), with the decryptor of its track when
+/// An init segment of a transcribed DASH source (Smooth has none): clear (no `sinf`/`pssh`), with the decryptor of its track when
 /// it was protected.
 struct TranscriptInitSegment: Sendable {
     /// The init segment without its protection boxes.
@@ -20,9 +20,9 @@ struct TranscriptInitSegment: Sendable {
 }
 
 extension PlaybackProxy {
-    /// A resource of a DASH source transcribed to HLS: the top-level playlist, a media playlist (made again from
-    /// a reloaded MPD when the MPD is dynamic), or a segment: one video and one audio DASH segment, decrypted and
-    /// remuxed to MPEG-2 TS.
+    /// A resource of a DASH or Smooth source transcribed to HLS: the top-level playlist, a media playlist (made
+    /// again from a reloaded manifest when it is dynamic or live), or a segment: one video DASH segment or Smooth
+    /// fragment and the audio ones starting in it, decrypted and remuxed to MPEG-2 TS.
     nonisolated func transcribed(_ file: String, _ transcript: HLSTranscript, _ session: PlaybackSession,
                                  range: String?) async throws(PlaybackError) -> PlaybackResponse {
         switch transcript.resource(file) {
@@ -68,7 +68,7 @@ extension PlaybackProxy {
     /// At most this many SegmentBase indexes are read for one presentation.
     static let indexLimit = 64
 
-    /// A reloaded dynamic MPD's transcript replaces the session's.
+    /// A reloaded dynamic MPD's (or live Smooth manifest's) transcript replaces the session's.
     func replace(_ token: String, transcript: HLSTranscript) {
         sessions[token]?.transcript = transcript
     }
@@ -78,8 +78,9 @@ extension PlaybackProxy {
                          size: Int64(playlist.utf8.count))
     }
 
-    /// One HLS segment: each track's DASH segment fetched (with its init segment, read once per session),
-    /// decrypted with the license's key, and the samples remuxed into one clear MPEG-2 TS segment.
+    /// One HLS segment: each track's DASH segment (with its init segment, read once per session) or Smooth
+    /// fragment (read with its quality level's codec setup) fetched, decrypted with the license's key, and the
+    /// samples remuxed into one clear MPEG-2 TS segment.
     private nonisolated func transportSegment(_ file: String, _ segment: HLSTranscript.Segment,
                                               _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
         var parts: [(initSegment: TranscriptInitSegment?, smooth: HLSTranscript.SmoothFragment?, media: [UInt8])] = []

@@ -101,7 +101,13 @@ public enum FuzzTargets {
                 return true
             },
             FuzzTarget(name: "smooth", seeds: [corpus.smooth]) { bytes in
-                (try? SmoothManifest(parsing: String(decoding: bytes, as: UTF8.self))) != nil
+                guard let manifest = try? SmoothManifest(parsing: String(decoding: bytes, as: UTF8.self)) else { return false }
+                // What the playback proxy reads of it: each level's codec setup, the PlayReady header's key IDs.
+                for stream in manifest.streams {
+                    for level in stream.qualityLevels { _ = try? level.track(kind: stream.type, timescale: stream.timescale ?? manifest.timescale) }
+                }
+                _ = manifest.protectionHeader.map { PlayReadyHeader.keyIDs(base64: $0) }
+                return true
             },
             FuzzTarget(name: "mp4", seeds: corpus.mp4Files) { bytes in
                 guard let tracks = try? MP4Demuxer.demux(bytes) else { return false }
@@ -114,6 +120,11 @@ public enum FuzzTargets {
             },
             FuzzTarget(name: "cenc-fragment", seeds: corpus.cencSegments) { bytes in
                 guard let decryptor = corpus.cencDecryptor else { return false }
+                // Made clear as the proxy streams it (the plan), read as a Smooth fragment, read as a PlayReady object.
+                _ = try? decryptor.clearSegment(bytes, key: corpus.cencKey)
+                let template = MediaTrack(id: 1, codec: .aac, timescale: 48_000, codecConfiguration: [0x11, 0x90], samples: [])
+                _ = try? MP4Demuxer.demuxFragment(bytes, track: template, startDTS: 1_000)
+                _ = PlayReadyHeader.keyIDs(object: bytes)
                 return (try? decryptor.decrypt(segment: bytes, key: corpus.cencKey)) != nil
             },
             FuzzTarget(name: "ts", seeds: corpus.tsSegments) { bytes in
