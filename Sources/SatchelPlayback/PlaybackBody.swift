@@ -62,11 +62,9 @@ enum PlaybackBody: Sendable {
                 case let .decrypted(range, samples):
                     // Read straight into the buffer sent and decrypted there.
                     var buffer = try file.read(Int(range.upperBound - range.lowerBound), at: range.lowerBound)
-                    var failure: ProtectionError?
-                    buffer.withUnsafeMutableReadableBytes { bytes in
-                        do throws(ProtectionError) { try decryptor.decrypt(samples, in: bytes, at: range.lowerBound, cipher: cipher) } catch { failure = error }
+                    try Self.decrypt(&buffer, of: path) { (bytes) throws(ProtectionError) in
+                        try decryptor.decrypt(samples, in: bytes, at: range.lowerBound, cipher: cipher)
                     }
-                    if let failure { throw PlaybackError.invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(failure)") }
                     try await writer.write(buffer)
                 }
             }
@@ -81,13 +79,9 @@ enum PlaybackBody: Sendable {
                 // Read straight into the buffer sent and decrypted there.
                 var buffer = try file.read(Int(wanted), at: position)
                 let count = buffer.readableBytes
-                guard count % 16 == 0, count > 0 else { throw PlaybackError.invalidContent("\(path): not whole AES blocks") }
+                guard count % 16 == 0, count > 0 else { throw PlaybackError.invalidContent("\(path.split(separator: "/").last ?? ""): not whole AES blocks") }
                 let next = Array(buffer.readableBytesView.suffix(16))
-                var failure: ProtectionError?
-                buffer.withUnsafeMutableReadableBytes { blocks in
-                    do throws(ProtectionError) { try cipher.decryptBlocks(in: blocks, iv: chain) } catch { failure = error }
-                }
-                if let failure { throw PlaybackError.invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(failure)") }
+                try Self.decrypt(&buffer, of: path) { (blocks) throws(ProtectionError) in try cipher.decryptBlocks(in: blocks, iv: chain) }
                 chain = next
                 let from = Int(max(range.lowerBound - position, 0))
                 let to = Int(min(range.upperBound - position + 1, Int64(count)))
@@ -95,6 +89,17 @@ enum PlaybackBody: Sendable {
                 position += Int64(count)
             }
         }
+    }
+
+    /// Decrypts the readable bytes of `buffer` (read from the file at `path`) where they lie; a failure is
+    /// invalid content, named by the file's name.
+    static func decrypt(_ buffer: inout ByteBuffer, of path: String,
+                        _ body: (UnsafeMutableRawBufferPointer) throws(ProtectionError) -> Void) throws(PlaybackError) {
+        var failure: ProtectionError?
+        buffer.withUnsafeMutableReadableBytes { bytes in
+            do throws(ProtectionError) { try body(bytes) } catch { failure = error }
+        }
+        if let failure { throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(failure)") }
     }
 
     /// A file open for reading by offset (pread straight into the buffer sent; closed when released).

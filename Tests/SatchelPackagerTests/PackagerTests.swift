@@ -170,6 +170,21 @@ struct PackagerTests {
             // A fragment whose samples run past the end of the stored bytes is refused, not read short.
             let cut = Array(joined.prefix(joined.count - 100))
             #expect(throws: ProtectionError.self) { try decryptor.clearSegment(cut, key: key.key) }
+            if rendition == "video_0" {
+                // A first subsample 16 bytes longer than its sample: refused while planning, before a byte is sent.
+                var damaged = try TestMedia.bytes(dir.appendingPathComponent(names[0]))
+                let moof = try #require(try MP4Box.children(of: damaged, in: 0..<damaged.count).first("moof"))
+                let traf = try #require(try moof.children(in: damaged).first("traf"))
+                let senc = try #require(try traf.children(in: damaged).first("senc"))
+                // Version/flags, sample count, the IV, the subsample count, then the first clear (2) and protected (4) sizes.
+                let protected = senc.payload.lowerBound + 8 + decryptor.perSampleIVSize + 2 + 2
+                damaged[protected + 3] &+= 16
+                #expect(throws: ProtectionError.self) {
+                    try FMP4ClearPlan(size: Int64(damaged.count), decryptor: decryptor) { (offset, count) throws(ProtectionError) -> [UInt8] in
+                        Array(damaged[Int(offset)..<(Int(offset) + count)])
+                    }
+                }
+            }
         }
     }
 
