@@ -200,7 +200,7 @@ let package = Package(
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client")]),
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
-        .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", .product(name: "Hummingbird", package: "hummingbird"),
+        .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", "SatchelMedia", .product(name: "Hummingbird", package: "hummingbird"),
                                                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                           .product(name: "Logging", package: "swift-log"),
                                                           .product(name: "HTTPTypes", package: "swift-http-types")],
@@ -233,8 +233,8 @@ let package = Package(
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelTestSupport"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
-        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelPackager",
-                                                             "SatchelLicensing", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
+                                                             "SatchelLicensing", "SatchelProtection", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

@@ -1,4 +1,7 @@
 import Foundation
+import SatchelBytes
+import SatchelMedia
+import SatchelProtection
 import SatchelTestSupport
 import Testing
 
@@ -31,6 +34,44 @@ import Testing
             manifest.replaceSubrange(c, with: "<c n=\"0\" t=\"\(first)\"")
         }
         try manifest.write(to: folder.appendingPathComponent("Manifest"), atomically: true, encoding: .utf8)
+    }
+
+    /// The Smooth presentation in `folder` protected as a PlayReady origin would: every fragment encrypted with
+    /// `key` as `cenc` (8-byte IVs; video in subsamples that leave NAL and slice headers clear), its sample
+    /// encryption in PIFF's `uuid` box, and the manifest's `Protection` naming the key ID in a PlayReady header.
+    static func protect(_ folder: URL, with key: ContentKey) throws {
+        let manifestURL = folder.appendingPathComponent("Manifest")
+        var manifest = try SmoothManifest(parsing: String(contentsOf: manifestURL, encoding: .utf8))
+        let cipher = try CommonEncryption(scheme: .cenc, key: key.key, iv: key.iv)
+        var counter: UInt64 = 0
+        var changed = 0
+        for stream in manifest.streams {
+            for level in stream.qualityLevels {
+                let track = try level.track(kind: stream.type, timescale: stream.timescale ?? manifest.timescale)
+                let isVideo = track.kind == .video
+                for time in stream.fragmentTimes {
+                    let file = folder.appendingPathComponent(stream.fragmentURL(bitrate: level.bitrate, startTime: time))
+                    let clear = try MP4Demuxer.demuxFragment(Array(try Data(contentsOf: file)), track: track, startDTS: Int64(time))
+                    var samples: [FragmentSample] = []
+                    for sample in clear.samples {
+                        counter += 1
+                        let iv = (0..<8).map { UInt8(truncatingIfNeeded: counter >> (56 - 8 * $0)) }
+                        let subsamples = isVideo ? try CommonEncryption.videoSubsamples(sample.data, codec: track.codec) : []
+                        var data = Array(sample.data)
+                        try cipher.encrypt(&data, subsamples: subsamples, iv: iv, isVideo: isVideo)
+                        if data[...] != sample.data { changed += 1 }
+                        samples.append(FragmentSample(duration: sample.duration, ctsOffset: sample.ctsOffset, isSync: sample.isSync, data: data[...],
+                                                      iv: iv, subsamples: subsamples))
+                    }
+                    let protection = cipher.protection(keyID: key.keyID, kind: track.kind, psshBoxes: [])
+                    let encrypted = FMP4Writer.mediaSegment(sequenceNumber: 1, baseDecodeTime: time, samples: samples, protection: protection)
+                    try Data(try PIFFFixtures.piff(encrypted)).write(to: file)
+                }
+            }
+        }
+        #expect(changed == Int(counter), "every sample carries encrypted bytes")
+        manifest.protectionHeader = PIFFFixtures.playReadyHeader(key.keyID.bytes, version: "4.0.0.0")
+        try manifest.text.write(to: manifestURL, atomically: true, encoding: .utf8)
     }
 
     @Test("Smooth Streaming, online and downloaded: a PROGRAM-ID=1 variant per quality level, one TS segment per video fragment, every packet of the source; --passthrough serves the manifest as it is")
@@ -92,5 +133,65 @@ import Testing
             #expect(String(decoding: manifest.body, as: UTF8.self).contains("<SmoothStreamingMedia"))
         }
         _ = try await TestMedia.offloaded { passing.stop() }
+    }
+
+    @Test("protected Smooth Streaming (PIFF sample encryption, a PlayReady header naming the key): played online with --token (also when the header names no key ID: the license's only key) and after a download with a license, decrypted, every packet of the source; without a license the session does not open")
+    func protected() async throws {
+        let (server, origin, site, input, data) = try await PlayCommandTests.stage("play-smooth-protected")
+        defer { server.stop(); origin.stop() }
+        let folder = site.appendingPathComponent("protected.ism")
+        try await TestMedia.offloaded { () throws -> Void in
+            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear-ts").path, "--format", "hls-ts",
+                                       "--segment-duration", "2"]).status == 0)
+            // The single key the license server holds for asset "clip"; the Smooth fragments are encrypted here with it.
+            let key = try ContentKey(keyID: KeyID(hex: "10112233445566778899aabbccddeeff"),
+                                     key: SecretBytes(hex: "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf", count: 16), iv: [UInt8](repeating: 7, count: 16))
+            try Self.smooth(input, into: folder)
+            try Self.protect(folder, with: key)
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
+        }
+        let expected = try await TestMedia.offloaded { try Self.contents(site.appendingPathComponent("clear-ts/master.m3u8").path) }
+        #expect(!expected.isEmpty)
+
+        try await TestMedia.offloaded { () throws -> Void in
+            // The fragments really are protected: without a license there are no keys and no session.
+            let refused = try CLIRunner.run(["play", origin.url("protected.ism/Manifest"), "--data-dir", data, "--exec", "true"])
+            #expect(refused.status != 0 && refused.stderr.contains("no-rights"), "\(refused.stderr)")
+        }
+        let token = try server.token(persistent: false, asset: "clip")
+        let online = try await TestMedia.offloaded { try Player([origin.url("protected.ism/Manifest"), "--data-dir", data, "--token", token]) }
+        try await TestMedia.offloaded { () throws -> Void in
+            let played = try Self.contents(online.url)
+            #expect(played == expected, "online: \(played.count) packets vs \(expected.count)")
+        }
+        let stopped = try await TestMedia.offloaded { online.stop() }
+        #expect(stopped.stderr.contains("opened: clip") && !stopped.stderr.contains(token), "\(stopped.stderr)")
+
+        // A PlayReady header that names no key ID this proxy reads: the license's only key decrypts.
+        var unnamed = try SmoothManifest(parsing: String(contentsOf: folder.appendingPathComponent("Manifest"), encoding: .utf8))
+        unnamed.protectionHeader = "AAAA"
+        try unnamed.text.write(to: folder.appendingPathComponent("Unnamed"), atomically: true, encoding: .utf8)
+        let onlyKey = try await TestMedia.offloaded { try Player([origin.url("protected.ism/Unnamed"), "--data-dir", data, "--token", token]) }
+        try await TestMedia.offloaded { () throws -> Void in
+            let played = try Self.contents(onlyKey.url)
+            #expect(played == expected, "the only key: \(played.count) packets vs \(expected.count)")
+        }
+        _ = try await TestMedia.offloaded { onlyKey.stop() }
+
+        try await TestMedia.offloaded { () throws -> Void in
+            let added = try CLIRunner.run(["download", "add", origin.url("protected.ism/Manifest"), "--data-dir", data, "--id", "clip",
+                                           "--license", "--token", try server.token()])
+            #expect(added.status == 0, "\(added.stderr)")
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        origin.stop()
+        server.stop()  // offline: the downloaded license alone
+        let offline = try await TestMedia.offloaded { try Player(["clip", "--data-dir", data]) }
+        try await TestMedia.offloaded { () throws -> Void in
+            let played = try Self.contents(offline.url)
+            #expect(played == expected, "downloaded: \(played.count) packets vs \(expected.count)")
+        }
+        _ = try await TestMedia.offloaded { offline.stop() }
     }
 }

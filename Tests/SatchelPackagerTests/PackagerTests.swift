@@ -116,7 +116,7 @@ struct PackagerTests {
                     #expect(try decryptor.clearSegment(encrypted, key: key.key) == expected, "\(rendition)/\(name)")
                     if scheme == .cenc {
                         // The same fragment with PIFF's sample encryption box (Smooth Streaming) in place of 'senc'.
-                        let piff = try Self.piff(encrypted)
+                        let piff = try PIFFFixtures.piff(encrypted)
                         #expect(piff.count == encrypted.count + 16)
                         #expect(try decryptor.clearSegment(piff, key: key.key) == expected, "PIFF \(rendition)/\(name)")
                     }
@@ -186,29 +186,6 @@ struct PackagerTests {
                 }
             }
         }
-    }
-
-    /// `segment` (one 'moof' with one 'traf') with its 'senc' box turned into PIFF's sample encryption 'uuid' box:
-    /// 16 bytes longer, so 'moof', 'traf' and the 'trun' data offset grow by 16.
-    static func piff(_ segment: [UInt8]) throws -> [UInt8] {
-        let top = try MP4Box.children(of: segment, in: 0..<segment.count)
-        let moof = try #require(top.first("moof"))
-        let traf = try #require(try moof.children(in: segment).first("traf"))
-        let children = try traf.children(in: segment)
-        let senc = try #require(children.first("senc")), trun = try #require(children.first("trun"))
-        func grow(_ bytes: inout [UInt8], at offset: Int) {
-            let value = bytes[offset..<(offset + 4)].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } + 16
-            for index in 0..<4 { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32(index))) }
-        }
-        var out = Array(segment[..<senc.offset])
-        grow(&out, at: moof.offset)
-        grow(&out, at: traf.offset)
-        grow(&out, at: trun.offset + 16)  // version/flags, sample count, then the data offset (flag 0x1)
-        let size = UInt32(senc.size + 16)
-        out += [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array("uuid".utf8)
-        out += [0xA2, 0x39, 0x4F, 0x52, 0x5A, 0x9B, 0x4F, 0x14, 0xA2, 0x44, 0x6C, 0x42, 0x7C, 0x64, 0x8D, 0xF4]
-        out += segment[(senc.offset + 8)...]
-        return out
     }
 
     func mdat(_ bytes: [UInt8]) -> [UInt8] {

@@ -1,6 +1,7 @@
 import Foundation
 @testable import SatchelPlayback
 import SatchelProtection
+import SatchelTestSupport
 import Testing
 
 /// Smooth Streaming to HLS, on manifests written here (the H.264 and AAC setup is ffmpeg's for a 320x240 clip).
@@ -96,7 +97,7 @@ import Testing
         #expect(playlist.contains("#EXT-X-MEDIA-SEQUENCE:3\n") && !playlist.contains("ENDLIST") && playlist.contains("v0/p0-60000000.ts"))
 
         let keyID = try KeyID(hex: "0123456789abcdef0123456789abcdef")
-        let protected = try HLSTranscript(manifest: Self.manifest(protection: PlayReadyHeaderTests.header(keyID, version: "4.0.0.0")), url: Self.origin)
+        let protected = try HLSTranscript(manifest: Self.manifest(protection: PIFFFixtures.playReadyHeader(keyID.bytes, version: "4.0.0.0")), url: Self.origin)
         #expect(protected.isProtected && HLSTranscript.declaresProtection(Self.manifest(protection: "AAAA")))
         guard case let .segment(segment)? = protected.resource(".hls/v0/p0-0.ts") else {
             Issue.record("no segment")
@@ -122,26 +123,13 @@ import Testing
 
 /// The key IDs of PlayReady Header Objects written here.
 @Suite struct PlayReadyHeaderTests {
-    /// A PlayReady Header Object naming `keyID` the way WRMHEADER `version` does, base64.
-    static func header(_ keyID: KeyID, version: String) -> String {
-        let b = keyID.bytes
-        let guid = Data([b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6]] + b[8...]).base64EncodedString()
-        let kid = version == "4.0.0.0" ? "<KID>\(guid)</KID>" : "<PROTECTINFO><KIDS><KID ALGID=\"AESCTR\" VALUE=\"\(guid)\"></KID></KIDS></PROTECTINFO>"
-        let xml = "<WRMHEADER xmlns=\"http://schemas.microsoft.com/DRM/2007/03/PlayReadyHeader\" version=\"\(version)\"><DATA>\(kid)</DATA></WRMHEADER>"
-        let record = xml.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
-        func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8 & 0xFF)] }
-        let total = 6 + 4 + record.count
-        let object = [UInt8(total & 0xFF), UInt8(total >> 8 & 0xFF), UInt8(total >> 16 & 0xFF), 0] + le16(1) + le16(1) + le16(record.count) + record
-        return Data(object).base64EncodedString()
-    }
-
     @Test("KID elements (4.0) and KID VALUE attributes (4.1+) give the key ID, GUID byte order undone; damaged headers give none")
     func keyIDs() throws {
         let keyID = try KeyID(hex: "0123456789abcdef0123456789abcdef")
-        #expect(PlayReadyHeader.keyIDs(base64: Self.header(keyID, version: "4.0.0.0")) == [keyID])
-        #expect(PlayReadyHeader.keyIDs(base64: Self.header(keyID, version: "4.3.0.0")) == [keyID])
+        #expect(PlayReadyHeader.keyIDs(base64: PIFFFixtures.playReadyHeader(keyID.bytes, version: "4.0.0.0")) == [keyID])
+        #expect(PlayReadyHeader.keyIDs(base64: PIFFFixtures.playReadyHeader(keyID.bytes, version: "4.3.0.0")) == [keyID])
         #expect(PlayReadyHeader.keyIDs(base64: "not base64").isEmpty)
-        let cut = Array(Data(base64Encoded: Self.header(keyID, version: "4.0.0.0")) ?? Data()).prefix(40)
+        let cut = Array(Data(base64Encoded: PIFFFixtures.playReadyHeader(keyID.bytes, version: "4.0.0.0")) ?? Data()).prefix(40)
         #expect(PlayReadyHeader.keyIDs(object: Array(cut)).isEmpty)
     }
 }
