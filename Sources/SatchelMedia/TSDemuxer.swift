@@ -45,64 +45,9 @@ public enum TSDemuxer {
     /// carry, in the order the packets start.
     public static func packets(_ bytes: [UInt8]) throws(MediaError) -> (streams: [(pid: UInt16, streamType: UInt8)], pes: [PES]) {
         guard bytes.count >= TSMuxer.packetSize else { throw .truncated("MPEG-TS shorter than one packet") }
-        var pmtPID: UInt16?
-        var streams: [(pid: UInt16, streamType: UInt8)] = []
-        var open: [UInt16: (index: Int, data: [UInt8])] = [:]
-        var started: [(pid: UInt16, randomAccess: Bool, pcr: Int64?)] = []
-        var data: [[UInt8]] = []
-        var offset = 0
-        while offset + TSMuxer.packetSize <= bytes.count {
-            guard bytes[offset] == 0x47 else { throw .malformed("MPEG-TS sync byte missing at offset \(offset)") }
-            let pusi = bytes[offset + 1] & 0x40 != 0
-            let pid = UInt16(bytes[offset + 1] & 0x1F) << 8 | UInt16(bytes[offset + 2])
-            let control = (bytes[offset + 3] >> 4) & 0x3
-            var start = offset + 4
-            var randomAccess = false
-            var pcr: Int64?
-            if control & 0x2 != 0 {
-                let length = Int(bytes[offset + 4])
-                if length > 0 {
-                    let flags = bytes[offset + 5]
-                    randomAccess = flags & 0x40 != 0
-                    if flags & 0x10 != 0, length >= 7 {
-                        let b = bytes[(offset + 6)..<(offset + 11)].map(Int64.init)
-                        pcr = b[0] << 25 | b[1] << 17 | b[2] << 9 | b[3] << 1 | b[4] >> 7
-                    }
-                }
-                start += 1 + length
-            }
-            let end = offset + TSMuxer.packetSize
-            offset = end
-            guard control & 0x1 != 0, start < end else { continue }
-            let payload = bytes[start..<end]
-            if pid == 0, pusi {
-                if let pmt = try parsePAT(payload) { pmtPID = pmt }
-            } else if pid == pmtPID, pusi {
-                for (streamPID, type) in try parsePMT(payload) where !streams.contains(where: { $0.pid == streamPID }) {
-                    streams.append((streamPID, type))
-                }
-            } else if streams.contains(where: { $0.pid == pid }) {
-                if pusi {
-                    if let previous = open[pid] { data[previous.index] = previous.data }
-                    open[pid] = (data.count, Array(payload))
-                    data.append([])
-                    started.append((pid, randomAccess, pcr))
-                } else {
-                    open[pid]?.data.append(contentsOf: payload)
-                }
-            }
-        }
-        for (_, previous) in open { data[previous.index] = previous.data }
-        var pes: [PES] = []
-        pes.reserveCapacity(data.count)
-        for (index, bytes) in data.enumerated() {
-            var packet = try parsePES(bytes)
-            packet.pid = started[index].pid
-            packet.randomAccess = started[index].randomAccess
-            packet.pcr = started[index].pcr
-            pes.append(packet)
-        }
-        return (streams, pes)
+        var reader = TSPESReader()
+        let pes = try reader.read(bytes[...]) + reader.finish()
+        return (reader.streams, pes)
     }
 
     /// The streams the first PMT of `bytes` declares: PID, stream type and ES descriptors.
@@ -143,7 +88,7 @@ public enum TSDemuxer {
         return payload[(start + 8)..<(start + 3 + length - 4)]  // after the 5-byte extension header, before the CRC
     }
 
-    private static func parsePAT(_ payload: ArraySlice<UInt8>) throws(MediaError) -> UInt16? {
+    static func parsePAT(_ payload: ArraySlice<UInt8>) throws(MediaError) -> UInt16? {
         let body = try sectionBody(payload)
         var index = body.startIndex
         while index + 4 <= body.endIndex {
@@ -155,7 +100,7 @@ public enum TSDemuxer {
         return nil
     }
 
-    private static func parsePMT(_ payload: ArraySlice<UInt8>) throws(MediaError) -> [(UInt16, UInt8)] {
+    static func parsePMT(_ payload: ArraySlice<UInt8>) throws(MediaError) -> [(UInt16, UInt8)] {
         let body = try sectionBody(payload)
         guard body.count >= 4 else { throw .truncated("PMT") }
         let infoLength = Int(body[body.startIndex + 2] & 0x0F) << 8 | Int(body[body.startIndex + 3])
@@ -171,7 +116,7 @@ public enum TSDemuxer {
         return streams
     }
 
-    private static func parsePES(_ data: [UInt8]) throws(MediaError) -> PES {
+    static func parsePES(_ data: [UInt8]) throws(MediaError) -> PES {
         guard data.count >= 9, data[0] == 0, data[1] == 0, data[2] == 1 else { throw .malformed("PES start code missing") }
         let flags = data[7]
         let headerLength = Int(data[8])

@@ -21,6 +21,10 @@ enum PlaybackBody: Sendable {
     case aes128(path: String, cipher: SegmentCipher, iv: [UInt8], range: ClosedRange<Int64>)
     /// The clear form of a CMAF `cenc` / `cbcs` segment at `path`, fragment by fragment as `plan` gives it.
     case clearFMP4(path: String, plan: FMP4ClearPlan, decryptor: FMP4Decryptor, cipher: CommonEncryption)
+    /// The clear form of a SAMPLE-AES MPEG-TS segment at `path` (`size` bytes stored), re-muxed PES packet by PES
+    /// packet as it is read: `head` (the clear bytes of the part already read, up to `from`), then the rest; its
+    /// length is known only at the end (sent chunked). A failure mid-way is given to `failed` (the answer ends short).
+    case clearTS(path: String, size: Int64, transport: SampleAESTransport, from: Int64, head: [UInt8], failed: @Sendable (String) async -> Void)
     /// A file arriving from the origin, sent on as it arrives.
     case origin(OriginFeed)
     /// Nothing (an empty file).
@@ -28,6 +32,8 @@ enum PlaybackBody: Sendable {
 
     /// Bytes read from disk at a time.
     static let chunk = 256 << 10
+    /// Bytes of an MPEG-TS segment read at a time (whole transport packets).
+    static let transportChunk = 188 << 10
 
     /// Writes the body; a player that goes away ends it (the write throws, the file is closed).
     func write(to writer: inout any ResponseBodyWriter) async throws {
@@ -46,6 +52,23 @@ enum PlaybackBody: Sendable {
             }
         case let .origin(feed):
             try await feed.write(to: &writer)
+        case let .clearTS(path, size, transport, from, head, failed):
+            var transport = transport
+            let file = try OpenFile(path)
+            var offset = from
+            try await writer.write(ByteBuffer(bytes: head))
+            do {
+                while offset < size {
+                    let buffer = try file.read(Int(min(size - offset, Int64(Self.transportChunk))), at: offset)
+                    offset += Int64(buffer.readableBytes)
+                    let clear = try Self.clearing(path) { () throws(ProtectionError) in try transport.clear(Array(buffer.readableBytesView)[...]) }
+                    if !clear.isEmpty { try await writer.write(ByteBuffer(bytes: clear)) }
+                }
+                try await writer.write(ByteBuffer(bytes: try Self.clearing(path) { () throws(ProtectionError) in try transport.finish() }))
+            } catch let PlaybackError.invalidContent(reason) {
+                await failed(reason)
+                throw PlaybackError.invalidContent(reason)
+            }
         case let .clearFMP4(path, plan, decryptor, cipher):
             let file = try OpenFile(path)
             for part in plan.parts {
@@ -100,6 +123,12 @@ enum PlaybackBody: Sendable {
             do throws(ProtectionError) { try body(bytes) } catch { failure = error }
         }
         if let failure { throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(failure)") }
+    }
+
+    /// The clear bytes `body` makes of a piece of the segment at `path`; a failure is invalid content, named by the
+    /// file's name.
+    static func clearing(_ path: String, _ body: () throws(ProtectionError) -> [UInt8]) throws(PlaybackError) -> [UInt8] {
+        do { return try body() } catch { throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(error)") }
     }
 
     /// A file open for reading by offset (pread straight into the buffer sent; closed when released).

@@ -229,6 +229,16 @@ public actor PlaybackProxy {
                                                    contentType: contentType, rangeHeader: range)
                 }
             }
+            if let protection, protection.method == "SAMPLE-AES", protection.map == nil, range == nil {
+                // SAMPLE-AES MPEG-TS: streamed from disk, re-muxed PES packet by PES packet.
+                let key = try Self.key(session, protection.keyURI)
+                let iv = protection.ivFromTag ? protection.iv : key.iv ?? protection.iv
+                return try await reportingInvalid(file, session) { () throws(PlaybackError) -> PlaybackResponse in
+                    try PlaybackResponse.clearingTransport(local, key: key.key, iv: iv, contentType: contentType) { [weak self] reason in
+                        await self?.reportInvalid(session.token, path: file, reason: reason)
+                    }
+                }
+            }
             if let protection, range == nil, let decryptor = try await fmp4Decryptor(protection, session) {
                 // CMAF cenc / cbcs: streamed from disk fragment by fragment, decrypted where it is read.
                 let key = try Self.key(session.keys, of: decryptor)

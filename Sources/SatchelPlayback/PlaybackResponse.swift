@@ -8,11 +8,12 @@ struct PlaybackResponse: Sendable {
     var contentType: String
     /// The range served (206), or nil (200).
     var range: ClosedRange<Int64>?
-    /// The whole file's size (clear size for a decrypted segment).
-    var size: Int64
+    /// The whole file's size (clear size for a decrypted segment); nil when it is known only once the body has
+    /// been made (a SAMPLE-AES MPEG-TS segment re-muxed as it streams: sent chunked).
+    var size: Int64?
 
-    /// The number of bytes the body holds.
-    var length: Int64 { range.map { $0.upperBound - $0.lowerBound + 1 } ?? size }
+    /// The number of bytes the body holds, when known before it is sent.
+    var length: Int64? { range.map { $0.upperBound - $0.lowerBound + 1 } ?? size }
 
     /// The bytes of `whole` that `rangeHeader` asks for.
     static func ranged(_ whole: [UInt8], contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
@@ -79,6 +80,35 @@ struct PlaybackResponse: Sendable {
         }
         return PlaybackResponse(body: plan.size == 0 ? .empty : .clearFMP4(path: path, plan: plan, decryptor: decryptor, cipher: cipher),
                                 contentType: contentType, range: nil, size: plan.size)
+    }
+
+    /// A SAMPLE-AES MPEG-TS segment made clear as it streams (PES packet by PES packet). Its first stretch is made
+    /// clear before the answer starts, so a segment whose tables or first media do not decrypt is refused with an
+    /// error status; a segment read whole in that stretch is sent with its length, a longer one chunked (its clear
+    /// size is known only at the end).
+    static func clearingTransport(_ path: String, key: SecretBytes, iv: [UInt8], contentType: String,
+                                  failed: @escaping @Sendable (String) async -> Void) throws(PlaybackError) -> PlaybackResponse {
+        let stored = try fileSize(path)
+        let file: PlaybackBody.OpenFile
+        let first: [UInt8]
+        do {
+            file = try PlaybackBody.OpenFile(path)
+            first = Array(try file.read(Int(min(stored, Int64(PlaybackBody.transportChunk))), at: 0).readableBytesView)
+        } catch let error as PlaybackError {
+            throw error
+        } catch {
+            throw .storage("cannot read \(path.split(separator: "/").last ?? ""): \(error)")
+        }
+        var transport: SampleAESTransport
+        do { transport = try SampleAESTransport(key: key, iv: iv) } catch { throw .invalidContent("the key does not fit: \(error)") }
+        var head = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.clear(first[...]) }
+        let read = Int64(first.count)
+        guard read < stored else {
+            head += try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.finish() }
+            return PlaybackResponse(body: .bytes(head), contentType: contentType, range: nil, size: Int64(head.count))
+        }
+        return PlaybackResponse(body: .clearTS(path: path, size: stored, transport: transport, from: read, head: head, failed: failed),
+                                contentType: contentType, range: nil, size: nil)
     }
 
     /// The size of a regular file.

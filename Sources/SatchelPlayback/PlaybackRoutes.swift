@@ -31,14 +31,20 @@ struct PlaybackRoutes: RouteGroup {
         headers[.contentType] = response.contentType
         headers[.acceptRanges] = "bytes"
         headers[.cacheControl] = "no-store"
-        if let range = response.range {
-            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(response.size)"
+        if let range = response.range, let size = response.size {
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
         }
-        headers[.contentLength] = String(response.length)
         let streamed = response.body
-        let body = head ? ResponseBody() : ResponseBody(contentLength: Int(response.length)) { writer in
+        let write: @Sendable (inout any ResponseBodyWriter) async throws -> Void = { writer in
             try await streamed.write(to: &writer)
             try await writer.finish(nil)
+        }
+        let body: ResponseBody
+        if let length = response.length {
+            headers[.contentLength] = String(length)
+            body = head ? ResponseBody() : ResponseBody(contentLength: Int(length), write)
+        } else {
+            body = head ? ResponseBody() : ResponseBody(write)  // chunked: the length is known only at the end
         }
         return Response(status: response.range == nil ? .ok : .partialContent, headers: headers, body: body)
     }

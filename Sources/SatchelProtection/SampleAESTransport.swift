@@ -4,41 +4,86 @@ import SatchelMedia
 /// Turns a SAMPLE-AES MPEG-TS segment into a clear one of the same container: every protected H.264 slice
 /// and AAC frame is decrypted, the PMT declares the clear stream types (0x1B, 0x0F) without the SAMPLE-AES
 /// descriptors, and each PES keeps its timestamps, random-access flag and PCR. Clear streams pass unchanged.
-public enum SampleAESTransport {
-    /// The clear segment. `iv` is the key tag's IV (SAMPLE-AES restarts it at every NAL and every frame).
+///
+/// It works as the segment arrives: ``clear(_:)`` takes the next piece of the stored segment and gives the clear
+/// transport packets of every PES packet that piece completed (the PAT and PMT first), ``finish()`` the rest. Only
+/// the PES packets not yet complete are held, so a segment streams out while it is read.
+public struct SampleAESTransport: Sendable {
+    private let transform: SampleAES
+    private var reader = TSPESReader()
+    private var muxer: TSMuxer?
+    /// The stored stream type of each PID the clear PMT declares.
+    private var kinds: [UInt16: UInt8] = [:]
+
+    /// A transformer for one segment; `iv` is the key tag's IV (SAMPLE-AES restarts it at every NAL and every frame).
+    public init(key: SecretBytes, iv: [UInt8]) throws(ProtectionError) {
+        transform = try SampleAES(key: key, iv: iv)
+    }
+
+    /// The clear segment, all at once.
     public static func decrypt(_ segment: [UInt8], key: SecretBytes, iv: [UInt8]) throws(ProtectionError) -> [UInt8] {
-        let transform = try SampleAES(key: key, iv: iv)
-        let streams: [(pid: UInt16, streamType: UInt8)]
+        guard segment.count >= TSMuxer.packetSize else { throw .malformed("transport stream: MPEG-TS shorter than one packet") }
+        var transport = try SampleAESTransport(key: key, iv: iv)
+        var out = try transport.clear(segment[...])
+        out += try transport.finish()
+        return out
+    }
+
+    /// The clear bytes of every PES packet that `piece` (the next bytes of the stored segment) completes.
+    public mutating func clear(_ piece: ArraySlice<UInt8>) throws(ProtectionError) -> [UInt8] {
         let packets: [TSDemuxer.PES]
-        do { (streams, packets) = try TSDemuxer.packets(segment) } catch { throw .malformed("transport stream: \(error)") }
+        do { packets = try reader.read(piece) } catch { throw .malformed("transport stream: \(error)") }
+        return try write(packets)
+    }
+
+    /// The clear bytes of the PES packets still open at the end of the segment.
+    public mutating func finish() throws(ProtectionError) -> [UInt8] {
+        let packets: [TSDemuxer.PES]
+        do { packets = try reader.finish() } catch { throw .malformed("transport stream: \(error)") }
+        var out = try write(packets)
+        if muxer == nil { out += try start() }
+        return out
+    }
+
+    /// The PAT and PMT of the clear streams, from the streams declared so far.
+    private mutating func start() throws(ProtectionError) -> [UInt8] {
         var clearStreams: [TSStream] = []
-        var kinds: [UInt16: UInt8] = [:]
-        for (pid, type) in streams {
+        for (pid, type) in reader.streams {
             let clearType: UInt8 = switch type {
             case 0xDB: 0x1B
             case 0xCF: 0x0F
             case 0xC1, 0xC2: throw ProtectionError.malformed("SAMPLE-AES AC-3 and E-AC-3 are not supported")
             default: type
             }
-            guard let first = packets.first(where: { $0.pid == pid }) else { continue }
-            clearStreams.append(TSStream(pid: pid, streamID: first.streamID, streamType: clearType))
+            clearStreams.append(TSStream(pid: pid, streamID: 0, streamType: clearType))
             kinds[pid] = type
         }
         guard !clearStreams.isEmpty else { throw .malformed("the transport stream declares no elementary stream") }
         var muxer = TSMuxer(streams: clearStreams)
-        var out = muxer.tables()
-        out.reserveCapacity(segment.count + segment.count / 16)
+        let tables = muxer.tables()
+        self.muxer = muxer
+        return tables
+    }
+
+    private mutating func write(_ packets: [TSDemuxer.PES]) throws(ProtectionError) -> [UInt8] {
+        guard !packets.isEmpty else { return [] }
+        var out = muxer == nil ? try start() : []
+        guard var muxer else { return out }
         for pes in packets {
-            guard let stream = clearStreams.first(where: { $0.pid == pes.pid }), let pts = pes.pts else {
-                throw ProtectionError.malformed("a PES packet of PID \(pes.pid) has no timestamp")
+            guard let stream = muxer.streams.first(where: { $0.pid == pes.pid }) else {
+                throw .malformed("PID \(pes.pid) is declared after the segment's first media")
             }
+            guard let pts = pes.pts else { throw .malformed("a PES packet of PID \(pes.pid) has no timestamp") }
             let payload: [UInt8] = switch kinds[pes.pid] {
-            case 0xDB: try video(pes.payload, transform)
-            case 0xCF: try audio(pes.payload, transform)
+            case 0xDB: try Self.video(pes.payload, transform)
+            case 0xCF: try Self.audio(pes.payload, transform)
             default: pes.payload
             }
-            muxer.pes(stream, pts: pts, dts: pes.dts, payload: payload, pcr: pes.pcr, randomAccess: pes.randomAccess, into: &out)
+            var carried = stream
+            carried.streamID = pes.streamID
+            muxer.pes(carried, pts: pts, dts: pes.dts, payload: payload, pcr: pes.pcr, randomAccess: pes.randomAccess, into: &out)
         }
+        self.muxer = muxer
         return out
     }
 

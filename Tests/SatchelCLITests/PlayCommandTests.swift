@@ -1,6 +1,7 @@
 import Foundation
 import SatchelAgent
 import SatchelBytes
+import SatchelMedia
 import SatchelTestSupport
 import Testing
 
@@ -282,6 +283,54 @@ import Testing
         #expect(answer.status == 502, "\(answer.status)")
         let stopped = try await TestMedia.offloaded { player.stop() }
         #expect(stopped.stderr.contains("invalid-content: sample-aes/\(damaged)"), "\(stopped.stderr)")
+    }
+
+    @Test("SAMPLE-AES MPEG-TS segments longer than one read stream out as they are made clear (chunked, no length ahead): ffmpeg reads the clear packets; a range is answered whole-segment (206 with the clear size); a segment damaged past its first read ends short with invalid-content")
+    func sampleAESStreams() async throws {
+        let (server, origin, site, _, data) = try await Self.stage("play-sample-aes-stream")
+        defer { server.stop(); origin.stop() }
+        // 1280x720: segments of several hundred KB, more than the proxy reads at a time (188 KB).
+        let input = try await TestMedia.offloaded { try TestMedia.make("play-sample-aes-720p", seconds: 4, size: "1280x720") }
+        try await TestMedia.offloaded { () throws -> Void in
+            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear").path, "--format", "hls-ts",
+                                       "--segment-duration", "2"]).status == 0)
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("big").path, "--format", "hls-ts",
+                                              "--segment-duration", "2", "--scheme", "sample-aes", "--register", "--asset-id", "big",
+                                              "--data-dir", server.data, "--offline"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            try Self.download(origin.url("big/master.m3u8"), id: "big", server: server, data: data)
+        }
+        origin.stop()
+        server.stop()
+        let local = URL(fileURLWithPath: data).appendingPathComponent("assets/big")
+        let segment = try #require(TestMedia.files(under: local).filter { $0.hasPrefix("video_0/") && $0.hasSuffix(".ts") }.sorted().first)
+        let stored = try TestMedia.bytes(local.appendingPathComponent(segment))
+        #expect(stored.count > 2 * 188 * 1024, "\(segment): \(stored.count) bytes")
+
+        let player = try await TestMedia.offloaded { try Player(["big", "--data-dir", data]) }
+        let base = String(player.url.dropLast("master.m3u8".count))
+        try await TestMedia.offloaded { () throws -> Void in
+            let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
+            let played = try TestMedia.packetHashes(player.url)
+            #expect(!expected.isEmpty && played == expected, "\(played.count) packets vs \(expected.count)")
+            let whole = try Self.fetch(base + segment)
+            #expect(whole.status == 200 && whole.headers["transfer-encoding"] == "chunked" && whole.headers["content-length"] == nil, "\(whole.headers)")
+            let clear = try TestMedia.bytes(site.appendingPathComponent("clear").appendingPathComponent(segment))
+            #expect(try TSDemuxer.demux(whole.body).map { $0.samples.map { Array($0.data) } } == TSDemuxer.demux(clear).map { $0.samples.map { Array($0.data) } })
+            let ranged = try Self.fetch(base + segment, range: "bytes=188-375")
+            #expect(ranged.status == 206 && ranged.headers["content-range"] == "bytes 188-375/\(whole.body.count)" && ranged.body == Array(whole.body[188...375]),
+                    "\(ranged.headers)")
+        }
+        // Damaged past the first read: the answer has begun, so it ends short; the event names the segment.
+        var damaged = stored
+        for index in stride(from: 1100 * 188, to: damaged.count, by: 188) { damaged[index] = 0 }  // no sync bytes past 206 KB
+        try Data(damaged).write(to: local.appendingPathComponent(segment))
+        try await TestMedia.offloaded { () throws -> Void in
+            let cut = try Self.fetch(base + segment)
+            #expect(cut.status == 200 && cut.body.count < stored.count - 100 * 1024 && !cut.body.isEmpty, "\(cut.status): \(cut.body.count) bytes")
+        }
+        let stopped = try await TestMedia.offloaded { player.stop() }
+        #expect(stopped.stderr.contains("invalid-content: big/\(segment)"), "\(stopped.stderr)")
     }
 
     @Test("online: satchel play URL --token acquires a license for the token's asset and plays CMAF cbcs straight from the origin, decrypted; the origin's error status is forwarded (server-error event), an origin that is down answers 503")

@@ -127,6 +127,47 @@ struct PackagerTests {
         }
     }
 
+    @Test("SAMPLE-AES MPEG-TS is made clear as it arrives: pieces of any size give the bytes of the whole, output starts before the input ends, and the samples and clear stream types are the clear package's")
+    func sampleAESStreamed() throws {
+        let clear = try Self.package(.hlsTS, .clear, label: "-stream")
+        let protected = try Self.package(.hlsTS, .sampleAES, label: "-stream")
+        let key = try Self.contentKey()
+        for rendition in ["video_0", "audio_0"] {
+            let dir = protected.appendingPathComponent(rendition)
+            let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("segment_") }.sorted()
+            #expect(names.count > 1)
+            for name in names {
+                let encrypted = try TestMedia.bytes(dir.appendingPathComponent(name))
+                let whole = try SampleAESTransport.decrypt(encrypted, key: key.key, iv: key.iv)
+                let expected = try TSDemuxer.demux(try TestMedia.bytes(clear.appendingPathComponent(rendition).appendingPathComponent(name)))
+                let made = try TSDemuxer.demux(whole)
+                #expect(made.map { $0.samples.map { Array($0.data) } } == expected.map { $0.samples.map { Array($0.data) } }, "\(rendition)/\(name)")
+                #expect(made.map { $0.samples.map(\.dts) } == expected.map { $0.samples.map(\.dts) })
+                #expect(try TSDemuxer.programStreams(whole).map(\.streamType) == [rendition == "video_0" ? 0x1B : 0x0F])
+                // 1,000-byte pieces (transport packets cut anywhere): the same bytes, and clear bytes before the end.
+                var transport = try SampleAESTransport(key: key.key, iv: key.iv)
+                var streamed: [UInt8] = []
+                var beforeHalf = 0
+                for start in stride(from: 0, to: encrypted.count, by: 1000) {
+                    streamed += try transport.clear(encrypted[start..<min(start + 1000, encrypted.count)])
+                    if start + 1000 <= encrypted.count / 2 { beforeHalf = streamed.count }
+                }
+                streamed += try transport.finish()
+                #expect(streamed == whole, "\(rendition)/\(name)")
+                #expect(beforeHalf > 0, "\(rendition)/\(name): nothing came out of the first half")
+            }
+        }
+        // A PES packet whose start code is damaged: a clear error, never a trap.
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: protected.appendingPathComponent("video_0").path)
+            .first { $0.hasPrefix("segment_") })
+        var damaged = try TestMedia.bytes(protected.appendingPathComponent("video_0").appendingPathComponent(name))
+        if let at = (0..<(damaged.count / 188)).map({ $0 * 188 }).first(where: { damaged[$0 + 1] & 0x40 != 0 && damaged[$0 + 2] == 0x00 && damaged[$0 + 1] & 0x1F == 1 }) {
+            let adaptation = damaged[at + 3] >> 4 & 0x2 != 0 ? 1 + Int(damaged[at + 4]) : 0
+            damaged[at + 4 + adaptation] = 0xFF  // the PES start code's first byte
+        }
+        #expect(throws: ProtectionError.self) { try SampleAESTransport.decrypt(damaged, key: key.key, iv: key.iv) }
+    }
+
     @Test("A cenc / cbcs segment of several fragments is made clear fragment by fragment, in stretches of whole samples",
           arguments: [PackageScheme.cbcs, .cenc])
     func clearPlan(_ scheme: PackageScheme) throws {
