@@ -11,11 +11,14 @@ import SatchelProtection
 import SatchelRights
 
 /// The playback proxy serving a downloaded asset's segments to wrk on loopback — clear, and decrypting AES-128,
-/// cbcs and cenc — beside nginx serving the same clear files from disk in the same run: requests/s, MB/s and
-/// p99 latency of one video segment; and the time from opening a session to the first byte of its first segment.
+/// SAMPLE-AES, cbcs and cenc, and DASH transcribed to MPEG-2 TS — beside nginx serving the same clear files from
+/// disk in the same run: requests/s, MB/s and p99 latency of one video segment (median of rounds); ffmpeg reading
+/// the whole asset through each; and the time from opening a session to the first byte of its first segment.
 /// Targets (issue 14): clear ≥ 70 % of nginx's MB/s, decrypting ≥ 50 %, first byte ≤ 50 ms.
 struct PlaybackBenchmark {
     let seconds: Int
+    /// Rounds of every measurement (the median is printed).
+    let rounds = 3
     let port = 18_543
 
     /// Fixed keys for the benchmark's packages (the seam the device agent fills in the product).
@@ -47,7 +50,8 @@ struct PlaybackBenchmark {
         let source = directory.appendingPathComponent("source.mp4")
         try DownloadBenchmark.makeSource(source, seconds: 40, videoBitrate: "4M")
         let packages: [(String, PackageFormat, PackageScheme)] = [("clear", .hlsTS, .clear), ("aes-128", .hlsTS, .aes128),
-                                                                    ("cbcs", .cmaf, .cbcs), ("cenc", .cmaf, .cenc)]
+                                                                    ("sample-aes", .hlsTS, .sampleAES), ("cbcs", .cmaf, .cbcs),
+                                                                    ("cenc", .cmaf, .cenc)]
         for (name, format, scheme) in packages where !FileManager.default.fileExists(atPath: site.appendingPathComponent(name + "/master.m3u8").path) {
             _ = try Packager(options: PackageOptions(inputs: [source.path], output: site.appendingPathComponent(name).path, format: format,
                                                      scheme: scheme, key: scheme == .clear ? nil : key, segmentDuration: 4)).run()
@@ -67,31 +71,61 @@ struct PlaybackBenchmark {
         let proxy = try PlaybackProxy(library: SiteLibrary(site: site.path),
                                       rights: FixedRights(keys: [PlaybackKey(keyID: key.keyID.hex, key: key.key, iv: key.iv)]), logger: logger)
         defer { Task { await proxy.stop() } }
-        // The segment measured: the middle one of the first video rendition, in each package.
+        // The segment measured: the middle one of the first video rendition, in each package; DASH played as HLS:
+        // one segment of the cenc package's MPD, decrypted and remuxed to MPEG-2 TS per request.
         let segment = try Self.middleSegment(site.appendingPathComponent("clear"))
         let bytes = (try? FileManager.default.attributesOfItem(atPath: site.appendingPathComponent("clear/" + segment).path)[.size] as? Int) ?? 0
-        print("playback: one \(String(format: "%.2f", Double(bytes) / 1_048_576)) MB video segment again and again, wrk -t2 -c16 \(seconds) s on loopback")
-        let reference = try wrk("http://127.0.0.1:\(port)/clear/\(segment)")
-        print(reference.line("nginx, clear files (reference)"))
+        var rows: [(name: String, url: String, session: String?)] = [("nginx, clear files (reference)", "http://127.0.0.1:\(port)/clear/\(segment)", nil)]
         for (name, _, _) in packages {
             let url = try await proxy.open(asset: name)
-            let base = String(url.dropLast("master.m3u8".count))
-            let measured = try wrk(base + (try Self.middleSegment(site.appendingPathComponent(name))))
-            let share = reference.megabytes > 0 ? measured.megabytes / reference.megabytes * 100 : 0
-            print(measured.line("satchel play, \(name == "clear" ? "clear" : "decrypting \(name)")") + String(format: "  %3.0f %% of nginx's MB/s", share))
-            await proxy.close(url: url)
+            rows.append(("satchel play, \(name == "clear" ? "clear" : "decrypting \(name)")",
+                         String(url.dropLast("master.m3u8".count)) + (try Self.middleSegment(site.appendingPathComponent(name))), url))
         }
-        // DASH played as HLS: one segment of the cenc package's MPD, decrypted and remuxed to MPEG-2 TS per request.
         let dash = try await proxy.open(asset: "cenc-dash")
         let base = String(dash.dropLast("master.m3u8".count))
         guard let playlist = Tool.output(["curl", "-sf", base + "v0.m3u8"]),
               case let names = playlist.split(separator: "\n").filter({ !$0.hasPrefix("#") && !$0.isEmpty }), !names.isEmpty else {
             throw BenchmarkError(message: "the transcribed DASH playlist did not load")
         }
-        let transcribed = try wrk(base + names[names.count / 2])
-        print(transcribed.line("satchel play, DASH cenc → MPEG-2 TS") + String(format: "  %3.0f %% of nginx's MB/s",
-                                                                             reference.megabytes > 0 ? transcribed.megabytes / reference.megabytes * 100 : 0))
-        await proxy.close(url: dash)
+        rows.append(("satchel play, DASH cenc → MPEG-2 TS", base + names[names.count / 2], dash))
+
+        // Rounds of every row one after the other, so that a slow moment of the machine falls on all of them alike;
+        // each row's median round is printed, its share against nginx's median, and the shares of every round.
+        print("playback: one \(String(format: "%.2f", Double(bytes) / 1_048_576)) MB video segment again and again, wrk -t2 -c16 \(seconds) s on loopback, "
+              + "\(rounds) rounds (medians)")
+        var loads = Array(repeating: [Load](), count: rows.count)
+        for _ in 0..<rounds {
+            for (index, row) in rows.enumerated() { loads[index].append(try wrk(row.url)) }
+        }
+        let reference = loads[0]
+        for (index, row) in rows.enumerated() {
+            let median = Self.median(loads[index])
+            guard index > 0 else {
+                print(median.line(row.name))
+                continue
+            }
+            let shares = zip(loads[index], reference).map { $0.megabytes / max($1.megabytes, 0.001) * 100 }
+            print(median.line(row.name) + String(format: "  %3.0f %% of nginx's MB/s", median.megabytes / max(Self.median(reference).megabytes, 0.001) * 100)
+                  + " (rounds: " + shares.map { String(format: "%.0f", $0) }.joined(separator: "/") + " %)")
+        }
+
+        // A player reading the whole 40 s asset (every playlist and segment, video and audio) as fast as it can;
+        // one read first that is not counted (ffmpeg's own start), then the median of three.
+        print("ffmpeg -c copy -f null reading the whole asset (40 s, every rendition) through each server, median of 3:")
+        let readers = [("nginx, clear files", "http://127.0.0.1:\(port)/clear/master.m3u8")] + rows.dropFirst().compactMap { row in row.session.map { (row.name, $0) } }
+        func read(_ url: String) throws -> Double {
+            let start = DispatchTime.now().uptimeNanoseconds
+            guard Tool.output(["ffmpeg", "-v", "error", "-i", url, "-map", "0", "-c", "copy", "-f", "null", "-"]) != nil else {
+                throw BenchmarkError(message: "ffmpeg could not read \(url.prefix(30))…")
+            }
+            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        }
+        _ = try read(readers[0].1)
+        for (name, url) in readers {
+            let elapsed = try (0..<3).map { _ in try read(url) }.sorted()[1]
+            print("  " + name.padding(toLength: 40, withPad: " ", startingAt: 0) + String(format: " %6.3f s  (%4.0f× real time)", elapsed, 40 / max(elapsed, 0.001)))
+        }
+        for row in rows { if let session = row.session { await proxy.close(url: session) } }
         var firstBytes: [Double] = []
         for _ in 0..<20 {
             let start = DispatchTime.now().uptimeNanoseconds
@@ -127,6 +161,12 @@ struct PlaybackBenchmark {
         let megabytes = field("Transfer/sec:").map(Self.megabytes) ?? 0
         let p99 = field("99%").map(Self.milliseconds) ?? 0
         return Load(requests: requests, megabytes: megabytes, p99: p99)
+    }
+
+    /// The load of the median round by MB/s.
+    static func median(_ loads: [Load]) -> Load {
+        let sorted = loads.sorted { $0.megabytes < $1.megabytes }
+        return sorted.isEmpty ? Load(requests: 0, megabytes: 0, p99: 0) : sorted[sorted.count / 2]
     }
 
     /// wrk's "1.23GB" as MB (MiB).

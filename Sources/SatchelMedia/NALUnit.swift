@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import SatchelBytes
 
 /// H.264 / HEVC NAL unit helpers: Annex B and length-prefixed framing, emulation prevention.
@@ -11,24 +16,33 @@ public enum NALUnit {
     /// Splits Annex B bytes (00 00 01 / 00 00 00 01 start codes) into NAL units (without start codes).
     public static func splitAnnexB(_ bytes: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
         var units: [ArraySlice<UInt8>] = []
-        var index = bytes.startIndex
         var start: Int?
         let end = bytes.endIndex
-        while index + 2 < end {
-            if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
-                if let begin = start {
-                    var stop = index
-                    while stop > begin, bytes[stop - 1] == 0 { stop -= 1 }  // trailing zero of a 4-byte start code
-                    if stop > begin { units.append(bytes[begin..<stop]) }
+        bytes.withUnsafeBufferPointer { buffer in
+            let offset = bytes.startIndex  // buffer[i] is bytes[offset + i]
+            var index = 0
+            while let zero = nextZero(buffer, from: index, before: buffer.count - 2) {
+                if buffer[zero + 1] == 0, buffer[zero + 2] == 1 {
+                    if let begin = start {
+                        var stop = zero + offset
+                        while stop > begin, bytes[stop - 1] == 0 { stop -= 1 }  // trailing zero of a 4-byte start code
+                        if stop > begin { units.append(bytes[begin..<stop]) }
+                    }
+                    index = zero + 3
+                    start = index + offset
+                } else {
+                    index = zero + 1
                 }
-                index += 3
-                start = index
-            } else {
-                index += 1
             }
         }
         if let begin = start, begin < end { units.append(bytes[begin..<end]) }
         return units
+    }
+
+    /// The position of the first zero byte of `buffer` in `from..<before` (memchr: many bytes a step).
+    static func nextZero(_ buffer: UnsafeBufferPointer<UInt8>, from: Int, before: Int) -> Int? {
+        guard from < before, let base = buffer.baseAddress, let found = memchr(base + from, 0, before - from) else { return nil }
+        return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
     }
 
     /// Splits length-prefixed NAL units (MP4 form) with `lengthSize`-byte lengths.
@@ -61,22 +75,26 @@ public enum NALUnit {
 
     /// Removes emulation prevention bytes (the 03 of 00 00 03) to give the RBSP.
     public static func removeEmulationPrevention<C: Collection>(_ bytes: C) -> [UInt8] where C.Element == UInt8 {
-        let input = Array(bytes)
+        if let rbsp = bytes.withContiguousStorageIfAvailable(removeEmulationPrevention) { return rbsp }
+        return Array(bytes).withUnsafeBufferPointer(removeEmulationPrevention)
+    }
+
+    private static func removeEmulationPrevention(_ input: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(input.count)
         var runStart = 0
-        var index = 2
-        while index < input.count {
-            // Escapes are rare: skip quickly while the byte two back is not zero.
-            if input[index] == 3 && input[index - 1] == 0 && input[index - 2] == 0 {
-                out += input[runStart..<index]
-                runStart = index + 1
-                index += 3  // the byte after an escape starts a new zero count
+        var index = 0
+        // Escapes are rare: jump from zero byte to zero byte.
+        while let zero = nextZero(input, from: index, before: input.count - 2) {
+            if input[zero + 1] == 0, input[zero + 2] == 3 {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: input[runStart..<(zero + 2)]))
+                runStart = zero + 3
+                index = zero + 3  // the byte after an escape starts a new zero count
             } else {
-                index += input[index - 1] == 0 || input[index] == 0 ? 1 : 2
+                index = zero + 1
             }
         }
-        out += input[min(runStart, input.count)...]
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: input[min(runStart, input.count)...]))
         return out
     }
 

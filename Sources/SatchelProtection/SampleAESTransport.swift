@@ -69,6 +69,8 @@ public struct SampleAESTransport: Sendable {
         guard !packets.isEmpty else { return [] }
         var out = muxer == nil ? try start() : []
         guard var muxer else { return out }
+        self.muxer = nil  // the only copy while it writes (no copy of its counters on write)
+        defer { self.muxer = muxer }
         for pes in packets {
             guard let stream = muxer.streams.first(where: { $0.pid == pes.pid }) else {
                 throw .malformed("PID \(pes.pid) is declared after the segment's first media")
@@ -83,7 +85,6 @@ public struct SampleAESTransport: Sendable {
             carried.streamID = pes.streamID
             muxer.pes(carried, pts: pts, dts: pes.dts, payload: payload, pcr: pes.pcr, randomAccess: pes.randomAccess, into: &out)
         }
-        self.muxer = muxer
         return out
     }
 

@@ -214,3 +214,55 @@ struct TSMuxerTests {
         #expect(try TSDemuxer.programStreams(stream).map(\.streamType) == [0x1B, 0x0F])
     }
 }
+
+/// The NAL scanners jump from zero byte to zero byte; they must find exactly what a byte-by-byte reading finds.
+@Suite("NAL unit scanning")
+struct NALScanTests {
+    /// Start codes and escapes by the byte: the readings the fast scanners must equal.
+    static func referenceUnits(_ bytes: [UInt8]) -> [[UInt8]] {
+        var units: [[UInt8]] = [], start: Int?, index = 0
+        while index + 2 < bytes.count {
+            if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 1 {
+                if let begin = start {
+                    var stop = index
+                    while stop > begin, bytes[stop - 1] == 0 { stop -= 1 }
+                    if stop > begin { units.append(Array(bytes[begin..<stop])) }
+                }
+                index += 3
+                start = index
+            } else {
+                index += 1
+            }
+        }
+        if let begin = start, begin < bytes.count { units.append(Array(bytes[begin...])) }
+        return units
+    }
+
+    static func referenceRBSP(_ bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = [], zeros = 0
+        for byte in bytes {
+            if zeros >= 2, byte == 3 { zeros = 0; continue }
+            out.append(byte)
+            zeros = byte == 0 ? zeros + 1 : 0
+        }
+        return out
+    }
+
+    @Test("Annex B units and RBSP from bytes rich in zeros, ones and threes (seeded), in slices that do not start at 0")
+    func equalsByteByByte() {
+        var state: UInt64 = 0x5A7C_3E9A_14B2_D05F
+        func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
+        let alphabet: [UInt8] = [0, 0, 0, 0, 1, 3, 3, 0x65, 0xFF]
+        for _ in 0..<3000 {
+            let count = Int(next() % 300)
+            let bytes = (0..<count).map { _ in alphabet[Int(next() % UInt64(alphabet.count))] }
+            let lead = Int(next() % 5)
+            let padded = [UInt8](repeating: 0x47, count: lead) + bytes
+            #expect(NALUnit.splitAnnexB(padded[lead...]).map { Array($0) } == Self.referenceUnits(bytes), "\(bytes)")
+            #expect(NALUnit.removeEmulationPrevention(padded[lead...]) == Self.referenceRBSP(bytes), "\(bytes)")
+        }
+    }
+}
