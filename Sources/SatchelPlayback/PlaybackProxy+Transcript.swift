@@ -1,6 +1,7 @@
 import Foundation
 import SatchelBytes
 import SatchelDownloads
+import SatchelHTTP
 import SatchelMedia
 import SatchelProtection
 

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBytes
+import SatchelHTTP
 import SatchelProtection
 
 /// What the proxy answers for one file: its body (the range asked for, or all of it), type and size.
@@ -18,7 +19,7 @@ struct PlaybackResponse: Sendable {
     /// The bytes of `whole` that `rangeHeader` asks for.
     static func ranged(_ whole: [UInt8], contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
         let size = Int64(whole.count)
-        guard let range = try ByteRangeRequest.resolve(rangeHeader, size: size) else {
+        guard let range = try range(rangeHeader, size: size) else {
             return PlaybackResponse(body: .bytes(whole), contentType: contentType, range: nil, size: size)
         }
         return PlaybackResponse(body: .bytes(Array(whole[Int(range.lowerBound)...Int(range.upperBound)])), contentType: contentType, range: range, size: size)
@@ -27,7 +28,7 @@ struct PlaybackResponse: Sendable {
     /// A file streamed from disk, the range asked for or all of it.
     static func file(_ path: String, contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
         let size = try fileSize(path)
-        guard let range = try ByteRangeRequest.resolve(rangeHeader, size: size) else {
+        guard let range = try range(rangeHeader, size: size) else {
             return PlaybackResponse(body: size == 0 ? .empty : .file(path: path, range: 0...(size - 1)), contentType: contentType, range: nil, size: size)
         }
         return PlaybackResponse(body: .file(path: path, range: range), contentType: contentType, range: range, size: size)
@@ -55,7 +56,7 @@ struct PlaybackResponse: Sendable {
             throw .invalidContent("it does not decrypt (\(error))")
         }
         let size = stored - Int64(padding)
-        guard let range = try ByteRangeRequest.resolve(rangeHeader, size: size) else {
+        guard let range = try range(rangeHeader, size: size) else {
             return PlaybackResponse(body: size == 0 ? .empty : .aes128(path: path, cipher: cipher, iv: iv, range: 0...(size - 1)),
                                     contentType: contentType, range: nil, size: size)
         }
@@ -111,31 +112,15 @@ struct PlaybackResponse: Sendable {
                                 contentType: contentType, range: nil, size: nil)
     }
 
+    /// The range `rangeHeader` asks for (``ByteRangeRequest``), a refusal as the proxy's error.
+    static func range(_ rangeHeader: String?, size: Int64) throws(PlaybackError) -> ClosedRange<Int64>? {
+        do { return try ByteRangeRequest.resolve(rangeHeader, size: size) } catch { throw .rangeNotSatisfiable(size: error.size) }
+    }
+
     /// The size of a regular file.
     static func fileSize(_ path: String) throws(PlaybackError) -> Int64 {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
               attributes[.type] as? FileAttributeType == .typeRegular, let size = attributes[.size] as? Int64 else { throw .notFound }
         return size
-    }
-}
-
-/// The Content-Type of a file by its extension.
-enum ContentTypes {
-    static func type(of path: String) -> String {
-        let name = path.split(separator: "/").last.map(String.init) ?? path
-        if name.lowercased() == "manifest" { return "application/vnd.ms-sstr+xml" }  // a Smooth Streaming manifest
-        let ext = name.split(separator: ".").count > 1 ? (name.split(separator: ".").last.map { $0.lowercased() } ?? "") : ""
-        switch ext {
-        case "m3u8", "m3u": return "application/vnd.apple.mpegurl"
-        case "mpd": return "application/dash+xml"
-        case "ts": return "video/mp2t"
-        case "mp4", "m4s", "m4v", "cmfv": return "video/mp4"
-        case "m4a", "cmfa": return "audio/mp4"
-        case "aac": return "audio/aac"
-        case "vtt", "webvtt": return "text/vtt"
-        case "ttml", "xml": return "application/ttml+xml"
-        case "ismc": return "application/vnd.ms-sstr+xml"
-        default: return "application/octet-stream"
-        }
     }
 }

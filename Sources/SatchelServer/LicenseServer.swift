@@ -8,13 +8,14 @@ import SatchelHTTP
 import SatchelLicensing
 
 /// `satchel serve`: the license service as a Hummingbird application, assembled by the HTTP kit's
-/// ``ApplicationBuilder`` from route groups (licenses and the service endpoints today).
+/// ``ApplicationBuilder`` from route groups (licenses, devices, the origin and the service endpoints).
 public struct LicenseServer: Sendable {
     /// Builds the application for `service`, listening on `host`:`port`, with its connections under the
     /// registry's limits (timeouts and the connection cap; see ``ConnectionLimits``). `services` run and stop
     /// with the server (a ``LifecycleService`` that closes the database).
-    /// `devices` serves registration, Satchel licenses and signed time (absent: those routes are not there).
-    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
+    /// `devices` serves registration, Satchel licenses and signed time (absent: those routes are not there);
+    /// `origin` publishes a folder of packages under `/content/` (absent: no origin).
+    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
                                    services: [any Service] = [],
                                    logger: Logger = Logger(label: "satchel.serve"),
@@ -25,6 +26,7 @@ public struct LicenseServer: Sendable {
         builder.add(ServiceRoutes(metrics: metrics))
         builder.add(LicenseRoutes(service: service, certificate: certificate, metrics: metrics, logger: logger))
         if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics)) }
+        if let origin { builder.add(OriginRoutes(files: origin)) }
         for service in services { builder.add(service: service) }
         return builder.build(onServerRunning: onServerRunning)
     }

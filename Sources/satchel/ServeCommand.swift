@@ -15,6 +15,7 @@ struct ServeCommand: SatchelAsyncCommand {
 
     @OptionGroup var store: StoreOptions
     @Option(help: "Port (default: $SATCHEL_PORT or 8080).") var port: Int?
+    @Option(help: "A folder of packages to publish under /content/ as a CDN would (ranges, ETag, CORS; key files never).") var origin: String?
     @Option(help: "Address to listen on (default: $SATCHEL_BIND or 127.0.0.1).") var bind: String?
     @Option(name: .customLong("fps-certificate"), help: "FairPlay Application Certificate (DER); repeat for several.") var certificates: [String] = []
     @Option(name: .customLong("fps-private-key"), help: "Its private key (PEM); one per certificate.") var privateKeys: [String] = []
@@ -46,6 +47,8 @@ struct ServeCommand: SatchelAsyncCommand {
     }
 
     func execute() async throws {
+        let files: OriginFiles?
+        do { files = try origin.map { try OriginFiles(folder: $0) } } catch { throw CLIError("--origin: \(error)") }
         try logging.bootstrap(fallback: .info)
         let logger = Logger(label: "satchel.serve")
         var credentials: [FairPlayCredential] = []
@@ -81,10 +84,10 @@ struct ServeCommand: SatchelAsyncCommand {
                                       maxConnections: maxConnections)
         // The database closes inside ServiceLifecycle, after the server has stopped taking requests.
         let devices = DeviceLicensing(service: service, registry: try store.registry(database))
-        let app = LicenseServer.application(service: service, devices: devices, certificate: credentials.first?.certificate, host: host, port: port,
+        let app = LicenseServer.application(service: service, devices: devices, origin: files, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
                                             services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger)
-        logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s))")
+        logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")
         do {
             try await app.runService()
         } catch {

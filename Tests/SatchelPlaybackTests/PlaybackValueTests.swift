@@ -3,25 +3,9 @@ import SatchelDownloads
 @testable import SatchelPlayback
 import Testing
 
-/// The proxy's pure parts with values: byte ranges, the asset map (keys, IVs, init segments, paths) and the
+/// The proxy's pure parts with values: the asset map (keys, IVs, init segments, paths) and the
 /// playlists given to players without DRM.
 @Suite struct PlaybackValueTests {
-    @Test("byte ranges: none, open-ended, closed (clamped), suffix; past the end and an empty suffix are unsatisfiable; other forms serve the whole file")
-    func ranges() throws {
-        #expect(try ByteRangeRequest.resolve(nil, size: 100) == nil)
-        #expect(try ByteRangeRequest.resolve("bytes=10-", size: 100) == 10...99)
-        #expect(try ByteRangeRequest.resolve("bytes=10-19", size: 100) == 10...19)
-        #expect(try ByteRangeRequest.resolve("bytes=90-200", size: 100) == 90...99)
-        #expect(try ByteRangeRequest.resolve("bytes=-30", size: 100) == 70...99)
-        #expect(try ByteRangeRequest.resolve("bytes=-300", size: 100) == 0...99)
-        for whole in ["bytes=0-1,5-6", "items=0-1", "bytes=5-2", "bytes=x-", "bytes=1"] {
-            #expect(try ByteRangeRequest.resolve(whole, size: 100) == nil, "\(whole)")
-        }
-        for refused in ["bytes=100-", "bytes=-0", "bytes=0-"] {
-            #expect(throws: PlaybackError.self, "\(refused)") { try ByteRangeRequest.resolve(refused, size: refused == "bytes=0-" ? 0 : 100) }
-        }
-    }
-
     @Test("paths resolve inside the asset's folder only; absolute URLs and escapes do not")
     func paths() {
         #expect(HLSAssetMap.resolve("seg/1.ts", from: "v/media.m3u8") == "v/seg/1.ts")

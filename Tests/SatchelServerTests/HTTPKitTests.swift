@@ -58,6 +58,22 @@ struct HTTPKitTests {
         return try JSONDecoder().decode(ProblemDocument.self, from: Data(buffer: response.body))
     }
 
+    @Test("byte ranges: none, open-ended, closed (clamped), suffix; past the end and an empty suffix are unsatisfiable; other forms serve the whole file")
+    func ranges() throws {
+        #expect(try ByteRangeRequest.resolve(nil, size: 100) == nil)
+        #expect(try ByteRangeRequest.resolve("bytes=10-", size: 100) == 10...99)
+        #expect(try ByteRangeRequest.resolve("bytes=10-19", size: 100) == 10...19)
+        #expect(try ByteRangeRequest.resolve("bytes=90-200", size: 100) == 90...99)
+        #expect(try ByteRangeRequest.resolve("bytes=-30", size: 100) == 70...99)
+        #expect(try ByteRangeRequest.resolve("bytes=-300", size: 100) == 0...99)
+        for whole in ["bytes=0-1,5-6", "items=0-1", "bytes=5-2", "bytes=x-", "bytes=1"] {
+            #expect(try ByteRangeRequest.resolve(whole, size: 100) == nil, "\(whole)")
+        }
+        for refused in ["bytes=100-", "bytes=-0", "bytes=0-"] {
+            #expect(throws: RangeNotSatisfiable(size: refused == "bytes=0-" ? 0 : 100), "\(refused)") { try ByteRangeRequest.resolve(refused, size: refused == "bytes=0-" ? 0 : 100) }
+        }
+    }
+
     @Test("every module's error answers with its own status and type; an unknown error is a 500 that says nothing")
     func problems() async throws {
         let app = Application(router: Self.builder().router().0)
