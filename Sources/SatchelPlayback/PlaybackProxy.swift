@@ -231,10 +231,9 @@ public actor PlaybackProxy {
             }
             if let protection, protection.method == "SAMPLE-AES", protection.map == nil, range == nil {
                 // SAMPLE-AES MPEG-TS: streamed from disk, re-muxed PES packet by PES packet.
-                let key = try Self.key(session, protection.keyURI)
-                let iv = protection.ivFromTag ? protection.iv : key.iv ?? protection.iv
+                let (key, iv) = try Self.sampleAESKey(session, protection)
                 return try await reportingInvalid(file, session) { () throws(PlaybackError) -> PlaybackResponse in
-                    try PlaybackResponse.clearingTransport(local, key: key.key, iv: iv, contentType: contentType) { [weak self] reason in
+                    try PlaybackResponse.clearingTransport(local, key: key, iv: iv, contentType: contentType) { [weak self] reason in
                         await self?.reportInvalid(session.token, path: file, reason: reason)
                     }
                 }
@@ -369,9 +368,8 @@ public actor PlaybackProxy {
                 case ("AES-128", _):
                     return try Self.cipher(session, protection).decrypt(bytes, iv: protection.iv)
                 case ("SAMPLE-AES", nil):
-                    let key = try Self.key(session, protection.keyURI)
-                    let iv = protection.ivFromTag ? protection.iv : key.iv ?? protection.iv
-                    return try SampleAESTransport.decrypt(bytes, key: key.key, iv: iv)
+                    let (key, iv) = try Self.sampleAESKey(session, protection)
+                    return try SampleAESTransport.decrypt(bytes, key: key, iv: iv)
                 case let ("SAMPLE-AES", decryptor?), let ("SAMPLE-AES-CTR", decryptor?):
                     return try decryptor.clearSegment(bytes, key: try Self.key(session.keys, of: decryptor))
                 default:
@@ -383,6 +381,12 @@ public actor PlaybackProxy {
                 throw PlaybackError.invalidContent("\(file) does not decrypt: \(error)")
             }
         }
+    }
+
+    /// The key and IV of a SAMPLE-AES MPEG-TS segment: the key tag's IV when it gives one, else the key's own.
+    private static func sampleAESKey(_ session: PlaybackSession, _ protection: SegmentProtection) throws(PlaybackError) -> (SecretBytes, [UInt8]) {
+        let key = try Self.key(session, protection.keyURI)
+        return (key.key, protection.ivFromTag ? protection.iv : key.iv ?? protection.iv)
     }
 
     /// The CMAF decryptor of a segment protected with an init segment (its `tenc`, read once per session).

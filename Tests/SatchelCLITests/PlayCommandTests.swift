@@ -60,6 +60,19 @@ import Testing
         return (server, origin, site, input, server.directory.appendingPathComponent("device").path)
     }
 
+    /// Packages `input` as the clear TS package `site/clear` and as `scheme` in `format` at `site/id` (its key
+    /// registered for asset `id`, offline allowed), then downloads `site/id/entry` with a persistent license.
+    static func packageAndDownload(_ input: URL, clear: String, id: String, format: String, scheme: String, entry: String,
+                                   site: URL, origin: TestOrigin, server: AgentCommandTests.Server, data: String) throws {
+        #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(clear).path, "--format", "hls-ts",
+                                   "--segment-duration", "2"]).status == 0)
+        let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(id).path, "--format", format,
+                                          "--segment-duration", "2", "--scheme", scheme, "--register", "--asset-id", id,
+                                          "--data-dir", server.data, "--offline"])
+        #expect(packaged.status == 0, "\(packaged.stderr)")
+        try download(origin.url("\(id)/\(entry)"), id: id, server: server, data: data)
+    }
+
     /// Registers the device with `server`, adds `url` as asset `id` with a persistent license, and downloads it.
     static func download(_ url: String, id: String, server: AgentCommandTests.Server, data: String) throws {
         let token = try server.token()
@@ -71,20 +84,8 @@ import Testing
 
     /// One GET with curl, binary-safe: status, body, headers (names lowercased).
     static func fetch(_ url: String, range: String? = nil) throws -> (status: Int, body: [UInt8], headers: [String: String]) {
-        let directory = try TestMedia.temporaryDirectory("fetch")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let body = directory.appendingPathComponent("body"), head = directory.appendingPathComponent("head")
-        var arguments = ["-s", "--path-as-is", "-D", head.path, "-o", body.path, url]
-        if let range { arguments += ["-H", "Range: \(range)"] }
-        _ = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), arguments)
-        let lines = (try? String(contentsOf: head, encoding: .utf8))?.components(separatedBy: "\r\n") ?? []
-        let status = Int(lines.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
-        var headers: [String: String] = [:]
-        for line in lines.dropFirst() {
-            let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            if parts.count == 2 { headers[parts[0].lowercased()] = parts[1] }
-        }
-        return (status, Array((try? Data(contentsOf: body)) ?? Data()), headers)
+        let answer = try OriginCommandTests.request(url, headers: range.map { ["Range: \($0)"] } ?? [])
+        return (answer.status, answer.body, answer.headers)
     }
 
     @Test("AES-128 HLS downloaded with a license plays offline through the proxy: ffmpeg reads the clear packets, the playlist has no key tag; bad tokens get 404, ranges 206; rights ending mid-play stop the segments (event once); --passthrough keeps the protection; a missing segment is 503; logs redact the token; without rights it does not open")
@@ -291,14 +292,9 @@ import Testing
         defer { server.stop(); origin.stop() }
         // 1280x720: segments of several hundred KB, more than the proxy reads at a time (188 KB).
         let input = try await TestMedia.offloaded { try TestMedia.make("play-sample-aes-720p", seconds: 4, size: "1280x720") }
-        try await TestMedia.offloaded { () throws -> Void in
-            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear").path, "--format", "hls-ts",
-                                       "--segment-duration", "2"]).status == 0)
-            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("big").path, "--format", "hls-ts",
-                                              "--segment-duration", "2", "--scheme", "sample-aes", "--register", "--asset-id", "big",
-                                              "--data-dir", server.data, "--offline"])
-            #expect(packaged.status == 0, "\(packaged.stderr)")
-            try Self.download(origin.url("big/master.m3u8"), id: "big", server: server, data: data)
+        try await TestMedia.offloaded {
+            try Self.packageAndDownload(input, clear: "clear", id: "big", format: "hls-ts", scheme: "sample-aes", entry: "master.m3u8",
+                                        site: site, origin: origin, server: server, data: data)
         }
         origin.stop()
         server.stop()

@@ -34,14 +34,9 @@ import Testing
     func downloadedCENC() async throws {
         let (server, origin, site, input, data) = try await PlayCommandTests.stage("play-dash")
         defer { server.stop(); origin.stop() }
-        try await TestMedia.offloaded { () throws -> Void in
-            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear-ts").path, "--format", "hls-ts",
-                                       "--segment-duration", "2"]).status == 0)
-            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("dash").path, "--format", "cmaf",
-                                              "--segment-duration", "2", "--scheme", "cenc", "--register", "--asset-id", "dash",
-                                              "--data-dir", server.data, "--offline"])
-            #expect(packaged.status == 0, "\(packaged.stderr)")
-            try PlayCommandTests.download(origin.url("dash/manifest.mpd"), id: "dash", server: server, data: data)
+        try await TestMedia.offloaded {
+            try PlayCommandTests.packageAndDownload(input, clear: "clear-ts", id: "dash", format: "cmaf", scheme: "cenc", entry: "manifest.mpd",
+                                                    site: site, origin: origin, server: server, data: data)
         }
         origin.stop()
         server.stop()  // offline from here on
