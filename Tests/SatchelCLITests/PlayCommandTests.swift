@@ -60,16 +60,23 @@ import Testing
         return (server, origin, site, input, server.directory.appendingPathComponent("device").path)
     }
 
+    /// Packages `input` into `out` as `format` with 2 s segments; with `scheme`, its key is registered for asset
+    /// `asset` in `server`'s store (`offline`: persistent licenses allowed).
+    static func package(_ input: URL, into out: URL, format: String, scheme: String? = nil, asset: String? = nil,
+                        server: AgentCommandTests.Server? = nil, offline: Bool = false) throws {
+        var arguments = ["package", input.path, "--out", out.path, "--format", format, "--segment-duration", "2"]
+        if let scheme { arguments += ["--scheme", scheme] }
+        if let asset, let server { arguments += ["--register", "--asset-id", asset, "--data-dir", server.data] + (offline ? ["--offline"] : []) }
+        let packaged = try CLIRunner.run(arguments)
+        #expect(packaged.status == 0, "\(out.lastPathComponent): \(packaged.stderr)")
+    }
+
     /// Packages `input` as the clear TS package `site/clear` and as `scheme` in `format` at `site/id` (its key
     /// registered for asset `id`, offline allowed), then downloads `site/id/entry` with a persistent license.
     static func packageAndDownload(_ input: URL, clear: String, id: String, format: String, scheme: String, entry: String,
                                    site: URL, origin: TestOrigin, server: AgentCommandTests.Server, data: String) throws {
-        #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(clear).path, "--format", "hls-ts",
-                                   "--segment-duration", "2"]).status == 0)
-        let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(id).path, "--format", format,
-                                          "--segment-duration", "2", "--scheme", scheme, "--register", "--asset-id", id,
-                                          "--data-dir", server.data, "--offline"])
-        #expect(packaged.status == 0, "\(packaged.stderr)")
+        try package(input, into: site.appendingPathComponent(clear), format: "hls-ts")
+        try package(input, into: site.appendingPathComponent(id), format: format, scheme: scheme, asset: id, server: server, offline: true)
         try download(origin.url("\(id)/\(entry)"), id: id, server: server, data: data)
     }
 
@@ -334,12 +341,8 @@ import Testing
         let (server, origin, site, input, data) = try await Self.stage("play-online")
         defer { server.stop(); origin.stop() }
         try await TestMedia.offloaded {
-            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear").path, "--format", "cmaf",
-                                       "--segment-duration", "2"]).status == 0)
-            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("cdn-movie").path, "--format", "cmaf",
-                                              "--segment-duration", "2", "--scheme", "cbcs", "--register", "--asset-id", "movie",
-                                              "--data-dir", server.data])
-            #expect(packaged.status == 0, "\(packaged.stderr)")
+            try Self.package(input, into: site.appendingPathComponent("clear"), format: "cmaf")
+            try Self.package(input, into: site.appendingPathComponent("cdn-movie"), format: "cmaf", scheme: "cbcs", asset: "movie", server: server)
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
         }
         let token = try server.token(persistent: false, asset: "movie")

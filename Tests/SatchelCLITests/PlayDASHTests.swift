@@ -91,14 +91,9 @@ import Testing
         let (server, origin, site, input, data) = try await PlayCommandTests.stage("play-dash-online")
         defer { server.stop(); origin.stop() }
         try await TestMedia.offloaded { () throws -> Void in
-            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear-ts").path, "--format", "hls-ts",
-                                       "--segment-duration", "2"]).status == 0)
-            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear-cmaf").path, "--format", "cmaf",
-                                       "--segment-duration", "2"]).status == 0)
-            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("cdn").path, "--format", "cmaf",
-                                              "--segment-duration", "2", "--scheme", "cbcs", "--register", "--asset-id", "movie",
-                                              "--data-dir", server.data])
-            #expect(packaged.status == 0, "\(packaged.stderr)")
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("clear-ts"), format: "hls-ts")
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("clear-cmaf"), format: "cmaf")
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("cdn"), format: "cmaf", scheme: "cbcs", asset: "movie", server: server)
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
             for (folder, extra) in [("ffmpeg-timeline", [String]()), ("ffmpeg-single", ["-single_file", "1"])] {
                 let out = site.appendingPathComponent(folder)
