@@ -1,3 +1,4 @@
+import Foundation
 import SatchelBytes
 import SatchelProtection
 
@@ -42,11 +43,20 @@ public struct PackageOptions: Sendable {
     public var segmentDuration: Double
     /// Rotate to a new key every N segments (hls-ts); nil = one key for the asset.
     public var keyRotationSegments: Int?
+    /// Where the keys of a protected package are written (mode 0600), outside the package folder so that an origin
+    /// publishing the folder never holds them; nil writes no key file (the keys are in ``PackageSummary/keys`` only).
+    /// Defaults to ``defaultKeyFile(for:)``.
+    public var keyFile: String?
 
     /// The default key URI: the `satchel serve` key endpoint for the key ID.
     public static let defaultKeyURI = "/keys/{kid}"
 
-    /// Creates options.
+    /// The key file beside a package folder: `pkg/movie` → `pkg/movie.keys.json`.
+    public static func defaultKeyFile(for output: String) -> String {
+        URL(fileURLWithPath: output).standardizedFileURL.path + ".keys.json"
+    }
+
+    /// Creates options; the key file is ``defaultKeyFile(for:)`` (set ``keyFile`` to change it).
     public init(inputs: [String], output: String, format: PackageFormat, scheme: PackageScheme, key: ContentKey? = nil,
                 keyURI: String? = nil, fairPlayURI: String? = nil, segmentDuration: Double = 6, keyRotationSegments: Int? = nil) {
         self.inputs = inputs
@@ -58,6 +68,7 @@ public struct PackageOptions: Sendable {
         self.fairPlayURI = fairPlayURI
         self.segmentDuration = segmentDuration
         self.keyRotationSegments = keyRotationSegments
+        self.keyFile = Self.defaultKeyFile(for: output)
     }
 
     /// Checks the combination of options.
@@ -74,6 +85,13 @@ public struct PackageOptions: Sendable {
         if let fairPlayURI, !fairPlayURI.hasPrefix("skd://") { throw .invalidOptions("--fairplay-uri must start with skd://") }
         if fairPlayURI != nil && ![.sampleAES, .cbcs].contains(scheme) {
             throw .invalidOptions("--fairplay-uri goes with --scheme sample-aes or cbcs")
+        }
+        if let keyFile {
+            let folder = URL(fileURLWithPath: output).standardizedFileURL.path
+            let file = URL(fileURLWithPath: keyFile).standardizedFileURL.path
+            if file == folder || file.hasPrefix(folder + "/") {
+                throw .invalidOptions("the key file must be outside the package folder, where no origin publishes it")
+            }
         }
         if let rotation = keyRotationSegments {
             guard rotation >= 1 else { throw .invalidOptions("--key-rotation must be at least 1 segment") }

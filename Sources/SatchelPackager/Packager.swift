@@ -17,8 +17,12 @@ public struct PackageSummary: Sendable {
     public var inputBytes: Int
     /// Bytes written.
     public var outputBytes: Int
-    /// Key IDs used (never the keys).
+    /// Key IDs used.
     public var keyIDs: [KeyID]
+    /// The keys of a protected package, nil for a clear one: secret, never print or log them.
+    public var keys: KeyFile?
+    /// The key file written (``PackageOptions/keyFile``), nil when none was.
+    public var keyFile: String?
 }
 
 /// Turns media files into a protected HLS (MPEG-TS or CMAF) and DASH package.
@@ -43,14 +47,24 @@ public struct Packager: Sendable {
         }
         let renditions = try plan(inputs)
         let directory = try PackageDirectory(destination: options.output)
+        var summary: PackageSummary
+        var staged: StagedKeyFile?
         do {
-            let summary = try write(renditions, to: directory, inputBytes: inputBytes, progress: progress)
+            summary = try write(renditions, to: directory, inputBytes: inputBytes, progress: progress)
+            // The keys are durable beside their destination before the package takes its name, so that no failure
+            // leaves a package in place whose keys are nowhere.
+            if let keys = summary.keys, let path = options.keyFile { staged = try StagedKeyFile(keys, destination: path) }
             try directory.commit()
-            return summary
         } catch {
             directory.discard()
+            staged?.discard()
             throw error
         }
+        if let staged {
+            try staged.commit()
+            summary.keyFile = staged.destination
+        }
+        return summary
     }
 
     /// Video renditions from every input's video track; audio from audio-only inputs, or else from the first input with audio.
@@ -185,14 +199,11 @@ public struct Packager: Sendable {
         }
         try writeMaster(renditions, written, to: directory, keys: keys)
         if options.format == .cmaf { try writeMPD(renditions, written, to: directory, key: keys.first?.0) }
-        if !keys.isEmpty {
-            let file = KeyFile(scheme: options.scheme.rawValue, fairPlayURI: options.fairPlayURI, keys: keys)
-            try directory.write(file.data, to: "keys.json", mode: 0o600)
-        }
         return PackageSummary(output: directory.destination.path, renditions: renditions.map(\.name),
                               segmentCount: renditions.reduce(0) { $0 + $1.segments.count },
                               duration: renditions.map(\.track.durationSeconds).max() ?? 0,
-                              inputBytes: inputBytes, outputBytes: outputBytes, keyIDs: keys.map(\.0.keyID))
+                              inputBytes: inputBytes, outputBytes: outputBytes, keyIDs: keys.map(\.0.keyID),
+                              keys: keys.isEmpty ? nil : KeyFile(scheme: options.scheme.rawValue, fairPlayURI: options.fairPlayURI, keys: keys))
     }
 
     private func codecsString(_ track: MediaTrack) -> String {

@@ -11,15 +11,15 @@ struct KeysCommand: AsyncParsableCommand {
                                                     subcommands: [Import.self, List.self, Delete.self])
 
     struct Import: SatchelAsyncCommand {
-        static let configuration = CommandConfiguration(commandName: "import", abstract: "Import a package's keys.json with a policy.")
-        @Argument(help: "The keys.json written by satchel package.") var file: String
+        static let configuration = CommandConfiguration(commandName: "import", abstract: "Import a package's key file (OUT.keys.json) with a policy.")
+        @Argument(help: "The key file written by satchel package (OUT.keys.json).") var file: String
         @Option(name: .customLong("asset-id"), help: "The asset ID.") var assetID: String
         @OptionGroup var store: StoreOptions
         @OptionGroup var policy: PolicyOptions
 
         func execute() async throws {
             let keys: [ContentKeyAlias]
-            do { keys = try KeyFile.read(file).contentKeys() } catch { throw CLIError("cannot read \(file): not a keys.json from satchel package") }
+            do { keys = try KeyFile.read(file).contentKeys() } catch { throw CLIError("cannot read \(file): not a key file from satchel package") }
             let (keyStore, database) = try await store.open()
             do {
                 try await keyStore.importKeys(keys, assetID: assetID, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy())

@@ -26,6 +26,8 @@ struct PackageCommand: SatchelAsyncCommand {
     @Option(name: .customLong("fairplay-uri"), help: "FairPlay key URI (skd://…); {kid} becomes the key ID.") var fairPlayURI: String?
     @Option(name: .customLong("segment-duration"), help: "Target segment duration in seconds.") var segmentDuration: Double = 6
     @Option(name: .customLong("key-rotation"), help: "Use a new key every N segments (hls-ts).") var keyRotation: Int?
+    @Option(name: .customLong("keys-out"), help: "Where the keys go (mode 0600; default OUT.keys.json beside the folder, or none with --register); never inside OUT.")
+    var keysOut: String?
     @Flag(help: "Import the keys into the key store (as satchel keys import would) once the package is written.") var register = false
     @Option(name: .customLong("asset-id"), help: "With --register: the asset ID (default: the output directory's name).") var assetID: String?
     @OptionGroup var store: StoreOptions
@@ -34,6 +36,7 @@ struct PackageCommand: SatchelAsyncCommand {
     func validate() throws {
         if (key == nil) != (keyID == nil) { throw ValidationError("--key-id and --key go together") }
         if iv != nil && key == nil { throw ValidationError("--iv needs --key-id and --key") }
+        if register && scheme == .clear { throw ValidationError("--register needs a protected --scheme") }
     }
 
     func execute() async throws {
@@ -42,8 +45,10 @@ struct PackageCommand: SatchelAsyncCommand {
             contentKey = try ContentKey(keyID: KeyID(hex: keyID), key: SecretBytes(hexOption(key, count: 16, name: "--key")),
                                         iv: iv.map { try hexOption($0, count: 16, name: "--iv") } ?? SecureRandom.bytes(16))
         }
-        let options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
+        var options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
                                      fairPlayURI: fairPlayURI, segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
+        // Registered keys live in the key store; a copy in a file is written only when asked for.
+        options.keyFile = keysOut ?? (register ? nil : PackageOptions.defaultKeyFile(for: out))
         let bar = ProgressBar(label: "packaging")
         let start = Date()
         let summary = try Packager(options: options).run { bar.update($0) }
@@ -52,11 +57,10 @@ struct PackageCommand: SatchelAsyncCommand {
         let mb = Double(summary.inputBytes) / 1_000_000
         print(String(format: "packaged %@: %d renditions, %d segments, %.1f s of media, %.1f MB in %.2f s (%.0f MB/s), scheme %@%@",
                      summary.output, summary.renditions.count, summary.segmentCount, summary.duration, mb, seconds, mb / max(seconds, 0.001),
-                     scheme.rawValue, summary.keyIDs.isEmpty ? "" : ", keys in keys.json"))
+                     scheme.rawValue, summary.keyFile.map { ", keys in \($0)" } ?? ""))
         guard register else { return }
-        guard scheme != .clear else { throw CLIError("--register needs a protected --scheme") }
         let asset = assetID ?? URL(fileURLWithPath: out).lastPathComponent
-        let keys = try KeyFile.read(URL(fileURLWithPath: summary.output).appendingPathComponent("keys.json").path).contentKeys()
+        guard let keys = try summary.keys?.contentKeys() else { throw CLIError("the package has no keys to register") }
         let (keyStore, database) = try await store.open()
         do {
             try await keyStore.importKeys(keys, assetID: asset, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy())

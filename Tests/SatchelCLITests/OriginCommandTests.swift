@@ -35,7 +35,12 @@ import Testing
             #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("cenc").path, "--format", "cmaf",
                                        "--segment-duration", "2", "--scheme", "cenc"]).status == 0)
         }
-        // What must never be published: a key file under another name (mode 0600), a hidden folder, a link out.
+        // The packager keeps the keys out of the package folder: beside it, mode 0600 (also refused by its name).
+        #expect(!FileManager.default.fileExists(atPath: site.appendingPathComponent("cenc/keys.json").path))
+        #expect(try FileManager.default.attributesOfItem(atPath: site.appendingPathComponent("cenc.keys.json").path)[.posixPermissions] as? Int == 0o600)
+        // What must never be published: a world-readable keys.json inside a package (as older packagers wrote), a key file
+        // under another name (mode 0600), a hidden folder, a link out.
+        try Data(#"{"keys":[{"key":"secret"}]}"#.utf8).write(to: site.appendingPathComponent("cenc/keys.json"))
         try Data("secret".utf8).write(to: site.appendingPathComponent("clear/renamed.bin"))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: site.appendingPathComponent("clear/renamed.bin").path)
         try Data("key".utf8).write(to: site.appendingPathComponent("clear/content.key"))  // world-readable, but by its name a key
@@ -96,8 +101,7 @@ import Testing
                     && preflight.headers["access-control-allow-headers"]?.lowercased().contains("range") == true, "\(preflight.headers)")
 
             // Never published: each answers 404 (problem+json, CORS) and reveals nothing.
-            #expect(FileManager.default.fileExists(atPath: site.appendingPathComponent("cenc/keys.json").path))
-            for path in ["cenc/keys.json", "clear/content.key", "clear/renamed.bin", ".hidden/file.ts", "clear/out.json", "../jwks.json",
+            for path in ["cenc/keys.json", "cenc.keys.json", "clear/content.key", "clear/renamed.bin", ".hidden/file.ts", "clear/out.json", "../jwks.json",
                          "clear/%2e%2e/%2e%2e/jwks.json", "clear/..%2f..%2fjwks.json", "clear/video_0", "clear", "nothing.ts", "clear/video_0/segment_0.ts%00"] {
                 let refused = try Self.request(base + path)
                 #expect(refused.status == 404 && refused.headers["content-type"] == "application/problem+json", "\(path): \(refused.status)")

@@ -31,11 +31,11 @@ struct DownloadWorld {
         if scheme == .aes128 {
             let keys = site.appendingPathComponent("keys")
             try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
-            for key in try KeyFile.read(output.appendingPathComponent("keys.json").path).contentKeys() {
+            for key in try KeyFile.read(output.path + ".keys.json").contentKeys() {
                 try Data(key.key.bytes).write(to: keys.appendingPathComponent("\(key.keyID.hex).key"))
             }
         }
-        try? FileManager.default.removeItem(at: output.appendingPathComponent("keys.json"))
+        try? FileManager.default.removeItem(atPath: output.path + ".keys.json")
     }
 
     var dataDirectory: String { directory.appendingPathComponent("data").path }

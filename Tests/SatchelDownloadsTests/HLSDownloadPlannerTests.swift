@@ -108,7 +108,7 @@ struct HLSDownloadPlannerTests {
                                                  keyURI: "https://origin.example/asset/keys/{kid}.key", segmentDuration: 2)).run()
         if scheme == .aes128 {
             try FileManager.default.createDirectory(at: keyDirectory, withIntermediateDirectories: true)
-            for key in try KeyFile.read(origin.appendingPathComponent("keys.json").path).contentKeys() {
+            for key in try KeyFile.read(origin.path + ".keys.json").contentKeys() {
                 try Data(key.key.bytes).write(to: keyDirectory.appendingPathComponent("\(key.keyID.hex).key"))
             }
         }

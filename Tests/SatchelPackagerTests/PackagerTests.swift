@@ -282,17 +282,42 @@ struct PackagerTests {
         #expect(Array(descriptors[6..<16]) == [0x05, UInt8(descriptors.count - 8)] + Array("apadzaac".utf8))
     }
 
-    @Test("keys.json is written with mode 0600 and imports back; key rotation writes a key per period")
+    @Test("the key file is written beside the package folder (never in it) with mode 0600 and imports back; none when not asked for; a failed package leaves the earlier key file; key rotation writes a key per period")
     func keyFile() throws {
         let out = try Self.package(.hlsTS, .aes128, label: "-keys")
-        let path = out.appendingPathComponent("keys.json").path
+        let path = out.path + ".keys.json"
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
         let keys = try KeyFile.read(path).contentKeys()
         #expect(keys == [try Self.contentKey()])
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: out.path).allSatisfy { !$0.hasSuffix(".json") })
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.deletingLastPathComponent().path).sorted() == ["out", "out.keys.json"],
+                "no staged file is left")
+
+        // A package that fails (an input that is not media) keeps the earlier package and its key file.
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        var failing = PackageOptions(inputs: [path], output: out.path, format: .hlsTS, scheme: .aes128)
+        #expect(throws: PackagerError.self) { try Packager(options: failing).run() }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out.deletingLastPathComponent().path).sorted() == ["out", "out.keys.json"])
+
+        // No key file when none is asked for (the keys are in the summary only); never one inside the folder.
+        let (input, _) = try Self.fixture()
+        let bare = try TestMedia.temporaryDirectory("pkg-no-key-file").appendingPathComponent("out")
+        var options = PackageOptions(inputs: [input], output: bare.path, format: .cmaf, scheme: .cenc, key: try Self.contentKey())
+        options.keyFile = nil
+        let summary = try Packager(options: options).run()
+        let returned = try summary.keys?.contentKeys(), expected = try Self.contentKey()
+        #expect(summary.keyFile == nil && returned == [expected])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: bare.deletingLastPathComponent().path) == ["out"])
+        failing = options
+        failing.keyFile = bare.appendingPathComponent("keys.json").path
+        let inside = #expect(throws: PackagerError.self) { try Packager(options: failing).run() }
+        #expect(inside?.code == "packager-options" && inside?.description.contains("outside the package folder") == true)
+        #expect(!FileManager.default.fileExists(atPath: failing.keyFile ?? ""))
 
         let dir = try TestMedia.temporaryDirectory("rotation")
         let rotated = try Self.package(.hlsTS, .aes128, keyURI: dir.path + "/{kid}.key", rotation: 1, label: "-rotation")
-        let file = try KeyFile.read(rotated.appendingPathComponent("keys.json").path)
+        let file = try KeyFile.read(rotated.path + ".keys.json")
         #expect(file.keys.count == 3 && Set(file.keys.map(\.keyId)).count == 3)
         for key in try file.contentKeys() { try Data(key.key.bytes).write(to: dir.appendingPathComponent("\(key.keyID.hex).key")) }
         let playlist = try String(contentsOf: rotated.appendingPathComponent("video_0/index.m3u8"), encoding: .utf8)

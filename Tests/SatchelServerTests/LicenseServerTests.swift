@@ -48,7 +48,7 @@ struct LicenseServerTests {
             let input = try TestMedia.make("server-source", seconds: 4)
             _ = try Packager(options: PackageOptions(inputs: [input.path], output: package.path, format: .hlsTS, scheme: .aes128,
                                                      keyURI: "/keys/{kid}", segmentDuration: 2)).run()
-            return try KeyFile.read(package.appendingPathComponent("keys.json").path).contentKeys()
+            return try KeyFile.read(package.path + ".keys.json").contentKeys()
         } : [ContentKey.random()]
         let kek = try KeyEncryptionKey(SecretBytes.random(32))
         let url = database == "sqlite" ? nil : database
