@@ -36,6 +36,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.30.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
     ],
     targets: [
         // Layer 0: the shared bounds-checked big-endian reader/writer, hex, secure random, constant-time compare.
@@ -130,7 +131,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
-        // Layer 4: the HTTP application (license endpoints, health, metrics).
+        // Layer 4: the HTTP application (license endpoints, health, metrics, the origin, the web pages).
+        // Web/ holds the pages' static assets and templates (the browser player's ES modules in Web/player/).
         .target(
             name: "SatchelServer",
             dependencies: [
@@ -140,7 +142,9 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-            ]
+                .product(name: "Mustache", package: "swift-mustache"),
+            ],
+            resources: [.copy("Web")]
         ),
         // Layer 0: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector.
         .target(
@@ -203,7 +207,8 @@ let package = Package(
         .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", "SatchelMedia", .product(name: "Hummingbird", package: "hummingbird"),
                                                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                           .product(name: "Logging", package: "swift-log"),
-                                                          .product(name: "HTTPTypes", package: "swift-http-types")],
+                                                          .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                          .product(name: "NIOCore", package: "swift-nio")],
                 path: "Tests/SatchelTestSupport"),
         .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport", "SatchelFuzzTargets"]),
         // Fuzz targets (one per parser), the seeded mutator and a corpus from real packages: run in batches by the

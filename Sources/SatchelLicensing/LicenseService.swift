@@ -98,8 +98,21 @@ public struct LicenseService: Sendable {
         }
     }
 
-    /// Answers a W3C Clear Key license request with the keys the token entitles.
+    /// Answers a W3C Clear Key license request with the keys the token entitles (the JSON Web Key Set).
     public func clearKey(_ request: ClearKey.Request, token: String?) async throws -> [UInt8] {
+        try await clearKeyLicense(request, token: token).body
+    }
+
+    /// A Clear Key license and until when it is valid.
+    public struct ClearKeyLicense: Sendable {
+        /// The license: a JSON Web Key Set (secret).
+        public var body: [UInt8]
+        /// The earliest of the token's expiry, each key's not-after and the lease (policy or token) from now.
+        public var expires: Date
+    }
+
+    /// Answers a W3C Clear Key license request with the keys the token entitles, and the license's expiry.
+    public func clearKeyLicense(_ request: ClearKey.Request, token: String?) async throws -> ClearKeyLicense {
         let entitlement = try await entitlement(token)
         let now = clock.now
         var keys: [StoredKey] = []
@@ -116,7 +129,13 @@ public struct LicenseService: Sendable {
             try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: entitlement.sub.value,
                                           type: "clearkey-\(request.type)", at: now)
         }
-        return ClearKey.response(keys: keys.map { ($0.key.keyID, $0.key.key) }, type: request.type)
+        var expires = entitlement.exp.value
+        for key in keys {
+            let policy = key.policy.applying(entitlement.policy)
+            if let notAfter = policy.notAfter { expires = min(expires, notAfter) }
+            if let lease = policy.leaseSeconds { expires = min(expires, now.addingTimeInterval(TimeInterval(lease))) }
+        }
+        return ClearKeyLicense(body: ClearKey.response(keys: keys.map { ($0.key.keyID, $0.key.key) }, type: request.type), expires: expires)
     }
 
     /// The raw 16-byte key for HLS AES-128 (`GET /keys/{keyId}`).

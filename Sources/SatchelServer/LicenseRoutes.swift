@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import SatchelBytes
@@ -15,6 +16,8 @@ struct LicenseRoutes: RouteGroup {
     let logger: Logger
     static let fairPlayNotConfigured = Problem(status: .notFound, type: "fairplay-not-configured",
                                                detail: "FairPlay is not configured on this server (no --fps-certificate)")
+    /// The Clear Key answer's expiry (an HTTP date), for players that show it: the license JSON has no place for it.
+    static let licenseExpires = HTTPField.Name("Satchel-License-Expires")!
     /// Refusals are logged at most this often (a flood of bad requests must not flood the log).
     let refusalLog = RateLimitedLog(perSecond: 10)
 
@@ -122,8 +125,10 @@ struct LicenseRoutes: RouteGroup {
         let bytes = try await body(request)
         let clearKeyRequest = try ClearKey.Request(json: bytes)
         let token = token(request, body: (try? JSONDecoder().decode(TokenMember.self, from: Data(bytes)))?.token)
-        let license = try await service.clearKey(clearKeyRequest, token: token)
-        return Response.bytes(license, contentType: "application/json")
+        let license = try await service.clearKeyLicense(clearKeyRequest, token: token)
+        var response = Response.bytes(license.body, contentType: "application/json")
+        response.headers[Self.licenseExpires] = HTTPDate.format(Int64(license.expires.timeIntervalSince1970.rounded(.down)))
+        return response
     }
 
     /// True for bytes that start as an SPC does: version 1 (big-endian) and a reserved word, far longer than a form.

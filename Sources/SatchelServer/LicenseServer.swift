@@ -14,8 +14,10 @@ public struct LicenseServer: Sendable {
     /// registry's limits (timeouts and the connection cap; see ``ConnectionLimits``). `services` run and stop
     /// with the server (a ``LifecycleService`` that closes the database).
     /// `devices` serves registration, Satchel licenses and signed time (absent: those routes are not there);
-    /// `origin` publishes a folder of packages under `/content/` (absent: no origin).
-    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
+    /// `origin` publishes a folder of packages under `/content/` (absent: no origin); `web` adds the browser player
+    /// (`/play/{assetId}`, `/player/…`).
+    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
+                                   certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
                                    services: [any Service] = [],
                                    logger: Logger = Logger(label: "satchel.serve"),
@@ -27,6 +29,7 @@ public struct LicenseServer: Sendable {
         builder.add(LicenseRoutes(service: service, certificate: certificate, metrics: metrics, logger: logger))
         if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics)) }
         if let origin { builder.add(OriginRoutes(files: origin)) }
+        if let web { builder.add(PlayerRoutes(assets: web, origin: origin, tokenEndpoint: nil)) }
         for service in services { builder.add(service: service) }
         return builder.build(onServerRunning: onServerRunning)
     }

@@ -84,7 +84,9 @@ struct ServeCommand: SatchelAsyncCommand {
                                       maxConnections: maxConnections)
         // The database closes inside ServiceLifecycle, after the server has stopped taking requests.
         let devices = DeviceLicensing(service: service, registry: try store.registry(database))
-        let app = LicenseServer.application(service: service, devices: devices, origin: files, certificate: credentials.first?.certificate, host: host, port: port,
+        var web: WebAssets?
+        do { web = try WebAssets() } catch { logger.warning("no browser player: \(error)") }
+        let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
                                             services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger)
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")

@@ -62,9 +62,9 @@ import Testing
 
     /// Packages `input` into `out` as `format` with 2 s segments; with `scheme`, its key is registered for asset
     /// `asset` in `server`'s store (`offline`: persistent licenses allowed).
-    static func package(_ input: URL, into out: URL, format: String, scheme: String? = nil, asset: String? = nil,
+    static func package(_ input: URL, _ more: URL..., into out: URL, format: String, scheme: String? = nil, asset: String? = nil,
                         server: AgentCommandTests.Server? = nil, offline: Bool = false) throws {
-        var arguments = ["package", input.path, "--out", out.path, "--format", format, "--segment-duration", "2"]
+        var arguments = ["package", input.path] + more.map(\.path) + ["--out", out.path, "--format", format, "--segment-duration", "2"]
         if let scheme { arguments += ["--scheme", scheme] }
         if let asset, let server { arguments += ["--register", "--asset-id", asset, "--data-dir", server.data] + (offline ? ["--offline"] : []) }
         let packaged = try CLIRunner.run(arguments)

@@ -67,6 +67,28 @@ struct SeamTests {
         await #expect(throws: LicensingError.invalidEntitlement("the token has expired")) { try await service.clearKey(request, token: token) }
     }
 
+    @Test("a Clear Key license's expiry is the earliest of the token's exp, the asset's not-after and its lease (policy or token) from now")
+    func clearKeyExpiry() async throws {
+        let world = try await LicenseServerTests.world("sqlite", policy: AssetPolicy(leaseSeconds: 300), packaged: false)
+        defer { Task { await world.database.shutdown() } }
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+        let clock = ManualClock(now)
+        let service = LicenseService(store: world.store, ksm: nil, verifier: world.signer, clock: clock)
+        let request = ClearKey.Request(keyIDs: [world.key.keyID])
+        let leased = try await service.clearKeyLicense(request, token: try await world.token(asset: world.assetID, expires: 600))
+        #expect(leased.expires == now.addingTimeInterval(300), "the lease (300 s) ends before the token (600 s)")
+        #expect(try ClearKey.parseResponse(leased.body).first?.key.bytes == world.key.key.bytes)
+        let short = try await service.clearKeyLicense(request, token: try await world.token(asset: world.assetID, expires: 100))
+        #expect(abs(short.expires.timeIntervalSince(now.addingTimeInterval(100))) < 2, "the token ends first: \(short.expires)")
+
+        let store = InMemoryKeyStore()
+        let key = try Self.key(4)
+        let ends = now.addingTimeInterval(50)
+        try await store.importKeys([key], assetID: "ending", fairPlayAssetID: nil, policy: AssetPolicy(notAfter: ends, leaseSeconds: 300))
+        let open = LicenseService(store: store, ksm: nil, verifier: nil, clock: clock)
+        #expect(try await open.clearKeyLicense(ClearKey.Request(keyIDs: [key.keyID]), token: nil).expires == ends, "the asset's not-after ends first")
+    }
+
     @Test("the license server runs every step of the KSM: a certificate revoked in the KSM's configuration is refused over it")
     func serviceRunsTheKSM() async throws {
         let world = try await LicenseServerTests.world("sqlite", packaged: false)

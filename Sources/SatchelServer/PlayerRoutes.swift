@@ -1,0 +1,66 @@
+import HTTPTypes
+import Hummingbird
+import SatchelHTTP
+
+/// The browser player: `GET /play/{assetId}` renders the page that plays the asset's CMAF package from the origin
+/// (`/content/{assetId}/manifest.mpd`) with Media Source and Encrypted Media Extensions (W3C Clear Key), and
+/// `GET /player/{file}` serves its ES modules and style sheet (``WebAssets``).
+struct PlayerRoutes: RouteGroup {
+    let assets: WebAssets
+    /// The published packages; without an origin every page says that nothing is published.
+    let origin: OriginFiles?
+    /// Where the page asks for an entitlement token when its address has none (the demo's endpoint), if anywhere.
+    let tokenEndpoint: (@Sendable (String) -> String)?
+
+    /// Headers of every page: scripts, styles and media only from this server (media also from MSE's blob: URLs),
+    /// no framing, no referrer, no sniffing.
+    static let pageHeaders: HTTPFields = [
+        .contentType: "text/html; charset=utf-8",
+        .contentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'self'; media-src 'self' blob:; img-src 'self' data:; "
+            + "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        .xContentTypeOptions: "nosniff",
+        HTTPField.Name("Referrer-Policy")!: "no-referrer",
+        .cacheControl: "no-store",
+    ]
+
+    /// An asset ID a page accepts: what `satchel keys import --asset-id` and a folder name can both be.
+    static func isAssetID(_ text: String) -> Bool {
+        guard let first = text.utf8.first, text.utf8.count <= 128, first != UInt8(ascii: "."), first != UInt8(ascii: "-") else { return false }
+        return text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E || byte == 0x2D || byte == 0x5F
+        }
+    }
+
+    func register(on router: Router<SatchelRequestContext>) {
+        router.get("/player/{file}") { request, context in
+            guard let name = context.parameters.get("file"), let file = assets.player[name] else {
+                throw Problem(status: .notFound, type: "not-found", detail: "no such player file")
+            }
+            var headers: HTTPFields = [.contentType: file.contentType, .eTag: file.etag, .cacheControl: "no-cache", .xContentTypeOptions: "nosniff"]
+            if request.headers[.ifNoneMatch]?.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == file.etag }) == true {
+                return Response(status: .notModified, headers: headers)
+            }
+            headers[.contentLength] = String(file.bytes.count)
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
+        }
+        router.get("/play/{assetId}") { _, context in
+            let asset = context.parameters.get("assetId") ?? ""
+            guard Self.isAssetID(asset) else {
+                return page(.badRequest, "notice", ["title": "Not an asset ID", "message": "An asset ID is 1 to 128 letters, digits, dots, dashes and underscores."])
+            }
+            guard let origin else {
+                return page(.notFound, "notice", ["title": asset, "message": "This server publishes no packages: start it with satchel serve --origin DIR."])
+            }
+            guard (try? origin.file([asset, "manifest.mpd"])) != nil else {
+                return page(.notFound, "notice", ["title": asset, "message": "No CMAF package of \(asset) is published (no \(asset)/manifest.mpd in the origin folder)."])
+            }
+            var values: [String: Any] = ["asset": asset, "manifest": "/content/\(asset)/manifest.mpd"]
+            if let tokenEndpoint { values["tokenEndpoint"] = tokenEndpoint(asset) }
+            return page(.ok, "play", values)
+        }
+    }
+
+    private func page(_ status: HTTPResponse.Status, _ template: String, _ values: [String: Any]) -> Response {
+        Response(status: status, headers: Self.pageHeaders, body: .init(byteBuffer: ByteBuffer(string: assets.render(template, values))))
+    }
+}

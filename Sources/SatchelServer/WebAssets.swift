@@ -1,0 +1,79 @@
+import Foundation
+import Mustache
+import SatchelBytes
+import SatchelHTTP
+
+/// The files of Satchel's web pages, read once from the module's `Web/` resources: the static assets served under
+/// `/player/` (the browser player's ES modules and style sheet) and the Mustache templates the pages render.
+public struct WebAssets: Sendable {
+    /// One static file: its bytes, Content-Type and a strong ETag (a digest of the bytes).
+    public struct File: Sendable {
+        /// The file's bytes.
+        public var bytes: [UInt8]
+        /// Its Content-Type.
+        public var contentType: String
+        /// Its strong ETag.
+        public var etag: String
+    }
+
+    /// Static files by name (`player.js`).
+    public let player: [String: File]
+    /// The page templates (`play`, `notice`).
+    let templates: MustacheLibrary
+
+    /// Reads the resources; throws when the module's resources are missing (a binary copied without its bundle).
+    public init() throws(WebAssetsError) {
+        guard let web = Bundle.module.url(forResource: "Web", withExtension: nil) else { throw .missing("Web") }
+        try self.init(folder: web)
+    }
+
+    /// Reads the web files from `folder` (with `player/` and `templates/` inside).
+    public init(folder: URL) throws(WebAssetsError) {
+        var files: [String: File] = [:]
+        for name in try Self.names(in: folder.appendingPathComponent("player")) {
+            let bytes = try Self.read(folder.appendingPathComponent("player/\(name)"))
+            // FNV-1a over the bytes: a validator, not a security measure.
+            let digest = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+            files[name] = File(bytes: bytes, contentType: ContentTypes.type(of: name), etag: "\"\(String(digest, radix: 16))-\(String(bytes.count, radix: 16))\"")
+        }
+        var templates: [String: MustacheTemplate] = [:]
+        for name in try Self.names(in: folder.appendingPathComponent("templates")) where name.hasSuffix(".mustache") {
+            let text = String(decoding: try Self.read(folder.appendingPathComponent("templates/\(name)")), as: UTF8.self)
+            do { templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text) } catch {
+                throw .missing("templates/\(name) (\(error))")
+            }
+        }
+        player = files
+        self.templates = MustacheLibrary(templates: templates)
+    }
+
+    /// Renders the template `name` with `values` (every `{{value}}` is HTML-escaped).
+    func render(_ name: String, _ values: [String: Any]) -> String {
+        templates.render(values, withTemplate: name) ?? ""
+    }
+
+    private static func names(in folder: URL) throws(WebAssetsError) -> [String] {
+        do { return try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { !$0.hasPrefix(".") }.sorted() } catch {
+            throw .missing(folder.lastPathComponent)
+        }
+    }
+
+    private static func read(_ url: URL) throws(WebAssetsError) -> [UInt8] {
+        do { return Array(try Data(contentsOf: url)) } catch { throw .missing(url.lastPathComponent) }
+    }
+}
+
+/// The web resources could not be read.
+public enum WebAssetsError: ProblemConvertible {
+    /// A resource is missing or unreadable.
+    case missing(String)
+
+    /// `web-assets`.
+    public var code: String { "web-assets" }
+    public var httpStatus: Int { 500 }
+    public var description: String {
+        switch self {
+        case let .missing(name): return "the web resources are missing (\(name)): run satchel from its build folder, or keep satchel_SatchelServer.resources beside it"
+        }
+    }
+}
