@@ -34,6 +34,7 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("max-connections"), help: "Connections served at once (default: from the descriptor limit).") var maxConnections: Int?
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
     @OptionGroup var logging: LoggingOptions
+    @Option(name: .customLong("demo-tokens"), help: .hidden) var demoTokenKID: String?
     @Option(name: .customLong("token-issuer"), help: "Entitlement tokens must carry this iss (or $SATCHEL_TOKEN_ISSUER).") var issuer: String?
 
     func validate() throws {
@@ -44,6 +45,7 @@ struct ServeCommand: SatchelAsyncCommand {
             throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
         }
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
+        if demoTokenKID != nil && jwksPath == nil { throw ValidationError("--demo-tokens signs with a key of --jwks") }
     }
 
     func execute() async throws {
@@ -64,10 +66,19 @@ struct ServeCommand: SatchelAsyncCommand {
                                                       privateKey: FileIO.read(privateKeys[index], what: "private key"), dFunction: function))
         }
         var verifier: EntitlementVerifier?
+        var demoTokens: DemoTokens?
         if let jwksPath {
-            verifier = try await EntitlementVerifier(jwks: Data(try FileIO.read(jwksPath, what: "JWKS")),
-                                                     audience: audience ?? environment["SATCHEL_TOKEN_AUDIENCE"],
+            let jwks = Data(try FileIO.read(jwksPath, what: "JWKS"))
+            verifier = try await EntitlementVerifier(jwks: jwks, audience: audience ?? environment["SATCHEL_TOKEN_AUDIENCE"],
                                                      issuer: issuer ?? environment["SATCHEL_TOKEN_ISSUER"])
+            if let kid = demoTokenKID {
+                logger.warning("DEMO: /demo/token/{assetId} gives an entitlement token to anyone who asks. Never use this in production.")
+                let signer = try await EntitlementVerifier(jwks: jwks)
+                demoTokens = DemoTokens { asset in
+                    let expires = Date().addingTimeInterval(3600)
+                    return (try await signer.sign(Entitlement(subject: "demo-viewer", asset: asset, expires: expires, persistent: true), kid: kid), expires)
+                }
+            }
         } else {
             logger.warning("INSECURE: --insecure-no-entitlement: licenses are issued to anyone who asks. Never use this in production.")
         }
@@ -76,6 +87,7 @@ struct ServeCommand: SatchelAsyncCommand {
                                                                                                  requireOfflineKeyCapability: requireOfflineCapability))
         let service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
         let host = bind ?? environment["SATCHEL_BIND"] ?? "127.0.0.1"
+        if demoTokens != nil, !["127.0.0.1", "::1", "localhost"].contains(host) { throw CLIError("--demo-tokens serves only on a loopback address") }
         guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (1...65535).contains(port) else {
             throw CLIError("the port must be 1 to 65535")
         }
@@ -86,7 +98,7 @@ struct ServeCommand: SatchelAsyncCommand {
         let devices = DeviceLicensing(service: service, registry: try store.registry(database))
         var web: WebAssets?
         do { web = try WebAssets() } catch { logger.warning("no browser player: \(error)") }
-        let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, certificate: credentials.first?.certificate, host: host, port: port,
+        let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
                                             services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger)
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")

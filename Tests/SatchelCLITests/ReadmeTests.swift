@@ -76,8 +76,71 @@ struct ReadmeTests {
         #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("packaged ") }.count == 7)
     }
 
-    @Test("the main job starts the license service with Apple's development credentials, as written", .timeLimit(.minutes(2)))
+    @Test("the main job: satchel demo packages the sample three ways and serves them; the player plays demo-cenc and demo-cbcs in Chromium with the demo's tokens; every command it prints runs (SAMPLE-AES HLS through the proxy, the offline round trip)",
+          .timeLimit(.minutes(5)))
     func mainJob() async throws {
+        for tool in ["ffmpeg", "curl", "bash"] { try TestMedia.require(tool) }
+        let readme = try String(contentsOf: CLIRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let line = try #require(readme.split(separator: "\n").first { $0.hasPrefix("swift run satchel ") })
+        #expect(line == "swift run satchel demo", "the main job is the demo")
+        #expect((try? RawConnection(port: 8080, timeout: 1)) == nil, "port 8080, which the main job uses, is taken")
+        let binary = try #require(CLIRunner.binary)
+        let work = try TestMedia.temporaryDirectory("readme-demo")  // not the checkout: the demo finds the sample by its build path
+        let output = work.appendingPathComponent("demo.out")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        let demo = Process()
+        demo.executableURL = binary
+        demo.arguments = line.split(separator: " ").dropFirst(3).map(String.init)
+        demo.currentDirectoryURL = work
+        demo.standardOutput = try FileHandle(forWritingTo: output)
+        demo.standardError = FileHandle.nullDevice
+        try demo.run()
+        defer { demo.terminate(); demo.waitUntilExit() }
+        let started = try await TestMedia.offloaded { () -> Bool in
+            for _ in 0..<600 {
+                if (try? RawConnection(port: 8080, timeout: 1)) != nil, (try? String(contentsOf: output, encoding: .utf8))?.contains("Offline round trip") == true { return true }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            return false
+        }
+        let printed = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        #expect(started, "the demo did not start: \(printed.suffix(800))")
+        #expect(printed.contains("Player, CMAF cenc:  http://127.0.0.1:8080/play/demo-cenc") && printed.contains("/play/demo-cbcs"))
+        #expect(!printed.contains("eyJ"), "no token is printed")
+        for package in ["demo-cenc/manifest.mpd", "demo-cbcs/manifest.mpd", "demo-sample-aes/master.m3u8"] {
+            #expect(FileManager.default.fileExists(atPath: work.appendingPathComponent("satchel-demo/site/\(package)").path), "\(package)")
+        }
+
+        // The player plays both CMAF packages with the demo's token (no token in the address).
+        let browser = try await WebDriver.start()
+        do {
+            for asset in ["demo-cenc", "demo-cbcs"] {
+                try await browser.open("http://127.0.0.1:8080/play/\(asset)")
+                let played = try await browser.wait(30, until: "return document.querySelector('video').currentTime > 3")
+                let errors = try await browser.execute("return window.satchel ? window.satchel.errors : 'no player'")
+                #expect(played, "\(asset): \(String(describing: errors))")
+                try await browser.screenshot("demo-\(asset)")
+            }
+        } catch {
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+
+        // Every command it prints, as printed, with ffplay swapped for ffmpeg decoding to nothing (no window here):
+        // each exits 0 and the decoder complains of nothing.
+        let commands = printed.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix(binary.path + " ") }
+        #expect(commands.count == 5, "\(commands)")
+        for command in commands {
+            let runnable = command.replacingOccurrences(of: "'ffplay -i {url}'", with: "'ffmpeg -v error -i {url} -f null -'")
+            let result = try await Self.run(runnable, label: "readme-demo-command")
+            let complaints = result.stderr.split(separator: "\n").filter { $0.contains(" @ 0x") }
+            #expect(result.status == 0 && complaints.isEmpty, "\(command.prefix(120)): \(result.stderr.suffix(800))")
+        }
+    }
+
+    @Test("the license service alone starts with Apple's development credentials, as written", .timeLimit(.minutes(2)))
+    func serveAlone() async throws {
         let readme = try String(contentsOf: CLIRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let line = try #require(readme.split(separator: "\n").first { $0.hasPrefix("swift run satchel serve ") })
         // The same command with the binary `swift run` would build, so the test does not build twice.

@@ -1,0 +1,42 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SatchelHTTP
+
+/// Entitlement tokens for anyone who asks, for `satchel demo` only: `GET /demo/token/{assetId}` answers
+/// `{"token", "expires"}` (or the bare token for `Accept: text/plain`), signed by `sign`. The browser player asks
+/// here when its address carries no token. Never part of a production server: whoever reaches it gets a token.
+public struct DemoTokens: Sendable {
+    /// Signs a token for an asset; returns it and its expiry.
+    public let sign: @Sendable (String) async throws -> (token: String, expires: Date)
+
+    /// Tokens from `sign`.
+    public init(sign: @escaping @Sendable (String) async throws -> (token: String, expires: Date)) {
+        self.sign = sign
+    }
+
+    /// The endpoint of an asset's token (what the player page is told).
+    static func path(_ asset: String) -> String { "/demo/token/\(asset)" }
+}
+
+struct DemoTokenRoutes: RouteGroup {
+    let tokens: DemoTokens
+
+    func register(on router: Router<SatchelRequestContext>) {
+        router.get("/demo/token/{assetId}") { request, context in
+            let asset = context.parameters.get("assetId") ?? ""
+            guard PlayerRoutes.isAssetID(asset) else {
+                throw Problem(status: .badRequest, type: "bad-request", detail: "an asset ID is 1 to 128 letters, digits, dots, dashes and underscores")
+            }
+            let (token, expires) = try await tokens.sign(asset)
+            var headers: HTTPFields = [.cacheControl: "no-store"]
+            if request.headers[.accept]?.contains("text/plain") == true {
+                headers[.contentType] = "text/plain; charset=utf-8"
+                return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: token)))
+            }
+            headers[.contentType] = "application/json"
+            let body = try JSONEncoder().encode(["token": token, "expires": ISO8601DateFormatter().string(from: expires)])
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import SatchelBytes
+import SatchelSystem
+
+/// `satchel demo`: the whole system on one machine with nothing else installed — the sample clip packaged three
+/// ways, its keys registered, and `satchel serve` with the origin, the license service and the browser player.
+struct DemoCommand: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Package the sample clip (cmaf cenc, cmaf cbcs, hls-ts sample-aes), register its keys and serve it with the browser player.",
+        discussion: "Everything lives in --dir (made afresh each run). Runs until Ctrl-C. A demo only: its /demo/token endpoint gives a token to anyone on this machine.")
+
+    @Option(help: "Working folder (replaced each run).") var dir = "satchel-demo"
+    @Option(help: "Port on 127.0.0.1.") var port = 8080
+    @Option(help: "The clip to package (default: Samples/satchel-sample.mp4 of the Satchel checkout).") var sample: String?
+
+    /// The three packages: asset ID, format, scheme.
+    static let packages = [("demo-cenc", "cmaf", "cenc"), ("demo-cbcs", "cmaf", "cbcs"), ("demo-sample-aes", "hls-ts", "sample-aes")]
+
+    func validate() throws {
+        guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
+    }
+
+    /// The sample: `--sample`, else `Samples/` here, else the checkout this binary was built from.
+    func sampleClip() throws -> String {
+        if let sample { return sample }
+        let candidates = ["Samples/satchel-sample.mp4",
+                          URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                              .appendingPathComponent("Samples/satchel-sample.mp4").path]
+        guard let found = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            throw CLIError("no sample clip: run from the Satchel checkout, or give --sample FILE")
+        }
+        return found
+    }
+
+    func execute() async throws {
+        let clip = try sampleClip()
+        let root = URL(fileURLWithPath: dir).standardizedFileURL
+        let site = root.appendingPathComponent("site").path, data = root.appendingPathComponent("data").path
+        let jwks = root.appendingPathComponent("jwks.json").path
+        let manager = FileManager.default
+        if manager.fileExists(atPath: root.path) { try manager.removeItem(at: root) }
+        try manager.createDirectory(at: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // The demo's entitlement secret: a fresh HS256 key, only in this file (never printed).
+        let secret = Base64URL.encode(SecureRandom.bytes(32))
+        try AtomicFile.write(Array(#"{"keys":[{"kty":"oct","kid":"demo","k":"\#(secret)"}]}"#.utf8), to: jwks, mode: 0o600)
+        for (asset, format, scheme) in Self.packages {
+            let package = try PackageCommand.parse([clip, "--out", "\(site)/\(asset)", "--format", format, "--scheme", scheme, "--segment-duration", "2",
+                                                    "--register", "--asset-id", asset, "--data-dir", data, "--offline", "--lease-seconds", "3600"])
+            try await package.execute()
+        }
+        print(instructions(satchel: Self.binary, device: root.appendingPathComponent("device").path))
+        fflush(nil)  // every line out before the server runs: a pipe would hold them back
+        let serve = try ServeCommand.parse(["--data-dir", data, "--jwks", jwks, "--port", String(port), "--bind", "127.0.0.1", "--origin", site,
+                                            "--demo-tokens", "demo"])
+        try await serve.execute()
+    }
+
+    /// This binary's absolute path, for the commands printed.
+    static var binary: String {
+        let path = CommandLine.arguments.first ?? "satchel"
+        guard path.contains("/") else { return path }
+        return URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
+    /// What to open and run, each on its own line. Tokens are fetched by the commands, never printed.
+    func instructions(satchel: String, device: String) -> String {
+        let base = "http://127.0.0.1:\(port)"
+        let token = { (asset: String) in "\"$(curl -s -H 'Accept: text/plain' \(base)/demo/token/\(asset))\"" }
+        return """
+
+            Satchel demo on \(base) (Ctrl-C stops it)
+            Player, CMAF cenc:  \(base)/play/demo-cenc
+            Player, CMAF cbcs:  \(base)/play/demo-cbcs
+            Register this device with the license service (once):
+              \(satchel) agent register --server \(base) --token \(token("demo-cenc")) --data-dir \(device)
+            Play the HLS (SAMPLE-AES) with its key, decrypted by the local playback proxy for any player:
+              \(satchel) play \(base)/content/demo-sample-aes/master.m3u8 --data-dir \(device) --token \(token("demo-sample-aes")) --exec 'ffplay -i {url}'
+            Offline round trip (download with a license, then play from disk, also with this server stopped):
+              \(satchel) download add \(base)/content/demo-cenc/manifest.mpd --id demo-cenc --license --token \(token("demo-cenc")) --data-dir \(device)
+              \(satchel) download run --data-dir \(device)
+              \(satchel) play demo-cenc --data-dir \(device) --exec 'ffplay -i {url}'
+
+            """
+    }
+}
