@@ -3,7 +3,7 @@ import SatchelTestSupport
 import Testing
 
 /// README's commands are the ones that run: the round-trip block is executed exactly as written.
-@Suite("README")
+@Suite("README", .serialized)  // the main job and the license service alone both listen on 8080
 struct ReadmeTests {
     /// The first ```sh block after `marker` in README.md.
     static func block(after marker: String) throws -> String {

@@ -71,14 +71,16 @@ struct SeamTests {
     func clearKeyExpiry() async throws {
         let world = try await LicenseServerTests.world("sqlite", policy: AssetPolicy(leaseSeconds: 300), packaged: false)
         defer { Task { await world.database.shutdown() } }
+        // The tokens' exp counts from the machine's clock when they are signed: sign first, then fix the service's clock.
+        let long = try await world.token(asset: world.assetID, expires: 600), brief = try await world.token(asset: world.assetID, expires: 100)
         let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         let clock = ManualClock(now)
         let service = LicenseService(store: world.store, ksm: nil, verifier: world.signer, clock: clock)
         let request = ClearKey.Request(keyIDs: [world.key.keyID])
-        let leased = try await service.clearKeyLicense(request, token: try await world.token(asset: world.assetID, expires: 600))
+        let leased = try await service.clearKeyLicense(request, token: long)
         #expect(leased.expires == now.addingTimeInterval(300), "the lease (300 s) ends before the token (600 s)")
         #expect(try ClearKey.parseResponse(leased.body).first?.key.bytes == world.key.key.bytes)
-        let short = try await service.clearKeyLicense(request, token: try await world.token(asset: world.assetID, expires: 100))
+        let short = try await service.clearKeyLicense(request, token: brief)
         #expect(abs(short.expires.timeIntervalSince(now.addingTimeInterval(100))) < 2, "the token ends first: \(short.expires)")
 
         let store = InMemoryKeyStore()
