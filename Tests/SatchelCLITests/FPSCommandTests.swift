@@ -130,7 +130,7 @@ struct FPSCommandTests {
         #expect(wrong.status != 0)
     }
 
-    @Test("fps roundtrip, README's main job, succeeds with the development credentials")
+    @Test("fps roundtrip succeeds with the development credentials")
     func roundTrip() throws {
         let result = try CLIRunner.run(["fps", "roundtrip", "--certificate", cert, "--private-key", key, "--dask", CLIRunner.dask])
         #expect(result.status == 0, "\(result.stderr)")
