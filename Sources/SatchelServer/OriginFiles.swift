@@ -81,12 +81,15 @@ public struct OriginFiles: Sendable {
 public enum OriginConditions {
     /// True when the client's copy is current (304 for GET and HEAD).
     public static func notModified(_ file: OriginFiles.File, ifNoneMatch: String?, ifModifiedSince: String?) -> Bool {
-        if let ifNoneMatch {
-            let tags = ifNoneMatch.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            return tags.contains("*") || tags.contains { $0 == file.etag || $0 == "W/" + file.etag }
-        }
+        if let ifNoneMatch { return matches(file.etag, ifNoneMatch: ifNoneMatch) }
         guard let ifModifiedSince, let since = HTTPDate.parse(ifModifiedSince) else { return false }
         return Int64(file.modified.tv_sec) <= since
+    }
+
+    /// True when `If-None-Match` names `etag` (weak comparison, RFC 9110 §13.1.2) or is `*`.
+    public static func matches(_ etag: String, ifNoneMatch: String) -> Bool {
+        let tags = ifNoneMatch.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        return tags.contains("*") || tags.contains { $0 == etag || $0 == "W/" + etag }
     }
 
     /// True when a `Range` may be served: no `If-Range`, or one that names the current validator.

@@ -37,7 +37,7 @@ struct PlayerRoutes: RouteGroup {
                 throw Problem(status: .notFound, type: "not-found", detail: "no such player file")
             }
             var headers: HTTPFields = [.contentType: file.contentType, .eTag: file.etag, .cacheControl: "no-cache", .xContentTypeOptions: "nosniff"]
-            if request.headers[.ifNoneMatch]?.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == file.etag }) == true {
+            if let ifNoneMatch = request.headers[.ifNoneMatch], OriginConditions.matches(file.etag, ifNoneMatch: ifNoneMatch) {
                 return Response(status: .notModified, headers: headers)
             }
             headers[.contentLength] = String(file.bytes.count)

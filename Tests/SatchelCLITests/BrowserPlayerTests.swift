@@ -28,23 +28,25 @@ import Testing
 
     /// What the page shows and the video does, read in the browser.
     struct Reading {
-        var time: Double, frames: Int, width: Int, state: String, mediaError: Bool, errors: [[String: Any]], expiry: String, errorText: String
+        var time: Double, frames: Int, audioBytes: Int, width: Int, state: String, mediaError: Bool, errors: [[String: Any]], expiry: String,
+            errorText: String
     }
 
     static func read(_ browser: WebDriver) async throws -> Reading {
         let value = try await browser.execute("""
             const v = document.querySelector("video");
-            return { time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames, width: v.videoWidth,
+            return { time: v.currentTime, frames: v.getVideoPlaybackQuality().totalVideoFrames, audioBytes: v.webkitAudioDecodedByteCount, width: v.videoWidth,
                      state: document.body.dataset.state, mediaError: v.error !== null, errors: window.satchel ? window.satchel.errors : [],
                      expiry: document.getElementById("expiry").textContent, errorText: document.getElementById("error").hidden ? "" : document.getElementById("error").textContent };
             """) as? [String: Any] ?? [:]
         return Reading(time: value["time"] as? Double ?? Double(value["time"] as? Int ?? -1), frames: value["frames"] as? Int ?? -1,
+                       audioBytes: value["audioBytes"] as? Int ?? -1,
                        width: value["width"] as? Int ?? -1, state: value["state"] as? String ?? "", mediaError: value["mediaError"] as? Bool ?? true,
                        errors: value["errors"] as? [[String: Any]] ?? [], expiry: value["expiry"] as? String ?? "",
                        errorText: value["errorText"] as? String ?? "")
     }
 
-    @Test("cenc and cbcs play in Chromium: past 5 s, frames decoded, no MediaError, the license's expiry shown, a seek to the middle plays on, the quality switch plays the other rendition",
+    @Test("cenc and cbcs play in Chromium: past 5 s, video frames and audio decoded, no MediaError, the license's expiry shown, a seek to the middle plays on, the quality switch plays the other rendition",
           arguments: ["cenc", "cbcs"])
     func plays(scheme: String) async throws {
         let server = try await Self.world("browser-\(scheme)")
@@ -68,6 +70,7 @@ import Testing
             try await Task.sleep(for: .seconds(1))
             reading = try await Self.read(browser)
             #expect(reading.frames > frames, "frames keep being decoded: \(frames) → \(reading.frames)")
+            #expect(reading.audioBytes > 0, "the audio is decrypted and decoded too: \(reading.audioBytes) bytes")
             try await browser.screenshot("player-\(scheme)-playing")
 
             // A seek to the middle plays on from there.
@@ -115,7 +118,8 @@ import Testing
                 let reading = try await Self.read(browser)
                 #expect(refused && reading.errors.first?["type"] as? String == type, "\(label): \(reading.errors)")
                 #expect(reading.errorText.contains(words), "\(label): \(reading.errorText)")
-                #expect(reading.time == 0 && reading.frames == 0, "\(label): nothing plays (\(reading.time) s, \(reading.frames) frames)")
+                #expect(reading.time == 0 && reading.frames == 0 && reading.audioBytes <= 0,
+                        "\(label): nothing plays (\(reading.time) s, \(reading.frames) frames, \(reading.audioBytes) audio bytes)")
                 #expect(reading.expiry == "—", "\(label): no license, no expiry")
                 try await browser.screenshot("player-refused-\(label)")
             }
