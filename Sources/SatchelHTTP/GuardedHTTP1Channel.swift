@@ -1,6 +1,7 @@
 import HTTPTypes
 import HummingbirdCore
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -9,7 +10,7 @@ import NIOHTTPTypes
 /// timeout, a connection cap with eviction of waiting connections, a reserve for health checks, and a clean
 /// problem+json refusal beyond it. Malformed HTTP is answered 400 as problem+json.
 public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
-    public typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+    public typealias Value = AcceptedConnection
 
     /// The application's responder.
     public let responder: HTTPChannelHandler.Responder
@@ -31,12 +32,40 @@ public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             return channel.eventLoop.makeFailedFuture(error)
         }
         let inner = HTTP1Channel(responder: responder, configuration: .init(additionalChannelHandlers: [RequestWatcher(watch: watch)]))
-        return inner.setup(channel: channel, logger: logger)
+        return inner.setup(channel: channel, logger: logger).map(AcceptedConnection.init)
     }
 
     /// Serves the connection's requests.
-    public func handle(value asyncChannel: Value, logger: Logger) async {
-        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    public func handle(value connection: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: connection.taken(), logger: logger)
+    }
+}
+
+/// A connection accepted and set up, waiting for the server's accept loop to serve it. When the loop stops first
+/// (the server's task cancelled while connections wait in its queue), the connection is released unserved and is
+/// closed here; NIO's own wrapper would stop the whole process instead (a writer released unfinished,
+/// apple/swift-nio#3481, swift-server/swift-http-server#137).
+public final class AcceptedConnection: ServerChildChannelValue {
+    private let asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+    private let served = NIOLockedValueBox(false)
+
+    init(_ asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>) {
+        self.asyncChannel = asyncChannel
+    }
+
+    /// The connection's channel.
+    public var channel: any Channel { asyncChannel.channel }
+
+    /// The connection, for serving: from now on its closing is the server's business.
+    func taken() -> NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart> {
+        served.withLockedValue { $0 = true }
+        return asyncChannel
+    }
+
+    deinit {
+        guard !served.withLockedValue({ $0 }) else { return }
+        let unserved = asyncChannel
+        Task { try? await unserved.executeThenClose { _, _ in } }  // finishes its writer, then closes it
     }
 }
 

@@ -20,11 +20,11 @@ public struct Entitlement: JWTPayload, Equatable {
     /// The issuer, when the server checks one (`--token-issuer`).
     public var iss: IssuerClaim?
 
-    /// Creates claims.
+    /// Creates claims; `exp` is written in whole seconds (as issuers write a NumericDate), rounded down.
     public init(subject: String, asset: String, expires: Date, persistent: Bool? = nil, policy: PolicyOverrides? = nil) {
         sub = SubjectClaim(value: subject)
         self.asset = asset
-        exp = ExpirationClaim(value: expires)
+        exp = ExpirationClaim(value: Date(timeIntervalSince1970: expires.timeIntervalSince1970.rounded(.down)))
         self.persistent = persistent
         self.policy = policy
     }

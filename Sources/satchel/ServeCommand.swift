@@ -75,8 +75,8 @@ struct ServeCommand: SatchelAsyncCommand {
                 logger.warning("DEMO: /demo/token/{assetId} gives an entitlement token to anyone who asks. Never use this in production.")
                 let signer = try await EntitlementVerifier(jwks: jwks)
                 demoTokens = DemoTokens { asset in
-                    let expires = Date().addingTimeInterval(3600)
-                    return (try await signer.sign(Entitlement(subject: "demo-viewer", asset: asset, expires: expires, persistent: true), kid: kid), expires)
+                    let claims = Entitlement(subject: "demo-viewer", asset: asset, expires: Date().addingTimeInterval(3600), persistent: true)
+                    return (try await signer.sign(claims, kid: kid), claims.exp.value)
                 }
             }
         } else {

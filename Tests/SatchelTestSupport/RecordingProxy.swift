@@ -43,16 +43,7 @@ public final class RecordingProxy: @unchecked Sendable {
         let router = Router()
         router.on("**", method: .get) { request, _ in try await proxy.forward(request) }
         router.on("**", method: .post) { request, _ in try await proxy.forward(request) }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "recording-proxy")
-        logger.logLevel = .critical
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        proxy.task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        for await port in ports {
-            proxy.baseURL = "http://127.0.0.1:\(port)"
-            break
-        }
+        (proxy.task, proxy.baseURL) = await LoopbackServer.start(router, label: "recording-proxy")
         return proxy
     }
 

@@ -59,16 +59,7 @@ public final class TestOrigin: @unchecked Sendable {
         let origin = TestOrigin(root: root)
         let router = Router()
         router.get("**") { request, _ in try await origin.respond(request) }
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        var logger = Logger(label: "test-origin")
-        logger.logLevel = .critical  // stopping mid-request (faults) is expected
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
-        origin.task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        for await port in ports {
-            origin.baseURL = "http://127.0.0.1:\(port)"
-            break
-        }
+        (origin.task, origin.baseURL) = await LoopbackServer.start(router, label: "test-origin")
         return origin
     }
 

@@ -7,19 +7,30 @@ import NIOCore
 public final class WebDriver: @unchecked Sendable {
     private let process: Process
     private let client = HTTPClient(eventLoopGroupProvider: .singleton)
-    private let base: String
+    private let announcements: URL
+    private var base = ""
     private var session = ""
+    private var released = false
 
     /// A WebDriver error (the command, and chromedriver's message).
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
     }
 
-    /// Starts chromedriver and a headless Chromium session with a `width`×`height` window.
+    /// Starts chromedriver and a headless Chromium session with a `width`×`height` window. One browser runs at a
+    /// time in the test process (the next `start` waits for the last one's ``quit()``): video decoding in
+    /// software is heavy, and tests beside it have time limits.
     public static func start(width: Int = 1280, height: Int = 1000) async throws -> WebDriver {
         try TestMedia.require("chromium")
         try TestMedia.require("chromedriver")
-        let driver = try WebDriver(port: 30_000 + Int.random(in: 0..<5000))
+        await BrowserSlot.shared.acquire()
+        let driver: WebDriver
+        do {
+            driver = try WebDriver()
+        } catch {
+            await BrowserSlot.shared.release()
+            throw error
+        }
         do {
             try await driver.waitUntilReady()
             let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--mute-audio",
@@ -39,19 +50,28 @@ public final class WebDriver: @unchecked Sendable {
         }
     }
 
-    private init(port: Int) throws {
-        base = "http://127.0.0.1:\(port)"
+    /// Starts chromedriver on a port it chooses (`--port=0`; it prints the port), so it never meets another server.
+    private init() throws {
+        announcements = try TestMedia.temporaryDirectory("chromedriver").appendingPathComponent("stdout")
+        FileManager.default.createFile(atPath: announcements.path, contents: nil)
         process = Process()
         process.executableURL = TestMedia.which("chromedriver")
-        process.arguments = ["--port=\(port)"]
-        process.standardOutput = FileHandle.nullDevice
+        process.arguments = ["--port=0"]
+        process.standardOutput = try FileHandle(forWritingTo: announcements)
         process.standardError = FileHandle.nullDevice
         try process.run()
     }
 
+    /// Waits for chromedriver's "started successfully on port N." line, then for its status to be ready.
     private func waitUntilReady() async throws {
-        for _ in 0..<100 {
-            if let status = try? await command("GET", "/status") as? [String: Any], status["ready"] as? Bool == true { return }
+        for _ in 0..<300 {
+            if base.isEmpty, let text = try? String(contentsOf: announcements, encoding: .utf8),
+               let range = text.range(of: "started successfully on port ") {
+                let digits = text[range.upperBound...].prefix { $0.isNumber }
+                if let port = Int(digits) { base = "http://127.0.0.1:\(port)" }
+            }
+            if !base.isEmpty, let status = try? await command("GET", "/status") as? [String: Any], status["ready"] as? Bool == true { return }
+            guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw Failure(description: "chromedriver did not start")
@@ -122,6 +142,35 @@ public final class WebDriver: @unchecked Sendable {
         for _ in 0..<50 where process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? await client.shutdown()
+        if !released {
+            released = true
+            await BrowserSlot.shared.release()
+        }
+    }
+}
+
+/// The one browser slot of the test process: a queue of tests waiting to start Chromium.
+actor BrowserSlot {
+    static let shared = BrowserSlot()
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Returns when the slot is this caller's.
+    func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    /// Hands the slot to the next waiting caller, or frees it.
+    func release() {
+        if waiting.isEmpty {
+            busy = false
+        } else {
+            waiting.removeFirst().resume()
+        }
     }
 }
 
