@@ -39,6 +39,7 @@ public struct DeviceLicensing: Sendable {
     public func acquire(_ request: String, token: String?, renewalURL: String?) async throws(LicensingError) -> String {
         let entitlement = try await service.entitlement(token)
         let (claims, device) = try await verify(request, subject: entitlement.sub.value)
+        guard !device.disabled else { throw .deviceDisabled }
         let keys = try await keys(for: claims)
         guard let first = keys.first else { throw .unknownAsset(claims.assetID ?? "(no asset)") }
         guard entitlement.covers([first.assetID, first.fairPlayAssetID]) else {
@@ -63,6 +64,7 @@ public struct DeviceLicensing: Sendable {
     public func renew(_ request: String, token: String?, renewalURL: String?) async throws(LicensingError) -> String {
         let entitlement = try await service.entitlement(token)
         let (claims, device) = try await verify(request, subject: entitlement.sub.value)
+        guard !device.disabled else { throw .deviceDisabled }
         let record = try await owned(claims, device)
         guard record.state != .released else { throw .policyDenied("the license was released") }
         let keys = try await keys(asset: record.assetID)

@@ -12,6 +12,8 @@ final class DeviceModel: Model, @unchecked Sendable {
     @OptionalField(key: "name") var name: String?
     @OptionalField(key: "external_id") var externalID: String?
     @Field(key: "registered_at") var registeredAt: Date
+    /// Set by the operator: no new license or renewal (nil on rows from before the column).
+    @OptionalField(key: "disabled") var disabled: Bool?
 
     init() {}
 
@@ -108,6 +110,17 @@ struct CreateDeviceSchema: AsyncMigration {
         for schema in [SigningKeyModel.schema, DeviceLicenseModel.schema, DeviceModel.schema] {
             try await database.schema(schema).delete()
         }
+    }
+}
+
+/// The operator's switch on a device (the dashboard's enable/disable).
+struct AddDeviceDisabled: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        try await database.schema(DeviceModel.schema).field("disabled", .bool).update()
+    }
+
+    func revert(on database: any Database) async throws {
+        try await database.schema(DeviceModel.schema).deleteField("disabled").update()
     }
 }
 

@@ -19,6 +19,8 @@ public struct DeviceRecord: Sendable, Codable, Equatable {
     public var externalID: String?
     /// When it registered.
     public var registeredAt: Date
+    /// Disabled by the operator: no new license or renewal.
+    public var disabled: Bool = false
 }
 
 /// A device license as the server records it (no key material).
@@ -102,6 +104,23 @@ public struct DeviceRegistry: Sendable {
         return try record(model)
     }
 
+    /// Registered devices, newest first.
+    public func devices(limit: Int = 1000) async throws(LicensingError) -> [DeviceRecord] {
+        let models = try await stored("read devices") { try await DeviceModel.query(on: database).sort(\.$registeredAt, .descending).limit(max(limit, 0)).all() }
+        var records: [DeviceRecord] = []
+        for model in models { records.append(try record(model)) }
+        return records
+    }
+
+    /// Disables a device (no new license, no renewal) or enables it again; `notEntitled` when it is not registered.
+    public func setDisabled(_ id: String, _ disabled: Bool) async throws(LicensingError) {
+        guard let model = try await stored("read devices", { try await DeviceModel.find(id, on: database) }) else {
+            throw .notEntitled("the device is not registered with this server")
+        }
+        model.disabled = disabled
+        try await stored("update the device") { try await model.save(on: database) }
+    }
+
     /// Records a license issued to a device.
     public func recordIssued(_ license: DeviceLicenseRecord) async throws(LicensingError) {
         let model = DeviceLicenseModel(id: license.licenseID, deviceID: license.deviceID, subject: license.subject, assetID: license.assetID,
@@ -172,7 +191,7 @@ public struct DeviceRegistry: Sendable {
             throw .storage("a stored device key cannot be read")
         }
         return DeviceRecord(deviceID: model.id ?? "", subject: model.subject, publicKey: key, name: model.name, externalID: model.externalID,
-                            registeredAt: model.registeredAt)
+                            registeredAt: model.registeredAt, disabled: model.disabled ?? false)
     }
 
     private func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord {

@@ -175,11 +175,17 @@ public struct FluentKeyStore: KeyStore {
         }
     }
 
-    /// Issued licenses, newest first (audit).
-    public func licenses(limit: Int) async throws(LicensingError) -> [(assetID: String, keyID: String, subject: String, type: String, issuedAt: Date)] {
+    /// Issued licenses that pass `filter`, newest first (audit).
+    public func licenses(matching filter: AuditFilter, limit: Int) async throws(LicensingError) -> [IssuedLicense] {
         do {
             try await audit.flush()
-            return try await LicenseModel.query(on: database).sort(\.$issuedAt, .descending).limit(limit).all()
+            let query = LicenseModel.query(on: database)
+            if let asset = filter.assetID { query.filter(\.$assetID == asset) }
+            if let subject = filter.subject { query.filter(\.$subject == subject) }
+            if let type = filter.type { query.filter(\.$type == type) }
+            if let since = filter.since { query.filter(\.$issuedAt >= since) }
+            if let until = filter.until { query.filter(\.$issuedAt < until) }
+            return try await query.sort(\.$issuedAt, .descending).limit(max(limit, 0)).all()
                 .map { ($0.assetID, $0.keyID, $0.subject, $0.type, $0.issuedAt) }
         } catch {
             throw .storage("cannot read the audit log")

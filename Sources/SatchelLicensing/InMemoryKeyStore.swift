@@ -74,8 +74,8 @@ public actor InMemoryKeyStore: KeyStore {
         syncs.append((contentID, Int64(durationToExpiry), subject))
     }
 
-    public func licenses(limit: Int) -> [IssuedLicense] {
-        Array(issued.reversed().prefix(max(limit, 0)))
+    public func licenses(matching filter: AuditFilter, limit: Int) -> [IssuedLicense] {
+        Array(issued.reversed().lazy.filter(filter.matches).prefix(max(limit, 0)))
     }
 
     public func syncReports() -> [(contentID: String, durationToExpiry: Int64, subject: String)] {

@@ -25,6 +25,37 @@ public struct KeySummary: Sendable, Codable {
 /// One issued license, as the audit log keeps it.
 public typealias IssuedLicense = (assetID: String, keyID: String, subject: String, type: String, issuedAt: Date)
 
+/// Which audit rows to read: every field that is set must match (asset and subject exactly, the type exactly,
+/// issued at or after `since` and before `until`).
+public struct AuditFilter: Sendable, Equatable {
+    /// The asset ID.
+    public var assetID: String?
+    /// The user (the token's `sub`).
+    public var subject: String?
+    /// The license type (`fairplay`, `clearkey`, `aes128`, …).
+    public var type: String?
+    /// The earliest issue time.
+    public var since: Date?
+    /// The end of the time range (excluded).
+    public var until: Date?
+
+    /// A filter; nil fields match everything.
+    public init(assetID: String? = nil, subject: String? = nil, type: String? = nil, since: Date? = nil, until: Date? = nil) {
+        self.assetID = assetID
+        self.subject = subject
+        self.type = type
+        self.since = since
+        self.until = until
+    }
+
+    /// Whether `license` passes the filter.
+    public func matches(_ license: IssuedLicense) -> Bool {
+        (assetID.map { $0 == license.assetID } ?? true) && (subject.map { $0 == license.subject } ?? true)
+            && (type.map { $0 == license.type } ?? true) && (since.map { license.issuedAt >= $0 } ?? true)
+            && (until.map { license.issuedAt < $0 } ?? true)
+    }
+}
+
 /// Where keys, policies and the audit live. ``FluentKeyStore`` keeps them in SQLite or PostgreSQL, sealed
 /// with the key-encryption key; ``InMemoryKeyStore`` keeps them in memory (tests, tools). Every method fails
 /// with a ``LicensingError``: `unknownAsset` for what is not there, `storage` when the store fails.
@@ -43,8 +74,8 @@ public protocol KeyStore: Sendable {
     func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date) async throws(LicensingError)
     /// Records a Sync SPC report.
     func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date) async throws(LicensingError)
-    /// Issued licenses, newest first.
-    func licenses(limit: Int) async throws(LicensingError) -> [IssuedLicense]
+    /// Issued licenses that pass `filter`, newest first, at most `limit`.
+    func licenses(matching filter: AuditFilter, limit: Int) async throws(LicensingError) -> [IssuedLicense]
     /// Sync reports received.
     func syncReports() async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)]
 }
@@ -53,5 +84,10 @@ extension KeyStore {
     /// The last 100 issued licenses, newest first.
     public func licenses() async throws(LicensingError) -> [IssuedLicense] {
         try await licenses(limit: 100)
+    }
+
+    /// The last `limit` issued licenses, newest first.
+    public func licenses(limit: Int) async throws(LicensingError) -> [IssuedLicense] {
+        try await licenses(matching: AuditFilter(), limit: limit)
     }
 }

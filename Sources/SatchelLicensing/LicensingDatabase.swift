@@ -38,7 +38,7 @@ public final class LicensingDatabase: Sendable {
             (id, kind) = (.sqlite, "sqlite")
         }
         do {
-            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces()], logger: logger)
+            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled()], logger: logger)
             databases = store.databases
             database = store.database
         } catch {

@@ -7,7 +7,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
     public var httpStatus: Int {
         switch self {
         case .missingEntitlement, .invalidEntitlement: return 401
-        case .notEntitled, .policyDenied: return 403
+        case .notEntitled, .policyDenied, .deviceDisabled: return 403
         case .replayed: return 409
         case .unknownAsset: return 404
         case .badRequest: return 400
@@ -29,6 +29,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case badRequest(String)
     /// A signed device request was sent again (its nonce was seen), or is older than the server keeps nonces.
     case replayed(String)
+    /// The operator disabled the device: it gets no new license and no renewal until enabled again.
+    case deviceDisabled
     /// The configuration is unusable (KEK, database, JWKS).
     case configuration(String)
     /// The store failed.
@@ -44,6 +46,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .policyDenied: return "policy-denied"
         case .badRequest: return "bad-request"
         case .replayed: return "replayed-request"
+        case .deviceDisabled: return "device-disabled"
         case .configuration: return "configuration"
         case .storage: return "storage"
         }
@@ -58,6 +61,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case let .policyDenied(reason): return "the asset's policy does not allow this: \(reason)"
         case let .badRequest(reason): return "bad request: \(reason)"
         case let .replayed(reason): return "replayed request: \(reason)"
+        case .deviceDisabled: return "this device has been disabled by the operator: it gets no new license or renewal"
         case let .configuration(reason): return "configuration: \(reason)"
         case let .storage(reason): return "key store: \(reason)"
         }

@@ -15,9 +15,10 @@ public struct LicenseServer: Sendable {
     /// with the server (a ``LifecycleService`` that closes the database).
     /// `devices` serves registration, Satchel licenses and signed time (absent: those routes are not there);
     /// `origin` publishes a folder of packages under `/content/` (absent: no origin); `web` adds the browser player
-    /// (`/play/{assetId}`, `/player/…`); `demoTokens` (for `satchel demo` only) gives tokens to anyone at `/demo/token/{assetId}`.
+    /// (`/play/{assetId}`, `/player/…`) and, with `admin`, the operator dashboard (`/admin`); `demoTokens` (for
+    /// `satchel demo` only) gives tokens to anyone at `/demo/token/{assetId}`.
     public static func application(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
-                                   demoTokens: DemoTokens? = nil,
+                                   admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil,
                                    certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
                                    services: [any Service] = [],
@@ -31,6 +32,7 @@ public struct LicenseServer: Sendable {
         if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics)) }
         if let origin { builder.add(OriginRoutes(files: origin)) }
         if let web { builder.add(PlayerRoutes(assets: web, origin: origin, tokenEndpoint: demoTokens == nil ? nil : DemoTokens.path)) }
+        if let web, let admin { builder.add(AdminRoutes(console: admin, assets: web)) }
         if let demoTokens { builder.add(DemoTokenRoutes(tokens: demoTokens)) }
         for service in services { builder.add(service: service) }
         return builder.build(onServerRunning: onServerRunning)

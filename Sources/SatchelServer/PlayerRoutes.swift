@@ -36,12 +36,7 @@ struct PlayerRoutes: RouteGroup {
             guard let name = context.parameters.get("file"), let file = assets.player[name] else {
                 throw Problem(status: .notFound, type: "not-found", detail: "no such player file")
             }
-            var headers: HTTPFields = [.contentType: file.contentType, .eTag: file.etag, .cacheControl: "no-cache", .xContentTypeOptions: "nosniff"]
-            if let ifNoneMatch = request.headers[.ifNoneMatch], OriginConditions.matches(file.etag, ifNoneMatch: ifNoneMatch) {
-                return Response(status: .notModified, headers: headers)
-            }
-            headers[.contentLength] = String(file.bytes.count)
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
+            return WebAssets.response(file, request)
         }
         router.get("/play/{assetId}") { _, context in
             let asset = context.parameters.get("assetId") ?? ""

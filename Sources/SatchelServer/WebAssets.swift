@@ -1,4 +1,6 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
 import Mustache
 import SatchelBytes
 import SatchelHTTP
@@ -16,8 +18,10 @@ public struct WebAssets: Sendable {
         public var etag: String
     }
 
-    /// Static files by name (`player.js`).
+    /// The player's static files by name (`player.js`).
     public let player: [String: File]
+    /// The dashboard's static files by name (`admin.css`).
+    public let admin: [String: File]
     /// The page templates (`play`, `notice`).
     let templates: MustacheLibrary
 
@@ -27,15 +31,10 @@ public struct WebAssets: Sendable {
         try self.init(folder: web)
     }
 
-    /// Reads the web files from `folder` (with `player/` and `templates/` inside).
+    /// Reads the web files from `folder` (with `player/`, `admin/` and `templates/` inside).
     public init(folder: URL) throws(WebAssetsError) {
-        var files: [String: File] = [:]
-        for name in try Self.names(in: folder.appendingPathComponent("player")) {
-            let bytes = try Self.read(folder.appendingPathComponent("player/\(name)"))
-            // FNV-1a over the bytes: a validator, not a security measure.
-            let digest = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
-            files[name] = File(bytes: bytes, contentType: ContentTypes.type(of: name), etag: "\"\(String(digest, radix: 16))-\(String(bytes.count, radix: 16))\"")
-        }
+        player = try Self.files(in: folder.appendingPathComponent("player"))
+        admin = try Self.files(in: folder.appendingPathComponent("admin"))
         var templates: [String: MustacheTemplate] = [:]
         for name in try Self.names(in: folder.appendingPathComponent("templates")) where name.hasSuffix(".mustache") {
             let text = String(decoding: try Self.read(folder.appendingPathComponent("templates/\(name)")), as: UTF8.self)
@@ -43,8 +42,29 @@ public struct WebAssets: Sendable {
                 throw .missing("templates/\(name) (\(error))")
             }
         }
-        player = files
         self.templates = MustacheLibrary(templates: templates)
+    }
+
+    /// The static files of `folder`, each with its type and a strong ETag.
+    private static func files(in folder: URL) throws(WebAssetsError) -> [String: File] {
+        var files: [String: File] = [:]
+        for name in try names(in: folder) {
+            let bytes = try read(folder.appendingPathComponent(name))
+            // FNV-1a over the bytes: a validator, not a security measure.
+            let digest = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+            files[name] = File(bytes: bytes, contentType: ContentTypes.type(of: name), etag: "\"\(String(digest, radix: 16))-\(String(bytes.count, radix: 16))\"")
+        }
+        return files
+    }
+
+    /// A static file's answer to `request`: 200 with the bytes, or 304 when its `If-None-Match` names the ETag.
+    static func response(_ file: File, _ request: Request) -> Response {
+        var headers: HTTPFields = [.contentType: file.contentType, .eTag: file.etag, .cacheControl: "no-cache", .xContentTypeOptions: "nosniff"]
+        if let ifNoneMatch = request.headers[.ifNoneMatch], OriginConditions.matches(file.etag, ifNoneMatch: ifNoneMatch) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentLength] = String(file.bytes.count)
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: file.bytes)))
     }
 
     /// Renders the template `name` with `values` (every `{{value}}` is HTML-escaped).

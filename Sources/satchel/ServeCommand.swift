@@ -35,6 +35,9 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
     @OptionGroup var logging: LoggingOptions
     @Option(name: .customLong("demo-tokens"), help: .hidden) var demoTokenKID: String?
+    @Option(name: .customLong("operator-key-file"),
+            help: "A file holding the operator key (16 bytes or more) that signs in to the dashboard at /admin; or $SATCHEL_OPERATOR_KEY_FILE. Without it there is no dashboard.")
+    var operatorKeyFile: String?
     @Option(name: .customLong("token-issuer"), help: "Entitlement tokens must carry this iss (or $SATCHEL_TOKEN_ISSUER).") var issuer: String?
 
     func validate() throws {
@@ -95,10 +98,15 @@ struct ServeCommand: SatchelAsyncCommand {
         let limits = ConnectionLimits(headerTimeout: .milliseconds(Int(headerTimeout * 1000)), idleTimeout: .milliseconds(Int(idleTimeout * 1000)),
                                       maxConnections: maxConnections)
         // The database closes inside ServiceLifecycle, after the server has stopped taking requests.
-        let devices = DeviceLicensing(service: service, registry: try store.registry(database))
+        let registry = try store.registry(database)
+        let devices = DeviceLicensing(service: service, registry: registry)
         var web: WebAssets?
-        do { web = try WebAssets() } catch { logger.warning("no browser player: \(error)") }
-        let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
+        do { web = try WebAssets() } catch { logger.warning("no browser player and no dashboard: \(error)") }
+        var admin: AdminConsole?
+        if let path = operatorKeyFile ?? environment["SATCHEL_OPERATOR_KEY_FILE"] {
+            admin = AdminConsole(sessions: try AdminSessions(operatorKey: try AdminSessions.operatorKey(file: path)), service: service, registry: registry)
+        }
+        let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
                                             services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger)
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")

@@ -113,6 +113,14 @@ public final class WebDriver: @unchecked Sendable {
         try await command("POST", "/session/\(session)/execute/async", ["script": script, "args": arguments])
     }
 
+    /// Accepts the open `confirm`/`alert` dialog; returns its text.
+    @discardableResult
+    public func acceptAlert() async throws -> String {
+        let text = try await command("GET", "/session/\(session)/alert/text") as? String ?? ""
+        try await command("POST", "/session/\(session)/alert/accept", [:])
+        return text
+    }
+
     /// Polls `script` (returning a boolean) until it is true or `seconds` pass; returns whether it became true.
     public func wait(_ seconds: Double, until script: String) async throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)

@@ -1,0 +1,155 @@
+import Foundation
+import Hummingbird
+import SatchelLicensing
+
+/// The values each dashboard page renders, read from the key store, the audit and the device registry. Key IDs
+/// are shown, never keys.
+struct AdminPages {
+    let console: AdminConsole
+    /// The most audit rows a page reads.
+    static let auditLimit = 200
+    /// The most rows a chart counts (a day of a very busy service is sampled at its newest rows).
+    static let chartLimit = 100_000
+
+    private var now: Date { console.service.clock.now }
+
+    /// Counts, the two hourly charts of the last 24 hours, and the newest licenses.
+    func overview() async throws -> [String: Any] {
+        let keys = try await console.service.store.list()
+        let hours = HourlyChart.hours(endingAt: now, count: 24)
+        let day = try await console.service.store.licenses(matching: AuditFilter(since: hours.first), limit: Self.chartLimit)
+        let devices = try await console.registry?.devices(limit: 100_000) ?? []
+        let deviceLicenses = try await console.registry?.licenses(limit: Self.chartLimit) ?? []
+        let families = [("FairPlay", "fairplay", "s1"), ("Clear Key", "clearkey", "s2"), ("AES-128", "aes-128", "s3"), ("Satchel devices", "satchel", "s4")]
+        let issued = HourlyChart(hours: hours, series: families.map { family in
+            .init(name: family.0, cssClass: family.2, counts: HourlyChart.counts(of: day.filter { $0.type.hasPrefix(family.1) }.map(\.issuedAt), in: hours))
+        })
+        let offlineDates = day.filter { $0.type == "clearkey-persistent-license" }.map(\.issuedAt)
+            + deviceLicenses.filter { $0.persistent && $0.issuedAt >= (hours.first ?? now) }.map(\.issuedAt)
+        let downloads = HourlyChart(hours: hours, series: [.init(name: "offline licenses", cssClass: "s4", counts: HourlyChart.counts(of: offlineDates, in: hours))])
+        return [
+            "stats": [
+                ["label": "Assets", "value": Set(keys.map(\.assetID)).count, "note": "\(keys.count) key\(keys.count == 1 ? "" : "s")"],
+                ["label": "Licenses, 24 h", "value": day.count, "note": "\(offlineDates.count) offline"],
+                ["label": "Devices", "value": devices.count, "note": "\(devices.filter(\.disabled).count) disabled"],
+                ["label": "Active device licenses", "value": deviceLicenses.filter { $0.state != .released }.count, "note": "of \(deviceLicenses.count) issued"],
+            ] as [[String: Any]],
+            "issuedChart": issued.svg(label: "Licenses issued per hour, last 24 hours"),
+            "issuedLegend": families.map { ["name": $0.0, "class": $0.2] },
+            "issuedTotal": issued.total,
+            "downloadsChart": downloads.svg(label: "Offline licenses (downloads) per hour, last 24 hours"),
+            "downloadsTotal": downloads.total,
+            "recent": day.prefix(8).map(Self.licenseRow),
+        ]
+    }
+
+    /// Every asset with its FairPlay asset ID, key IDs and policy.
+    func assets(deleted: String?) async throws -> [String: Any] {
+        let keys = try await console.service.store.list()
+        var order: [String] = []
+        var byAsset: [String: [KeySummary]] = [:]
+        for key in keys {
+            if byAsset[key.assetID] == nil { order.append(key.assetID) }
+            byAsset[key.assetID, default: []].append(key)
+        }
+        let rows: [[String: Any]] = order.sorted().compactMap { asset in
+            guard let group = byAsset[asset], let first = group.first else { return nil }
+            var row: [String: Any] = ["asset": asset, "keyIDs": group.map(\.keyID), "policy": Self.policyWords(first.policy)]
+            if !first.fairPlayAssetID.isEmpty, first.fairPlayAssetID != asset { row["fairPlay"] = first.fairPlayAssetID }
+            return row
+        }
+        var values: [String: Any] = ["assets": rows, "count": rows.count, "empty": rows.isEmpty]
+        if let deleted { values["flash"] = "Deleted \(deleted.prefix(128)) and its keys: no new license is issued for it." }
+        return values
+    }
+
+    /// The audit, filtered by the query's `asset`, `subject`, `type` and `hours`.
+    func licenses(query: Parameters) async throws -> [String: Any] {
+        func field(_ name: String) -> String? {
+            guard let value = query[Substring(name)].map(String.init)?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+            return String(value.prefix(256))
+        }
+        let hours = field("hours").flatMap(Int.init).map { min(max($0, 1), 24 * 366) }
+        let filter = AuditFilter(assetID: field("asset"), subject: field("subject"), type: field("type"),
+                                 since: hours.map { now.addingTimeInterval(-Double($0) * 3600) })
+        let rows = try await console.service.store.licenses(matching: filter, limit: Self.auditLimit)
+        let types = ["fairplay", "fairplay-sync", "clearkey-temporary", "clearkey-persistent-license", "aes-128", "satchel"]
+        let spans = [(1, "Last hour"), (24, "Last 24 hours"), (168, "Last 7 days"), (720, "Last 30 days")]
+        return [
+            "rows": rows.map(Self.licenseRow), "count": rows.count, "empty": rows.isEmpty, "limited": rows.count == Self.auditLimit,
+            "limit": Self.auditLimit, "asset": filter.assetID ?? "", "subject": filter.subject ?? "",
+            "types": types.map { ["value": $0, "selected": $0 == filter.type] as [String: Any] },
+            "spans": spans.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == hours] as [String: Any] },
+            "filtered": filter != AuditFilter(),
+        ]
+    }
+
+    /// Registered devices with their licenses and state.
+    func devices() async throws -> [String: Any] {
+        guard let registry = console.registry else { return ["unavailable": true, "empty": true] }
+        let devices = try await registry.devices(limit: 1000)
+        let licenses = try await registry.licenses(limit: Self.chartLimit)
+        let rows: [[String: Any]] = devices.map { device in
+            let own = licenses.filter { $0.deviceID == device.deviceID }
+            var row: [String: Any] = ["id": device.deviceID, "name": device.name ?? "—", "subject": device.subject,
+                                      "registered": Self.time(device.registeredAt), "disabled": device.disabled, "licenses": own.count,
+                                      "active": own.filter { $0.state != .released }.count, "offline": own.filter(\.persistent).count]
+            if let external = device.externalID, !external.isEmpty { row["externalID"] = external }
+            return row
+        }
+        return ["devices": rows, "count": rows.count, "empty": rows.isEmpty]
+    }
+
+    /// What happened, newest first: licenses issued (the audit), devices registered, device licenses renewed and released.
+    func events() async throws -> [String: Any] {
+        var events: [(at: Date, kind: String, what: String, who: String)] = []
+        for license in try await console.service.store.licenses(limit: Self.auditLimit) {
+            events.append((license.issuedAt, "license", "\(license.type) license for \(license.assetID)", license.subject))
+        }
+        if let registry = console.registry {
+            for device in try await registry.devices(limit: Self.auditLimit) {
+                events.append((device.registeredAt, "device", "device \(device.name ?? String(device.deviceID.prefix(8))) registered", device.subject))
+            }
+            for license in try await registry.licenses(limit: Self.auditLimit) {
+                if let renewed = license.renewedAt { events.append((renewed, "renewal", "license of \(license.assetID) renewed", license.subject)) }
+                if let released = license.releasedAt { events.append((released, "release", "license of \(license.assetID) released", license.subject)) }
+            }
+        }
+        let rows = events.sorted { $0.at > $1.at }.prefix(Self.auditLimit).map {
+            ["time": Self.time($0.at), "kind": $0.kind, "what": $0.what, "who": $0.who] as [String: Any]
+        }
+        return ["events": Array(rows), "empty": rows.isEmpty]
+    }
+
+    static func licenseRow(_ license: IssuedLicense) -> [String: Any] {
+        ["time": time(license.issuedAt), "asset": license.assetID, "keyID": license.keyID, "subject": license.subject, "type": license.type]
+    }
+
+    /// A policy in a few words: window, lease, rental, offline and output rules.
+    static func policyWords(_ policy: AssetPolicy) -> [String] {
+        var words: [String] = []
+        if let notBefore = policy.notBefore { words.append("from \(time(notBefore))") }
+        if let notAfter = policy.notAfter { words.append("until \(time(notAfter))") }
+        if let lease = policy.leaseSeconds { words.append("lease \(duration(lease))") }
+        if let rental = policy.rentalSeconds { words.append("rental \(duration(rental))") }
+        if let playback = policy.playbackSeconds { words.append("playback \(duration(playback))") }
+        if let renewal = policy.renewalSeconds { words.append("renew every \(duration(renewal))") }
+        words.append(policy.offline ? "offline allowed" : "online only")
+        if let hdcp = policy.hdcp { words.append("HDCP \(hdcp)") }
+        if !policy.allowAirPlay { words.append("no AirPlay") }
+        return words
+    }
+
+    static func duration(_ seconds: UInt32) -> String {
+        if seconds % 86400 == 0 { return "\(seconds / 86400) d" }
+        if seconds % 3600 == 0 { return "\(seconds / 3600) h" }
+        if seconds % 60 == 0 { return "\(seconds / 60) min" }
+        return "\(seconds) s"
+    }
+
+    /// `2026-11-23 14:05:09 UTC`.
+    static func time(_ date: Date) -> String {
+        let text = date.ISO8601Format(.iso8601(timeZone: .gmt, dateSeparator: .dash, dateTimeSeparator: .space, timeSeparator: .colon))
+        return String(text.prefix(19)) + " UTC"
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import SatchelBytes
+import SatchelHTTP
+import SatchelLicensing
+
+/// What the operator dashboard reads and changes: its sessions, the license service's key store and audit, and
+/// the devices registered for Satchel licenses (absent: the devices page says so).
+public struct AdminConsole: Sendable {
+    let sessions: AdminSessions
+    let service: LicenseService
+    let registry: DeviceRegistry?
+
+    /// A dashboard over `service` (and `registry`), signed into with the operator key `sessions` holds.
+    public init(sessions: AdminSessions, service: LicenseService, registry: DeviceRegistry?) {
+        self.sessions = sessions
+        self.service = service
+        self.registry = registry
+    }
+}
+
+/// The operator dashboard, `/admin`: server-rendered pages (swift-mustache templates in `Web/templates/admin-*`)
+/// readable without JavaScript. A page without the session cookie sends the browser to the login form; a form
+/// posted without the cookie (401) or without the session's CSRF token (403) is refused as problem+json.
+struct AdminRoutes: RouteGroup {
+    let console: AdminConsole
+    let assets: WebAssets
+    /// The session cookie's name.
+    static let cookie = "satchel_admin"
+    /// The largest form body read.
+    static let formLimit = 16 * 1024
+
+    struct LoginForm: Decodable { var key: String }
+    struct ActionForm: Decodable { var csrf: String }
+
+    func register(on router: Router<SatchelRequestContext>) {
+        router.get("/admin/static/{file}") { request, context in
+            guard let name = context.parameters.get("file"), let file = assets.admin[name] else {
+                throw Problem(status: .notFound, type: "not-found", detail: "no such dashboard file")
+            }
+            return WebAssets.response(file, request)
+        }
+        router.get("/admin/login") { request, _ in
+            if await session(request) != nil { return Self.redirect("/admin") }
+            return page(.ok, "admin-login", ["title": "Sign in"])
+        }
+        router.post("/admin/login") { request, context in
+            let form = try await Self.form(LoginForm.self, request, context)
+            guard let session = await console.sessions.logIn(key: form.key) else {
+                try await Task.sleep(for: .milliseconds(400))  // a guess costs time
+                return page(.unauthorized, "admin-login", ["title": "Sign in", "error": "That is not the operator key."])
+            }
+            var response = Self.redirect("/admin")
+            response.setCookie(Cookie(name: Self.cookie, value: session.id, maxAge: Int(session.expires.timeIntervalSinceNow), path: "/admin",
+                                      httpOnly: true, sameSite: .strict))
+            return response
+        }
+        router.post("/admin/logout") { request, context in
+            let session = try await checked(request, context)
+            await console.sessions.logOut(session.id)
+            var response = Self.redirect("/admin/login")
+            response.setCookie(Cookie(name: Self.cookie, value: "", maxAge: 0, path: "/admin", httpOnly: true, sameSite: .strict))
+            return response
+        }
+        router.get("/admin") { request, _ in
+            try await signedPage(request, "admin-overview", "Overview") { try await AdminPages(console: console).overview() }
+        }
+        router.get("/admin/assets") { request, _ in
+            try await signedPage(request, "admin-assets", "Assets") { try await AdminPages(console: console).assets(deleted: request.uri.queryParameters["deleted"].map(String.init)) }
+        }
+        router.post("/admin/assets/{assetId}/delete") { request, context in
+            _ = try await checked(request, context)
+            let asset = context.parameters.get("assetId") ?? ""
+            guard try await console.service.store.delete(asset) else { throw LicensingError.unknownAsset(String(asset.prefix(128))) }
+            return Self.redirect("/admin/assets?deleted=\(asset.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")")
+        }
+        router.get("/admin/licenses") { request, _ in
+            try await signedPage(request, "admin-licenses", "Licenses") { try await AdminPages(console: console).licenses(query: request.uri.queryParameters) }
+        }
+        router.get("/admin/devices") { request, _ in
+            try await signedPage(request, "admin-devices", "Devices") { try await AdminPages(console: console).devices() }
+        }
+        router.post("/admin/devices/{deviceId}/{action}") { request, context in
+            _ = try await checked(request, context)
+            guard let registry = console.registry else { throw Problem(status: .notFound, type: "not-found", detail: "this server registers no devices") }
+            let device = context.parameters.get("deviceId") ?? ""
+            switch context.parameters.get("action") {
+            case "disable": try await registry.setDisabled(device, true)
+            case "enable": try await registry.setDisabled(device, false)
+            default: throw Problem(status: .notFound, type: "not-found", detail: "a device is disabled or enabled")
+            }
+            return Self.redirect("/admin/devices")
+        }
+        router.get("/admin/events") { request, _ in
+            try await signedPage(request, "admin-events", "Events") { try await AdminPages(console: console).events() }
+        }
+    }
+
+    /// The session of the request's cookie, if it is live.
+    private func session(_ request: Request) async -> AdminSessions.Session? {
+        guard let id = request.cookies[Self.cookie]?.value, !id.isEmpty else { return nil }
+        return await console.sessions.session(id)
+    }
+
+    /// A form post's session, once its cookie and CSRF token are checked.
+    private func checked(_ request: Request, _ context: SatchelRequestContext) async throws -> AdminSessions.Session {
+        guard let session = await session(request) else { throw AdminError.notSignedIn }
+        let form = try await Self.form(ActionForm.self, request, context)
+        guard ConstantTime.equals(Array(form.csrf.utf8), Array(session.csrf.utf8)) else { throw AdminError.badCSRF }
+        return session
+    }
+
+    /// A signed-in page: `values` plus what every page shows (navigation, the CSRF token of its forms).
+    private func signedPage(_ request: Request, _ template: String, _ title: String,
+                            _ values: () async throws -> [String: Any]) async throws -> Response {
+        guard let session = await session(request) else { return Self.redirect("/admin/login") }
+        var all = try await values()
+        all["title"] = title
+        all["csrf"] = session.csrf
+        all["nav"] = [("/admin", "Overview"), ("/admin/assets", "Assets"), ("/admin/licenses", "Licenses"), ("/admin/devices", "Devices"),
+                      ("/admin/events", "Events")].map { ["href": $0.0, "label": $0.1, "current": $0.1 == title] as [String: Any] }
+        return page(.ok, template, all)
+    }
+
+    private func page(_ status: HTTPResponse.Status, _ template: String, _ values: [String: Any]) -> Response {
+        Response(status: status, headers: PlayerRoutes.pageHeaders, body: .init(byteBuffer: ByteBuffer(string: assets.render(template, values))))
+    }
+
+    static func redirect(_ location: String) -> Response {
+        Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store", .contentLength: "0"])
+    }
+
+    /// A URL-encoded form body (at most ``formLimit`` bytes) as `T`; 400 when it is not one.
+    static func form<T: Decodable>(_ type: T.Type, _ request: Request, _ context: SatchelRequestContext) async throws -> T {
+        var request = request
+        let body = try await request.collectBody(upTo: formLimit)
+        do {
+            return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: body))
+        } catch {
+            throw Problem(status: .badRequest, type: "bad-request", detail: "the form is incomplete")
+        }
+    }
+}

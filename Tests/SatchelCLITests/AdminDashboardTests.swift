@@ -1,0 +1,179 @@
+import Foundation
+import SatchelTestSupport
+import Testing
+
+/// The operator dashboard (`/admin`) of a real `satchel serve`, in headless Chromium and over raw HTTP: the login,
+/// every page with the rows of a seeded database, actions that take effect (a device disabled, an asset deleted),
+/// and forms refused without the session cookie or with a wrong CSRF token. Screenshots in the test artifacts.
+@Suite(.serialized) struct AdminDashboardTests {
+    static let operatorKey = "operator-key-of-the-admin-test-0123456789"
+
+    /// A server with the agent tests' three assets, a registered device "laptop" holding a persistent license of
+    /// "movie" and one of "clip", and a Clear Key license of "online"; the dashboard signs in with ``operatorKey``.
+    static func world() async throws -> (server: AgentCommandTests.Server, device: String) {
+        let server = try AgentCommandTests.Server("admin")
+        let keyFile = server.directory.appendingPathComponent("operator.key")
+        try Self.operatorKey.write(to: keyFile, atomically: true, encoding: .utf8)
+        server.serveArguments = ["--operator-key-file", keyFile.path]
+        try await server.start()
+        let device = server.directory.appendingPathComponent("device").path
+        let token = try server.token()
+        try await TestMedia.offloaded {
+            let registered = try AgentCommandTests.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device, "--name", "laptop"])
+            #expect(registered.status == 0, "\(registered.stderr)")
+            for (asset, more) in [("movie", ["--persistent"]), ("clip", [])] {
+                let acquired = try AgentCommandTests.satchel(["license", "acquire", asset, "--server", server.url, "--token", token, "--data-dir", device] + more)
+                #expect(acquired.status == 0, "\(acquired.stderr)")
+            }
+            let clear = try CLIRunner.run(["license", "request", "clearkey", "--url", server.url + "/clearkey/license",
+                                           "--kid", "20112233445566778899aabbccddeeff", "--token", token])
+            #expect(clear.status == 0, "\(clear.stderr)")
+        }
+        return (server, device)
+    }
+
+    /// Signs in through the login form.
+    static func signIn(_ browser: WebDriver, _ server: AgentCommandTests.Server, key: String = operatorKey) async throws {
+        try await browser.open(server.url + "/admin/login")
+        try await browser.execute("document.getElementById('key').value = arguments[0]; document.querySelector('form').requestSubmit()", [key])
+        _ = try await browser.wait(10, until: "return document.readyState === 'complete' && !location.pathname.endsWith('/login') || document.querySelector('.error') !== null")
+    }
+
+    static func text(_ browser: WebDriver) async throws -> String {
+        try await browser.execute("return document.documentElement.outerHTML") as? String ?? ""
+    }
+
+    @Test("sign in, every page shows the seeded rows (never a key), the licenses filter, disabling a device refuses its next license, deleting an asset stops its licenses; screenshots of each page")
+    func pages() async throws {
+        let (server, device) = try await Self.world()
+        defer { server.stop() }
+        let browser = try await WebDriver.start(width: 1360, height: 1000)
+        do {
+            // Not signed in: every page sends the browser to the login form; a wrong key is refused there.
+            try await browser.open(server.url + "/admin/devices")
+            #expect(try await browser.execute("return location.pathname") as? String == "/admin/login")
+            try await Self.signIn(browser, server, key: "not-the-operator-key-at-all")
+            #expect(try await browser.execute("return document.querySelector('.error')?.textContent") as? String == "That is not the operator key.")
+            try await browser.screenshot("admin-login-refused")
+            try await Self.signIn(browser, server)
+            #expect(try await browser.execute("return location.pathname") as? String == "/admin", "signed in, on the overview")
+            #expect(try await browser.execute("return document.cookie") as? String == "", "the session cookie is HttpOnly")
+
+            // The overview: counts and both charts.
+            let stats = try await browser.execute("return [...document.querySelectorAll('.stat .value')].map(e => e.textContent)") as? [String] ?? []
+            #expect(stats == ["3", "3", "1", "2"], "assets, licenses in 24 h, devices, active device licenses: \(stats)")
+            let bars = try await browser.execute("return [...document.querySelectorAll('svg.chart')].map(svg => svg.querySelectorAll('rect:not(.hit)').length)") as? [Int] ?? []
+            #expect(bars.count == 2 && bars[0] >= 2 && bars[1] >= 1, "Clear Key and Satchel bars, one offline bar: \(bars)")
+            let recent = try await browser.execute("return document.querySelectorAll('main table tbody tr').length") as? Int
+            #expect(recent == 3)
+            try await browser.screenshot("admin-overview")
+
+            // Assets: three, with key IDs and policies, never a key.
+            try await browser.open(server.url + "/admin/assets")
+            let assets = try await browser.execute("return [...document.querySelectorAll('tr[data-asset]')].map(r => r.dataset.asset)") as? [String]
+            #expect(assets == ["clip", "movie", "online"])
+            var page = try await Self.text(browser)
+            #expect(page.contains("7c3e9a14b2d05f6e8a1c4d7b2e9f0a63") && page.contains("rental 1 h") && page.contains("online only"))
+            #expect(!page.contains(server.contentKey) && !page.contains("b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"), "no content key on the page")
+            try await browser.screenshot("admin-assets")
+
+            // Licenses, then filtered by asset.
+            try await browser.open(server.url + "/admin/licenses")
+            #expect(try await browser.execute("return document.querySelectorAll('main table tbody tr').length") as? Int == 3)
+            try await browser.screenshot("admin-licenses")
+            try await browser.execute("document.querySelector('input[name=asset]').value = 'movie'; document.querySelector('form.filters').requestSubmit()")
+            _ = try await browser.wait(10, until: "return location.search.includes('asset=movie')")
+            let filtered = try await browser.execute("return [...document.querySelectorAll('main table tbody tr td:nth-child(2)')].map(e => e.textContent)") as? [String]
+            #expect(filtered == ["movie"], "\(String(describing: filtered))")
+
+            // Devices: disable "laptop"; its next license is refused, and enabled again it gets one.
+            try await browser.open(server.url + "/admin/devices")
+            page = try await Self.text(browser)
+            #expect(page.contains("laptop") && page.contains("2 issued") && page.contains("1 offline"))
+            try await browser.screenshot("admin-devices")
+            try await browser.execute("document.querySelector('tr[data-device] button.danger').click()")
+            _ = try await browser.wait(10, until: "return document.querySelector('tr[data-device] .tag.bad') !== null")
+            try await browser.screenshot("admin-devices-disabled")
+            let token = try server.token()
+            let refused = try await TestMedia.offloaded {
+                try AgentCommandTests.satchel(["license", "acquire", "clip", "--server", server.url, "--token", token, "--data-dir", device])
+            }
+            #expect(refused.status != 0 && refused.stderr.contains("device-disabled"), "\(refused.stderr)")
+            try await browser.execute("document.querySelector('tr[data-device] form button').click()")
+            _ = try await browser.wait(10, until: "return document.querySelector('tr[data-device] .tag.good') !== null")
+            let accepted = try await TestMedia.offloaded {
+                try AgentCommandTests.satchel(["license", "acquire", "clip", "--server", server.url, "--token", token, "--data-dir", device])
+            }
+            #expect(accepted.status == 0, "enabled again: \(accepted.stderr)")
+
+            // Events: the registration and the licenses.
+            try await browser.open(server.url + "/admin/events")
+            page = try await Self.text(browser)
+            #expect(page.contains("device laptop registered") && page.contains("clearkey-temporary license for online"))
+            try await browser.screenshot("admin-events")
+
+            // Delete "online" (confirmed in the dialog): gone from the page, and its keys are no longer given.
+            try await browser.open(server.url + "/admin/assets")
+            try await browser.execute("setTimeout(() => document.querySelector('tr[data-asset=online] button.danger').click(), 0)")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await browser.acceptAlert().contains("Delete online"))
+            _ = try await browser.wait(10, until: "return location.search.includes('deleted=online')")
+            let left = try await browser.execute("return [...document.querySelectorAll('tr[data-asset]')].map(r => r.dataset.asset)") as? [String]
+            #expect(left == ["clip", "movie"])
+            #expect((try await browser.execute("return document.querySelector('.flash')?.textContent") as? String ?? "").contains("Deleted online"))
+            try await browser.screenshot("admin-asset-deleted")
+            let gone = try await TestMedia.offloaded {
+                try CLIRunner.run(["license", "request", "clearkey", "--url", server.url + "/clearkey/license",
+                                   "--kid", "20112233445566778899aabbccddeeff", "--token", token])
+            }
+            #expect(gone.status != 0, "no key for a deleted asset: \(gone.stdout)")
+        } catch {
+            try? await browser.screenshot("admin-failed")
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
+    @Test("refused: a form without the session cookie (401), with a wrong CSRF token (403), a page without a session (303 to the login); the cookie is HttpOnly, SameSite=Strict, Path=/admin; signing out ends the session")
+    func refusals() async throws {
+        let (server, _) = try await Self.world()
+        defer { server.stop() }
+        try await TestMedia.offloaded {
+            let jar = server.directory.appendingPathComponent("cookies").path
+            func curl(_ arguments: [String]) throws -> (status: Int, body: String, headers: String) {
+                let headers = server.directory.appendingPathComponent("headers").path
+                let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"),
+                                                   ["-s", "-D", headers, "-w", "\n%{http_code}", "-b", jar, "-c", jar] + arguments)
+                let status = Int(result.stdout.split(separator: "\n").last ?? "") ?? 0
+                return (status, String(result.stdout.split(separator: "\n").dropLast().joined(separator: "\n")),
+                        ((try? String(contentsOfFile: headers, encoding: .utf8)) ?? "").lowercased())
+            }
+            let page = try curl([server.url + "/admin/devices"])
+            #expect(page.status == 303 && page.headers.contains("location: /admin/login"))
+            let device = try #require(try AgentCommandTests.satchel(["licenses", "--data-dir", server.data, "--json"]).stdout
+                .components(separatedBy: "\"deviceID\" : \"").dropFirst().first?.prefix(36))
+            let anonymous = try curl(["-X", "POST", "--data", "csrf=anything", server.url + "/admin/devices/\(device)/disable"])
+            #expect(anonymous.status == 401 && anonymous.body.contains("not-signed-in") && anonymous.headers.contains("application/problem+json"))
+
+            let login = try curl(["--data-urlencode", "key=\(Self.operatorKey)", server.url + "/admin/login"])
+            #expect(login.status == 303)
+            let cookie = login.headers.split(whereSeparator: \.isNewline).first { $0.lowercased().hasPrefix("set-cookie: satchel_admin=") } ?? ""
+            #expect(cookie.contains("httponly") && cookie.contains("samesite=strict") && cookie.contains("path=/admin"), "\(cookie.prefix(30))…")
+            let signedIn = try curl([server.url + "/admin/devices"])
+            #expect(signedIn.status == 200 && signedIn.body.contains("laptop"))
+            let wrong = try curl(["-X", "POST", "--data", "csrf=not-this-sessions-token", server.url + "/admin/devices/\(device)/disable"])
+            #expect(wrong.status == 403 && wrong.body.contains("bad-csrf-token"))
+            let none = try curl(["-X", "POST", "--data", "", server.url + "/admin/devices/\(device)/disable"])
+            #expect(none.status == 400 || none.status == 403, "no token at all: \(none.status)")
+            #expect(try curl([server.url + "/admin/devices"]).body.contains("tag good"), "the device is still enabled")
+
+            // Signing out ends the session: the same cookie no longer opens a page.
+            let csrf = try #require(signedIn.body.components(separatedBy: "name=\"csrf\" value=\"").dropFirst().first?.prefix { $0 != "\"" })
+            let saved = try String(contentsOfFile: jar, encoding: .utf8)
+            #expect(try curl(["-X", "POST", "--data", "csrf=\(csrf)", server.url + "/admin/logout"]).status == 303)
+            try saved.write(toFile: jar, atomically: true, encoding: .utf8)  // the browser's old cookie, replayed
+            #expect(try curl([server.url + "/admin/devices"]).status == 303)
+        }
+    }
+}
