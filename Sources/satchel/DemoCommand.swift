@@ -45,15 +45,18 @@ struct DemoCommand: SatchelAsyncCommand {
         // The demo's entitlement secret: a fresh HS256 key, only in this file (never printed).
         let secret = Base64URL.encode(SecureRandom.bytes(32))
         try AtomicFile.write(Array(#"{"keys":[{"kty":"oct","kid":"demo","k":"\#(secret)"}]}"#.utf8), to: jwks, mode: 0o600)
+        // The dashboard's operator key: fresh, only in this file (the login reads it from there).
+        let operatorKey = root.appendingPathComponent("operator.key").path
+        try AtomicFile.write(Array((Base64URL.encode(SecureRandom.bytes(32)) + "\n").utf8), to: operatorKey, mode: 0o600)
         for (asset, format, scheme) in Self.packages {
             let package = try PackageCommand.parse([clip, "--out", "\(site)/\(asset)", "--format", format, "--scheme", scheme, "--segment-duration", "2",
                                                     "--register", "--asset-id", asset, "--data-dir", data, "--offline", "--lease-seconds", "3600"])
             try await package.execute()
         }
-        print(instructions(satchel: Self.binary, device: root.appendingPathComponent("device").path))
+        print(instructions(satchel: Self.binary, device: root.appendingPathComponent("device").path, operatorKey: operatorKey))
         fflush(nil)  // every line out before the server runs: a pipe would hold them back
         let serve = try ServeCommand.parse(["--data-dir", data, "--jwks", jwks, "--port", String(port), "--bind", "127.0.0.1", "--origin", site,
-                                            "--demo-tokens", "demo"])
+                                            "--demo-tokens", "demo", "--operator-key-file", operatorKey])
         try await serve.execute()
     }
 
@@ -65,7 +68,7 @@ struct DemoCommand: SatchelAsyncCommand {
     }
 
     /// What to open and run, each on its own line. Tokens are fetched by the commands, never printed.
-    func instructions(satchel: String, device: String) -> String {
+    func instructions(satchel: String, device: String, operatorKey: String) -> String {
         let base = "http://127.0.0.1:\(port)"
         let token = { (asset: String) in "\"$(curl -s -H 'Accept: text/plain' \(base)/demo/token/\(asset))\"" }
         return """
@@ -73,6 +76,7 @@ struct DemoCommand: SatchelAsyncCommand {
             Satchel demo on \(base) (Ctrl-C stops it)
             Player, CMAF cenc:  \(base)/play/demo-cenc
             Player, CMAF cbcs:  \(base)/play/demo-cbcs
+            Dashboard:          \(base)/admin (sign in with the operator key: cat \(operatorKey))
             Register this device with the license service (once):
               \(satchel) agent register --server \(base) --token \(token("demo-cenc")) --data-dir \(device)
             Play the HLS (SAMPLE-AES) with its key, decrypted by the local playback proxy for any player:

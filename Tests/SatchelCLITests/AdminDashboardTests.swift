@@ -33,8 +33,8 @@ import Testing
     }
 
     /// Signs in through the login form.
-    static func signIn(_ browser: WebDriver, _ server: AgentCommandTests.Server, key: String = operatorKey) async throws {
-        try await browser.open(server.url + "/admin/login")
+    static func signIn(_ browser: WebDriver, _ base: String, key: String = operatorKey) async throws {
+        try await browser.open(base + "/admin/login")
         try await browser.execute("document.getElementById('key').value = arguments[0]; document.querySelector('form').requestSubmit()", [key])
         _ = try await browser.wait(10, until: "return document.readyState === 'complete' && !location.pathname.endsWith('/login') || document.querySelector('.error') !== null")
     }
@@ -52,10 +52,10 @@ import Testing
             // Not signed in: every page sends the browser to the login form; a wrong key is refused there.
             try await browser.open(server.url + "/admin/devices")
             #expect(try await browser.execute("return location.pathname") as? String == "/admin/login")
-            try await Self.signIn(browser, server, key: "not-the-operator-key-at-all")
+            try await Self.signIn(browser, server.url, key: "not-the-operator-key-at-all")
             #expect(try await browser.execute("return document.querySelector('.error')?.textContent") as? String == "That is not the operator key.")
             try await browser.screenshot("admin-login-refused")
-            try await Self.signIn(browser, server)
+            try await Self.signIn(browser, server.url)
             #expect(try await browser.execute("return location.pathname") as? String == "/admin", "signed in, on the overview")
             #expect(try await browser.execute("return document.cookie") as? String == "", "the session cookie is HttpOnly")
 

@@ -121,6 +121,15 @@ struct ReadmeTests {
                 #expect(played, "\(asset): \(String(describing: errors))")
                 try await browser.screenshot("demo-\(asset)")
             }
+            // The dashboard, signed in with the operator key the demo wrote (and names the file of).
+            let keyFile = work.appendingPathComponent("satchel-demo/operator.key")
+            #expect(printed.contains("Dashboard:          http://127.0.0.1:8080/admin (sign in with the operator key: cat \(keyFile.path))"))
+            let key = try String(contentsOf: keyFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(!printed.contains(key), "the operator key is not printed")
+            try await AdminDashboardTests.signIn(browser, "http://127.0.0.1:8080", key: key)
+            let assets = try await browser.execute("return document.querySelector('.stat .value')?.textContent") as? String
+            #expect(assets == "3", "the dashboard lists the demo's three assets")
+            try await browser.screenshot("demo-dashboard")
         } catch {
             await browser.quit()
             throw error

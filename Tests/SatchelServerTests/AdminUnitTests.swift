@@ -1,0 +1,59 @@
+import Foundation
+import SatchelBytes
+@testable import SatchelServer
+import Testing
+
+/// The dashboard's pure parts: sessions (login, expiry, capacity, logout) and the hourly chart.
+@Suite("Dashboard: sessions and charts")
+struct AdminUnitTests {
+    final class Clock: @unchecked Sendable {
+        var now = Date(timeIntervalSince1970: 1_800_000_000)
+    }
+
+    @Test("a session for the operator key only; it ends after its lifetime and at logout; the oldest goes beyond the capacity; a short key is refused")
+    func sessions() async throws {
+        let clock = Clock()
+        let key = SecretBytes(Array("an-operator-key-of-some-length".utf8))
+        let sessions = try AdminSessions(operatorKey: key, lifetime: 3600, capacity: 2, now: { clock.now })
+        #expect(await sessions.logIn(key: "an-operator-key-of-some-lengtH") == nil)
+        #expect(await sessions.logIn(key: "") == nil)
+        let first = try #require(await sessions.logIn(key: "an-operator-key-of-some-length"))
+        #expect(first.id.count == 43 && first.csrf.count == 43 && first.id != first.csrf)
+        #expect(await sessions.session(first.id)?.csrf == first.csrf)
+        #expect(await sessions.session("not-a-session") == nil)
+        clock.now += 3599
+        #expect(await sessions.session(first.id) != nil)
+        clock.now += 2
+        #expect(await sessions.session(first.id) == nil, "ended after its lifetime")
+
+        let a = try #require(await sessions.logIn(key: "an-operator-key-of-some-length"))
+        clock.now += 1
+        let b = try #require(await sessions.logIn(key: "an-operator-key-of-some-length"))
+        clock.now += 1
+        let c = try #require(await sessions.logIn(key: "an-operator-key-of-some-length"))
+        #expect(await sessions.session(a.id) == nil, "the oldest made room")
+        let (bLive, cLive) = (await sessions.session(b.id), await sessions.session(c.id))
+        #expect(bLive != nil && cLive != nil)
+        await sessions.logOut(b.id)
+        #expect(await sessions.session(b.id) == nil)
+
+        #expect(throws: AdminError.weakOperatorKey) { try AdminSessions(operatorKey: SecretBytes(Array("short".utf8))) }
+    }
+
+    @Test("the chart: counts land in their hour, stacks add up, the axis is a round number, text is escaped")
+    func chart() {
+        let now = Date(timeIntervalSince1970: 1_800_003_000)  // 50 minutes into an hour
+        let hours = HourlyChart.hours(endingAt: now, count: 24)
+        #expect(hours.count == 24 && hours.last == Date(timeIntervalSince1970: 1_800_000_000) && hours.first == Date(timeIntervalSince1970: 1_800_000_000 - 23 * 3600))
+        let dates = [now, now.addingTimeInterval(-600), now.addingTimeInterval(-3600), now.addingTimeInterval(-25 * 3600), now.addingTimeInterval(3600)]
+        let counts = HourlyChart.counts(of: dates, in: hours)
+        #expect(counts.last == 2 && counts[22] == 1 && counts.reduce(0, +) == 3, "outside the 24 hours: not counted")
+        #expect([0, 1, 2, 3, 5, 6, 11, 99, 100, 101].map(HourlyChart.niceCeiling) == [2, 2, 2, 5, 5, 10, 20, 100, 100, 200])
+        let chart = HourlyChart(hours: hours, series: [.init(name: "a<b", cssClass: "s1", counts: counts), .init(name: "c", cssClass: "s2", counts: counts)])
+        #expect(chart.total == 6)
+        let svg = chart.svg(label: "x & y")
+        #expect(svg.contains("aria-label=\"x &amp; y\"") && svg.contains("2 a&lt;b, 2 c") && !svg.contains("a<b"))
+        #expect(svg.components(separatedBy: "<rect class=\"s1\"").count - 1 == 2, "one bar per hour with a count")
+        #expect(svg.contains(">5</text>") && svg.contains(">2.5</text>"), "the axis: 0, 2.5, 5 for a stack of 4")
+    }
+}
