@@ -43,8 +43,9 @@ public final class MarkupElement: @unchecked Sendable {
     }
 }
 
-/// Escapes text for XML attributes (either quote) and content: the one escaper of the MPD writer and rewriter.
-func xmlEscape(_ text: String) -> String {
+/// Escapes text for XML and HTML attributes (either quote) and content: the one escaper of the MPD writer and
+/// rewriter, and of the dashboard's SVG charts.
+public func xmlEscape(_ text: String) -> String {
     var out = ""
     for char in text {
         switch char {

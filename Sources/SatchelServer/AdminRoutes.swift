@@ -35,12 +35,7 @@ struct AdminRoutes: RouteGroup {
     struct ActionForm: Decodable { var csrf: String }
 
     func register(on router: Router<SatchelRequestContext>) {
-        router.get("/admin/static/{file}") { request, context in
-            guard let name = context.parameters.get("file"), let file = assets.admin[name] else {
-                throw Problem(status: .notFound, type: "not-found", detail: "no such dashboard file")
-            }
-            return WebAssets.response(file, request)
-        }
+        WebAssets.serve(assets.admin, under: "/admin/static", what: "dashboard", on: router)
         router.get("/admin/login") { request, _ in
             if await session(request) != nil { return Self.redirect("/admin") }
             return page(.ok, "admin-login", ["title": "Sign in"])

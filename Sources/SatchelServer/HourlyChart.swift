@@ -1,4 +1,5 @@
 import Foundation
+import SatchelMedia
 
 /// A bar chart of counts per hour, stacked by series, drawn as SVG on the server: the dashboard's charts read
 /// without any script. Every text it writes is XML-escaped.
@@ -40,7 +41,7 @@ struct HourlyChart: Sendable {
         let plotHeight = height - bottom - top, slot = (width - left) / Double(max(hours.count, 1))
         let stacked = hours.indices.map { index in series.reduce(0) { $0 + (index < $1.counts.count ? $1.counts[index] : 0) } }
         let scale = Self.niceCeiling(stacked.max() ?? 0)
-        var out = "<svg class=\"chart\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(Self.escape(label))\">"
+        var out = "<svg class=\"chart\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(xmlEscape(label))\">"
         for step in 0...2 {
             let value = String(format: "%g", Double(scale) * Double(step) / 2), y = top + plotHeight - plotHeight * Double(step) / 2
             out += "<line class=\"grid\" x1=\"\(left)\" x2=\"\(width)\" y1=\"\(y)\" y2=\"\(y)\"/>"
@@ -53,13 +54,13 @@ struct HourlyChart: Sendable {
             for one in series where index < one.counts.count && one.counts[index] > 0 {
                 let barHeight = plotHeight * Double(one.counts[index]) / Double(scale)
                 base -= barHeight
-                out += "<rect class=\"\(Self.escape(one.cssClass))\" x=\"\(Self.short(x))\" y=\"\(Self.short(base))\" width=\"\(Self.short(barWidth))\" height=\"\(Self.short(barHeight))\" rx=\"2\"/>"
+                out += "<rect class=\"\(xmlEscape(one.cssClass))\" x=\"\(Self.short(x))\" y=\"\(Self.short(base))\" width=\"\(Self.short(barWidth))\" height=\"\(Self.short(barHeight))\" rx=\"2\"/>"
                 parts.append("\(one.counts[index]) \(one.name)")
             }
             let clock = Self.hourLabel(hour)
             // A transparent column over the whole slot carries the hour's tooltip.
             out += "<rect class=\"hit\" x=\"\(Self.short(left + Double(index) * slot))\" y=\"\(top)\" width=\"\(Self.short(slot))\" height=\"\(plotHeight)\">"
-                + "<title>\(Self.escape(clock + " UTC — " + (parts.isEmpty ? "none" : parts.joined(separator: ", "))))</title></rect>"
+                + "<title>\(xmlEscape(clock + " UTC — " + (parts.isEmpty ? "none" : parts.joined(separator: ", "))))</title></rect>"
             if index % 6 == 0 || index == hours.count - 1 {
                 out += "<text class=\"axis\" x=\"\(Self.short(x + barWidth / 2))\" y=\"\(height - 6)\" text-anchor=\"middle\">\(clock)</text>"
             }
@@ -84,20 +85,5 @@ struct HourlyChart: Sendable {
 
     private static func short(_ value: Double) -> String {
         String(format: "%.1f", value)
-    }
-
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
     }
 }

@@ -32,12 +32,7 @@ struct PlayerRoutes: RouteGroup {
     }
 
     func register(on router: Router<SatchelRequestContext>) {
-        router.get("/player/{file}") { request, context in
-            guard let name = context.parameters.get("file"), let file = assets.player[name] else {
-                throw Problem(status: .notFound, type: "not-found", detail: "no such player file")
-            }
-            return WebAssets.response(file, request)
-        }
+        WebAssets.serve(assets.player, under: "/player", what: "player", on: router)
         router.get("/play/{assetId}") { _, context in
             let asset = context.parameters.get("assetId") ?? ""
             guard Self.isAssetID(asset) else {

@@ -57,6 +57,16 @@ public struct WebAssets: Sendable {
         return files
     }
 
+    /// Serves `files` at `path/{file}` (404 problem for any other name).
+    static func serve(_ files: [String: File], under path: String, what: String, on router: Router<SatchelRequestContext>) {
+        router.get("\(path)/{file}") { request, context in
+            guard let name = context.parameters.get("file"), let file = files[name] else {
+                throw Problem(status: .notFound, type: "not-found", detail: "no such \(what) file")
+            }
+            return response(file, request)
+        }
+    }
+
     /// A static file's answer to `request`: 200 with the bytes, or 304 when its `If-None-Match` names the ETag.
     static func response(_ file: File, _ request: Request) -> Response {
         var headers: HTTPFields = [.contentType: file.contentType, .eTag: file.etag, .cacheControl: "no-cache", .xContentTypeOptions: "nosniff"]
