@@ -59,7 +59,10 @@ struct AdminPages {
             return row
         }
         var values: [String: Any] = ["assets": rows, "count": rows.count, "empty": rows.isEmpty]
-        if let deleted { values["flash"] = "Deleted \(deleted.prefix(128)) and its keys: no new license is issued for it." }
+        // The address names what was deleted: an asset ID only, and only when it is indeed gone.
+        if let deleted, PlayerRoutes.isAssetID(deleted), byAsset[deleted] == nil {
+            values["flash"] = "Deleted \(deleted) and its keys: no new license is issued for it."
+        }
         return values
     }
 

@@ -162,6 +162,10 @@ import Testing
             #expect(cookie.contains("httponly") && cookie.contains("samesite=strict") && cookie.contains("path=/admin"), "\(cookie.prefix(30))…")
             let signedIn = try curl([server.url + "/admin/devices"])
             #expect(signedIn.status == 200 && signedIn.body.contains("laptop"))
+            // The "deleted" notice names only an asset that is gone: an address cannot make it say anything else.
+            for forged in ["movie", "Your%20account%20is%20locked"] {
+                #expect(!(try curl([server.url + "/admin/assets?deleted=\(forged)"]).body.contains("class=\"flash\"")), "\(forged)")
+            }
             let wrong = try curl(["-X", "POST", "--data", "csrf=not-this-sessions-token", server.url + "/admin/devices/\(device)/disable"])
             #expect(wrong.status == 403 && wrong.body.contains("bad-csrf-token"))
             let none = try curl(["-X", "POST", "--data", "", server.url + "/admin/devices/\(device)/disable"])
