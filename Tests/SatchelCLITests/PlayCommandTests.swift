@@ -9,6 +9,21 @@ import Testing
 /// stopped, read by ffmpeg; every packet must equal the clear package's.
 @Suite(.serialized) struct PlayCommandTests {
     /// A `satchel play` process: its first stdout line is the session URL.
+    /// Runs `satchel play ARGUMENTS`, reads the session's URL with `read` and expects `expected` (`label` names the
+    /// case); returns what the proxy wrote to stderr, which never holds `token`.
+    @discardableResult
+    static func plays(_ arguments: [String], token: String? = nil, expected: [String], label: String,
+                      read: @escaping @Sendable (String) throws -> [String]) async throws -> String {
+        let player = try await TestMedia.offloaded { try Player(arguments) }
+        try await TestMedia.offloaded { () throws -> Void in
+            let played = try read(player.url)
+            #expect(played == expected, "\(label): \(played.count) packets vs \(expected.count)")
+        }
+        let stopped = try await TestMedia.offloaded { player.stop() }
+        if let token { #expect(!stopped.stderr.contains(token), "\(label): the token reached stderr") }
+        return stopped.stderr
+    }
+
     final class Player: @unchecked Sendable {
         let process = Process()
         let url: String

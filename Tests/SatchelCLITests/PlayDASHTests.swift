@@ -140,13 +140,9 @@ import Testing
         #expect(!expected.isEmpty)
 
         let token = try server.token(persistent: false, asset: "movie")
-        let player = try await TestMedia.offloaded { try Player([origin.url("cdn/manifest.mpd"), "--data-dir", data, "--token", token]) }
-        try await TestMedia.offloaded { () throws -> Void in
-            let played = try Self.packets(player.url)
-            #expect(played == expected, "cbcs: \(played.count) packets vs \(expected.count)")
-        }
-        let stopped = try await TestMedia.offloaded { player.stop() }
-        #expect(stopped.stderr.contains("opened: movie") && !stopped.stderr.contains(token), "\(stopped.stderr)")
+        let stderr = try await PlayCommandTests.plays([origin.url("cdn/manifest.mpd"), "--data-dir", data, "--token", token], token: token,
+                                                      expected: expected, label: "cbcs", read: Self.packets)
+        #expect(stderr.contains("opened: movie"), "\(stderr)")
 
         for source in ["ffmpeg-timeline/out.mpd", "ffmpeg-single/out.mpd", "segment-base/base.mpd"] {
             try await TestMedia.offloaded { () throws -> Void in

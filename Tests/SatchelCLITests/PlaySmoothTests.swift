@@ -159,24 +159,16 @@ import Testing
             #expect(refused.status != 0 && refused.stderr.contains("no-rights"), "\(refused.stderr)")
         }
         let token = try server.token(persistent: false, asset: "clip")
-        let online = try await TestMedia.offloaded { try Player([origin.url("protected.ism/Manifest"), "--data-dir", data, "--token", token]) }
-        try await TestMedia.offloaded { () throws -> Void in
-            let played = try Self.contents(online.url)
-            #expect(played == expected, "online: \(played.count) packets vs \(expected.count)")
-        }
-        let stopped = try await TestMedia.offloaded { online.stop() }
-        #expect(stopped.stderr.contains("opened: clip") && !stopped.stderr.contains(token), "\(stopped.stderr)")
+        let online = try await PlayCommandTests.plays([origin.url("protected.ism/Manifest"), "--data-dir", data, "--token", token], token: token,
+                                                      expected: expected, label: "online", read: Self.contents)
+        #expect(online.contains("opened: clip"), "\(online)")
 
         // A PlayReady header that names no key ID this proxy reads: the license's only key decrypts.
         var unnamed = try SmoothManifest(parsing: String(contentsOf: folder.appendingPathComponent("Manifest"), encoding: .utf8))
         unnamed.protectionHeader = "AAAA"
         try unnamed.text.write(to: folder.appendingPathComponent("Unnamed"), atomically: true, encoding: .utf8)
-        let onlyKey = try await TestMedia.offloaded { try Player([origin.url("protected.ism/Unnamed"), "--data-dir", data, "--token", token]) }
-        try await TestMedia.offloaded { () throws -> Void in
-            let played = try Self.contents(onlyKey.url)
-            #expect(played == expected, "the only key: \(played.count) packets vs \(expected.count)")
-        }
-        _ = try await TestMedia.offloaded { onlyKey.stop() }
+        try await PlayCommandTests.plays([origin.url("protected.ism/Unnamed"), "--data-dir", data, "--token", token], token: token,
+                                         expected: expected, label: "the only key", read: Self.contents)
 
         try await TestMedia.offloaded { () throws -> Void in
             let added = try CLIRunner.run(["download", "add", origin.url("protected.ism/Manifest"), "--data-dir", data, "--id", "clip",
@@ -187,11 +179,6 @@ import Testing
         }
         origin.stop()
         server.stop()  // offline: the downloaded license alone
-        let offline = try await TestMedia.offloaded { try Player(["clip", "--data-dir", data]) }
-        try await TestMedia.offloaded { () throws -> Void in
-            let played = try Self.contents(offline.url)
-            #expect(played == expected, "downloaded: \(played.count) packets vs \(expected.count)")
-        }
-        _ = try await TestMedia.offloaded { offline.stop() }
+        try await PlayCommandTests.plays(["clip", "--data-dir", data], expected: expected, label: "downloaded", read: Self.contents)
     }
 }
