@@ -44,6 +44,7 @@ struct AdminRoutes: RouteGroup {
             let form = try await Self.form(LoginForm.self, request, context)
             guard let session = await console.sessions.logIn(key: form.key) else {
                 try await Task.sleep(for: .milliseconds(400))  // a guess costs time
+                guard PlayerRoutes.wantsHTML(request) else { throw AdminError.wrongOperatorKey }
                 return page(.unauthorized, "admin-login", ["title": "Sign in", "error": "That is not the operator key."])
             }
             var response = Self.redirect("/admin")

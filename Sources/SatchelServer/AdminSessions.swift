@@ -80,11 +80,14 @@ public enum AdminError: ProblemConvertible, Equatable {
     case notSignedIn
     /// A form without this session's CSRF token.
     case badCSRF
+    /// A login with a key that is not the operator key.
+    case wrongOperatorKey
 
     public var code: String {
         switch self {
         case .weakOperatorKey, .unreadableOperatorKey: return "configuration"
         case .notSignedIn: return "not-signed-in"
+        case .wrongOperatorKey: return "wrong-operator-key"
         case .badCSRF: return "bad-csrf-token"
         }
     }
@@ -92,7 +95,7 @@ public enum AdminError: ProblemConvertible, Equatable {
     public var httpStatus: Int {
         switch self {
         case .weakOperatorKey, .unreadableOperatorKey: return 500
-        case .notSignedIn: return 401
+        case .notSignedIn, .wrongOperatorKey: return 401
         case .badCSRF: return 403
         }
     }
@@ -102,6 +105,7 @@ public enum AdminError: ProblemConvertible, Equatable {
         case .weakOperatorKey: return "the operator key must be at least 16 bytes (satchel demo writes a 43-character one)"
         case let .unreadableOperatorKey(path): return "cannot read the operator key file \(path)"
         case .notSignedIn: return "sign in to the dashboard first (/admin/login)"
+        case .wrongOperatorKey: return "that is not the operator key"
         case .badCSRF: return "the form's CSRF token is not this session's: reload the page and try again"
         }
     }

@@ -124,7 +124,10 @@ struct LicenseRoutes: RouteGroup {
     private func clearKey(_ request: Request) async throws -> Response {
         let bytes = try await body(request)
         let clearKeyRequest = try ClearKey.Request(json: bytes)
-        let token = token(request, body: (try? JSONDecoder().decode(TokenMember.self, from: Data(bytes)))?.token)
+        guard let member = try? JSONDecoder().decode(TokenMember.self, from: Data(bytes)) else {
+            throw LicensingError.badRequest("\"token\" must be a string")
+        }
+        let token = token(request, body: member.token)
         let license = try await service.clearKeyLicense(clearKeyRequest, token: token)
         var response = Response.bytes(license.body, contentType: "application/json")
         response.headers[Self.licenseExpires] = HTTPDate.format(Int64(license.expires.timeIntervalSince1970.rounded(.down)))

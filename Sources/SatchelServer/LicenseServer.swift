@@ -15,7 +15,7 @@ public struct LicenseServer: Sendable {
     /// with the server (a ``LifecycleService`` that closes the database).
     /// `devices` serves registration, Satchel licenses and signed time (absent: those routes are not there);
     /// `origin` publishes a folder of packages under `/content/` (absent: no origin); `web` adds the browser player
-    /// (`/play/{assetId}`, `/player/…`) and, with `admin`, the operator dashboard (`/admin`); `demoTokens` (for
+    /// (`/play/{assetId}`, `/player/…`), the OpenAPI document (`/openapi.json`) and, with `admin`, the operator dashboard (`/admin`); `demoTokens` (for
     /// `satchel demo` only) gives tokens to anyone at `/demo/token/{assetId}`.
     public static func application(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
                                    admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil,
@@ -24,6 +24,19 @@ public struct LicenseServer: Sendable {
                                    services: [any Service] = [],
                                    logger: Logger = Logger(label: "satchel.serve"),
                                    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) -> some ApplicationProtocol {
+        var builder = builder(service: service, devices: devices, origin: origin, web: web, admin: admin, demoTokens: demoTokens,
+                              certificate: certificate, host: host, port: port, connections: connections, logger: logger)
+        for service in services { builder.add(service: service) }
+        return builder.build(onServerRunning: onServerRunning)
+    }
+
+    /// The builder of ``application(service:devices:origin:web:admin:demoTokens:certificate:host:port:connections:services:logger:onServerRunning:)``
+    /// with the route groups its arguments ask for; its `router()` lists every route (the OpenAPI document is checked against them).
+    public static func builder(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
+                               admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil, certificate: [UInt8]?,
+                               host: String = "127.0.0.1", port: Int = 8080,
+                               connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
+                               logger: Logger = Logger(label: "satchel.serve")) -> ApplicationBuilder {
         let metrics = LicenseMetrics()
         var builder = ApplicationBuilder(host: host, port: port, connections: connections,
                                          metrics: PrometheusMetricsFactory(registry: metrics.registry), logger: logger)
@@ -32,9 +45,9 @@ public struct LicenseServer: Sendable {
         if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics)) }
         if let origin { builder.add(OriginRoutes(files: origin)) }
         if let web { builder.add(PlayerRoutes(assets: web, origin: origin, tokenEndpoint: demoTokens == nil ? nil : DemoTokens.path)) }
+        if let web { builder.add(OpenAPIRoute(document: web.openAPI)) }
         if let web, let admin { builder.add(AdminRoutes(console: admin, assets: web)) }
         if let demoTokens { builder.add(DemoTokenRoutes(tokens: demoTokens)) }
-        for service in services { builder.add(service: service) }
-        return builder.build(onServerRunning: onServerRunning)
+        return builder
     }
 }

@@ -33,21 +33,34 @@ struct PlayerRoutes: RouteGroup {
 
     func register(on router: Router<SatchelRequestContext>) {
         WebAssets.serve(assets.player, under: "/player", what: "player", on: router)
-        router.get("/play/{assetId}") { _, context in
+        router.get("/play/{assetId}") { request, context in
             let asset = context.parameters.get("assetId") ?? ""
             guard Self.isAssetID(asset) else {
-                return page(.badRequest, "notice", ["title": "Not an asset ID", "message": "An asset ID is 1 to 128 letters, digits, dots, dashes and underscores."])
+                return try notice(request, .badRequest, type: "bad-request", title: "Not an asset ID",
+                                  "An asset ID is 1 to 128 letters, digits, dots, dashes and underscores.")
             }
             guard let origin else {
-                return page(.notFound, "notice", ["title": asset, "message": "This server publishes no packages: start it with satchel serve --origin DIR."])
+                return try notice(request, .notFound, type: "not-found", title: asset, "This server publishes no packages: start it with satchel serve --origin DIR.")
             }
             guard (try? origin.file([asset, "manifest.mpd"])) != nil else {
-                return page(.notFound, "notice", ["title": asset, "message": "No CMAF package of \(asset) is published (no \(asset)/manifest.mpd in the origin folder)."])
+                return try notice(request, .notFound, type: "not-found", title: asset,
+                                  "No CMAF package of \(asset) is published (no \(asset)/manifest.mpd in the origin folder).")
             }
             var values: [String: Any] = ["asset": asset, "manifest": "/content/\(asset)/manifest.mpd"]
             if let tokenEndpoint { values["tokenEndpoint"] = tokenEndpoint(asset) }
             return page(.ok, "play", values)
         }
+    }
+
+    /// True when the client asks for HTML (a browser): its refusals are then pages, else problem+json.
+    static func wantsHTML(_ request: Request) -> Bool {
+        request.headers[.accept]?.lowercased().contains("text/html") == true
+    }
+
+    /// A refusal: the notice page for a browser, the problem (thrown) for any other client.
+    private func notice(_ request: Request, _ status: HTTPResponse.Status, type: String, title: String, _ message: String) throws -> Response {
+        guard Self.wantsHTML(request) else { throw Problem(status: status, type: type, detail: message) }
+        return page(status, "notice", ["title": title, "message": message])
     }
 
     private func page(_ status: HTTPResponse.Status, _ template: String, _ values: [String: Any]) -> Response {

@@ -22,6 +22,8 @@ public struct WebAssets: Sendable {
     public let player: [String: File]
     /// The dashboard's static files by name (`admin.css`).
     public let admin: [String: File]
+    /// The OpenAPI 3.1 document of `satchel serve` (`Web/openapi.json`), served at `/openapi.json`.
+    public let openAPI: File
     /// The page templates (`play`, `notice`).
     let templates: MustacheLibrary
 
@@ -31,10 +33,11 @@ public struct WebAssets: Sendable {
         try self.init(folder: web)
     }
 
-    /// Reads the web files from `folder` (with `player/`, `admin/` and `templates/` inside).
+    /// Reads the web files from `folder` (with `player/`, `admin/`, `templates/` and `openapi.json` inside).
     public init(folder: URL) throws(WebAssetsError) {
         player = try Self.files(in: folder.appendingPathComponent("player"))
         admin = try Self.files(in: folder.appendingPathComponent("admin"))
+        openAPI = Self.file(try Self.read(folder.appendingPathComponent("openapi.json")), named: "openapi.json")
         var templates: [String: MustacheTemplate] = [:]
         for name in try Self.names(in: folder.appendingPathComponent("templates")) where name.hasSuffix(".mustache") {
             let text = String(decoding: try Self.read(folder.appendingPathComponent("templates/\(name)")), as: UTF8.self)
@@ -49,12 +52,16 @@ public struct WebAssets: Sendable {
     private static func files(in folder: URL) throws(WebAssetsError) -> [String: File] {
         var files: [String: File] = [:]
         for name in try names(in: folder) {
-            let bytes = try read(folder.appendingPathComponent(name))
-            // FNV-1a over the bytes: a validator, not a security measure.
-            let digest = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
-            files[name] = File(bytes: bytes, contentType: ContentTypes.type(of: name), etag: "\"\(String(digest, radix: 16))-\(String(bytes.count, radix: 16))\"")
+            files[name] = file(try read(folder.appendingPathComponent(name)), named: name)
         }
         return files
+    }
+
+    /// A file's bytes with the type its name gives and a strong ETag.
+    private static func file(_ bytes: [UInt8], named name: String) -> File {
+        // FNV-1a over the bytes: a validator, not a security measure.
+        let digest = bytes.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
+        return File(bytes: bytes, contentType: ContentTypes.type(of: name), etag: "\"\(String(digest, radix: 16))-\(String(bytes.count, radix: 16))\"")
     }
 
     /// Serves `files` at `path/{file}` (404 problem for any other name).
