@@ -155,6 +155,10 @@ import Testing
                 .components(separatedBy: "\"deviceID\" : \"").dropFirst().first?.prefix(36))
             let anonymous = try curl(["-X", "POST", "--data", "csrf=anything", server.url + "/admin/devices/\(device)/disable"])
             #expect(anonymous.status == 401 && anonymous.body.contains("not-signed-in") && anonymous.headers.contains("application/problem+json"))
+            // A wrong key: the login page again for a browser (tested above), problem+json for any other client; no cookie.
+            let guess = try curl(["--data-urlencode", "key=not-the-operator-key", server.url + "/admin/login"])
+            #expect(guess.status == 401 && guess.body.contains("wrong-operator-key") && guess.headers.contains("application/problem+json")
+                    && !guess.headers.contains("set-cookie"))
 
             let login = try curl(["--data-urlencode", "key=\(Self.operatorKey)", server.url + "/admin/login"])
             #expect(login.status == 303)

@@ -175,10 +175,16 @@ extension ISO8601DateFormatter {
             #expect(!html.contains("data-token-endpoint"), "no demo: the page asks for no token endpoint")
             for (path, status, words) in [("/play/nothing", 404, "No CMAF package of nothing"), ("/play/%3Cscript%3E", 400, "Not an asset ID"),
                                           ("/play/.hidden", 400, "Not an asset ID")] {
-                let notice = try OriginCommandTests.request(server.url + path)
+                // A browser (asking for HTML) gets a page; any other client the same refusal as problem+json.
+                let notice = try OriginCommandTests.request(server.url + path, headers: ["Accept: text/html,application/xhtml+xml,*/*;q=0.8"])
                 let text = String(decoding: notice.body, as: UTF8.self)
                 #expect(notice.status == status && text.contains(words) && !text.contains("<script>"), "\(path): \(notice.status) \(text)")
-                #expect(notice.headers["content-security-policy"] != nil, "\(path)")
+                #expect(notice.headers["content-security-policy"] != nil && notice.headers["content-type"] == "text/html; charset=utf-8", "\(path)")
+                let problem = try OriginCommandTests.request(server.url + path)
+                let document = String(decoding: problem.body, as: UTF8.self)
+                #expect(problem.status == status && problem.headers["content-type"] == "application/problem+json"
+                        && document.contains(#""status":\#(status)"#) && document.contains(words.replacingOccurrences(of: "Not an asset ID", with: "An asset ID is")),
+                        "\(path): \(problem.status) \(document)")
             }
             let module = try OriginCommandTests.request(server.url + "/player/player.js")
             let etag = try #require(module.headers["etag"])
@@ -193,7 +199,7 @@ extension ISO8601DateFormatter {
         server.serveArguments = []
         try await server.start()
         defer { server.stop() }
-        let without = try await TestMedia.offloaded { try OriginCommandTests.request(server.url + "/play/film") }
+        let without = try await TestMedia.offloaded { try OriginCommandTests.request(server.url + "/play/film", headers: ["Accept: text/html"]) }
         #expect(without.status == 404 && String(decoding: without.body, as: UTF8.self).contains("publishes no packages"))
     }
 

@@ -103,11 +103,14 @@ public enum ProcessRunner {
         public let stderr: String
     }
 
-    /// Runs `executable` with `arguments`.
-    public static func run(_ executable: URL, _ arguments: [String]) throws -> Result {
+    /// Runs `executable` with `arguments`, in this process's environment with `environment` added (secrets go
+    /// there rather than in the arguments, which any user of the machine can list).
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> Result {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
+        process.currentDirectoryURL = directory
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
