@@ -31,7 +31,8 @@ struct OriginRoutes: RouteGroup {
     private func answer(_ request: Request, _ context: SatchelRequestContext, head: Bool) async throws -> Response {
         do {
             // An encoded slash (`%2F`) separates as a slash does, as CDNs read it; each name is then checked alike.
-            let components = context.parameters.getCatchAll().flatMap { (String($0).removingPercentEncoding ?? "").split(separator: "/", omittingEmptySubsequences: false) }
+            let components = context.parameters.getCatchAll()
+                .flatMap { (String($0).removingPercentEncoding ?? "").split(separator: "/", omittingEmptySubsequences: false) }
                 .map(String.init)
             let file = try files.file(components)
             var headers = Self.cors

@@ -109,6 +109,11 @@ import Testing
                 #expect(!text.contains("secret") && !text.contains("5ec2e7") && !text.contains("\"k\"") && !text.contains(site.path), "\(path): \(text)")
             }
 
+            // An encoded slash separates as a slash does (as CDNs read it); its names are checked all the same (above).
+            let encoded = try Self.request(base + "clear%2Fmaster.m3u8")
+            let playlist = Array(try Data(contentsOf: site.appendingPathComponent("clear/master.m3u8")))
+            #expect(encoded.status == 200 && encoded.body == playlist)
+
             // A player reads the package from the origin as from the files.
             let played = try TestMedia.packetHashes(base + "clear/master.m3u8")
             let files = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
