@@ -3,8 +3,8 @@ import SatchelTestSupport
 import Testing
 
 /// The OpenAPI document against a live `satchel serve` with every part (licenses with FairPlay credentials, devices,
-/// the origin, the player, the dashboard, demo tokens), through schemathesis: a bounded number of examples per
-/// operation in each phase (the document's examples, coverage, fuzzing, and stateful runs along its links), with an
+/// the origin, the player, the dashboard, demo tokens), through schemathesis with a fixed seed: the document's examples,
+/// boundary cases per parameter (coverage), 25 generated requests per operation (fuzzing) and stateful runs along its links, with an
 /// entitlement token and a dashboard session. No answer may be a 5xx, every answer must match its documented status,
 /// Content-Type, headers and schema, data that breaks the schema must be refused, and every error must be
 /// problem+json (`Tests/Contract/satchel_checks.py`; a page only for a client that asks for HTML).
