@@ -112,13 +112,13 @@ public struct DeviceRegistry: Sendable {
         return records
     }
 
-    /// Disables a device (no new license, no renewal) or enables it again; `notEntitled` when it is not registered.
-    public func setDisabled(_ id: String, _ disabled: Bool) async throws(LicensingError) {
-        guard let model = try await stored("read devices", { try await DeviceModel.find(id, on: database) }) else {
-            throw .notEntitled("the device is not registered with this server")
-        }
+    /// Disables a device (no new license, no renewal) or enables it again; false when no such device is registered.
+    @discardableResult
+    public func setDisabled(_ id: String, _ disabled: Bool) async throws(LicensingError) -> Bool {
+        guard let model = try await stored("read devices", { try await DeviceModel.find(id, on: database) }) else { return false }
         model.disabled = disabled
         try await stored("update the device") { try await model.save(on: database) }
+        return true
     }
 
     /// Records a license issued to a device.

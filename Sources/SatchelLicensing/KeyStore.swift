@@ -32,7 +32,8 @@ public struct AuditFilter: Sendable, Equatable {
     public var assetID: String?
     /// The user (the token's `sub`).
     public var subject: String?
-    /// The license type (`fairplay`, `clearkey`, `aes128`, …).
+    /// The license type as recorded (`fairplay`, `fairplay-sync`, `clearkey-temporary`, `clearkey-persistent-license`,
+    /// `aes-128`, `satchel`).
     public var type: String?
     /// The earliest issue time.
     public var since: Date?

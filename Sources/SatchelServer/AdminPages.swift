@@ -91,9 +91,9 @@ struct AdminPages {
     func devices() async throws -> [String: Any] {
         guard let registry = console.registry else { return ["unavailable": true, "empty": true] }
         let devices = try await registry.devices(limit: 1000)
-        let licenses = try await registry.licenses(limit: Self.chartLimit)
+        let licenses = Dictionary(grouping: try await registry.licenses(limit: Self.chartLimit), by: \.deviceID)
         let rows: [[String: Any]] = devices.map { device in
-            let own = licenses.filter { $0.deviceID == device.deviceID }
+            let own = licenses[device.deviceID] ?? []
             var row: [String: Any] = ["id": device.deviceID, "name": device.name ?? "—", "subject": device.subject,
                                       "registered": Self.time(device.registeredAt), "disabled": device.disabled, "licenses": own.count,
                                       "active": own.filter { $0.state != .released }.count, "offline": own.filter(\.persistent).count]

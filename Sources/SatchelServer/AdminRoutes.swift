@@ -81,10 +81,14 @@ struct AdminRoutes: RouteGroup {
             _ = try await checked(request, context)
             guard let registry = console.registry else { throw Problem(status: .notFound, type: "not-found", detail: "this server registers no devices") }
             let device = context.parameters.get("deviceId") ?? ""
+            let disabled: Bool
             switch context.parameters.get("action") {
-            case "disable": try await registry.setDisabled(device, true)
-            case "enable": try await registry.setDisabled(device, false)
+            case "disable": disabled = true
+            case "enable": disabled = false
             default: throw Problem(status: .notFound, type: "not-found", detail: "a device is disabled or enabled")
+            }
+            guard try await registry.setDisabled(device, disabled) else {
+                throw Problem(status: .notFound, type: "not-found", detail: "no device of this ID is registered")
             }
             return Self.redirect("/admin/devices")
         }

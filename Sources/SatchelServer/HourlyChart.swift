@@ -26,8 +26,8 @@ struct HourlyChart: Sendable {
         guard let first = hours.first else { return [] }
         var counts = Array(repeating: 0, count: hours.count)
         for date in dates {
-            let slot = Int(((date.timeIntervalSince(first)) / 3600).rounded(.down))
-            if slot >= 0, slot < counts.count { counts[slot] += 1 }
+            let slot = (date.timeIntervalSince(first) / 3600).rounded(.down)  // any date: compared before it becomes an index
+            if slot >= 0, slot < Double(counts.count) { counts[Int(slot)] += 1 }
         }
         return counts
     }

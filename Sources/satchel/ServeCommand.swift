@@ -101,7 +101,7 @@ struct ServeCommand: SatchelAsyncCommand {
         let registry = try store.registry(database)
         let devices = DeviceLicensing(service: service, registry: registry)
         var web: WebAssets?
-        do { web = try WebAssets() } catch { logger.warning("no browser player and no dashboard: \(error)") }
+        do { web = try WebAssets() } catch { logger.warning("no browser player, no dashboard and no /openapi.json: \(error)") }
         var admin: AdminConsole?
         if let path = operatorKeyFile ?? environment["SATCHEL_OPERATOR_KEY_FILE"] {
             admin = AdminConsole(sessions: try AdminSessions(operatorKey: try AdminSessions.operatorKey(file: path)), service: service, registry: registry)

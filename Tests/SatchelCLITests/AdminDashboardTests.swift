@@ -175,9 +175,12 @@ import Testing
             let none = try curl(["-X", "POST", "--data", "", server.url + "/admin/devices/\(device)/disable"])
             #expect(none.status == 400 || none.status == 403, "no token at all: \(none.status)")
             #expect(try curl([server.url + "/admin/devices"]).body.contains("tag good"), "the device is still enabled")
+            // With the session's token, a device that is not registered is 404, and nothing changes.
+            let csrf = try #require(signedIn.body.components(separatedBy: "name=\"csrf\" value=\"").dropFirst().first?.prefix { $0 != "\"" })
+            let unknown = try curl(["-X", "POST", "--data", "csrf=\(csrf)", server.url + "/admin/devices/no-such-device/disable"])
+            #expect(unknown.status == 404 && unknown.body.contains("no device of this ID") && unknown.headers.contains("application/problem+json"))
 
             // Signing out ends the session: the same cookie no longer opens a page.
-            let csrf = try #require(signedIn.body.components(separatedBy: "name=\"csrf\" value=\"").dropFirst().first?.prefix { $0 != "\"" })
             let saved = try String(contentsOfFile: jar, encoding: .utf8)
             #expect(try curl(["-X", "POST", "--data", "csrf=\(csrf)", server.url + "/admin/logout"]).status == 303)
             try saved.write(toFile: jar, atomically: true, encoding: .utf8)  // the browser's old cookie, replayed

@@ -28,10 +28,7 @@ import Testing
 
     /// `METHOD /path` of every operation the document describes.
     static func operations() throws -> Set<String> {
-        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: document)) as? [String: Any]
-        let paths = object?["paths"] as? [String: [String: Any]] ?? [:]
-        let methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
-        return Set(paths.flatMap { path, item in item.keys.filter { methods.contains($0) }.map { "\($0.uppercased()) \(path)" } })
+        OpenAPIOperations.of(try JSONSerialization.jsonObject(with: Data(contentsOf: document)) as? [String: Any] ?? [:])
     }
 
     /// The operations a JUnit report of schemathesis names (one test case per operation).

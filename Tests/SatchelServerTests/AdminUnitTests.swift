@@ -45,7 +45,8 @@ struct AdminUnitTests {
         let now = Date(timeIntervalSince1970: 1_800_003_000)  // 50 minutes into an hour
         let hours = HourlyChart.hours(endingAt: now, count: 24)
         #expect(hours.count == 24 && hours.last == Date(timeIntervalSince1970: 1_800_000_000) && hours.first == Date(timeIntervalSince1970: 1_800_000_000 - 23 * 3600))
-        let dates = [now, now.addingTimeInterval(-600), now.addingTimeInterval(-3600), now.addingTimeInterval(-25 * 3600), now.addingTimeInterval(3600)]
+        let dates = [now, now.addingTimeInterval(-600), now.addingTimeInterval(-3600), now.addingTimeInterval(-25 * 3600), now.addingTimeInterval(3600),
+                     .distantFuture, .distantPast, Date(timeIntervalSince1970: 1e300)]  // a stored row from any clock: no trap
         let counts = HourlyChart.counts(of: dates, in: hours)
         #expect(counts.last == 2 && counts[22] == 1 && counts.reduce(0, +) == 3, "outside the 24 hours: not counted")
         #expect([0, 1, 2, 3, 5, 6, 11, 99, 100, 101].map(HourlyChart.niceCeiling) == [2, 2, 2, 5, 5, 10, 20, 100, 100, 200])

@@ -161,6 +161,10 @@ struct LicenseServerTests {
             let keys = try ClearKey.parseResponse(Array(license.body.readableBytesView))
             #expect(keys.first?.keyID == world.key.keyID && keys.first?.key.bytes == key)
             #expect(!String(buffer: license.body).contains("="), "base64url without padding")
+            // A body token of another type is refused, not ignored (the header would otherwise stand in for it unseen).
+            let typed = try await client.execute(uri: "/clearkey/license", method: .post, headers: Self.bearer(token),
+                                                 body: ByteBuffer(string: #"{"kids":["\#(world.key.keyID.base64URL)"],"token":5}"#))
+            #expect(typed.status == .badRequest && String(buffer: typed.body).contains("token"))
 
             let persistent = ClearKey.Request(keyIDs: [world.key.keyID], type: "persistent-license")
             let refused = try await client.execute(uri: "/clearkey/license", method: .post, headers: Self.bearer(token), body: ByteBuffer(bytes: persistent.json))

@@ -15,8 +15,6 @@ import Testing
 /// schemathesis (`OpenAPIContractTests`).
 @Suite("OpenAPI: the document and the routes")
 struct OpenAPIDocumentTests {
-    static let methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"]
-
     /// The builder of a server with every part: devices, origin, player, dashboard and demo tokens.
     static func everything() async throws -> (ApplicationBuilder, LicensingDatabase, WebAssets) {
         let directory = try TestMedia.temporaryDirectory("openapi")
@@ -38,12 +36,6 @@ struct OpenAPIDocumentTests {
         try #require(try JSONSerialization.jsonObject(with: Data(web.openAPI.bytes)) as? [String: Any])
     }
 
-    /// `METHOD /path` of every documented operation.
-    static func documented(_ document: [String: Any]) -> Set<String> {
-        let paths = document["paths"] as? [String: [String: Any]] ?? [:]
-        return Set(paths.flatMap { path, item in item.keys.filter { methods.contains($0) }.map { "\($0.uppercased()) \(path)" } })
-    }
-
     /// `METHOD /path` of every route; the origin's catch-all `**` is the document's `{path}` (OpenAPI has no other way to say it).
     static func routed(_ builder: ApplicationBuilder) -> Set<String> {
         Set(builder.router().0.routes.map { "\($0.method.rawValue) \($0.path.description.replacingOccurrences(of: "**", with: "{path}"))" })
@@ -53,7 +45,7 @@ struct OpenAPIDocumentTests {
     func routesMatchTheDocument() async throws {
         let (builder, database, web) = try await Self.everything()
         defer { Task { await database.shutdown() } }
-        let routed = Self.routed(builder), documented = Self.documented(try Self.document(web))
+        let routed = Self.routed(builder), documented = OpenAPIOperations.of(try Self.document(web))
         #expect(routed.count > 25, "the server with every part has its routes: \(routed.sorted())")
         #expect(routed.subtracting(documented).isEmpty, "routes the document does not describe: \(routed.subtracting(documented).sorted())")
         #expect(documented.subtracting(routed).isEmpty, "documented operations no route serves: \(documented.subtracting(routed).sorted())")
@@ -79,7 +71,7 @@ struct OpenAPIDocumentTests {
         var operationIDs: [String] = []
         for (path, item) in paths {
             let templated = Set(path.split(separator: "/").filter { $0.hasPrefix("{") && $0.hasSuffix("}") }.map { String($0.dropFirst().dropLast()) })
-            for method in Self.methods {
+            for method in OpenAPIOperations.methods {
                 guard let operation = item[method] as? [String: Any] else { continue }
                 let label = "\(method.uppercased()) \(path)"
                 operationIDs.append(operation["operationId"] as? String ?? "")
