@@ -26,6 +26,12 @@ func value(_ name: String) -> String? {
 }
 let seconds = value("--seconds").flatMap(Double.init) ?? 3
 let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil && $0 != value("--target") }
+let knownSuites: Set<String> = ["fairplay", "packaging", "server", "playback", "downloads", "link", "fuzz"]
+if arguments.contains("--help") || arguments.contains("-h") || !suites.allSatisfy(knownSuites.contains) {
+    // An unknown name would otherwise fall through to the default run of every suite (tens of minutes).
+    FileHandle.standardError.write(Data("usage: SatchelBenchmarks [\(knownSuites.sorted().joined(separator: "|"))]… [--seconds N] [--parts]\n".utf8))
+    exit(arguments.contains("--help") || arguments.contains("-h") ? 0 : 2)
+}
 
 if suites == ["fuzz"] {  // not part of the default run
     do {

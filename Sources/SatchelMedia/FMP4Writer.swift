@@ -52,8 +52,10 @@ public struct FragmentSample: Sendable {
     public var ctsOffset: Int32
     /// Sync sample.
     public var isSync: Bool
-    /// The (possibly encrypted) sample bytes.
+    /// The (possibly encrypted) sample bytes; empty when the sample is described by ``byteCount`` alone.
     public var data: ArraySlice<UInt8>
+    /// The sample's length in bytes.
+    public var byteCount: Int
     /// The per-sample IV ('cenc'), empty with a constant IV.
     public var iv: [UInt8]
     /// Subsamples; empty means the whole sample is one protected range (or the track is clear).
@@ -65,8 +67,16 @@ public struct FragmentSample: Sendable {
         self.ctsOffset = ctsOffset
         self.isSync = isSync
         self.data = data
+        self.byteCount = data.count
         self.iv = iv
         self.subsamples = subsamples
+    }
+
+    /// A sample described by its length alone, for ``FMP4Writer/fragmentHeader(sequenceNumber:baseDecodeTime:samples:protection:into:)``,
+    /// whose bytes the caller writes after the header.
+    public init(duration: UInt32, ctsOffset: Int32, isSync: Bool, byteCount: Int, iv: [UInt8] = [], subsamples: [Subsample] = []) {
+        self.init(duration: duration, ctsOffset: ctsOffset, isSync: isSync, data: [], iv: iv, subsamples: subsamples)
+        self.byteCount = byteCount
     }
 }
 
@@ -155,9 +165,18 @@ public enum FMP4Writer {
     /// The same, written into `buffer` (its capacity is reused).
     public static func mediaSegment(sequenceNumber: UInt32, baseDecodeTime: UInt64, samples: [FragmentSample],
                                     protection: FMP4Protection?, into buffer: inout [UInt8]) {
-        let total = samples.reduce(0) { $0 + $1.data.count }
+        buffer.reserveCapacity(samples.reduce(0) { $0 + $1.byteCount } + 256 + samples.count * 40)
+        fragmentHeader(sequenceNumber: sequenceNumber, baseDecodeTime: baseDecodeTime, samples: samples, protection: protection, into: &buffer)
+        for sample in samples { buffer.append(contentsOf: sample.data) }
+    }
+
+    /// The head of a media segment: the 'moof' and the 'mdat' header, for samples whose bytes (``FragmentSample/byteCount``
+    /// each, in order) the caller writes right after it. Written into `buffer` (its capacity is reused).
+    public static func fragmentHeader(sequenceNumber: UInt32, baseDecodeTime: UInt64, samples: [FragmentSample],
+                                      protection: FMP4Protection?, into buffer: inout [UInt8]) {
+        let total = samples.reduce(0) { $0 + $1.byteCount }
         var w = MP4BoxWriter(reusing: &buffer)
-        w.reserve(total + 256 + samples.count * 40)
+        w.reserve(256 + samples.count * 40)
         let moofStart = w.count
         var dataOffsetField = 0
         var auxiliaryDataStart = 0
@@ -172,7 +191,7 @@ public enum FMP4Writer {
                     w.u32(0)
                     for sample in samples {
                         w.u32(sample.duration)
-                        w.u32(UInt32(sample.data.count))
+                        w.u32(UInt32(clamping: sample.byteCount))
                         w.u32(sample.isSync ? 0x0200_0000 : 0x0101_0000)
                         w.u32(UInt32(bitPattern: sample.ctsOffset))
                     }
@@ -208,9 +227,8 @@ public enum FMP4Writer {
             }
         }
         w.patchUInt32(UInt32(w.count - moofStart + 8), at: dataOffsetField)
-        w.u32(UInt32(total + 8))
+        w.u32(UInt32(clamping: total + 8))
         w.fourCC("mdat")
-        for sample in samples { w.bytes(sample.data) }
         w.finish(into: &buffer)
     }
 

@@ -38,20 +38,25 @@ struct CMAFSegmentWriter {
         FMP4Writer.initSegment(for: track, protection: protection, averageBitrate: averageBitrate)
     }
 
-    /// One media segment, written into `out` (its capacity is reused from segment to segment). The samples
-    /// are written clear and then encrypted where they lie in `out`: no sample is copied twice.
-    mutating func segment(_ samples: ArraySlice<MediaSample>, into out: inout [UInt8]) throws(PackagerError) {
+    /// One media segment in two parts: `header`, the 'moof' and the 'mdat' header; and the samples' bytes, read
+    /// from `input` into `payload` and encrypted where they lie, so that no sample is copied after it is read.
+    /// Returns the payload's length (the buffer may be longer: its capacity and pages are reused).
+    mutating func segment(_ samples: ArraySlice<MediaSample>, from input: InputMedia, header: inout [UInt8],
+                          payload: inout [UInt8]) throws(PackagerError) -> Int {
         sequence += 1
+        let length = try input.read(samples, into: &payload)
         var fragmentSamples: [FragmentSample] = []
         fragmentSamples.reserveCapacity(samples.count)
+        var position = 0
         for sample in samples {
+            let size = sample.data.count
             var iv: [UInt8] = []
             var subsamples: [Subsample] = []
             if let cipher {
                 if track.kind == .video {
                     do {
-                        subsamples = try CommonEncryption.videoSubsamples(sample.data, codec: track.codec, lengthSize: lengthSize,
-                                                                          sliceContext: sliceContext)
+                        subsamples = try CommonEncryption.videoSubsamples(payload[position..<(position + size)], codec: track.codec,
+                                                                          lengthSize: lengthSize, sliceContext: sliceContext)
                     } catch {
                         throw .input(file: "track \(track.id)", reason: "sample at \(sample.dts): \(error)")
                     }
@@ -62,21 +67,22 @@ struct CMAFSegmentWriter {
                 }
             }
             fragmentSamples.append(FragmentSample(duration: sample.duration, ctsOffset: sample.ctsOffset, isSync: sample.isSync,
-                                                  data: sample.data, iv: iv, subsamples: subsamples))
+                                                  byteCount: size, iv: iv, subsamples: subsamples))
+            position += size
         }
         let base = UInt64(max(samples.first.map { $0.dts - (track.samples.first?.dts ?? 0) } ?? 0, 0))
-        FMP4Writer.mediaSegment(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: protection, into: &out)
-        guard let cipher else { return }
-        // The mdat payload is the segment's tail: every sample's bytes, in order.
-        var position = out.count - fragmentSamples.reduce(0) { $0 + $1.data.count }
+        FMP4Writer.fragmentHeader(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: protection, into: &header)
+        guard let cipher else { return length }
+        position = 0
         for (sample, written) in zip(samples, fragmentSamples) {
-            let range = position..<(position + written.data.count)
+            let range = position..<(position + written.byteCount)
             do {
-                try cipher.encrypt(&out, sampleAt: range, subsamples: written.subsamples, iv: written.iv, isVideo: track.kind == .video)
+                try cipher.encrypt(&payload, sampleAt: range, subsamples: written.subsamples, iv: written.iv, isVideo: track.kind == .video)
             } catch {
                 throw .input(file: "track \(track.id)", reason: "sample at \(sample.dts): \(error)")
             }
             position = range.upperBound
         }
+        return length
     }
 }

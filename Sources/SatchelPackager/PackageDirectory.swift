@@ -24,6 +24,29 @@ struct PackageDirectory {
     /// and ``commit()`` waits for every sync; the whole directory is then made durable and renamed into place by ``commit()``, so a package is
     /// either all there or not there, also after a power cut.
     func write(_ bytes: [UInt8], to relativePath: String, mode: Int = 0o644) throws(PackagerError) {
+        let url = try place(relativePath)
+        do throws(SystemError) {
+            try syncer.write(bytes, to: url.path, mode: mode_t(mode))
+        } catch {
+            throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
+        }
+    }
+
+    /// Writes `header` and the first `count` bytes of `payload` to `relativePath` like ``write(_:to:mode:)``, but on a
+    /// background thread: `payload` goes back to `pool` once written, so the caller fills the next buffer while the
+    /// kernel copies this one.
+    func write(_ header: [UInt8] = [], handing payload: consuming [UInt8], count: Int, to relativePath: String,
+               returningTo pool: BufferPool) throws(PackagerError) {
+        let url = try place(relativePath)
+        do throws(SystemError) {
+            try syncer.write(header, payload, count: count, to: url.path, returningTo: pool)
+        } catch {
+            throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
+        }
+    }
+
+    /// The URL of `relativePath` in the working directory, its folder created.
+    private func place(_ relativePath: String) throws(PackagerError) -> URL {
         let url = temporary.appendingPathComponent(relativePath)
         let parent = url.deletingLastPathComponent()
         if !FileManager.default.fileExists(atPath: parent.path) {
@@ -31,11 +54,7 @@ struct PackageDirectory {
                 throw .output("cannot create \(parent.lastPathComponent)")
             }
         }
-        do throws(SystemError) {
-            try syncer.write(bytes, to: url.path, mode: mode_t(mode))
-        } catch {
-            throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
-        }
+        return url
     }
 
     /// Text convenience.

@@ -2,6 +2,7 @@ import Foundation
 import SatchelBytes
 import SatchelMedia
 import SatchelProtection
+import SatchelSystem
 
 /// What a finished package holds.
 public struct PackageSummary: Sendable {
@@ -38,12 +39,12 @@ public struct Packager: Sendable {
     /// Builds the package. `progress` receives the fraction done, 0 to 1.
     public func run(progress: @Sendable (Double) -> Void = { _ in }) throws(PackagerError) -> PackageSummary {
         try options.validate()
-        var inputs: [(path: String, tracks: [MediaTrack])] = []
+        var inputs: [InputMedia] = []
         var inputBytes = 0
         for path in options.inputs {
-            let tracks = try InputReader.tracks(of: path)
-            inputBytes += tracks.reduce(0) { $0 + $1.byteCount }
-            inputs.append((path, tracks))
+            let input = try InputMedia(path: path)
+            inputBytes += input.tracks.reduce(0) { $0 + $1.byteCount }
+            inputs.append(input)
         }
         let renditions = try plan(inputs)
         let directory = try PackageDirectory(destination: options.output)
@@ -68,20 +69,25 @@ public struct Packager: Sendable {
     }
 
     /// Video renditions from every input's video track; audio from audio-only inputs, or else from the first input with audio.
-    private func plan(_ inputs: [(path: String, tracks: [MediaTrack])]) throws(PackagerError) -> [Rendition] {
-        let videos = inputs.compactMap { input in input.tracks.first { $0.kind == .video } }
-        var audios = inputs.filter { !$0.tracks.contains { $0.kind == .video } }.compactMap { $0.tracks.first { $0.kind == .audio } }
-        if audios.isEmpty, let first = inputs.lazy.compactMap({ $0.tracks.first { $0.kind == .audio } }).first { audios = [first] }
+    private func plan(_ inputs: [InputMedia]) throws(PackagerError) -> [Rendition] {
+        let videos = inputs.compactMap { input in input.tracks.first { $0.kind == .video }.map { (input, $0) } }
+        var audios = inputs.filter { !$0.tracks.contains { $0.kind == .video } }.compactMap { input in
+            input.tracks.first { $0.kind == .audio }.map { (input, $0) }
+        }
+        if audios.isEmpty, let first = inputs.lazy.compactMap({ input in input.tracks.first { $0.kind == .audio }.map { (input, $0) } }).first {
+            audios = [first]
+        }
         guard !videos.isEmpty || !audios.isEmpty else {
             throw .input(file: inputs.first?.path ?? "", reason: "no video or audio track")
         }
         var renditions: [Rendition] = []
-        for (index, video) in videos.enumerated() {
-            renditions.append(Rendition(name: "video_\(index)", track: video, segments: SegmentPlanner.videoSegments(video, target: options.segmentDuration)))
+        for (index, (input, video)) in videos.enumerated() {
+            renditions.append(Rendition(name: "video_\(index)", input: input, track: video,
+                                        segments: SegmentPlanner.videoSegments(video, target: options.segmentDuration)))
         }
         let boundaries = renditions.first?.segmentStartTimes
-        for (index, audio) in audios.enumerated() {
-            renditions.append(Rendition(name: "audio_\(index)", track: audio,
+        for (index, (input, audio)) in audios.enumerated() {
+            renditions.append(Rendition(name: "audio_\(index)", input: input, track: audio,
                                         segments: SegmentPlanner.audioSegments(audio, boundaries: boundaries, target: options.segmentDuration)))
         }
         return renditions
@@ -134,6 +140,7 @@ public struct Packager: Sendable {
         var doneSamples = 0
         var outputBytes = 0
         var written: [String: Written] = [:]
+        let buffers = BufferPool(count: 3)
         for rendition in renditions {
             var segments: [HLSSegment] = []
             var peak = 0
@@ -155,30 +162,36 @@ public struct Packager: Sendable {
                 cmafWriter = writer
             }
             var currentKey: ContentKey?
-            var bytes: [UInt8] = []  // one buffer per rendition, reused for every segment
+            var sampleBytes: [UInt8] = []  // a TS segment's sample bytes, reused for every segment
             for (index, range) in rendition.segments.enumerated() {
-                let samples = rendition.track.samples[range]
+                // Each segment's bytes are written on another thread while the next segment is made.
+                var payload = buffers.take()
+                var header: [UInt8] = []
+                var size = 0
                 let key = keys.last { $0.1 <= index }?.0
                 if var writer = tsWriter {
+                    let samples = try rendition.input.samples(rendition.track.samples[range], into: &sampleBytes)
                     let sampleAES = options.scheme == .sampleAES ? try key.map { (k) throws(PackagerError) in
                         do { return try SampleAES(key: k.key, iv: k.iv) } catch { throw .invalidOptions("\(error)") }
                     } : nil
-                    try writer.segment(samples, sampleAES: sampleAES, into: &bytes)
+                    try writer.segment(samples, sampleAES: sampleAES, into: &payload)
                     tsWriter = writer
                     if options.scheme == .aes128, let key {
-                        do { bytes = try SegmentCipher(key: key.key).encrypt(bytes, iv: key.iv) } catch { throw .invalidOptions("\(error)") }
+                        do { payload = try SegmentCipher(key: key.key).encrypt(payload, iv: key.iv) } catch { throw .invalidOptions("\(error)") }
                     }
+                    size = payload.count
                 } else if var writer = cmafWriter {
-                    try writer.segment(samples, into: &bytes)
+                    size = try writer.segment(rendition.track.samples[range], from: rendition.input, header: &header, payload: &payload)
                     cmafWriter = writer
                 }
                 let number = options.format == .cmaf ? index + 1 : index
                 let uri = "segment_\(number).\(extension_)"
-                try directory.write(bytes, to: "\(rendition.name)/\(uri)")
-                outputBytes += bytes.count
-                bytesTotal += bytes.count
+                try directory.write(header, handing: payload, count: size, to: "\(rendition.name)/\(uri)", returningTo: buffers)
+                size += header.count
+                outputBytes += size
+                bytesTotal += size
                 let duration = rendition.duration(of: range)
-                peak = max(peak, Int(Double(bytes.count * 8) / max(duration, 0.001)))
+                peak = max(peak, Int(Double(size * 8) / max(duration, 0.001)))
                 var segment = HLSSegment(duration: duration, uri: uri)
                 if let key, key.keyID != currentKey?.keyID {
                     segment.keys = keyTags(key)

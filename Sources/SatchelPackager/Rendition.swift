@@ -4,6 +4,8 @@ import SatchelMedia
 struct Rendition {
     /// Directory and playlist name ("video_0", "audio_0").
     let name: String
+    /// The input the track is read from.
+    let input: InputMedia
     /// The source track.
     let track: MediaTrack
     /// Sample index ranges of each segment.

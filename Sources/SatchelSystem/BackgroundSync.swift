@@ -44,6 +44,47 @@ public final class BackgroundSync: @unchecked Sendable {
         }
     }
 
+    /// Creates (or truncates) the file at `path` here, then writes `header` followed by the first `count` bytes of
+    /// `payload` and syncs the file on a background thread, giving `payload` back to `pool` once written: the
+    /// caller goes on producing the next file while the kernel copies this one, on another core. A write or sync
+    /// that failed is thrown by the next call or by ``wait()``.
+    public func write(_ header: [UInt8] = [], _ payload: consuming [UInt8], count: Int, to path: String, mode: mode_t = 0o644,
+                      returningTo pool: BufferPool) throws(SystemError) {
+        if let earlier = failure.current {
+            pool.give(payload)
+            throw earlier
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else {
+            let error = SystemError("create", path: path, errno: errno)
+            pool.give(payload)
+            throw error
+        }
+        let handed = HandedBytes(payload)
+        slots.wait()
+        group.enter()
+        queue.async { [self] in
+            defer {
+                close(fd)
+                slots.signal()
+                group.leave()
+            }
+            let written = handed.take()
+            var outcome: Result<Void, SystemError> = .success(())
+            do throws(SystemError) {
+                try AtomicFile.writeAll(fd, header, path: path)
+                try AtomicFile.writeAll(fd, written.prefix(max(0, min(count, written.count))), path: path)
+            } catch {
+                outcome = .failure(error)
+            }
+            pool.give(written)
+            if case .success = outcome {
+                do throws(SystemError) { try AtomicFile.sync(fd, path: path) } catch { outcome = .failure(error) }
+            }
+            if case .failure(let error) = outcome { failure.withLock { $0 = $0 ?? error } }
+        }
+    }
+
     /// Waits until every file written so far is durable; throws the first sync that failed.
     public func wait() throws(SystemError) {
         group.wait()
@@ -52,5 +93,21 @@ public final class BackgroundSync: @unchecked Sendable {
 
     deinit {
         group.wait()  // no descriptor outlives the syncer
+    }
+}
+
+/// Bytes handed to another thread: ``take()`` leaves the box empty, so the taker holds the only reference
+/// and can empty the array without copying it.
+private final class HandedBytes: @unchecked Sendable {  // taken once, by the one block that received it
+    private var bytes: [UInt8]
+
+    init(_ bytes: consuming [UInt8]) {
+        self.bytes = bytes
+    }
+
+    func take() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &bytes)
+        return taken
     }
 }

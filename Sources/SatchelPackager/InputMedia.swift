@@ -1,0 +1,210 @@
+import Foundation
+import SatchelMedia
+
+/// One input file: its tracks, and where their sample bytes are read from.
+///
+/// An MPEG-TS input is read whole (its samples are rebuilt from PES packets). An MP4 or MOV input is read
+/// by layout: every box but the payload of `mdat` is read, the samples are demuxed from that, and each
+/// segment's sample bytes are read from the file when the segment is written (``samples(_:into:)``), into a
+/// buffer reused from segment to segment. A large input then costs neither its size in memory nor the
+/// zeroing of that many fresh pages, and the bytes are read once, just before they are used.
+final class InputMedia: @unchecked Sendable {  // immutable after init; the descriptor is only read with pread
+    /// The file's path.
+    let path: String
+    /// Its tracks. The samples of an MP4 input are slices at their file offsets of an array whose `mdat`
+    /// payloads were never read: their `data` gives offsets and sizes only, ``samples(_:into:)`` their bytes.
+    let tracks: [MediaTrack]
+    /// The open file of an input read by layout; nil when the samples' bytes are in memory.
+    private let descriptor: Int32?
+
+    /// Opens `path` and demuxes it, sniffing MP4/MOV or MPEG-TS.
+    init(path: String) throws(PackagerError) {
+        self.path = path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .input(file: path, reason: "cannot open the file: \(String(cString: strerror(errno)))") }
+        do {
+            var info = stat()
+            guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { throw PackagerError.input(file: path, reason: "not a regular file") }
+            let size = Int(info.st_size)
+            let head = try Self.read(descriptor, count: min(size, 189), at: 0, path: path)
+            guard head.count >= 8 else { throw PackagerError.input(file: path, reason: "the file is too short to be media") }
+            let isTS = head[0] == 0x47 && (head.count < 189 || head[188] == 0x47)
+            let firstBox = String(decoding: head[4..<8], as: UTF8.self)
+            guard isTS || Self.topLevelBoxes.contains(firstBox) else { throw PackagerError.input(file: path, reason: "not an MP4, MOV or MPEG-TS file") }
+            do {
+                if isTS {
+                    tracks = try TSDemuxer.demux(try Self.read(descriptor, count: size, at: 0, path: path))
+                    close(descriptor)
+                    self.descriptor = nil
+                } else {
+                    tracks = try MP4Demuxer.demux(try Self.layout(descriptor, size: size, path: path))
+                    self.descriptor = descriptor
+                }
+            } catch let error as MediaError {
+                throw PackagerError.input(file: path, reason: "\(error)")
+            }
+        } catch let error as PackagerError {
+            close(descriptor)
+            throw error
+        } catch {
+            close(descriptor)
+            throw .input(file: path, reason: "\(error)")
+        }
+    }
+
+    deinit {
+        if let descriptor { close(descriptor) }
+    }
+
+    /// The bytes of `samples`, one after another, read into `payload` (grown when a segment needs more, else
+    /// reused, pages and all): from the file with one read per run of adjacent samples, or copied from memory.
+    /// Returns their length; the buffer may be longer.
+    func read(_ samples: ArraySlice<MediaSample>, into payload: inout [UInt8]) throws(PackagerError) -> Int {
+        let total = samples.reduce(0) { $0 + $1.data.count }
+        if payload.count < total {
+            payload = [UInt8](unsafeUninitializedCapacity: total + total / 4) { _, count in count = total + total / 4 }
+        }
+        var failure: PackagerError?
+        payload.withUnsafeMutableBytes { raw in
+            guard let base = raw.baseAddress else { return }
+            var position = 0
+            var index = samples.startIndex
+            while index < samples.endIndex, failure == nil {
+                guard let descriptor else {
+                    let data = samples[index].data
+                    data.withUnsafeBytes { source in
+                        if let start = source.baseAddress { (base + position).copyMemory(from: start, byteCount: source.count) }
+                    }
+                    position += data.count
+                    index = samples.index(after: index)
+                    continue
+                }
+                // A run: samples whose bytes follow each other in the file.
+                let start = samples[index].data.startIndex
+                var end = samples[index].data.endIndex
+                var next = samples.index(after: index)
+                while next < samples.endIndex, samples[next].data.startIndex == end {
+                    end = samples[next].data.endIndex
+                    next = samples.index(after: next)
+                }
+                failure = Self.readFully(descriptor, base + position, count: end - start, at: start, path: path)
+                position += end - start
+                index = next
+            }
+        }
+        if let failure { throw failure }
+        return total
+    }
+
+    /// `samples` with their bytes: as they are for an input in memory; otherwise read into `buffer` (see
+    /// ``read(_:into:)``) and sliced from it. Drop the result before the next call, so that the buffer is reused, not copied.
+    func samples(_ samples: ArraySlice<MediaSample>, into buffer: inout [UInt8]) throws(PackagerError) -> ArraySlice<MediaSample> {
+        guard descriptor != nil else { return samples }
+        _ = try read(samples, into: &buffer)
+        var position = 0
+        var loaded: [MediaSample] = []
+        loaded.reserveCapacity(samples.count)
+        for sample in samples {
+            var copy = sample
+            copy.data = buffer[position..<(position + sample.data.count)]
+            position += sample.data.count
+            loaded.append(copy)
+        }
+        return loaded[...]
+    }
+
+    /// Boxes an MP4 or MOV file may start with.
+    static let topLevelBoxes: Set<String> = ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot", "uuid", "styp", "sidx", "moof", "pdin"]
+
+    /// Top-level boxes read at most (a file of more is not media: its layout would be read without end).
+    static let maxTopLevelBoxes = 1_000_000
+
+    /// An array as long as the file holding every top-level box but the payload of each `mdat`, which is
+    /// left unread (and uninitialized: nothing reads it; sample bytes come from ``samples(_:into:)``). An
+    /// array of the file's size that is never written costs no memory but its box headers and metadata.
+    private static func layout(_ descriptor: Int32, size: Int, path: String) throws(PackagerError) -> [UInt8] {
+        var failure: PackagerError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = size
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            var boxes = 0
+            while offset < size, failure == nil {
+                boxes += 1
+                guard boxes <= maxTopLevelBoxes else {
+                    failure = .input(file: path, reason: "more than \(maxTopLevelBoxes) top-level boxes")
+                    return
+                }
+                let headerLength = min(16, size - offset)
+                if let error = readFully(descriptor, base + offset, count: headerLength, at: offset, path: path) {
+                    failure = error
+                    return
+                }
+                let header = UnsafeBufferPointer(start: base + offset, count: headerLength)
+                let (boxSize, boxHeaderLength) = boxExtent(header, remaining: size - offset)
+                let isMediaData = headerLength >= 8 && header[4] == 0x6D && header[5] == 0x64 && header[6] == 0x61 && header[7] == 0x74  // mdat
+                if boxSize < boxHeaderLength || !isMediaData {
+                    // Metadata, or a box whose size is malformed: read it all (to the end of the file for the latter) and
+                    // let the demuxer judge it. The first `headerLength` bytes are read already (they may reach past a small box).
+                    let end = boxSize < boxHeaderLength ? size : offset + boxSize
+                    let readEnd = offset + headerLength
+                    if end > readEnd, let error = readFully(descriptor, base + readEnd, count: end - readEnd, at: readEnd, path: path) {
+                        failure = error
+                        return
+                    }
+                    offset = end
+                } else {
+                    offset += boxSize
+                }
+            }
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+
+    /// A box's size and its header's length from its first bytes (`remaining`: bytes from the box to the end of
+    /// the file). The size is clamped to `remaining`; 0 means "to the end of the file"; a size shorter than the
+    /// header gives a size below the header's length, for the caller to treat as malformed.
+    static func boxExtent(_ header: UnsafeBufferPointer<UInt8>, remaining: Int) -> (size: Int, headerLength: Int) {
+        guard header.count >= 8 else { return (0, 8) }
+        let size32 = header[0..<4].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        switch size32 {
+        case 0: return (remaining, 8)
+        case 1:
+            guard header.count >= 16 else { return (0, 16) }
+            let size64 = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            return (Int(min(size64, UInt64(remaining))), 16)
+        default: return (Int(min(size32, UInt64(remaining))), 8)
+        }
+    }
+
+    /// `count` bytes of the file from `offset` into a new array.
+    private static func read(_ descriptor: Int32, count: Int, at offset: Int, path: String) throws(PackagerError) -> [UInt8] {
+        var failure: PackagerError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = 0
+            guard let base = buffer.baseAddress else { return }
+            failure = readFully(descriptor, base, count: count, at: offset, path: path)
+            initialized = failure == nil ? count : 0
+        }
+        if let failure { throw failure }
+        return bytes
+    }
+
+    /// Reads exactly `count` bytes at `offset` into `destination`; an error if the file ends first (it changed).
+    private static func readFully(_ descriptor: Int32, _ destination: UnsafeMutableRawPointer, count: Int, at offset: Int,
+                                  path: String) -> PackagerError? {
+        var done = 0
+        while done < count {
+            let result = pread(descriptor, destination + done, count - done, off_t(offset + done))
+            if result > 0 {
+                done += result
+            } else if result == 0 {
+                return .input(file: path, reason: "the file ended at \(offset + done) bytes while it was read: it changed")
+            } else if errno != EINTR {
+                return .input(file: path, reason: "cannot read the file: \(String(cString: strerror(errno)))")
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,24 @@
+import SatchelMedia
+import Testing
+
+@Suite("fMP4 fragment header")
+struct FragmentHeaderTests {
+    @Test("a fragment header followed by the samples' bytes is the media segment, for clear and protected samples")
+    func headerThenBytes() {
+        let samples = (0..<5).map { index in
+            FragmentSample(duration: 1024, ctsOffset: Int32(index % 2) * 512, isSync: index == 0,
+                           data: Array(repeating: UInt8(index), count: 100 + 37 * index)[...], iv: (0..<8).map { UInt8($0 + index) },
+                           subsamples: [Subsample(clear: 5, protected: UInt32(95 + 37 * index))])
+        }
+        let protection = FMP4Protection(scheme: "cenc", keyID: Array(repeating: 7, count: 16), perSampleIVSize: 8)
+        for protection in [nil, protection] {
+            let whole = FMP4Writer.mediaSegment(sequenceNumber: 3, baseDecodeTime: 90_000, samples: samples, protection: protection)
+            let described = samples.map { FragmentSample(duration: $0.duration, ctsOffset: $0.ctsOffset, isSync: $0.isSync,
+                                                         byteCount: $0.data.count, iv: $0.iv, subsamples: $0.subsamples) }
+            var header: [UInt8] = []
+            FMP4Writer.fragmentHeader(sequenceNumber: 3, baseDecodeTime: 90_000, samples: described, protection: protection, into: &header)
+            #expect(header + samples.flatMap(\.data) == whole)
+            #expect(whole.count == header.count + samples.reduce(0) { $0 + $1.data.count })
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import SatchelSystem
+import SatchelTestSupport
+import Testing
+
+/// Files written on a background thread from pooled buffers (how the packager writes segments).
+@Suite("Background writes")
+struct BackgroundWriteTests {
+    @Test("a file holds the header and the payload's first bytes; the buffer comes back to the pool with its capacity")
+    func writesAndReturns() throws {
+        let dir = try TestMedia.temporaryDirectory("background-writes")
+        let pool = BufferPool(count: 1)
+        let syncer = BackgroundSync()
+        for round in 0..<3 {  // one buffer: each take waits for the previous write to give it back
+            var payload = pool.take()
+            if round > 0 { #expect(payload.isEmpty && payload.capacity >= 100_000, "the buffer of the previous round, emptied") }
+            payload.append(contentsOf: (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ round) })
+            payload.append(contentsOf: [UInt8](repeating: 0xEE, count: 500))  // scratch beyond the length given
+            try syncer.write([0xAA, 0xBB, UInt8(round)], payload, count: 100_000, to: dir.appendingPathComponent("file-\(round)").path,
+                             returningTo: pool)
+        }
+        try syncer.wait()
+        for round in 0..<3 {
+            let bytes = try TestMedia.bytes(dir.appendingPathComponent("file-\(round)"))
+            #expect(bytes.count == 100_003)
+            #expect(Array(bytes.prefix(3)) == [0xAA, 0xBB, UInt8(round)])
+            #expect(Array(bytes.dropFirst(3)) == (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ round) })
+        }
+    }
+
+    @Test("a file that cannot be created is thrown at once, one that cannot be written by the next call and by wait; the buffer comes back either way")
+    func failures() throws {
+        let dir = try TestMedia.temporaryDirectory("background-failures")
+        let pool = BufferPool(count: 1)
+        let syncer = BackgroundSync()
+        // Each write takes the pool's one buffer: a buffer not given back would make the next take wait for ever.
+        #expect(throws: SystemError.self) {
+            try syncer.write([], pool.take() + [1, 2, 3], count: 3, to: dir.appendingPathComponent("missing/file").path, returningTo: pool)
+        }
+        // /dev/full opens, and every write to it fails with ENOSPC.
+        try syncer.write([], pool.take() + [1, 2, 3], count: 3, to: "/dev/full", returningTo: pool)
+        let error = #expect(throws: SystemError.self) { try syncer.wait() }
+        #expect(error?.errno == ENOSPC)
+        #expect(throws: SystemError.self) {
+            try syncer.write([], pool.take() + [4], count: 1, to: dir.appendingPathComponent("after").path, returningTo: pool)
+        }
+        _ = pool.take()
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("after").path), "nothing is written after a failure")
+    }
+}
