@@ -168,10 +168,11 @@ public struct CommonEncryption: Sendable {
                     try BlockCipher.cbc(buffer, range.lowerBound..<(range.lowerBound + blocks * 16), key: key, iv: constantIV, encrypt: encrypt)
                     continue
                 }
-                let pieces = stride(from: 0, to: blocks, by: 10).map { (range.lowerBound + $0 * 16)..<(range.lowerBound + $0 * 16 + 16) }
-                var gathered = Gather.collect(UnsafeRawBufferPointer(buffer), pieces)
+                // The first block of every ten, gathered so that one CBC call chains them.
+                let pieces = (blocks + 9) / 10
+                var gathered = Gather.blocks(UnsafeRawBufferPointer(buffer), from: range.lowerBound, count: pieces, every: 160)
                 try BlockCipher.cbc(&gathered, gathered.indices, key: key, iv: constantIV, encrypt: encrypt)
-                Gather.scatter(gathered, into: buffer, pieces)
+                Gather.scatterBlocks(gathered, into: buffer, from: range.lowerBound, every: 160)
             }
         }
     }
@@ -192,6 +193,33 @@ enum Gather {
             out += UnsafeRawBufferPointer(rebasing: source[range])
         }
         return out
+    }
+
+    /// `count` 16-byte blocks of `source`, the first at `start` and each `stride` bytes after the one before,
+    /// concatenated (cbcs's pattern: the first block of every ten). Blocks that would end past `source` are left out.
+    static func blocks(_ source: UnsafeRawBufferPointer, from start: Int, count: Int, every stride: Int) -> [UInt8] {
+        let available = start >= 0 && start + 16 <= source.count ? (source.count - start - 16) / stride + 1 : 0
+        let taken = max(0, min(count, available))
+        return [UInt8](unsafeUninitializedCapacity: taken * 16) { out, initialized in
+            initialized = 0
+            guard let from = source.baseAddress, let to = out.baseAddress else { return }
+            for index in 0..<taken {
+                let block = UnsafeRawPointer(from).loadUnaligned(fromByteOffset: start + index * stride, as: SIMD16<UInt8>.self)
+                UnsafeMutableRawPointer(to).storeBytes(of: block, toByteOffset: index * 16, as: SIMD16<UInt8>.self)
+            }
+            initialized = taken * 16
+        }
+    }
+
+    /// Writes the blocks of `gathered` back where ``blocks(_:from:count:every:)`` took them.
+    static func scatterBlocks(_ gathered: [UInt8], into target: UnsafeMutableRawBufferPointer, from start: Int, every stride: Int) {
+        gathered.withUnsafeBytes { source in
+            guard let from = source.baseAddress, let to = target.baseAddress, start >= 0 else { return }
+            for index in 0..<(source.count / 16) where start + index * stride + 16 <= target.count {
+                let block = from.loadUnaligned(fromByteOffset: index * 16, as: SIMD16<UInt8>.self)
+                to.storeBytes(of: block, toByteOffset: start + index * stride, as: SIMD16<UInt8>.self)
+            }
+        }
     }
 
     /// Writes `gathered` back over `ranges` of `bytes`.

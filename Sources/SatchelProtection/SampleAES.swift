@@ -20,24 +20,19 @@ public struct SampleAES: Sendable {
         self.iv = iv
     }
 
-    /// Offsets of the encrypted 16-byte blocks of a NAL of `length` bytes.
-    static func videoBlockOffsets(length: Int) -> [Int] {
-        var offsets: [Int] = []
-        var position = 32
-        while length - position > 16 {
-            offsets.append(position)
-            position += 16 + 144
-        }
-        return offsets
+    /// The encrypted 16-byte blocks of a NAL of `length` bytes: the first at byte 32, then one in every ten
+    /// (16 encrypted, 144 clear), each followed by more than 16 bytes.
+    static func videoBlockCount(length: Int) -> Int {
+        length > 48 ? (length - 49) / 160 + 1 : 0
     }
 
     /// Encrypts one H.264 NAL unit (as it appears in the stream) and re-applies emulation prevention.
     public func encryptVideoNAL<C: Collection>(_ nal: C) throws(ProtectionError) -> [UInt8] where C.Element == UInt8 {
         var bytes = Array(nal)
         guard let header = bytes.first, [1, 5].contains(NALUnit.h264Type(header)) else { return bytes }
-        let offsets = Self.videoBlockOffsets(length: bytes.count)
-        guard !offsets.isEmpty else { return bytes }
-        try transformBlocks(&bytes, offsets: offsets, encrypt: true)
+        let blocks = Self.videoBlockCount(length: bytes.count)
+        guard blocks > 0 else { return bytes }
+        try transformBlocks(&bytes, from: 32, count: blocks, every: 160, encrypt: true)
         return NALUnit.addEmulationPrevention(bytes)
     }
 
@@ -47,9 +42,9 @@ public struct SampleAES: Sendable {
     public func decryptVideoNAL<C: Collection>(_ nal: C) throws(ProtectionError) -> [UInt8] where C.Element == UInt8 {
         guard nal.count > 48, let header = nal.first, [1, 5].contains(NALUnit.h264Type(header)) else { return Array(nal) }
         var bytes = NALUnit.removeEmulationPrevention(nal)
-        let offsets = Self.videoBlockOffsets(length: bytes.count)
-        guard !offsets.isEmpty else { return Array(nal) }
-        try transformBlocks(&bytes, offsets: offsets, encrypt: false)
+        let blocks = Self.videoBlockCount(length: bytes.count)
+        guard blocks > 0 else { return Array(nal) }
+        try transformBlocks(&bytes, from: 32, count: blocks, every: 160, encrypt: false)
         return bytes
     }
 
@@ -68,16 +63,16 @@ public struct SampleAES: Sendable {
         let start = headerLength + 16
         guard bytes.count - start >= 16 else { return bytes }
         let blocks = (bytes.count - start) / 16
-        try transformBlocks(&bytes, offsets: (0..<blocks).map { start + 16 * $0 }, encrypt: encrypt)
+        try transformBlocks(&bytes, from: start, count: blocks, every: 16, encrypt: encrypt)
         return bytes
     }
 
-    /// Gathers the blocks at `offsets`, runs one CBC call over them, and scatters the result back.
-    private func transformBlocks(_ bytes: inout [UInt8], offsets: [Int], encrypt: Bool) throws(ProtectionError) {
-        let ranges = offsets.map { $0..<($0 + 16) }
-        let gathered = Gather.collect(bytes, ranges)
+    /// Gathers `count` blocks, the first at `start` and one every `stride` bytes, runs one CBC call over them, and
+    /// scatters the result back.
+    private func transformBlocks(_ bytes: inout [UInt8], from start: Int, count: Int, every stride: Int, encrypt: Bool) throws(ProtectionError) {
+        let gathered = bytes.withUnsafeBytes { Gather.blocks($0, from: start, count: count, every: stride) }
         let result = encrypt ? try BlockCipher.cbcEncrypt(gathered, key: key, iv: iv) : try BlockCipher.cbcDecrypt(gathered, key: key, iv: iv)
-        Gather.scatter(result, into: &bytes, ranges)
+        bytes.withUnsafeMutableBytes { Gather.scatterBlocks(result, into: $0, from: start, every: stride) }
     }
 
     /// PMT settings for SAMPLE-AES streams (stream types 0xDB / 0xCF / 0xC1 / 0xC2 with their descriptors).

@@ -15,7 +15,8 @@ public final class BufferPool: @unchecked Sendable {  // every member is read an
         limit = max(count, 1)
     }
 
-    /// An empty buffer with the capacity of its last use; waits while every buffer is out.
+    /// A buffer as it was given back, its bytes of the last use still in it (empty when new): a producer that
+    /// overwrites it in place (or empties it, keeping its capacity) reuses its memory. Waits while every buffer is out.
     public func take() -> [UInt8] {
         condition.lock()
         defer { condition.unlock() }
@@ -24,13 +25,11 @@ public final class BufferPool: @unchecked Sendable {  // every member is read an
         return buffers.popLast() ?? []
     }
 
-    /// Returns a buffer taken with ``take()``. Give the last reference to it, or emptying it copies it.
+    /// Returns a buffer taken with ``take()``. Give the last reference to it, or its next user's writes copy it.
     public func give(_ buffer: consuming [UInt8]) {
-        var emptied = buffer
-        emptied.removeAll(keepingCapacity: true)
         condition.lock()
         defer { condition.unlock() }
-        buffers.append(emptied)
+        buffers.append(buffer)
         out = max(out - 1, 0)
         condition.signal()
     }
