@@ -30,17 +30,8 @@ public final class BackgroundSync: @unchecked Sendable {
             close(fd)
             throw error
         }
-        slots.wait()
-        group.enter()
-        queue.async { [self] in
-            defer {
-                close(fd)
-                slots.signal()
-                group.leave()
-            }
-            do throws(SystemError) { try AtomicFile.sync(fd, path: path) } catch {
-                failure.withLock { $0 = $0 ?? error }
-            }
+        inBackground(fd) { [self] in
+            do throws(SystemError) { try AtomicFile.sync(fd, path: path) } catch { record(error) }
         }
     }
 
@@ -61,14 +52,7 @@ public final class BackgroundSync: @unchecked Sendable {
             throw error
         }
         let handed = HandedBytes(payload)
-        slots.wait()
-        group.enter()
-        queue.async { [self] in
-            defer {
-                close(fd)
-                slots.signal()
-                group.leave()
-            }
+        inBackground(fd) { [self] in
             let written = handed.take()
             var outcome: Result<Void, SystemError> = .success(())
             do throws(SystemError) {
@@ -81,8 +65,27 @@ public final class BackgroundSync: @unchecked Sendable {
             if case .success = outcome {
                 do throws(SystemError) { try AtomicFile.sync(fd, path: path) } catch { outcome = .failure(error) }
             }
-            if case .failure(let error) = outcome { failure.withLock { $0 = $0 ?? error } }
+            if case .failure(let error) = outcome { record(error) }
         }
+    }
+
+    /// Runs `work` on the background queue once a slot is free, then closes `fd`.
+    private func inBackground(_ fd: Int32, _ work: @escaping @Sendable () -> Void) {
+        slots.wait()
+        group.enter()
+        queue.async { [self] in
+            defer {
+                close(fd)
+                slots.signal()
+                group.leave()
+            }
+            work()
+        }
+    }
+
+    /// Keeps the first failure, for the next write and ``wait()`` to throw.
+    private func record(_ error: SystemError) {
+        failure.withLock { $0 = $0 ?? error }
     }
 
     /// Waits until every file written so far is durable; throws the first sync that failed.

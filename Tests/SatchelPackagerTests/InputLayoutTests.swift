@@ -73,6 +73,19 @@ struct InputLayoutTests {
                 #expect(files[path] == bytes, "\(label): \(path)")
             }
         }
+        // A fragmented input (moof + mdat pairs): the same packets (sizes and bytes; ffmpeg times the fragmented
+        // file's first audio frame differently, so the times are not compared).
+        let fragmented = try TestMedia.make("layout-fragmented", seconds: 6, extra: ["-movflags", "+frag_keyframe+empty_moov+default_base_moof"])
+        let fromFragments = try Self.package(fragmented, "fragmented")
+        let referencePackage = try Self.package(source, "source")
+        for playlist in ["video_0/index.m3u8", "audio_0/index.m3u8"] {
+            func sizesAndHashes(_ package: URL) throws -> [String] {
+                try TestMedia.packetHashes(package.appendingPathComponent(playlist).path).map { $0.split(separator: ",").suffix(2).joined(separator: ",") }
+            }
+            let expected = try sizesAndHashes(referencePackage)
+            #expect(!expected.isEmpty)
+            #expect(try sizesAndHashes(fromFragments) == expected, "\(playlist)")
+        }
     }
 
     @Test("an input cut short while it is packaged is an error that says the file changed; the earlier package stays")
