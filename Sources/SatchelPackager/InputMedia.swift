@@ -5,14 +5,14 @@ import SatchelMedia
 ///
 /// An MPEG-TS input is read whole (its samples are rebuilt from PES packets). An MP4 or MOV input is read
 /// by layout: every box but the payload of `mdat` is read, the samples are demuxed from that, and each
-/// segment's sample bytes are read from the file when the segment is written (``samples(_:into:)``), into a
+/// segment's sample bytes are read from the file when the segment is written (``read(_:into:)``), into a
 /// buffer reused from segment to segment. A large input then costs neither its size in memory nor the
 /// zeroing of that many fresh pages, and the bytes are read once, just before they are used.
 final class InputMedia: @unchecked Sendable {  // immutable after init; the descriptor is only read with pread
     /// The file's path.
     let path: String
     /// Its tracks. The samples of an MP4 input are slices at their file offsets of an array whose `mdat`
-    /// payloads were never read: their `data` gives offsets and sizes only, ``samples(_:into:)`` their bytes.
+    /// payloads were never read: their `data` gives offsets and sizes only; ``read(_:into:)`` gives their bytes.
     let tracks: [MediaTrack]
     /// The open file of an input read by layout; nil when the samples' bytes are in memory.
     private let descriptor: Int32?
@@ -57,8 +57,8 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
     }
 
     /// The bytes of `samples`, one after another, read into `payload` (grown when a segment needs more, else
-    /// reused, pages and all): from the file with one read per run of adjacent samples, or copied from memory.
-    /// Returns their length; the buffer may be longer.
+    /// reused, pages and all): copied from memory, or read from the file with one `preadv` per stretch of the file
+    /// (see ``gatheredRead(_:into:)``). Returns their length; the buffer may be longer.
     func read(_ samples: ArraySlice<MediaSample>, into payload: inout [UInt8]) throws(PackagerError) -> Int {
         let total = samples.reduce(0) { $0 + $1.data.count }
         if payload.count < total {
@@ -67,33 +67,83 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
         var failure: PackagerError?
         payload.withUnsafeMutableBytes { raw in
             guard let base = raw.baseAddress else { return }
+            guard descriptor == nil else {
+                failure = gatheredRead(samples, into: base)
+                return
+            }
             var position = 0
-            var index = samples.startIndex
-            while index < samples.endIndex, failure == nil {
-                guard let descriptor else {
-                    let data = samples[index].data
-                    data.withUnsafeBytes { source in
-                        if let start = source.baseAddress { (base + position).copyMemory(from: start, byteCount: source.count) }
-                    }
-                    position += data.count
-                    index = samples.index(after: index)
-                    continue
+            for sample in samples {
+                sample.data.withUnsafeBytes { source in
+                    if let start = source.baseAddress { (base + position).copyMemory(from: start, byteCount: source.count) }
                 }
-                // A run: samples whose bytes follow each other in the file.
-                let start = samples[index].data.startIndex
-                var end = samples[index].data.endIndex
-                var next = samples.index(after: index)
-                while next < samples.endIndex, samples[next].data.startIndex == end {
-                    end = samples[next].data.endIndex
-                    next = samples.index(after: next)
-                }
-                failure = Self.readFully(descriptor, base + position, count: end - start, at: start, path: path)
-                position += end - start
-                index = next
+                position += sample.data.count
             }
         }
         if let failure { throw failure }
         return total
+    }
+
+    /// Gaps between samples of one track (the other tracks' bytes, interleaved) read and dropped rather than
+    /// skipped with another system call: a call costs about as much as copying this many bytes.
+    static let maxGap = 16 << 10
+
+    /// Reads the file's bytes of `samples` packed one after another at `destination`. Samples in file order whose
+    /// gaps are at most ``maxGap`` make one stretch, read with one `preadv` (at most 1,024 pieces) whose pieces
+    /// put each sample where it goes and each gap into a scratch buffer.
+    private func gatheredRead(_ samples: ArraySlice<MediaSample>, into destination: UnsafeMutableRawPointer) -> PackagerError? {
+        guard let descriptor else { return nil }
+        var scratch = [UInt8](repeating: 0, count: Self.maxGap)
+        return scratch.withUnsafeMutableBytes { gap -> PackagerError? in
+            guard let gapBase = gap.baseAddress else { return nil }
+            var pieces: [iovec] = []
+            pieces.reserveCapacity(64)
+            var stretchStart = 0
+            var stretchEnd = 0
+            var lastIsSample = false
+            func flush() -> PackagerError? {
+                defer { pieces.removeAll(keepingCapacity: true) }
+                guard !pieces.isEmpty else { return nil }
+                let length = stretchEnd - stretchStart
+                var result: Int
+                repeat {
+                    result = pieces.withUnsafeBufferPointer { preadv(descriptor, $0.baseAddress, Int32($0.count), off_t(stretchStart)) }
+                } while result < 0 && errno == EINTR
+                if result == length { return nil }
+                if result < 0 { return .input(file: path, reason: "cannot read the file: \(String(cString: strerror(errno)))") }
+                // Short: the file ended (it changed) or the kernel stopped early; finish piece by piece.
+                var offset = stretchStart
+                for piece in pieces {
+                    if let base = piece.iov_base, let error = Self.readFully(descriptor, base, count: piece.iov_len, at: offset, path: path) { return error }
+                    offset += piece.iov_len
+                }
+                return nil
+            }
+            var position = 0
+            for sample in samples {
+                let start = sample.data.startIndex
+                let end = sample.data.endIndex
+                let gapLength = start - stretchEnd
+                if !pieces.isEmpty, gapLength >= 0, gapLength <= Self.maxGap, pieces.count + 2 <= 1024 {
+                    if gapLength > 0 {
+                        pieces.append(iovec(iov_base: gapBase, iov_len: gapLength))
+                        lastIsSample = false
+                    }
+                    if lastIsSample, let last = pieces.indices.last {
+                        pieces[last].iov_len += end - start  // packed right after the previous sample
+                    } else {
+                        pieces.append(iovec(iov_base: destination + position, iov_len: end - start))
+                    }
+                } else {
+                    if let error = flush() { return error }
+                    stretchStart = start
+                    pieces.append(iovec(iov_base: destination + position, iov_len: end - start))
+                }
+                lastIsSample = true
+                stretchEnd = end
+                position += end - start
+            }
+            return flush()
+        }
     }
 
     /// `samples` with their bytes: as they are for an input in memory; otherwise read into `buffer` (see

@@ -33,7 +33,10 @@ struct TSSegmentWriter {
     mutating func segment(_ samples: ArraySlice<MediaSample>, sampleAES: SampleAES?, into out: inout [UInt8]) throws(PackagerError) {
         out.removeAll(keepingCapacity: true)
         out += muxer.tables()
-        out.reserveCapacity(samples.reduce(0) { $0 + $1.data.count } * 105 / 100 + 4096)
+        // Room for the packets' headers; a buffer that must grow gets a quarter more, so that the next, larger
+        // segments reuse its pages instead of allocating (and faulting in) fresh ones.
+        let needed = samples.reduce(0) { $0 + $1.data.count } * 105 / 100 + 4096
+        if out.capacity < needed { out.reserveCapacity(needed + needed / 4) }
         for sample in samples {
             // Timestamps relative to the first sample, as the CMAF segments' decode times are.
             let dts = TSRemuxer.ticks90k(sample.dts - firstDTS, timescale: track.timescale)
