@@ -53,7 +53,10 @@ public struct FragmentSample: Sendable {
     /// Sync sample.
     public var isSync: Bool
     /// The (possibly encrypted) sample bytes; empty when the sample is described by ``byteCount`` alone.
-    public var data: ArraySlice<UInt8>
+    /// Setting them sets ``byteCount`` to their length.
+    public var data: ArraySlice<UInt8> {
+        didSet { byteCount = data.count }
+    }
     /// The sample's length in bytes.
     public var byteCount: Int
     /// The per-sample IV ('cenc'), empty with a constant IV.

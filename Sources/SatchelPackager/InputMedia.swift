@@ -169,9 +169,15 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
     /// Top-level boxes read at most (a file of more is not media: its layout would be read without end).
     static let maxTopLevelBoxes = 1_000_000
 
-    /// An array as long as the file holding every top-level box but the payload of each `mdat`, which is
-    /// left unread (and uninitialized: nothing reads it; sample bytes come from ``samples(_:into:)``). An
-    /// array of the file's size that is never written costs no memory but its box headers and metadata.
+    /// Top-level boxes whose payload the demuxer reads: the movie and the fragments' metadata. Of every other
+    /// box (`mdat`, `free`, `skip`, `uuid`, …) only the header is read.
+    static let metadataBoxes: Set<String> = ["moov", "moof"]
+
+    /// An array as long as the file holding every top-level box header and the payloads of ``metadataBoxes``;
+    /// the rest is left unread (and uninitialized: nothing reads it; sample bytes come from ``read(_:into:)``).
+    /// An array of the file's size that is never written costs no memory but its headers and metadata, so a
+    /// large `free` or unknown box costs nothing either. A box whose size is malformed ends the walk: the demuxer
+    /// reports it from its header.
     private static func layout(_ descriptor: Int32, size: Int, path: String) throws(PackagerError) -> [UInt8] {
         var failure: PackagerError?
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
@@ -192,20 +198,17 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
                 }
                 let header = UnsafeBufferPointer(start: base + offset, count: headerLength)
                 let (boxSize, boxHeaderLength) = boxExtent(header, remaining: size - offset)
-                let isMediaData = headerLength >= 8 && header[4] == 0x6D && header[5] == 0x64 && header[6] == 0x61 && header[7] == 0x74  // mdat
-                if boxSize < boxHeaderLength || !isMediaData {
-                    // Metadata, or a box whose size is malformed: read it all (to the end of the file for the latter) and
-                    // let the demuxer judge it. The first `headerLength` bytes are read already (they may reach past a small box).
-                    let end = boxSize < boxHeaderLength ? size : offset + boxSize
-                    let readEnd = offset + headerLength
-                    if end > readEnd, let error = readFully(descriptor, base + readEnd, count: end - readEnd, at: readEnd, path: path) {
-                        failure = error
-                        return
-                    }
-                    offset = end
-                } else {
-                    offset += boxSize
+                guard boxSize >= boxHeaderLength else { return }
+                let type = String(decoding: header[4..<8], as: UTF8.self)
+                // The first `headerLength` bytes are read already (they may reach past a small box).
+                let readEnd = offset + headerLength
+                let end = offset + boxSize
+                if metadataBoxes.contains(type), end > readEnd,
+                   let error = readFully(descriptor, base + readEnd, count: end - readEnd, at: readEnd, path: path) {
+                    failure = error
+                    return
                 }
+                offset = end
             }
         }
         if let failure { throw failure }

@@ -21,4 +21,14 @@ struct FragmentHeaderTests {
             #expect(whole.count == header.count + samples.reduce(0) { $0 + $1.data.count })
         }
     }
+
+    @Test("a sample's length follows its bytes when they are replaced, so a segment never states a stale size")
+    func lengthFollowsBytes() {
+        var sample = FragmentSample(duration: 1024, ctsOffset: 0, isSync: true, byteCount: 500)
+        #expect(sample.byteCount == 500 && sample.data.isEmpty)
+        sample.data = [1, 2, 3][...]
+        #expect(sample.byteCount == 3)
+        let segment = FMP4Writer.mediaSegment(sequenceNumber: 1, baseDecodeTime: 0, samples: [sample], protection: nil)
+        #expect(Array(segment.suffix(11)) == [0, 0, 0, 11] + Array("mdat".utf8) + [1, 2, 3])
+    }
 }
