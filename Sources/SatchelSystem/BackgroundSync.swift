@@ -1,3 +1,4 @@
+import CSatchelSystem
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,12 @@ import Darwin
 /// before it syncs the folder and renames it, so nothing is named complete before its bytes are on disk,
 /// and the disk's flushing overlaps the work that produces the next file instead of stalling it.
 public final class BackgroundSync: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "satchel.background-sync", attributes: .concurrent)
+    /// Writes handed files, one after another; serial queues get a thread of their own, so a write never
+    /// waits for a core the caller's work (or Swift's cooperative pool) holds.
+    private let writer = DispatchQueue(label: "satchel.background-write")
+    /// Syncs written files in the order they were written, on another thread: a write never waits for the
+    /// disk to finish the file before it.
+    private let syncer = DispatchQueue(label: "satchel.background-fsync")
     private let group = DispatchGroup()
     private let slots: DispatchSemaphore
     private let failure = Locked<SystemError?>(nil)
@@ -30,9 +36,9 @@ public final class BackgroundSync: @unchecked Sendable {
             close(fd)
             throw error
         }
-        inBackground(fd) { [self] in
-            do throws(SystemError) { try AtomicFile.sync(fd, path: path) } catch { record(error) }
-        }
+        enter()
+        startWriteback(fd)
+        syncInBackground(fd, path: path)
     }
 
     /// Creates (or truncates) the file at `path` here, then writes `header` followed by the first `count` bytes of
@@ -52,35 +58,53 @@ public final class BackgroundSync: @unchecked Sendable {
             throw error
         }
         let handed = HandedBytes(payload)
-        inBackground(fd) { [self] in
+        enter()
+        writer.async { [self] in
             let written = handed.take()
-            var outcome: Result<Void, SystemError> = .success(())
+            var failed: SystemError?
             do throws(SystemError) {
                 try AtomicFile.writeAll(fd, header, path: path)
                 try AtomicFile.writeAll(fd, written.prefix(max(0, min(count, written.count))), path: path)
             } catch {
-                outcome = .failure(error)
+                failed = error
             }
             pool.give(written)
-            if case .success = outcome {
-                do throws(SystemError) { try AtomicFile.sync(fd, path: path) } catch { outcome = .failure(error) }
+            if let failed {
+                record(failed)
+                finish(fd)
+            } else {
+                startWriteback(fd)
+                syncInBackground(fd, path: path)
             }
-            if case .failure(let error) = outcome { record(error) }
         }
     }
 
-    /// Runs `work` on the background queue once a slot is free, then closes `fd`.
-    private func inBackground(_ fd: Int32, _ work: @escaping @Sendable () -> Void) {
+    /// Takes a slot for a file in flight (waits while `maxPending` are).
+    private func enter() {
         slots.wait()
         group.enter()
-        queue.async { [self] in
-            defer {
-                close(fd)
-                slots.signal()
-                group.leave()
-            }
-            work()
+    }
+
+    /// Syncs `fd` on the syncer's thread, then closes it and frees its slot.
+    private func syncInBackground(_ fd: Int32, path: String) {
+        syncer.async { [self] in
+            do throws(SystemError) { try AtomicFile.sync(fd, path: path) } catch { record(error) }
+            finish(fd)
         }
+    }
+
+    /// Closes a file in flight and frees its slot.
+    private func finish(_ fd: Int32) {
+        close(fd)
+        slots.signal()
+        group.leave()
+    }
+
+    /// Asks the kernel to start writing `fd`'s dirty pages now, without waiting for them: the disk works on
+    /// this file while the next is written, and the sync that follows finds most of it done. (A hint only:
+    /// the sync is what makes the file durable.)
+    private func startWriteback(_ fd: Int32) {
+        _ = satchel_start_writeback(fd)
     }
 
     /// Keeps the first failure, for the next write and ``wait()`` to throw.

@@ -12,5 +12,9 @@ ssize_t satchel_fgetxattr(int fd, const char *name, void *buffer, size_t size);
 int satchel_fsetxattr(int fd, const char *name, const void *value, size_t size);
 /// Removes the extended attribute `name` from the open file `fd`; returns 0, or -1 (errno set).
 int satchel_fremovexattr(int fd, const char *name);
+/// Starts writing the open file `fd`'s dirty pages to disk without waiting for them (Linux
+/// `sync_file_range(…, SYNC_FILE_RANGE_WRITE)`; nothing elsewhere). A hint: only a sync makes them durable.
+/// Returns 0, or -1 (errno set).
+int satchel_start_writeback(int fd);
 
 #endif
