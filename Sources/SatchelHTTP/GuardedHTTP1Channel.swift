@@ -22,12 +22,14 @@ public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         self.registry = registry
     }
 
-    /// Sets up the pipeline: the guard first (it sees raw bytes), then Hummingbird's HTTP/1.1 handlers, with
-    /// the request watcher among them (it sees request heads and response ends).
+    /// Sets up the pipeline: the guard first (it sees raw bytes), ``FileSendHandler`` (it sends ``FileSend``'s file
+    /// regions), then Hummingbird's HTTP/1.1 handlers, with the request watcher among them (it sees request heads and
+    /// response ends).
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let watch = ConnectionWatch(registry: registry, channel: channel)
         do {
             try channel.pipeline.syncOperations.addHandler(ByteWatcher(watch: watch))
+            try channel.pipeline.syncOperations.addHandler(FileSendHandler())  // below the HTTP encoder
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 
 /// Who made a request, once a token or a device credential has been checked.
 public struct Identity: Sendable, Equatable {
@@ -24,9 +25,12 @@ public protocol IdentifiedRequestContext: RequestContext {
 public struct SatchelRequestContext: IdentifiedRequestContext {
     public var coreContext: CoreRequestContextStorage
     public var identity: Identity?
+    /// The connection the request came on (for ``FileSend``).
+    public let channel: any Channel
 
     public init(source: Source) {
         coreContext = .init(source: source)
+        channel = source.channel
     }
 }
 

@@ -8,6 +8,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import NIOFoundationCompat
+import SatchelHTTP
 import SatchelProtection
 
 /// The body of one answer: bytes already in memory, or a stretch of a file streamed from disk as it is read,
@@ -35,8 +36,10 @@ enum PlaybackBody: Sendable {
     /// Bytes of an MPEG-TS segment read at a time (whole transport packets).
     static let transportChunk = 188 << 10
 
-    /// Writes the body; a player that goes away ends it (the write throws, the file is closed).
-    func write(to writer: inout any ResponseBodyWriter) async throws {
+    /// Writes the body; a player that goes away ends it (the write throws, the file is closed). A stored file (or a
+    /// range of one) goes with `sendfile(2)` when the connection `channel` can send files (``FileSend``), else
+    /// read into buffers.
+    func write(to writer: inout any ResponseBodyWriter, on channel: (any Channel)? = nil) async throws {
         switch self {
         case .empty:
             return
@@ -44,6 +47,9 @@ enum PlaybackBody: Sendable {
             try await writer.write(ByteBuffer(bytes: bytes))
         case let .file(path, range):
             let file = try OpenFile(path)
+            if let channel, try await FileSend.send(file.descriptor, range: range.lowerBound..<(range.upperBound + 1), on: channel, to: &writer) {
+                return
+            }
             var offset = range.lowerBound
             while offset <= range.upperBound {
                 let buffer = try file.read(Int(min(range.upperBound - offset + 1, Int64(Self.chunk))), at: offset)

@@ -35,8 +35,9 @@ struct PlaybackRoutes: RouteGroup {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
         }
         let streamed = response.body
+        let channel = context.channel
         let write: @Sendable (inout any ResponseBodyWriter) async throws -> Void = { writer in
-            try await streamed.write(to: &writer)
+            try await streamed.write(to: &writer, on: channel)
             try await writer.finish(nil)
         }
         let body: ResponseBody
