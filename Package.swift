@@ -223,7 +223,7 @@ let package = Package(
                 "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer", "SatchelRights",
                 "SatchelHTTP", "SatchelSystem", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "FluentKit", package: "fluent-kit"),
             ]

@@ -30,9 +30,11 @@ public enum FileSend {
         guard copy >= 0 else { return false }
         let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: copy)
         let sent = channel.eventLoop.makePromise(of: Void.self)
-        let id = register(Pending(handle: handle, range: Int(range.lowerBound)..<Int(range.upperBound), sent: sent))
-        // Whatever happens to the marker, the region is taken once: by the handler, or here when it never gets there.
-        channel.closeFuture.whenComplete { _ in abandon(id, ChannelError.ioOnClosedChannel) }
+        let id = register(Pending(handle: handle, range: Int(range.lowerBound)..<Int(range.upperBound), sent: sent,
+                                  channel: ObjectIdentifier(channel)))
+        // The region is taken once: by the handler when the marker reaches it, or, when it never does, by the
+        // handler's removal as the connection closes; registered after that, it is abandoned here.
+        if !channel.isActive { abandon(id, ChannelError.ioOnClosedChannel) }
         do {
             try await writer.write(marker(id))
         } catch {
@@ -48,6 +50,8 @@ public enum FileSend {
         let handle: NIOFileHandle
         let range: Range<Int>
         let sent: EventLoopPromise<Void>
+        /// The connection it goes to.
+        let channel: ObjectIdentifier
     }
 
     /// The marker's first bytes: random, drawn once per process.
@@ -56,7 +60,7 @@ public enum FileSend {
     static let markerLength = 24
     private static let pending = NIOLockedValueBox((next: UInt64(0), regions: [UInt64: Pending]()))
 
-    private static func register(_ region: Pending) -> UInt64 {
+    static func register(_ region: Pending) -> UInt64 {
         pending.withLockedValue { state in
             state.next &+= 1
             state.regions[state.next] = region
@@ -64,8 +68,10 @@ public enum FileSend {
         }
     }
 
-    /// Regions registered and not yet sent or abandoned.
-    static var pendingCount: Int { pending.withLockedValue { $0.regions.count } }
+    /// Regions registered for `channel` and not yet sent or abandoned.
+    static func pendingCount(of channel: ObjectIdentifier) -> Int {
+        pending.withLockedValue { $0.regions.values.filter { $0.channel == channel }.count }
+    }
 
     /// The region `id` names, removed; nil when it was taken already.
     static func take(_ id: UInt64) -> Pending? {
@@ -79,7 +85,19 @@ public enum FileSend {
         region.sent.fail(error)
     }
 
-    private static func marker(_ id: UInt64) -> ByteBuffer {
+    /// Closes every region still waiting for `channel` and fails their sends (the connection has closed).
+    static func abandonAll(of channel: ObjectIdentifier) {
+        let left = pending.withLockedValue { state in
+            let ids = state.regions.filter { $0.value.channel == channel }.map(\.key)
+            return ids.compactMap { state.regions.removeValue(forKey: $0) }
+        }
+        for region in left {
+            try? region.handle.close()
+            region.sent.fail(ChannelError.ioOnClosedChannel)
+        }
+    }
+
+    static func marker(_ id: UInt64) -> ByteBuffer {
         var buffer = ByteBuffer(bytes: magic)
         buffer.writeInteger(id)
         return buffer
@@ -94,12 +112,17 @@ public enum FileSend {
 }
 
 /// Below the HTTP encoder: swaps a ``FileSend`` marker for its file region (sent with `sendfile(2)` by the
-/// channel), passes every other write on. The region's file is closed once written or failed.
+/// channel), passes every other write on. The region's file is closed once written or failed; regions whose
+/// marker never came are closed when the handler leaves the closing connection.
 public final class FileSendHandler: ChannelOutboundHandler, RemovableChannelHandler, Sendable {
     public typealias OutboundIn = IOData
     public typealias OutboundOut = IOData
 
     public init() {}
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        FileSend.abandonAll(of: ObjectIdentifier(context.channel))
+    }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         guard case let .byteBuffer(buffer) = unwrapOutboundIn(data), let id = FileSend.markedRegion(buffer),

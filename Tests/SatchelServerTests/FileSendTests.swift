@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import NIOEmbedded
 @testable import SatchelHTTP
 import SatchelSystem
 import SatchelTestSupport
@@ -16,12 +17,18 @@ struct FileSendTests {
         let path: String
         let sent: Locked<[Bool]>
         let failures: Locked<Int>
+        /// The connections files were sent on.
+        let channels = Locked<Set<ObjectIdentifier>>([])
+
+        /// Regions still registered for those connections.
+        var pending: Int { channels.current.reduce(0) { $0 + FileSend.pendingCount(of: $1) } }
 
         func register(on router: Router<SatchelRequestContext>) {
             router.get("/file/{from}/{to}") { _, context in
                 let from = Int64(context.parameters.get("from") ?? "") ?? 0
                 let to = Int64(context.parameters.get("to") ?? "") ?? 0
                 let channel = context.channel
+                channels.withLock { _ = $0.insert(ObjectIdentifier(channel)) }
                 let (path, sent, failures) = (self.path, self.sent, self.failures)
                 return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: ResponseBody(contentLength: Int(to - from)) { writer in
                     let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -79,7 +86,7 @@ struct FileSendTests {
             #expect(marker.body == expected, "a marker that names no region is an ordinary body")
         }
         #expect(routes.sent.current == [true, true, true, true], "every range went by sendfile")
-        #expect(FileSend.pendingCount == 0)
+        #expect(routes.pending == 0)
     }
 
     @Test("without the handler (the router test client) nothing is sent by sendfile: the caller sends the bytes")
@@ -110,9 +117,40 @@ struct FileSendTests {
             }
             for _ in 0..<200 where routes.failures.current == 0 { try await Task.sleep(for: .milliseconds(25)) }
             #expect(routes.failures.current == 1)
-            #expect(FileSend.pendingCount == 0, "no region is left registered")
+            #expect(routes.pending == 0, "no region is left registered")
             let after = try await client.execute(uri: "/file/5/10", method: .get)
             #expect(Array(after.body.readableBytesView) == [7, 7, 7, 7, 7])
         }
+    }
+
+    @Test("the handler swaps a registered marker for its file region and passes other bytes; regions whose marker never came are closed with the connection")
+    func handler() throws {
+        let (path, _) = try Self.fixture(10_000)
+        let channel = EmbeddedChannel(handler: FileSendHandler())
+        func region(_ range: Range<Int>) throws -> (UInt64, EventLoopFuture<Void>) {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            try #require(fd >= 0)
+            let sent = channel.eventLoop.makePromise(of: Void.self)
+            let id = FileSend.register(FileSend.Pending(handle: NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: fd), range: range,
+                                                        sent: sent, channel: ObjectIdentifier(channel)))
+            return (id, sent.futureResult)
+        }
+        let (first, firstSent) = try region(100..<9_000)
+        try channel.writeOutbound(IOData.byteBuffer(FileSend.marker(first)))
+        guard case let .fileRegion(file)? = try channel.readOutbound(as: IOData.self) else {
+            Issue.record("the marker was not swapped for a file region")
+            return
+        }
+        #expect(file.readerIndex == 100 && file.endIndex == 9_000)
+        _ = firstSent  // completes when the channel has written the region (an embedded channel never does)
+        try channel.writeOutbound(IOData.byteBuffer(ByteBuffer(bytes: [1, 2, 3])))
+        #expect(try channel.readOutbound(as: IOData.self) == .byteBuffer(ByteBuffer(bytes: [1, 2, 3])))
+        // A region whose marker never reaches the handler: the connection closes, the send fails, nothing stays registered.
+        let (_, orphanSent) = try region(0..<10)
+        let failed = Locked(false)
+        orphanSent.whenFailure { _ in failed.withLock { $0 = true } }
+        _ = try? channel.finish()
+        #expect(failed.current)
+        #expect(FileSend.pendingCount(of: ObjectIdentifier(channel)) == 0)
     }
 }
