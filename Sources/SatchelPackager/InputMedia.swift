@@ -1,5 +1,6 @@
 import Foundation
 import SatchelMedia
+import SatchelSystem
 
 /// One input file: its tracks, and where their sample bytes are read from.
 ///
@@ -179,6 +180,12 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
     /// large `free` or unknown box costs nothing either. A box whose size is malformed ends the walk: the demuxer
     /// reports it from its header.
     private static func layout(_ descriptor: Int32, size: Int, path: String) throws(PackagerError) -> [UInt8] {
+        // The layout's untouched pages cost nothing, but their address space is reserved.
+        let limit = MachineMemory.addressSpace
+        guard size <= limit else {
+            throw .input(file: path, reason: "the file (\(size / 1_000_000_000) GB) is larger than this machine's memory and swap together "
+                         + "(\(limit / 1_000_000_000) GB), which an MP4 input's layout needs as address space")
+        }
         var failure: PackagerError?
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             count = size

@@ -114,4 +114,23 @@ struct InputLayoutTests {
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".partial-") }
         #expect(leftovers.isEmpty)
     }
+
+    @Test("an MP4 input larger than memory and swap together is a typed error that says so, not a stopped process")
+    func largerThanMemory() throws {
+        let dir = try TestMedia.temporaryDirectory("layout-huge")
+        let input = dir.appendingPathComponent("huge.mp4")
+        // A sparse file: an ftyp, then an mdat that runs to the end, past what the machine could reserve.
+        var head: [UInt8] = [0, 0, 0, 16] + Array("ftypisom".utf8) + [0, 0, 2, 0] + [0, 0, 0, 0] + Array("mdat".utf8)
+        head += [UInt8](repeating: 0, count: 200)
+        try Data(head).write(to: input)
+        let size = MachineMemory.addressSpace + (1 << 30)
+        #expect(truncate(input.path, off_t(size)) == 0)
+        let out = dir.appendingPathComponent("out")
+        let error = #expect(throws: PackagerError.self) {
+            try Packager(options: PackageOptions(inputs: [input.path], output: out.path, format: .cmaf, scheme: .clear)).run()
+        }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("larger than this machine's memory and swap"))
+        #expect(!FileManager.default.fileExists(atPath: out.path))
+        try FileManager.default.removeItem(at: input)
+    }
 }

@@ -16,5 +16,7 @@ int satchel_fremovexattr(int fd, const char *name);
 /// `sync_file_range(…, SYNC_FILE_RANGE_WRITE)`; nothing elsewhere). A hint: only a sync makes them durable.
 /// Returns 0, or -1 (errno set).
 int satchel_start_writeback(int fd);
+/// The machine's memory and swap together, in bytes (Linux `sysinfo`); 0 where unknown.
+unsigned long long satchel_memory_and_swap(void);
 
 #endif
