@@ -34,6 +34,11 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
             guard isTS || Self.topLevelBoxes.contains(firstBox) else { throw PackagerError.input(file: path, reason: "not an MP4, MOV or MPEG-TS file") }
             do {
                 if isTS {
+                    let limit = MachineMemory.addressSpace
+                    guard size <= limit else {
+                        throw PackagerError.input(file: path, reason: "the file (\(size / 1_000_000_000) GB) is larger than this machine's memory and "
+                                                  + "swap together (\(limit / 1_000_000_000) GB); an MPEG-TS input is read whole")
+                    }
                     tracks = try TSDemuxer.demux(try Self.read(descriptor, count: size, at: 0, path: path))
                     close(descriptor)
                     self.descriptor = nil
