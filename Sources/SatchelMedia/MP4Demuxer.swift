@@ -7,7 +7,37 @@ public enum MP4Demuxer {
     public static func demux(_ bytes: [UInt8]) throws(MediaError) -> [MediaTrack] {
         let top = try MP4Box.children(of: bytes, in: 0..<bytes.count)
         guard let moov = top.first("moov") else { throw .malformed("no 'moov' box: not an MP4/MOV file") }
-        let moovChildren = try moov.children(in: bytes)
+        let source = SampleSource.inline(bytes)
+        return try demux(moov: (moov, bytes, source), fragments: top.all("moof").map { ($0, bytes, source) })
+    }
+
+    /// Demuxes a file from its layout: its metadata boxes, read apart from its media data. The samples carry their
+    /// ``MediaSample/fileRange`` and no bytes, so a file of any size is demuxed in the memory its metadata takes.
+    public static func demux(layout: MP4Layout) throws(MediaError) -> [MediaTrack] {
+        var moov: (MP4Box, [UInt8], SampleSource)?
+        var fragments: [(MP4Box, [UInt8], SampleSource)] = []
+        for box in layout.boxes where box.type == "moov" || box.type == "moof" {
+            let read = try MP4Box.children(of: box.bytes, in: 0..<box.bytes.count)
+            guard read.count == 1, let only = read.first, only.type.description == box.type else {
+                throw .malformed("the '\(box.type)' box at offset \(box.offset) is not one whole box")
+            }
+            let placed = (only, box.bytes, SampleSource.file(size: layout.fileSize, boxAt: box.offset))
+            if box.type == "moov" {
+                if moov == nil { moov = placed }
+            } else {
+                fragments.append(placed)
+            }
+        }
+        guard let moov else { throw .malformed("no 'moov' box: not an MP4/MOV file") }
+        return try demux(moov: moov, fragments: fragments)
+    }
+
+    /// The tracks of `moov` with the samples of every fragment (each box with the bytes it is read from and where its
+    /// samples are).
+    private static func demux(moov: (box: MP4Box, bytes: [UInt8], source: SampleSource),
+                              fragments: [(box: MP4Box, bytes: [UInt8], source: SampleSource)]) throws(MediaError) -> [MediaTrack] {
+        let bytes = moov.bytes
+        let moovChildren = try moov.box.children(in: bytes)
         var tracks: [MediaTrack] = []
         var defaults: [UInt32: TrackDefaults] = [:]
         if let mvex = moovChildren.first("mvex") {
@@ -21,9 +51,9 @@ public enum MP4Demuxer {
             }
         }
         for trak in moovChildren.all("trak") {
-            if var track = try readTrack(trak, bytes) {
+            if var track = try readTrack(trak, bytes, source: moov.source) {
                 let fragmentDefaults = defaults[track.id] ?? TrackDefaults(duration: 0, size: 0, flags: 0)
-                track.samples += try fragmentSamples(top, bytes, trackID: track.id, defaults: fragmentDefaults,
+                track.samples += try fragmentSamples(fragments, trackID: track.id, defaults: fragmentDefaults,
                                                      startDTS: track.samples.last.map { $0.dts + Int64($0.duration) } ?? 0)
                 if !track.samples.isEmpty { tracks.append(track) }
             }
@@ -38,7 +68,7 @@ public enum MP4Demuxer {
         var flags: UInt32
     }
 
-    private static func readTrack(_ trak: MP4Box, _ bytes: [UInt8]) throws(MediaError) -> MediaTrack? {
+    private static func readTrack(_ trak: MP4Box, _ bytes: [UInt8], source: SampleSource) throws(MediaError) -> MediaTrack? {
         let children = try trak.children(in: bytes)
         let tkhd = try children.required("tkhd", in: "trak")
         var (version, _, tkhdReader) = try tkhd.fullBoxReader(in: bytes)
@@ -55,7 +85,7 @@ public enum MP4Demuxer {
             return nil
         }
         track.language = language
-        track.samples = try SampleTable(stbl, bytes).samples(in: bytes, isAudio: track.kind == .audio)
+        track.samples = try SampleTable(stbl, bytes, fileSize: source.fileSize).samples(in: bytes, isAudio: track.kind == .audio, source: source)
         return track
     }
 
@@ -77,19 +107,49 @@ public enum MP4Demuxer {
         }
     }
 
-    /// Samples of `trackID` from every 'moof' of the file.
-    private static func fragmentSamples(_ top: [MP4Box], _ bytes: [UInt8], trackID: UInt32, defaults: TrackDefaults,
-                                        startDTS: Int64) throws(MediaError) -> [MediaSample] {
+    /// Samples of `trackID` from every fragment of the file, in file order.
+    private static func fragmentSamples(_ fragments: [(box: MP4Box, bytes: [UInt8], source: SampleSource)], trackID: UInt32,
+                                        defaults: TrackDefaults, startDTS: Int64) throws(MediaError) -> [MediaSample] {
         var samples: [MediaSample] = []
         var nextDTS = startDTS
-        for moof in top.all("moof") {
-            for traf in try moof.children(in: bytes).all("traf") {
-                let fragment = try TrackFragmentReader(traf: traf, moof: moof, bytes: bytes, defaults: defaults, nextDTS: nextDTS)
+        for moof in fragments {
+            for traf in try moof.box.children(in: moof.bytes).all("traf") {
+                let fragment = try TrackFragmentReader(traf: traf, moof: moof.box, bytes: moof.bytes, defaults: defaults, nextDTS: nextDTS,
+                                                       source: moof.source)
                 guard fragment.trackID == trackID else { continue }
                 samples += fragment.samples
                 if let last = fragment.samples.last { nextDTS = last.dts + Int64(last.duration) }
             }
         }
         return samples
+    }
+}
+
+/// The top-level boxes of an MP4 file that the demuxer reads (`moov`, `moof`), each whole and read apart, with the
+/// file's size: every other box (`mdat` above all) stays unread, and samples are placed by file offset.
+public struct MP4Layout: Sendable {
+    /// One box read whole: its type, its offset in the file, and its bytes (header included).
+    public struct Box: Sendable {
+        public var type: String
+        public var offset: Int
+        public var bytes: [UInt8]
+
+        /// A box of `type` at `offset` in the file.
+        public init(type: String, offset: Int, bytes: [UInt8]) {
+            self.type = type
+            self.offset = offset
+            self.bytes = bytes
+        }
+    }
+
+    /// The file's size in bytes.
+    public var fileSize: Int
+    /// The boxes read, in file order.
+    public var boxes: [Box]
+
+    /// A layout of a file of `fileSize` bytes.
+    public init(fileSize: Int, boxes: [Box]) {
+        self.fileSize = fileSize
+        self.boxes = boxes
     }
 }

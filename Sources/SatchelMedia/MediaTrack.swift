@@ -30,19 +30,26 @@ public struct MediaSample: Sendable {
     public var duration: UInt32
     /// True for a sync sample (IDR frame, or any audio frame).
     public var isSync: Bool
-    /// The sample bytes.
+    /// The sample bytes (empty for a sample demuxed from a file's layout until they are read: see ``fileRange``).
     public var data: ArraySlice<UInt8>
+    /// Where the bytes are in the file, for a sample demuxed from the file's layout (``MP4Demuxer/demux(layout:)``),
+    /// whose media data was not read; nil when ``data`` holds them.
+    public var fileRange: Range<Int>?
 
     /// Presentation time in the track timescale.
     public var pts: Int64 { dts + Int64(ctsOffset) }
 
+    /// The sample's length in bytes, read or not.
+    public var byteCount: Int { fileRange?.count ?? data.count }
+
     /// Creates a sample.
-    public init(dts: Int64, ctsOffset: Int32 = 0, duration: UInt32, isSync: Bool, data: ArraySlice<UInt8>) {
+    public init(dts: Int64, ctsOffset: Int32 = 0, duration: UInt32, isSync: Bool, data: ArraySlice<UInt8>, fileRange: Range<Int>? = nil) {
         self.dts = dts
         self.ctsOffset = ctsOffset
         self.duration = duration
         self.isSync = isSync
         self.data = data
+        self.fileRange = fileRange
     }
 }
 
@@ -95,5 +102,5 @@ public struct MediaTrack: Sendable {
     }
 
     /// Total sample bytes.
-    public var byteCount: Int { samples.reduce(0) { $0 + $1.data.count } }
+    public var byteCount: Int { samples.reduce(0) { $0 + $1.byteCount } }
 }

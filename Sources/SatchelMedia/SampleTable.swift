@@ -9,7 +9,8 @@ struct SampleTable {
     var chunks: [(firstChunk: UInt32, samplesPerChunk: UInt32)] = []
     var chunkOffsets: [UInt64] = []
 
-    init(_ stbl: [MP4Box], _ bytes: [UInt8]) throws(MediaError) {
+    /// The table of `stbl`, read from `bytes`, for a file of `fileSize` bytes.
+    init(_ stbl: [MP4Box], _ bytes: [UInt8], fileSize: Int) throws(MediaError) {
         do {
             var reader = try stbl.required("stts", in: "stbl").fullBoxReader(in: bytes).reader
             durations = try Self.entries(&reader, entrySize: 8) { r in (try r.readUInt32(), try r.readUInt32()) }
@@ -26,7 +27,7 @@ struct SampleTable {
                 let fixed = try reader.readUInt32()
                 let count = Int(try reader.readUInt32())
                 if fixed != 0 {
-                    guard count <= bytes.count / Int(fixed) else {
+                    guard count <= fileSize / Int(fixed) else {
                         throw MediaError.malformed("'stsz' claims \(count) samples of \(fixed) bytes, more than the file holds")
                     }
                     sizes = Array(repeating: fixed, count: count)
@@ -70,8 +71,8 @@ struct SampleTable {
         return out
     }
 
-    /// The samples, with their bytes sliced out of `bytes`.
-    func samples(in bytes: [UInt8], isAudio: Bool) throws(MediaError) -> [MediaSample] {
+    /// The samples, placed by `source`: their bytes sliced out of `bytes`, or their ranges in the file.
+    func samples(in bytes: [UInt8], isAudio: Bool, source: SampleSource) throws(MediaError) -> [MediaSample] {
         let count = sizes.count
         var samples: [MediaSample] = []
         samples.reserveCapacity(count)
@@ -98,13 +99,13 @@ struct SampleTable {
         var dts: Int64 = 0
         for index in 0..<count {
             let size = Int(sizes[index]), offset = offsets[index]
-            guard offset >= 0, size >= 0, size <= bytes.count, offset <= bytes.count - size else {
-                throw .truncated("sample \(index + 1) at offset \(offset) (\(size) bytes) lies past the end of the file")
-            }
             let duration = UInt32(clamping: durationIterator.next() ?? 0)
             let cts = Int32(clamping: ctsIterator.next() ?? 0)
             let sync = isAudio || (syncSamples?.contains(UInt32(index + 1)) ?? true)
-            samples.append(MediaSample(dts: dts, ctsOffset: cts, duration: duration, isSync: sync, data: bytes[offset..<(offset + size)]))
+            guard let sample = source.sample(dts: dts, ctsOffset: cts, duration: duration, isSync: sync, offset: offset, size: size, in: bytes) else {
+                throw .truncated("sample \(index + 1) at offset \(offset) (\(size) bytes) lies past the end of the file")
+            }
+            samples.append(sample)
             dts += Int64(duration)
         }
         return samples

@@ -5,12 +5,15 @@ struct TrackFragmentReader {
     var trackID: UInt32 = 0
     var samples: [MediaSample] = []
 
-    init(traf: MP4Box, moof: MP4Box, bytes: [UInt8], defaults: MP4Demuxer.TrackDefaults, nextDTS: Int64) throws(MediaError) {
+    /// Reads `traf` of `moof` in `bytes`; `source` places the samples (default: slices of `bytes`, the whole file).
+    init(traf: MP4Box, moof: MP4Box, bytes: [UInt8], defaults: MP4Demuxer.TrackDefaults, nextDTS: Int64,
+         source: SampleSource? = nil) throws(MediaError) {
+        let source = source ?? .inline(bytes)
         let children = try traf.children(in: bytes)
         do {
             var (_, flags, tfhd) = try children.required("tfhd", in: "traf").fullBoxReader(in: bytes)
             trackID = try tfhd.readUInt32()
-            var base = moof.offset
+            var base = source.base + moof.offset  // a file offset; an explicit base-data-offset is one too
             if flags & 0x01 != 0 { base = Int(clamping: try tfhd.readUInt64()) }
             if flags & 0x02 != 0 { _ = try tfhd.readUInt32() }
             let defaultDuration = flags & 0x08 != 0 ? try tfhd.readUInt32() : defaults.duration
@@ -41,16 +44,16 @@ struct TrackFragmentReader {
                     var sampleFlags = runFlags & 0x400 != 0 ? try reader.readUInt32() : defaultFlags
                     if index == 0, let firstFlags { sampleFlags = firstFlags }
                     let cts = runFlags & 0x800 != 0 ? Int32(bitPattern: try reader.readUInt32()) : 0
-                    guard dataOffset >= 0, size <= bytes.count, dataOffset <= bytes.count - size else {
+                    let sync = (sampleFlags >> 16) & 1 == 0
+                    guard let sample = source.sample(dts: dts, ctsOffset: cts, duration: duration, isSync: sync, offset: dataOffset, size: size,
+                                                     in: bytes) else {
                         throw MediaError.truncated("fragment sample of \(size) bytes at offset \(dataOffset) lies past the end of the file")
                     }
-                    let sync = (sampleFlags >> 16) & 1 == 0
-                    samples.append(MediaSample(dts: dts, ctsOffset: cts, duration: duration, isSync: sync,
-                                               data: bytes[dataOffset..<(dataOffset + size)]))
+                    samples.append(sample)
                     let (next, overflow) = dts.addingReportingOverflow(Int64(duration))
                     guard !overflow else { throw MediaError.malformed("fragment decode times overflow") }
                     dts = next
-                    dataOffset += size  // at most bytes.count, checked above
+                    dataOffset += size  // at most the file's size, checked above
                 }
             }
         } catch let error as MediaError {

@@ -49,7 +49,7 @@ struct CMAFSegmentWriter {
         fragmentSamples.reserveCapacity(samples.count)
         var position = 0
         for sample in samples {
-            let size = sample.data.count
+            let size = sample.byteCount
             var iv: [UInt8] = []
             var subsamples: [Subsample] = []
             if let cipher {

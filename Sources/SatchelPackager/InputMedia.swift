@@ -5,15 +5,15 @@ import SatchelSystem
 /// One input file: its tracks, and where their sample bytes are read from.
 ///
 /// An MPEG-TS input is read whole (its samples are rebuilt from PES packets). An MP4 or MOV input is read
-/// by layout: every box but the payload of `mdat` is read, the samples are demuxed from that, and each
-/// segment's sample bytes are read from the file when the segment is written (``read(_:into:)``), into a
-/// buffer reused from segment to segment. A large input then costs neither its size in memory nor the
-/// zeroing of that many fresh pages, and the bytes are read once, just before they are used.
+/// by layout (``MP4Layout``): its `moov` and `moof` boxes are read, the samples are demuxed from them with their
+/// places in the file, and each segment's sample bytes are read from the file when the segment is written
+/// (``read(_:into:)``), into a buffer reused from segment to segment. An input of any size then costs the memory
+/// of its metadata, not its size, and the bytes are read once, just before they are used.
 final class InputMedia: @unchecked Sendable {  // immutable after init; the descriptor is only read with pread
     /// The file's path.
     let path: String
-    /// Its tracks. The samples of an MP4 input are slices at their file offsets of an array whose `mdat`
-    /// payloads were never read: their `data` gives offsets and sizes only; ``read(_:into:)`` gives their bytes.
+    /// Its tracks. The samples of an MP4 input carry their ``MediaSample/fileRange`` and no bytes;
+    /// ``read(_:into:)`` gives their bytes.
     let tracks: [MediaTrack]
     /// The open file of an input read by layout; nil when the samples' bytes are in memory.
     private let descriptor: Int32?
@@ -43,7 +43,7 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
                     close(descriptor)
                     self.descriptor = nil
                 } else {
-                    tracks = try MP4Demuxer.demux(try Self.layout(descriptor, size: size, path: path))
+                    tracks = try MP4Demuxer.demux(layout: try Self.layout(descriptor, size: size, path: path))
                     self.descriptor = descriptor
                 }
             } catch let error as MediaError {
@@ -66,7 +66,7 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
     /// reused, pages and all): copied from memory, or read from the file with one `preadv` per stretch of the file
     /// (see ``gatheredRead(_:into:)``). Returns their length; the buffer may be longer.
     func read(_ samples: ArraySlice<MediaSample>, into payload: inout [UInt8]) throws(PackagerError) -> Int {
-        let total = samples.reduce(0) { $0 + $1.data.count }
+        let total = samples.reduce(0) { $0 + $1.byteCount }
         if payload.count < total {
             payload = [UInt8](unsafeUninitializedCapacity: total + total / 4) { _, count in count = total + total / 4 }
         }
@@ -126,8 +126,9 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
             }
             var position = 0
             for sample in samples {
-                let start = sample.data.startIndex
-                let end = sample.data.endIndex
+                let range = sample.fileRange ?? sample.data.indices  // an MP4 input's samples carry their file range
+                let start = range.lowerBound
+                let end = range.upperBound
                 let gapLength = start - stretchEnd
                 if !pieces.isEmpty, gapLength >= 0, gapLength <= Self.maxGap, pieces.count + 2 <= 1024 {
                     if gapLength > 0 {
@@ -162,8 +163,9 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
         loaded.reserveCapacity(samples.count)
         for sample in samples {
             var copy = sample
-            copy.data = buffer[position..<(position + sample.data.count)]
-            position += sample.data.count
+            copy.data = buffer[position..<(position + sample.byteCount)]
+            copy.fileRange = nil
+            position += copy.data.count
             loaded.append(copy)
         }
         return loaded[...]
@@ -179,52 +181,43 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
     /// box (`mdat`, `free`, `skip`, `uuid`, …) only the header is read.
     static let metadataBoxes: Set<String> = ["moov", "moof"]
 
-    /// An array as long as the file holding every top-level box header and the payloads of ``metadataBoxes``;
-    /// the rest is left unread (and uninitialized: nothing reads it; sample bytes come from ``read(_:into:)``).
-    /// An array of the file's size that is never written costs no memory but its headers and metadata, so a
-    /// large `free` or unknown box costs nothing either. A box whose size is malformed ends the walk: the demuxer
-    /// reports it from its header.
-    private static func layout(_ descriptor: Int32, size: Int, path: String) throws(PackagerError) -> [UInt8] {
-        // The layout's untouched pages cost nothing, but their address space is reserved.
-        let limit = MachineMemory.addressSpace
-        guard size <= limit else {
-            throw .input(file: path, reason: "the file (\(size / 1_000_000_000) GB) is larger than this machine's memory and swap together "
-                         + "(\(limit / 1_000_000_000) GB), which an MP4 input's layout needs as address space")
-        }
-        var failure: PackagerError?
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            count = size
-            guard let base = buffer.baseAddress else { return }
-            var offset = 0
-            var boxes = 0
-            while offset < size, failure == nil {
-                boxes += 1
-                guard boxes <= maxTopLevelBoxes else {
-                    failure = .input(file: path, reason: "more than \(maxTopLevelBoxes) top-level boxes")
-                    return
-                }
-                let headerLength = min(16, size - offset)
-                if let error = readFully(descriptor, base + offset, count: headerLength, at: offset, path: path) {
-                    failure = error
-                    return
-                }
-                let header = UnsafeBufferPointer(start: base + offset, count: headerLength)
-                let (boxSize, boxHeaderLength) = boxExtent(header, remaining: size - offset)
-                guard boxSize >= boxHeaderLength else { return }
-                let type = String(decoding: header[4..<8], as: UTF8.self)
-                // The first `headerLength` bytes are read already (they may reach past a small box).
-                let readEnd = offset + headerLength
-                let end = offset + boxSize
-                if metadataBoxes.contains(type), end > readEnd,
-                   let error = readFully(descriptor, base + readEnd, count: end - readEnd, at: readEnd, path: path) {
-                    failure = error
-                    return
-                }
-                offset = end
+    /// The file's layout: every top-level box header is read, and the whole of each of ``metadataBoxes``; nothing
+    /// else (the media data, a large `free` or unknown box) is read or held, so memory does not grow with the file.
+    /// A box whose size does not fit the file is an error, as the demuxer would report it.
+    private static func layout(_ descriptor: Int32, size: Int, path: String) throws(PackagerError) -> MP4Layout {
+        var boxes: [MP4Layout.Box] = []
+        var offset = 0
+        var count = 0
+        while size - offset >= 8 {
+            count += 1
+            guard count <= maxTopLevelBoxes else { throw .input(file: path, reason: "more than \(maxTopLevelBoxes) top-level boxes") }
+            let header = try read(descriptor, count: min(16, size - offset), at: offset, path: path)
+            let (boxSize, boxHeaderLength) = header.withUnsafeBufferPointer { boxExtent($0, remaining: size - offset) }
+            let type = String(decoding: header[4..<8], as: UTF8.self)
+            guard boxSize >= boxHeaderLength, !declaredPastEnd(header[...], remaining: size - offset) else {
+                throw .input(file: path, reason: "\(MediaError.malformed("box '\(type)' at offset \(offset) has a size that does not fit the file"))")
             }
+            if metadataBoxes.contains(type) {
+                boxes.append(MP4Layout.Box(type: type, offset: offset, bytes: try read(descriptor, count: boxSize, at: offset, path: path)))
+            }
+            offset += boxSize
         }
-        if let failure { throw failure }
-        return bytes
+        return MP4Layout(fileSize: size, boxes: boxes)
+    }
+
+    /// Whether a box header declares a size larger than the `remaining` bytes of the file (``boxExtent(_:remaining:)``
+    /// clamps it; the file was cut short or the size is wrong).
+    private static func declaredPastEnd(_ header: ArraySlice<UInt8>, remaining: Int) -> Bool {
+        guard header.count >= 8 else { return true }
+        let start = header.startIndex
+        let size32 = header[start..<(start + 4)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        switch size32 {
+        case 0: return false
+        case 1:
+            guard header.count >= 16 else { return true }
+            return header[(start + 8)..<(start + 16)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } > UInt64(remaining)
+        default: return size32 > UInt64(remaining)
+        }
     }
 
     /// A box's size and its header's length from its first bytes (`remaining`: bytes from the box to the end of

@@ -35,7 +35,7 @@ struct TSSegmentWriter {
         out += muxer.tables()
         // Room for the packets' headers; a buffer that must grow gets a quarter more, so that the next, larger
         // segments reuse its pages instead of allocating (and faulting in) fresh ones.
-        let needed = samples.reduce(0) { $0 + $1.data.count } * 105 / 100 + 4096
+        let needed = samples.reduce(0) { $0 + $1.byteCount } * 105 / 100 + 4096
         if out.capacity < needed { out.reserveCapacity(needed + needed / 4) }
         for sample in samples {
             // Timestamps relative to the first sample, as the CMAF segments' decode times are.
