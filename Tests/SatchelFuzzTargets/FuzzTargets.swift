@@ -110,6 +110,12 @@ public enum FuzzTargets {
                 return true
             },
             FuzzTarget(name: "mp4", seeds: corpus.mp4Files) { bytes in
+                // Demuxed from its layout as the packager reads a file: the moov and moof boxes alone.
+                if let top = try? MP4Box.children(of: bytes, in: 0..<bytes.count) {
+                    let boxes = top.filter { $0.type == "moov" || $0.type == "moof" }
+                        .map { MP4Layout.Box(type: $0.type.description, offset: $0.offset, bytes: Array(bytes[$0.offset..<($0.offset + $0.size)])) }
+                    _ = try? MP4Demuxer.demux(layout: MP4Layout(fileSize: bytes.count, boxes: boxes))
+                }
                 guard let tracks = try? MP4Demuxer.demux(bytes) else { return false }
                 // What demuxes is remuxed to TS as the playback proxy does (one track per kind).
                 _ = try? TSRemuxer.segment(Array(tracks.filter { $0.kind == .video }.prefix(1) + tracks.filter { $0.kind == .audio }.prefix(1)))

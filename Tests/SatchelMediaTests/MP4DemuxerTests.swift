@@ -35,6 +35,33 @@ struct MP4DemuxerTests {
         #expect(try AudioSpecificConfig(audio.codecConfiguration).objectType == 2)
     }
 
+    @Test("from its layout (moov and moof boxes alone), a file demuxes to the same samples, each placed by its file range; a sample past the file's end and a box read short are typed errors",
+          arguments: [("progressive", [String]()), ("fragmented", ["-movflags", "+frag_keyframe+empty_moov+default_base_moof"])])
+    func layout(name: String, extra: [String]) throws {
+        let bytes = try TestMedia.bytes(try TestMedia.make("demux-\(name)", extra: extra))
+        let top = try MP4Box.children(of: bytes, in: 0..<bytes.count)
+        let boxes = top.filter { $0.type == "moov" || $0.type == "moof" }
+            .map { MP4Layout.Box(type: $0.type.description, offset: $0.offset, bytes: Array(bytes[$0.offset..<($0.offset + $0.size)])) }
+        let whole = try MP4Demuxer.demux(bytes)
+        let placed = try MP4Demuxer.demux(layout: MP4Layout(fileSize: bytes.count, boxes: boxes))
+        #expect(placed.map(\.id) == whole.map(\.id) && placed.map(\.samples.count) == whole.map(\.samples.count))
+        for (track, reference) in zip(placed, whole) {
+            for (sample, expected) in zip(track.samples, reference.samples) {
+                let range = try #require(sample.fileRange)
+                #expect(sample.data.isEmpty && sample.byteCount == expected.data.count)
+                #expect(bytes[range] == expected.data && sample.dts == expected.dts && sample.isSync == expected.isSync)
+            }
+        }
+        // The file said to end before its last sample: that sample lies past the end.
+        let lastEnd = placed.compactMap { $0.samples.last?.fileRange?.upperBound }.max() ?? 0
+        #expect(throws: MediaError.self) { try MP4Demuxer.demux(layout: MP4Layout(fileSize: lastEnd - 1, boxes: boxes)) }
+        // A box whose bytes stop short of its declared size.
+        var short = boxes
+        short[0].bytes.removeLast()
+        #expect(throws: MediaError.self) { try MP4Demuxer.demux(layout: MP4Layout(fileSize: bytes.count, boxes: short)) }
+        #expect(throws: MediaError.self) { try MP4Demuxer.demux(layout: MP4Layout(fileSize: bytes.count, boxes: [])) }
+    }
+
     @Test("truncated and random inputs give typed errors, never a crash")
     func hostileInput() throws {
         let bytes = try TestMedia.bytes(try TestMedia.make("demux-progressive"))
