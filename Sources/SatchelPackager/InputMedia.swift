@@ -177,6 +177,10 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
     /// Top-level boxes read at most (a file of more is not media: its layout would be read without end).
     static let maxTopLevelBoxes = 1_000_000
 
+    /// The largest `moov` or `moof` read (a day of 60 fps video with a sample table of 16 bytes a frame is ~83 MB): a
+    /// larger one is not a movie's metadata, and reading it would take that much memory.
+    static let maxMetadataBox = 1 << 30
+
     /// Top-level boxes whose payload the demuxer reads: the movie and the fragments' metadata. Of every other
     /// box (`mdat`, `free`, `skip`, `uuid`, …) only the header is read.
     static let metadataBoxes: Set<String> = ["moov", "moof"]
@@ -198,6 +202,9 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
                 throw .input(file: path, reason: "\(MediaError.malformed("box '\(type)' at offset \(offset) has a size that does not fit the file"))")
             }
             if metadataBoxes.contains(type) {
+                guard boxSize <= maxMetadataBox else {
+                    throw .input(file: path, reason: "the '\(type)' box at offset \(offset) is \(boxSize) bytes, more than the \(maxMetadataBox >> 20) MB metadata may take")
+                }
                 boxes.append(MP4Layout.Box(type: type, offset: offset, bytes: try read(descriptor, count: boxSize, at: offset, path: path)))
             }
             offset += boxSize

@@ -122,7 +122,7 @@ struct InputLayoutTests {
         #expect(leftovers.isEmpty)
     }
 
-    @Test("an MP4 input larger than memory and swap together packages like its first megabytes; an MPEG-TS one (read whole) is a typed error that says so")
+    @Test("an MP4 input larger than memory and swap together packages like its first megabytes; a moov of gigabytes and an MPEG-TS input past memory and swap (read whole) are typed errors that say so")
     func largerThanMemory() throws {
         let source = try TestMedia.make("layout-source", seconds: 6)
         let dir = try TestMedia.temporaryDirectory("layout-huge")
@@ -144,6 +144,17 @@ struct InputLayoutTests {
         for (path, bytes) in expected where path.hasSuffix(".m4s") || path.hasSuffix(".mp4") {
             #expect(files[path] == bytes, "\(path)")
         }
+        // A moov that claims gigabytes is not read into memory: it is refused.
+        let bloated = dir.appendingPathComponent("bloated.mp4")
+        let moovSize = UInt32(2 << 30)
+        try Data([0, 0, 0, 16] + Array("ftypisom".utf8) + [0, 0, 2, 0] + (0..<4).map { UInt8(truncatingIfNeeded: moovSize >> (24 - 8 * UInt32($0))) }
+                 + Array("moov".utf8)).write(to: bloated)
+        #expect(truncate(bloated.path, off_t(16 + Int(moovSize))) == 0)
+        defer { try? FileManager.default.removeItem(at: bloated) }
+        let bloatedError = #expect(throws: PackagerError.self) {
+            try Packager(options: PackageOptions(inputs: [bloated.path], output: dir.appendingPathComponent("bloated-out").path, format: .cmaf, scheme: .clear)).run()
+        }
+        #expect("\(bloatedError.map { "\($0)" } ?? "")".contains("more than the 1024 MB metadata may take"))
         // An MPEG-TS input is read whole: past memory and swap it is refused, and says why.
         let transport = dir.appendingPathComponent("huge.ts")
         try Data([0x47, 0x40, 0x00, 0x10] + [UInt8](repeating: 0xFF, count: 184) + [0x47]).write(to: transport)
