@@ -44,6 +44,17 @@ struct PackagingBenchmark {
             }
             print(line)
         }
+        // Peak memory of this process, which made every Satchel package. (ffmpeg's children are not comparable here:
+        // Linux counts into a child's peak the parent's pages it shared before exec.)
+        var usage = rusage()
+        #if os(Linux)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let unit = 1024.0  // kilobytes
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        let unit = 1024.0 * 1024  // bytes
+        #endif
+        print(String(format: "peak memory (max RSS) of the process that made every Satchel package above: %.0f MB", Double(usage.ru_maxrss) / unit))
         if let openssl = opensslCBCRate() {
             print(String(format: "openssl speed aes-128-cbc encrypt: %.0f MB/s; cbcs packaging is %.2fx slower (target ≤ 3x)", openssl, openssl / max(cbcsRate, 0.001)))
         }
