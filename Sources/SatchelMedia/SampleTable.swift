@@ -88,7 +88,9 @@ struct SampleTable {
                 let inChunk = min(Int(run.samplesPerChunk), count - offsets.count)
                 for _ in 0..<inChunk {
                     offsets.append(offset)
-                    offset += Int(sizes[offsets.count - 1])
+                    // Saturating: a chunk offset near the top of the range makes the next sample lie past any file.
+                    let (next, overflow) = offset.addingReportingOverflow(Int(sizes[offsets.count - 1]))
+                    offset = overflow ? .max : next
                 }
                 chunk += 1
             }

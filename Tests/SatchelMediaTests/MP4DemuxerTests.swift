@@ -62,6 +62,22 @@ struct MP4DemuxerTests {
         #expect(throws: MediaError.self) { try MP4Demuxer.demux(layout: MP4Layout(fileSize: bytes.count, boxes: [])) }
     }
 
+    @Test("a 64-bit chunk offset at the top of the range is a typed error (the next sample's offset would overflow)")
+    func chunkOffsetOverflow() throws {
+        func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let size = UInt32(8 + payload.count)
+            return (0..<4).map { UInt8(truncatingIfNeeded: size >> (24 - 8 * UInt32($0))) } + Array(type.utf8) + payload
+        }
+        func word(_ value: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: value >> (24 - 8 * UInt32($0))) } }
+        let bytes = box("stts", word(0) + word(1) + word(2) + word(1))
+            + box("stsz", word(0) + word(0) + word(2) + word(10) + word(10))
+            + box("stsc", word(0) + word(1) + word(1) + word(2) + word(1))
+            + box("co64", word(0) + word(1) + [0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfa])
+        let stbl = try MP4Box.children(of: bytes, in: 0..<bytes.count)
+        let table = try SampleTable(stbl, bytes, fileSize: 1_000)
+        #expect(throws: MediaError.self) { try table.samples(in: bytes, isAudio: true, source: .inline(bytes)) }
+    }
+
     @Test("truncated and random inputs give typed errors, never a crash")
     func hostileInput() throws {
         let bytes = try TestMedia.bytes(try TestMedia.make("demux-progressive"))
