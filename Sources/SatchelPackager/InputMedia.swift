@@ -196,9 +196,8 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
             count += 1
             guard count <= maxTopLevelBoxes else { throw .input(file: path, reason: "more than \(maxTopLevelBoxes) top-level boxes") }
             let header = try read(descriptor, count: min(16, size - offset), at: offset, path: path)
-            let (boxSize, boxHeaderLength) = header.withUnsafeBufferPointer { boxExtent($0, remaining: size - offset) }
             let type = String(decoding: header[4..<8], as: UTF8.self)
-            guard boxSize >= boxHeaderLength, !declaredPastEnd(header[...], remaining: size - offset) else {
+            guard let (boxSize, _) = boxExtent(header, remaining: size - offset) else {
                 throw .input(file: path, reason: "\(MediaError.malformed("box '\(type)' at offset \(offset) has a size that does not fit the file"))")
             }
             if metadataBoxes.contains(type) {
@@ -212,35 +211,21 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
         return MP4Layout(fileSize: size, boxes: boxes)
     }
 
-    /// Whether a box header declares a size larger than the `remaining` bytes of the file (``boxExtent(_:remaining:)``
-    /// clamps it; the file was cut short or the size is wrong).
-    private static func declaredPastEnd(_ header: ArraySlice<UInt8>, remaining: Int) -> Bool {
-        guard header.count >= 8 else { return true }
-        let start = header.startIndex
-        let size32 = header[start..<(start + 4)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        switch size32 {
-        case 0: return false
-        case 1:
-            guard header.count >= 16 else { return true }
-            return header[(start + 8)..<(start + 16)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } > UInt64(remaining)
-        default: return size32 > UInt64(remaining)
-        }
-    }
-
     /// A box's size and its header's length from its first bytes (`remaining`: bytes from the box to the end of
-    /// the file). The size is clamped to `remaining`; 0 means "to the end of the file"; a size shorter than the
-    /// header gives a size below the header's length, for the caller to treat as malformed.
-    static func boxExtent(_ header: UnsafeBufferPointer<UInt8>, remaining: Int) -> (size: Int, headerLength: Int) {
-        guard header.count >= 8 else { return (0, 8) }
-        let size32 = header[0..<4].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        switch size32 {
-        case 0: return (remaining, 8)
-        case 1:
-            guard header.count >= 16 else { return (0, 16) }
-            let size64 = header[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            return (Int(min(size64, UInt64(remaining))), 16)
-        default: return (Int(min(size32, UInt64(remaining))), 8)
+    /// the file; a size of 0 means "to the end of the file"); nil when the header is cut short, or the size is
+    /// shorter than the header or longer than `remaining` (the file was cut short, or the size is wrong).
+    static func boxExtent(_ header: [UInt8], remaining: Int) -> (size: Int, headerLength: Int)? {
+        guard header.count >= 8 else { return nil }
+        func number(_ range: Range<Int>) -> UInt64 { header[range].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+        var (size, headerLength) = (number(0..<4), 8)
+        if size == 0 {
+            size = UInt64(remaining)
+        } else if size == 1 {
+            guard header.count >= 16 else { return nil }
+            (size, headerLength) = (number(8..<16), 16)
         }
+        guard size >= UInt64(headerLength), size <= UInt64(max(remaining, 0)) else { return nil }
+        return (Int(size), headerLength)
     }
 
     /// `count` bytes of the file from `offset` into a new array.

@@ -48,7 +48,7 @@ struct InputLayoutTests {
         return out
     }
 
-    @Test("metadata after or before the media data, a 64-bit mdat size and an mdat that runs to the end of the file package to the same bytes")
+    @Test("metadata after or before the media data, a 64-bit mdat size and an mdat that runs to the end of the file package to the same bytes; a file cut inside a box is an error")
     func layouts() throws {
         let source = try TestMedia.make("layout-source", seconds: 6)  // ftyp, free, mdat, moov
         let dir = try TestMedia.temporaryDirectory("layout-inputs")
@@ -80,6 +80,11 @@ struct InputLayoutTests {
                 #expect(files[path] == bytes, "\(label): \(path)")
             }
         }
+        // A file cut short inside its last box (the moov): the box does not fit, and the error says so.
+        let cut = dir.appendingPathComponent("cut.mp4")
+        try Data(try TestMedia.bytes(source).dropLast(1_000)).write(to: cut)
+        let cutError = #expect(throws: PackagerError.self) { try Self.package(cut, "cut") }
+        #expect("\(cutError.map { "\($0)" } ?? "")".contains("does not fit the file"))
         // A fragmented input (moof + mdat pairs): the same packets (sizes and bytes; ffmpeg times the fragmented
         // file's first audio frame differently, so the times are not compared).
         let fragmented = try remux("fragmented.mp4", "+frag_keyframe+empty_moov+default_base_moof")
