@@ -26,39 +26,47 @@ public struct MP4Box: Sendable {
     /// A box whose size runs past the range, or a size smaller than its header, is an error;
     /// size 0 means "to the end of the range", as ISO/IEC 14496-12 allows.
     public static func children(of bytes: [UInt8], in range: Range<Int>) throws(MediaError) -> [MP4Box] {
-        var reader = ByteReader(bytes, range: range)
         var boxes: [MP4Box] = []
-        while reader.remaining >= 8 {
-            let start = reader.offset
-            do {
-                var size = Int(try reader.readUInt32())
-                let type = FourCC(rawValue: try reader.readUInt32())
-                var header = 8
-                if size == 1 {
-                    let large = try reader.readUInt64()
-                    guard large <= UInt64(Int.max) else { throw MediaError.malformed("box '\(type)' at \(start) has an impossible size") }
-                    size = Int(large)
-                    header = 16
-                } else if size == 0 {
-                    size = range.upperBound - start
-                }
-                var userType: [UInt8]?
-                if type == "uuid" {
-                    userType = try reader.readBytes(16)
-                    header += 16
-                }
-                guard size >= header, size <= range.upperBound - start else {
-                    throw MediaError.malformed("box '\(type)' at offset \(start) has size \(size), which does not fit")
-                }
-                boxes.append(MP4Box(type: type, offset: start, size: size, headerSize: header, userType: userType))
-                try reader.seek(to: start + size)
-            } catch let error as MediaError {
-                throw error
-            } catch {
-                throw .truncated("box header at offset \(start)")
-            }
+        var start = range.lowerBound
+        while range.upperBound - start >= 8 {
+            let box = try header(of: bytes, at: start, end: range.upperBound)
+            boxes.append(box)
+            start += box.size
         }
         return boxes
+    }
+
+    /// The box whose header starts at `start` of `bytes`, which must end by `end` (the end of its container, or of
+    /// the file; `bytes` need hold only the header: a file's top-level boxes are read this way). A size that does
+    /// not fit, or is smaller than the header, is an error; size 0 means "to `end`".
+    public static func header(of bytes: [UInt8], at start: Int, end: Int) throws(MediaError) -> MP4Box {
+        var reader = ByteReader(bytes, range: start..<max(start, min(end, bytes.count)))
+        do {
+            var size = Int(try reader.readUInt32())
+            let type = FourCC(rawValue: try reader.readUInt32())
+            var header = 8
+            if size == 1 {
+                let large = try reader.readUInt64()
+                guard large <= UInt64(Int.max) else { throw MediaError.malformed("box '\(type)' at \(start) has an impossible size") }
+                size = Int(large)
+                header = 16
+            } else if size == 0 {
+                size = end - start
+            }
+            var userType: [UInt8]?
+            if type == "uuid" {
+                userType = try reader.readBytes(16)
+                header += 16
+            }
+            guard size >= header, size <= end - start else {
+                throw MediaError.malformed("box '\(type)' at offset \(start) has size \(size), which does not fit")
+            }
+            return MP4Box(type: type, offset: start, size: size, headerSize: header, userType: userType)
+        } catch let error as MediaError {
+            throw error
+        } catch {
+            throw .truncated("box header at offset \(start)")
+        }
     }
 
     /// The children of this box (for container boxes); `skip` bytes of the payload come first

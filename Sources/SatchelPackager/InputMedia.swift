@@ -195,11 +195,14 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
         while size - offset >= 8 {
             count += 1
             guard count <= maxTopLevelBoxes else { throw .input(file: path, reason: "more than \(maxTopLevelBoxes) top-level boxes") }
-            let header = try read(descriptor, count: min(16, size - offset), at: offset, path: path)
-            let type = String(decoding: header[4..<8], as: UTF8.self)
-            guard let (boxSize, _) = boxExtent(header, remaining: size - offset) else {
-                throw .input(file: path, reason: "\(MediaError.malformed("box '\(type)' at offset \(offset) has a size that does not fit the file"))")
+            // Enough for any header (64-bit size and a uuid's extended type); the box is placed within the file.
+            let header = try read(descriptor, count: min(32, size - offset), at: offset, path: path)
+            let box: MP4Box
+            do { box = try MP4Box.header(of: header, at: 0, end: size - offset) } catch {
+                let named = String(decoding: header[4..<8], as: UTF8.self)  // the loop leaves at least 8 bytes
+                throw .input(file: path, reason: "\(MediaError.malformed("box '\(named)' at offset \(offset) has a size that does not fit the file"))")
             }
+            let (type, boxSize) = (box.type.description, box.size)
             if metadataBoxes.contains(type) {
                 guard boxSize <= maxMetadataBox else {
                     throw .input(file: path, reason: "the '\(type)' box at offset \(offset) is \(boxSize) bytes, more than the \(maxMetadataBox >> 20) MB metadata may take")
@@ -209,23 +212,6 @@ final class InputMedia: @unchecked Sendable {  // immutable after init; the desc
             offset += boxSize
         }
         return MP4Layout(fileSize: size, boxes: boxes)
-    }
-
-    /// A box's size and its header's length from its first bytes (`remaining`: bytes from the box to the end of
-    /// the file; a size of 0 means "to the end of the file"); nil when the header is cut short, or the size is
-    /// shorter than the header or longer than `remaining` (the file was cut short, or the size is wrong).
-    static func boxExtent(_ header: [UInt8], remaining: Int) -> (size: Int, headerLength: Int)? {
-        guard header.count >= 8 else { return nil }
-        func number(_ range: Range<Int>) -> UInt64 { header[range].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-        var (size, headerLength) = (number(0..<4), 8)
-        if size == 0 {
-            size = UInt64(remaining)
-        } else if size == 1 {
-            guard header.count >= 16 else { return nil }
-            (size, headerLength) = (number(8..<16), 16)
-        }
-        guard size >= UInt64(headerLength), size <= UInt64(max(remaining, 0)) else { return nil }
-        return (Int(size), headerLength)
     }
 
     /// `count` bytes of the file from `offset` into a new array.

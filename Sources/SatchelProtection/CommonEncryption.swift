@@ -180,11 +180,6 @@ public struct CommonEncryption: Sendable {
 
 /// Copies scattered byte ranges into one buffer and back, so one cipher call covers them.
 enum Gather {
-    /// The bytes of `ranges` of `bytes`, concatenated.
-    static func collect(_ bytes: [UInt8], _ ranges: [Range<Int>]) -> [UInt8] {
-        bytes.withUnsafeBytes { collect($0, ranges) }
-    }
-
     /// The bytes of `ranges` of `source` (each inside it), concatenated.
     static func collect(_ source: UnsafeRawBufferPointer, _ ranges: [Range<Int>]) -> [UInt8] {
         var out: [UInt8] = []
@@ -220,11 +215,6 @@ enum Gather {
                 to.storeBytes(of: block, toByteOffset: start + index * stride, as: SIMD16<UInt8>.self)
             }
         }
-    }
-
-    /// Writes `gathered` back over `ranges` of `bytes`.
-    static func scatter(_ gathered: [UInt8], into bytes: inout [UInt8], _ ranges: [Range<Int>]) {
-        bytes.withUnsafeMutableBytes { scatter(gathered, into: $0, ranges) }
     }
 
     /// Writes `gathered` back over `ranges` of `target`.
