@@ -229,9 +229,17 @@ public enum FMP4Writer {
                 }
             }
         }
-        w.patchUInt32(UInt32(w.count - moofStart + 8), at: dataOffsetField)
-        w.u32(UInt32(clamping: total + 8))
-        w.fourCC("mdat")
+        // An mdat of 4 GiB or more takes the 64-bit size (ISO/IEC 14496-12 "largesize"), never a wrapped one.
+        let large = total > Int(UInt32.max) - 8
+        w.patchUInt32(UInt32(w.count - moofStart + (large ? 16 : 8)), at: dataOffsetField)
+        if large {
+            w.u32(1)
+            w.fourCC("mdat")
+            w.u64(UInt64(total) + 16)
+        } else {
+            w.u32(UInt32(total + 8))
+            w.fourCC("mdat")
+        }
         w.finish(into: &buffer)
     }
 

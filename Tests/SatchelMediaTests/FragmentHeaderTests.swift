@@ -31,4 +31,20 @@ struct FragmentHeaderTests {
         let segment = FMP4Writer.mediaSegment(sequenceNumber: 1, baseDecodeTime: 0, samples: [sample], protection: nil)
         #expect(Array(segment.suffix(11)) == [0, 0, 0, 11] + Array("mdat".utf8) + [1, 2, 3])
     }
+
+    @Test("a fragment of 4 GiB or more gets a 64-bit mdat size, and its trun data offset counts the longer header")
+    func largeMediaData() throws {
+        let samples = (0..<2).map { _ in FragmentSample(duration: 1024, ctsOffset: 0, isSync: true, byteCount: 3 << 30) }
+        var header: [UInt8] = []
+        FMP4Writer.fragmentHeader(sequenceNumber: 1, baseDecodeTime: 0, samples: samples, protection: nil, into: &header)
+        let size = UInt64(6 << 30) + 16
+        #expect(Array(header.suffix(16)) == [0, 0, 0, 1] + Array("mdat".utf8) + (0..<8).map { UInt8(truncatingIfNeeded: size >> (56 - 8 * UInt64($0))) })
+        let moof = try #require(try MP4Box.children(of: header, in: 0..<(header.count - 16)).first)
+        let traf = try #require(try moof.children(in: header).first("traf"))
+        let trun = try #require(try traf.children(in: header).first("trun"))
+        var reader = trun.reader(in: header)
+        _ = try reader.readUInt32()  // version and flags
+        _ = try reader.readUInt32()  // sample count
+        #expect(Int(try reader.readUInt32()) == header.count, "the first sample starts right after the 16-byte mdat header")
+    }
 }
