@@ -26,6 +26,10 @@ public enum FileSend {
         guard !range.isEmpty, range.lowerBound >= 0, (try? await channel.pipeline.handler(type: FileSendHandler.self).get()) != nil else {
             return false
         }
+        // A file already shorter than the range goes the caller's way (which reports it); sendfile would find no
+        // bytes to send and NIO would retry it without end.
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, Int64(info.st_size) >= range.upperBound else { return false }
         let copy = dup(descriptor)
         guard copy >= 0 else { return false }
         let handle = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: copy)

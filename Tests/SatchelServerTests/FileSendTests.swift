@@ -37,8 +37,9 @@ struct FileSendTests {
                         let used = try await FileSend.send(fd, range: from..<to, on: channel, to: &writer)
                         sent.withLock { $0.append(used) }
                         if !used {
-                            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))[Int(from)..<Int(to)]
-                            try await writer.write(ByteBuffer(bytes: bytes))
+                            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                            guard to <= bytes.count else { throw HTTPError(.internalServerError, message: "the file is shorter than the range") }
+                            try await writer.write(ByteBuffer(bytes: bytes[Int(from)..<Int(to)]))
                         }
                     } catch {
                         failures.withLock { $0 += 1 }
@@ -98,6 +99,17 @@ struct FileSendTests {
             #expect(Array(response.body.readableBytesView) == Array(bytes[10..<90000]))
         }
         #expect(routes.sent.current == [false])
+    }
+
+    @Test("a range past the file's end is not handed to sendfile (it would spin): the caller's own path answers")
+    func pastTheEnd() async throws {
+        let (path, _) = try Self.fixture(1_000)
+        let routes = Routes(path: path, sent: Locked([]), failures: Locked(0))
+        try await Self.app(routes).test(.live) { client in
+            _ = try? await client.execute(uri: "/file/500/2000", method: .get)
+        }
+        #expect(routes.sent.current.first == false, "the caller sent (or failed to send) the bytes itself")
+        #expect(routes.pending == 0)
     }
 
     @Test("a player that leaves mid-file: the send ends with an error, the region's file is closed, the server goes on")
