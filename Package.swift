@@ -97,6 +97,8 @@ let package = Package(
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // Layer 4: the playback proxy: sessions on loopback, playlists and media of downloaded assets, decrypted for players without DRM.
@@ -195,6 +197,7 @@ let package = Package(
                 "SatchelDownloads",
                 "SatchelPlayback",
                 "SatchelFuzzTargets",
+                "SatchelSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -203,7 +206,10 @@ let package = Package(
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
         .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
-                                                               .product(name: "AsyncHTTPClient", package: "async-http-client")]),
+                                                               .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                                                               .product(name: "Hummingbird", package: "hummingbird"),
+                                                               .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                               .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),

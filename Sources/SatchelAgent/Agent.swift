@@ -14,6 +14,8 @@ public enum AgentEvent: Sendable, Equatable {
     case releaseDelivered(licenseID: String)
     /// The server refused a release for good (it no longer knows the license); it is no longer owed.
     case releaseRefused(licenseID: String, problem: String)
+    /// The server holds this license released (or does not know it): it was removed from the device.
+    case licenseRevoked(licenseID: String, asset: String)
 }
 
 /// A content key opened for playback (only while the rights are valid). Never print `key`.
@@ -44,6 +46,11 @@ public struct LicenseStatus: Sendable, Equatable {
 /// The device agent (seeds 000, 001, 002): the device identity, license acquisition into a persistent store,
 /// rights status against a secure clock, the keys for playback, renewal and release. One agent per data
 /// directory; it talks to the license server of `satchel serve` and never depends on the server modules.
+///
+/// Rights are evaluated only from the licenses the server signed (verified whenever they are read) and from the
+/// sealed device state (the secure clock, first uses, owed releases): editing the store's rows changes nothing,
+/// and editing, deleting or copying back its sealed state makes every license refused
+/// (``AgentError/storeTampered(_:)``) until ``sync(token:)`` restores what the server vouches for.
 public actor Agent {
     /// The data directory (shared with the download engine when both are used).
     public nonisolated let dataDirectory: String
@@ -51,16 +58,23 @@ public actor Agent {
     var identity: DeviceIdentity
     let clockReader: any ClockReader
     let logger: Logger
+    /// Licenses already verified, by the digest of their signed text (a license never changes under its digest).
+    var verified: [String: LicenseClaims] = [:]
     private let continuation: AsyncStream<AgentEvent>.Continuation
     /// Events, in order.
     public nonisolated let events: AsyncStream<AgentEvent>
 
-    /// Opens the agent of `dataDirectory` (made on first use: the device key, in `keyVault` or the platform's, and the store).
+    /// Opens the agent of `dataDirectory` (made on first use, mode 0700: the device key, in `keyVault` or the
+    /// platform's, and the store with its anchor: beside the key file, or in the keychain with the keychain's key).
     public init(dataDirectory: String, clockReader: any ClockReader = SystemClockReader(), keyVault: (any DeviceKeyVault)? = nil,
                 logger: Logger = Logger(label: "satchel.agent")) async throws(AgentError) {
         self.dataDirectory = dataDirectory
-        identity = try DeviceIdentity.load(dataDirectory: dataDirectory, vault: keyVault)
-        store = try await LicenseStore(dataDirectory: dataDirectory, logger: logger)
+        let vault = keyVault ?? FileKeyVault.platform(dataDirectory: dataDirectory)
+        identity = try DeviceIdentity.load(dataDirectory: dataDirectory, vault: vault)
+        let anchorSeal = StateSeal(deviceKey: identity.key, purpose: "store-anchor")
+        let anchor: any StoreAnchoring = vault is FileKeyVault ? FileStoreAnchor(dataDirectory: dataDirectory, seal: anchorSeal)
+            : anchorSeal.platformAnchor(dataDirectory: dataDirectory)
+        store = try await LicenseStore(dataDirectory: dataDirectory, deviceKey: identity.key, anchor: anchor, logger: logger)
         self.clockReader = clockReader
         self.logger = logger
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
@@ -102,7 +116,7 @@ public actor Agent {
                                                        serverKeys: keys, name: name, externalID: externalID)
         try identity.save(registration, dataDirectory: dataDirectory)
         identity.registration = registration
-        _ = try await trustedNow()
+        _ = try? await fetchTime(server: server)
         logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
         return answer.deviceID
     }
@@ -111,30 +125,35 @@ public actor Agent {
 
     /// The rights status of an asset now (`noRights` when no license is stored).
     public func rights(asset: String) async throws(AgentError) -> RightsEvaluation {
-        let now = try await trustedNow()
-        guard let license = try await store.license(asset: asset) else { return .none }
+        let snapshot = try await store.snapshot()
+        let now = try await trustedNow(snapshot)
+        guard let license = newest(asset, in: snapshot) else { return .none }
         return license.rights.evaluate(license.usage, at: now)
     }
 
     /// Every stored license with its status now.
     public func licenses() async throws(AgentError) -> [LicenseStatus] {
-        let now = try await trustedNow()
-        return try await store.licenses().map { LicenseStatus(license: $0, evaluation: $0.rights.evaluate($0.usage, at: now)) }
+        let snapshot = try await store.snapshot()
+        let now = try await trustedNow(snapshot)
+        return installed(snapshot).map { LicenseStatus(license: $0, evaluation: $0.rights.evaluate($0.usage, at: now)) }
     }
 
     /// Releases not yet delivered to the server.
     public func owedReleases() async throws(AgentError) -> [OwedRelease] {
-        try await store.owedReleases()
+        try await store.snapshot().state.owed
     }
 
     /// Consumes the rights as a player start does: only when the status is `valid`, starts the playback
     /// window on first use, and answers the content keys.
     public func use(asset: String) async throws(AgentError) -> [PlaybackKey] {
-        var (license, now) = try await playable(asset)
+        let (license, now) = try await playable(asset)
         let keys = try open(license)
         if license.firstUse == nil, license.rights.playbackSeconds != nil, let now {
-            license.firstUse = now
-            try await store.save(license)
+            let id = license.licenseID
+            try await store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
+                if state.licenses[id]?.firstUse == nil { state.licenses[id]?.firstUse = now }
+                return ((), [])
+            }
         }
         return keys
     }
@@ -146,8 +165,9 @@ public actor Agent {
 
     /// The asset's license when its rights allow playback now, with the trusted time; else `notPlayable`.
     private func playable(_ asset: String) async throws(AgentError) -> (license: StoredLicense, now: Date?) {
-        let now = try await trustedNow()
-        guard let license = try await store.license(asset: asset) else { throw .notPlayable(.noRights) }
+        let snapshot = try await store.snapshot()
+        let now = try await trustedNow(snapshot)
+        guard let license = newest(asset, in: snapshot) else { throw .notPlayable(.noRights) }
         let status = license.rights.evaluate(license.usage, at: now).status
         guard status == .valid else { throw .notPlayable(status) }
         return (license, now)
@@ -162,152 +182,38 @@ public actor Agent {
         return claims["asset"]?.string
     }
 
-    // MARK: Licenses
+    // MARK: The store, as the signed licenses say
 
-    /// Acquires a license for `asset` from the registered server (or `server`) and stores it. A license
-    /// acquired while the clock is untrusted installs, and reports `untrustedTime` until trust returns.
-    public func acquire(asset: String, token: String, persistent: Bool = false, server: String? = nil) async throws(AgentError) -> StoredLicense {
-        let registration = try identity.registered()
-        let server = server ?? registration.server
-        let nonce = Hex.encode(SecureRandom.bytes(16))
-        let request = try sign(DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil,
-                                                   nonce: nonce, time: try await requestTime()))
-        let answer = try await LicenseServerClient(server: server).post("/licenses", json: DeviceRequestEnvelope(request: request), token: token)
-        let license = try await install(answer, nonce: nonce, server: server, firstUse: nil)
-        logger.info("license acquired", metadata: ["asset": .string(asset), "license": .string(license.licenseID)])
-        return license
-    }
-
-    /// Renews the asset's license (the rental restarts; a started playback window keeps running).
-    public func renew(asset: String, token: String) async throws(AgentError) -> StoredLicense {
-        guard let current = try await store.license(asset: asset) else { throw .noLicense(asset) }
-        return try await renew(current, token: token)
-    }
-
-    private func renew(_ current: StoredLicense, token: String) async throws(AgentError) -> StoredLicense {
-        let registration = try identity.registered()
-        let client = try LicenseServerClient(server: current.server)
-        let renewal = (try? SignedToken.unverifiedClaims(current.license, as: LicenseClaims.self))?.renewalURL ?? "/licenses/renew"
-        let nonce = Hex.encode(SecureRandom.bytes(16))
-        let request = try sign(DeviceRequestClaims(certificate: registration.certificate, licenseID: current.licenseID, nonce: nonce,
-                                                   time: try await requestTime()))
-        let answer = try await client.post(renewal, json: DeviceRequestEnvelope(request: request), token: token)
-        let license = try await install(answer, nonce: nonce, server: current.server, firstUse: current.firstUse)
-        logger.info("license renewed", metadata: ["asset": .string(current.assetID), "license": .string(current.licenseID)])
-        return license
-    }
-
-    /// Deletes the asset's license at once and gives it back to the server; a release the server cannot
-    /// take now is kept and delivered at the next contact. Answers true when the server took it now.
-    @discardableResult
-    public func release(asset: String) async throws(AgentError) -> Bool {
-        guard let license = try await store.license(asset: asset) else { throw .noLicense(asset) }
-        try await store.deleteOwingRelease(license, at: clockReader.read().wall)
-        let delivered = try await deliverReleases()
-        return delivered.contains(license.licenseID)
-    }
-
-    /// What `sync` did.
-    public struct SyncReport: Sendable, Equatable {
-        /// The server's signed time, when it answered.
-        public var serverTime: Date?
-        /// Releases delivered.
-        public var releasesDelivered: Int
-        /// Releases still owed.
-        public var releasesOwed: Int
-        /// Licenses renewed.
-        public var renewed: [String]
-        /// Licenses due for renewal that were not renewed (no token, or the server refused).
-        public var renewalsPending: [String]
-    }
-
-    /// Contacts the server: its signed time (which can restore trust in the clock), the releases owed, and the
-    /// renewals due (with `token`).
-    public func sync(token: String? = nil) async throws(AgentError) -> SyncReport {
-        let registration = try identity.registered()
-        let serverTime = try await fetchTime(server: registration.server)
-        let delivered = try await deliverReleases()
-        var renewed: [String] = [], pending: [String] = []
-        let now = try await trustedNow()
-        for license in try await store.licenses() where now.map({ license.rights.renewalDue(license.usage, at: $0) }) ?? false {
-            guard let token else {
-                pending.append(license.assetID)
-                continue
-            }
-            do {
-                _ = try await renew(license, token: token)
-                renewed.append(license.assetID)
-            } catch {
-                logger.warning("renewal failed", metadata: ["asset": .string(license.assetID), "problem": .string(error.problemType)])
-                pending.append(license.assetID)
-            }
+    /// The licenses the sealed state vouches for — the row's license is exactly the one installed, and it is a
+    /// license of this device the server signed — each with its rights as signed, by asset.
+    func installed(_ snapshot: LicenseStore.Snapshot) -> [StoredLicense] {
+        var licenses: [StoredLicense] = []
+        for (id, vouched) in snapshot.state.licenses {
+            guard let row = snapshot.rows[id], DeviceState.digest(of: row.license) == vouched.digest,
+                  let claims = claims(of: row.license), claims.licenseID == id else { continue }
+            licenses.append(StoredLicense(licenseID: id, assetID: claims.assetID, license: row.license, server: row.server, acquired: claims.serverTime,
+                                          firstUse: vouched.firstUse, persistent: claims.rights.persistent, rights: claims.rights,
+                                          keyIDs: claims.keys.map(\.kid)))
         }
-        return SyncReport(serverTime: serverTime, releasesDelivered: delivered.count, releasesOwed: try await store.owedReleases().count,
-                          renewed: renewed, renewalsPending: pending)
+        return licenses.sorted { ($0.assetID, $0.licenseID) < ($1.assetID, $1.licenseID) }
     }
 
-    // MARK: Internals
-
-    /// The server's signed time, anchoring the secure clock.
-    func fetchTime(server: String) async throws(AgentError) -> Date {
-        let registration = try identity.registered()
-        let nonce = Hex.encode(SecureRandom.bytes(16))
-        let client = try LicenseServerClient(server: server, timeout: .seconds(10))
-        let answer = try Self.decode(TimeAnswer.self, try await client.get("/time?nonce=\(nonce)"), what: "the time")
-        let reading = clockReader.read()
-        let claims: SignedTimeClaims
-        do {
-            claims = try SignedToken.verify(answer.time, as: SignedTimeClaims.self, key: registration.serverKeys.key(for: answer.time))
-        } catch {
-            throw .invalidAnswer("the signed time does not verify: \(error.description)")
-        }
-        guard claims.nonce == nonce else { throw .invalidAnswer("the signed time is not the answer to this request") }
-        try await anchor(claims.time, reading)
-        return claims.time
+    /// The newest installed license of an asset.
+    func newest(_ asset: String, in snapshot: LicenseStore.Snapshot) -> StoredLicense? {
+        installed(snapshot).filter { $0.assetID == asset }.max { $0.acquired < $1.acquired }
     }
 
-    /// Delivers owed releases; answers the license IDs the server took.
-    func deliverReleases() async throws(AgentError) -> [String] {
-        let registration = try identity.registered()
-        var delivered: [String] = []
-        for owed in try await store.owedReleases() {
-            let request = try sign(DeviceRequestClaims(certificate: registration.certificate, licenseID: owed.licenseID,
-                                                       nonce: Hex.encode(SecureRandom.bytes(16)), time: try await requestTime()))
-            do {
-                let client = try LicenseServerClient(server: owed.server, timeout: .seconds(5))
-                _ = try await client.post("/licenses/release", json: DeviceRequestEnvelope(request: request), token: nil)
-                try await store.settleRelease(owed.licenseID, delivered: true)
-                delivered.append(owed.licenseID)
-                continuation.yield(.releaseDelivered(licenseID: owed.licenseID))
-            } catch where !error.isRetryable && error.code == "license-server" {
-                try await store.settleRelease(owed.licenseID, delivered: true)
-                continuation.yield(.releaseRefused(licenseID: owed.licenseID, problem: error.problemType))
-            } catch {
-                try await store.settleRelease(owed.licenseID, delivered: false)
-                logger.info("release still owed", metadata: ["license": .string(owed.licenseID), "problem": .string(error.problemType)])
-            }
-        }
-        return delivered
+    /// The verified claims of a signed license of this device (nil: not one).
+    func claims(of license: String) -> LicenseClaims? {
+        let digest = DeviceState.digest(of: license)
+        if let known = verified[digest] { return known }
+        guard let registration = identity.registration, let claims = try? verify(license, registration) else { return nil }
+        if verified.count >= 4096 { verified.removeAll() }
+        verified[digest] = claims
+        return claims
     }
 
-    /// Verifies a license answer (the server's signature, this device, this request's nonce, keys that open),
-    /// anchors the clock to its server time and stores it.
-    private func install(_ answer: Data, nonce: String, server: String, firstUse: Date?) async throws(AgentError) -> StoredLicense {
-        let registration = try identity.registered()
-        let token = try Self.decode(LicenseAnswer.self, answer, what: "the license").license
-        let reading = clockReader.read()
-        let claims = try verify(token, registration)
-        guard claims.nonce == nonce else { throw .invalidAnswer("the license is not the answer to this request") }
-        let license = StoredLicense(licenseID: claims.licenseID, assetID: claims.assetID, license: token, server: server,
-                                    acquired: claims.serverTime, firstUse: firstUse, persistent: claims.rights.persistent,
-                                    rights: claims.rights, keyIDs: claims.keys.map(\.kid))
-        _ = try open(license)
-        try await store.save(license)
-        try await anchor(claims.serverTime, reading)
-        return license
-    }
-
-    private func verify(_ token: String, _ registration: DeviceIdentity.Registration) throws(AgentError) -> LicenseClaims {
+    func verify(_ token: String, _ registration: DeviceIdentity.Registration) throws(AgentError) -> LicenseClaims {
         let claims: LicenseClaims
         do {
             claims = try SignedToken.verify(token, as: LicenseClaims.self, key: registration.serverKeys.key(for: token))
@@ -318,7 +224,7 @@ public actor Agent {
         return claims
     }
 
-    private func open(_ license: StoredLicense) throws(AgentError) -> [PlaybackKey] {
+    func open(_ license: StoredLicense) throws(AgentError) -> [PlaybackKey] {
         let registration = try identity.registered()
         let claims = try verify(license.license, registration)
         let agreement = try identity.agreementKey
@@ -334,46 +240,8 @@ public actor Agent {
         return keys
     }
 
-    private func sign(_ claims: DeviceRequestClaims) throws(AgentError) -> String {
-        do { return try SignedToken.sign(claims, key: identity.key) } catch { throw .storage("cannot sign with the device key") }
-    }
-
-    /// Reads the clocks, updates the secure clock (reporting a rollback once) and answers the trusted time.
-    func trustedNow() async throws(AgentError) -> Date? {
-        let reading = clockReader.read()
-        var clock = try await store.secureClock()
-        let events = clock.observe(reading)
-        try await store.saveSecureClock(clock)
-        report(events)
-        return clock.now(reading)
-    }
-
-    /// The time a request is dated with: the secure clock's time or, while it is not trusted, the later of
-    /// its floor and the wall clock, so a device clock set back does not make requests look stale.
-    private func requestTime() async throws(AgentError) -> Date {
-        let reading = clockReader.read()
-        let clock = try await store.secureClock()
-        return clock.now(reading) ?? max(clock.floor(reading) ?? reading.wall, reading.wall)
-    }
-
-    private func anchor(_ serverTime: Date, _ reading: ClockReading) async throws(AgentError) {
-        var clock = try await store.secureClock()
-        let events = clock.anchor(serverTime: serverTime, reading)
-        try await store.saveSecureClock(clock)
-        report(events)
-    }
-
-    private func report(_ events: [ClockEvent]) {
-        for event in events {
-            switch event {
-            case .untrustedTime:
-                logger.notice("the device clock went back: date-based rights are untrusted until the server's time confirms it")
-                continuation.yield(.untrustedTime)
-            case .trustRestored:
-                logger.info("the server's time confirmed the device clock")
-                continuation.yield(.trustRestored)
-            }
-        }
+    func report(_ event: AgentEvent) {
+        continuation.yield(event)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ data: Data, what: String) throws(AgentError) -> T {

@@ -19,6 +19,9 @@ public enum AgentError: ProblemConvertible, Equatable {
     case storage(String)
     /// The request cannot be made (a bad argument).
     case badRequest(String)
+    /// The license store was changed outside Satchel — its sealed state edited or deleted, or the store copied back
+    /// from an earlier time — so its licenses are refused until the server's records restore them (`sync`).
+    case storeTampered(String)
 
     /// A stable identifier.
     public var code: String {
@@ -31,6 +34,7 @@ public enum AgentError: ProblemConvertible, Equatable {
         case .invalidAnswer: return "invalid-answer"
         case .storage: return "storage"
         case .badRequest: return "bad-request"
+        case .storeTampered: return "store-tampered"
         }
     }
 
@@ -59,6 +63,8 @@ public enum AgentError: ProblemConvertible, Equatable {
         case let .invalidAnswer(reason): return "the license server's answer is not acceptable: \(reason)"
         case let .storage(reason): return "agent store: \(reason)"
         case let .badRequest(reason): return reason
+        case let .storeTampered(reason):
+            return "the license store was changed outside Satchel (\(reason)): its licenses are refused until they are restored from the license server (satchel license sync, online)"
         }
     }
 }

@@ -36,7 +36,7 @@ public struct SystemClockReader: ClockReader {
         #endif
         // A boot clock of decades is not one (libfaketime, for one, sets it to the faked wall time): its
         // readings get an ID of their own, so they are never compared with real ones.
-        guard boot < Self.plausibleUptime else { return ClockReading(wall: wall, boot: boot, bootID: "implausible-boot-clock") }
+        guard boot < Self.plausibleUptime else { return ClockReading(wall: wall, boot: boot, bootID: ClockReading.implausibleBootID) }
         return ClockReading(wall: wall, boot: boot, bootID: id)
     }
 }

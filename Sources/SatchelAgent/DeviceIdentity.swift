@@ -33,9 +33,9 @@ public struct DeviceIdentity: Sendable {
     /// the keychain on Apple platforms, `device-key.pem` elsewhere).
     public static func load(dataDirectory: String, vault: (any DeviceKeyVault)? = nil) throws(AgentError) -> DeviceIdentity {
         do {
-            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            try PrivateFiles.folder(dataDirectory)
         } catch {
-            throw .storage("cannot create the data directory \(dataDirectory)")
+            throw .storage("cannot create the data directory \(dataDirectory) (owner only): \(error.description)")
         }
         let key = try (vault ?? FileKeyVault.platform(dataDirectory: dataDirectory)).deviceKey()
         let registrationPath = (dataDirectory as NSString).appendingPathComponent(registrationFile)

@@ -1,11 +1,14 @@
+import Crypto
 import FluentKit
 import FluentSQLiteDriver
 import Foundation
 import Logging
 import SatchelRights
 import SatchelStorage
+import SatchelSystem
 
-/// A license as the device keeps it.
+/// A license as the device keeps it: the license the server signed, and what the sealed device state says of it.
+/// Everything but `license`, `server` and `firstUse` is read from the signed license itself.
 public struct StoredLicense: Sendable, Equatable {
     /// The license ID.
     public var licenseID: String
@@ -31,7 +34,7 @@ public struct StoredLicense: Sendable, Equatable {
 }
 
 /// A release owed to a license server.
-public struct OwedRelease: Sendable, Equatable {
+public struct OwedRelease: Codable, Sendable, Equatable {
     /// The license.
     public var licenseID: String
     /// Its asset.
@@ -44,17 +47,54 @@ public struct OwedRelease: Sendable, Equatable {
     public var attempts: Int
 }
 
-/// The agent's SQLite store (`agent.sqlite` in the data directory): licenses, owed releases, the secure clock.
-/// Content keys stay sealed to the device key inside the signed licenses: the file holds no usable key.
+/// The agent's store (`agent.sqlite` in the data directory, mode 0600): the signed licenses in rows, and the
+/// sealed ``DeviceState`` that vouches for them (the secure clock, each license's digest and first use, the owed
+/// releases), with its rollback anchor kept apart (``StoreAnchoring``). Readers take the data directory's lock
+/// shared, a change takes it exclusive, so two processes of one device never see half a change. An edit of the
+/// sealed state, its deletion, or a store copied back from before its anchor is ``AgentError/storeTampered(_:)``:
+/// nothing in it is believed until ``rebuild(_:)`` restores it from the server's records.
 public final class LicenseStore: Sendable {
+    /// What the store holds, as one consistent view.
+    struct Snapshot: Sendable {
+        /// The sealed state.
+        var state: DeviceState
+        /// The license rows: license ID → (signed license, server). Rows the state does not vouch for are here too.
+        var rows: [String: Row]
+    }
+
+    /// One license row.
+    struct Row: Sendable, Equatable {
+        var license: String
+        var server: String
+    }
+
+    /// A change to the rows, applied with the state in one transaction.
+    enum RowChange: Sendable {
+        case save(StoredLicense)
+        case delete(String)
+    }
+
+    static let stateName = "device-state"
     private let databases: Databases
     private let database: any Database
+    private let seal: StateSeal
+    private let anchor: any StoreAnchoring
+    private let fileLock: FileLock
+    private let local = AsyncMutex()
 
-    /// Opens (and migrates) the store in `dataDirectory`.
-    public init(dataDirectory: String, logger: Logger = Logger(label: "satchel.agent")) async throws(AgentError) {
+    /// Opens (and migrates) the store in `dataDirectory`, sealed under `deviceKey`, anchored by `anchor`.
+    init(dataDirectory: String, deviceKey: P256.Signing.PrivateKey, anchor: (any StoreAnchoring)?, logger: Logger) async throws(AgentError) {
         let path = (dataDirectory as NSString).appendingPathComponent("agent.sqlite")
+        seal = StateSeal(deviceKey: deviceKey, purpose: "agent-state")
+        self.anchor = anchor ?? StateSeal(deviceKey: deviceKey, purpose: "store-anchor").platformAnchor(dataDirectory: dataDirectory)
         do {
-            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            try PrivateFiles.folder(dataDirectory)
+            try PrivateFiles.file(path)  // SQLite gives its journal and WAL files the database file's mode
+            fileLock = try FileLock(path: (dataDirectory as NSString).appendingPathComponent("agent.lock"))
+        } catch {
+            throw .storage(error.description)
+        }
+        do {
             // Fluent logs every query's values at debug: licenses (JWS) have no place in a log, so the store logs from info up.
             var quiet = logger
             if quiet.logLevel < .info { quiet.logLevel = .info }
@@ -64,6 +104,11 @@ public final class LicenseStore: Sendable {
         } catch {
             throw .storage("cannot open or migrate \(path): \(error)")
         }
+        // A store that has never held a state gets its anchor at 0 first: from now on a state may be ahead of its
+        // anchor (a change whose anchor a crash cut short), never an anchor without a state behind it.
+        try await locked(shared: false) { () async throws(AgentError) in
+            if try self.anchor.read() == nil, try await self.stateText() == nil { try self.anchor.write(0) }
+        }
     }
 
     /// Closes the store.
@@ -71,61 +116,50 @@ public final class LicenseStore: Sendable {
         await databases.shutdownAsync()
     }
 
-    /// Stores a license (replacing one with the same ID).
-    public func save(_ license: StoredLicense) async throws(AgentError) {
-        let rights = try Self.json(license.rights)
-        try await run("save a license") { db in
-            let model = try await AgentLicenseModel.find(license.licenseID, on: db) ?? AgentLicenseModel()
-            model.id = license.licenseID
-            model.assetID = license.assetID
-            model.license = license.license
-            model.server = license.server
-            model.acquiredAt = license.acquired
-            model.firstUse = license.firstUse
-            model.persistent = license.persistent
-            model.rights = rights
-            model.keyIDs = license.keyIDs.joined(separator: ",")
-            try await model.save(on: db)
+    // MARK: Reading and changing
+
+    /// The store as it is, checked: the sealed state opens and is not behind its anchor.
+    func snapshot() async throws(AgentError) -> Snapshot {
+        try await locked(shared: true) { () async throws(AgentError) -> Snapshot in
+            Snapshot(state: try await self.checkedState(), rows: try await self.rows())
         }
     }
 
-    /// Every stored license, by asset.
-    public func licenses() async throws(AgentError) -> [StoredLicense] {
-        let models = try await run("read licenses") { db in try await AgentLicenseModel.query(on: db).sort(\.$assetID).all() }
-        var answer: [StoredLicense] = []
-        for model in models { answer.append(try Self.license(model)) }
-        return answer
-    }
-
-    /// The newest license of an asset.
-    public func license(asset: String) async throws(AgentError) -> StoredLicense? {
-        try await licenses().filter { $0.assetID == asset }.max { $0.acquired < $1.acquired }
-    }
-
-    /// Deletes a license (its keys with it).
-    public func delete(_ licenseID: String) async throws(AgentError) {
-        try await run("delete a license") { db in try await AgentLicenseModel.query(on: db).filter(\.$id == licenseID).delete() }
-    }
-
-    /// Deletes the license and records the release owed for it, in one transaction.
-    public func deleteOwingRelease(_ license: StoredLicense, at now: Date) async throws(AgentError) {
-        try await run("record a release") { db in
-            try await db.transaction { db in
-                try await AgentLicenseModel.query(on: db).filter(\.$id == license.licenseID).delete()
-                guard try await AgentReleaseModel.find(license.licenseID, on: db) == nil else { return }
-                let owed = AgentReleaseModel()
-                owed.id = license.licenseID
-                owed.assetID = license.assetID
-                owed.server = license.server
-                owed.owedSince = now
-                owed.attempts = 0
-                try await owed.create(on: db)
-            }
+    /// Changes the store: `body` gets the checked state and the rows, changes the state and answers the row
+    /// changes; the state is sealed with its counter moved on and written with the rows in one transaction, then
+    /// the anchor follows. Answers what `body` answered.
+    func change<T: Sendable>(_ body: @Sendable (inout DeviceState, [String: Row]) throws(AgentError) -> (T, [RowChange])) async throws(AgentError) -> T {
+        try await locked(shared: false) { () async throws(AgentError) -> T in
+            var state = try await self.checkedState()
+            let (value, changes) = try body(&state, try await self.rows())
+            try await self.write(&state, changes)
+            return value
         }
     }
 
-    /// Releases not yet delivered.
-    public func owedReleases() async throws(AgentError) -> [OwedRelease] {
+    /// Rebuilds a store whose state cannot be believed (``AgentError/storeTampered(_:)``), or reconciles one that
+    /// can, with what `body` decides given the believed state (nil when it does not open, is missing or is behind
+    /// its anchor), the stored state whenever it opens, and the rows. The new state's counter is ahead of every
+    /// counter seen, the anchor's included.
+    func rebuild<T: Sendable>(_ body: @Sendable (DeviceState?, DeviceState?, [String: Row]) throws(AgentError) -> (DeviceState, T, [RowChange])) async throws(AgentError) -> T {
+        try await locked(shared: false) { () async throws(AgentError) -> T in
+            let believed = try? await self.checkedState()
+            let stored = (try await self.stateText()).flatMap { self.seal.open(DeviceState.self, $0) }
+            let anchored = (try? self.anchor.read()) ?? nil
+            var (state, value, changes) = try body(believed, stored, try await self.rows())
+            state.counter = max(state.counter, stored?.counter ?? 0, anchored ?? 0)
+            try await self.write(&state, changes)
+            return value
+        }
+    }
+
+    /// The license rows as they are, whatever the sealed state says (for reconciling them with the server).
+    func rawRows() async throws(AgentError) -> [String: Row] {
+        try await locked(shared: true) { () async throws(AgentError) -> [String: Row] in try await self.rows() }
+    }
+
+    /// Releases owed by a store of an earlier version (its own table): still worth delivering.
+    func legacyReleases() async throws(AgentError) -> [OwedRelease] {
         try await run("read releases") { db in
             try await AgentReleaseModel.query(on: db).sort(\.$owedSince).all().map {
                 OwedRelease(licenseID: $0.id ?? "", assetID: $0.assetID, server: $0.server, owedSince: $0.owedSince, attempts: $0.attempts)
@@ -133,38 +167,78 @@ public final class LicenseStore: Sendable {
         }
     }
 
-    /// Marks a release delivered (removed) or counts a failed attempt.
-    public func settleRelease(_ licenseID: String, delivered: Bool) async throws(AgentError) {
-        try await run("update a release") { db in
-            guard let model = try await AgentReleaseModel.find(licenseID, on: db) else { return }
-            if delivered {
-                try await model.delete(on: db)
-            } else {
-                model.attempts += 1
+    // MARK: Internals
+
+    /// Runs `body` holding the data directory's lock: one holder in this process at a time, then the file lock.
+    private func locked<T: Sendable>(shared: Bool, _ body: () async throws(AgentError) -> T) async throws(AgentError) -> T {
+        try await local.withLock { () async throws(AgentError) -> T in
+            await fileLock.lock(shared: shared)
+            defer { fileLock.unlock() }
+            return try await body()
+        }
+    }
+
+    /// The sealed state, checked against its anchor; a fresh state when the store has never held one.
+    private func checkedState() async throws(AgentError) -> DeviceState {
+        let anchored = try anchor.read()
+        guard let text = try await stateText() else {
+            guard (anchored ?? 0) == 0 else { throw .storeTampered("its sealed state is missing") }
+            var fresh = DeviceState()
+            fresh.owed = try await legacyReleases()
+            return fresh
+        }
+        guard let state = seal.open(DeviceState.self, text) else { throw .storeTampered("its sealed state does not open") }
+        guard let anchored else { throw .storeTampered("its anchor is missing") }
+        guard state.counter >= anchored else { throw .storeTampered("it is older than its anchor: it was copied back from an earlier time") }
+        return state
+    }
+
+    private func stateText() async throws(AgentError) -> String? {
+        try await run("read the device state") { db in try await AgentStateModel.find(Self.stateName, on: db)?.value }
+    }
+
+    private func rows() async throws(AgentError) -> [String: Row] {
+        let models = try await run("read licenses") { db in try await AgentLicenseModel.query(on: db).all() }
+        var rows: [String: Row] = [:]
+        for model in models { if let id = model.id { rows[id] = Row(license: model.license, server: model.server) } }
+        return rows
+    }
+
+    /// Seals `state` with its counter moved on, writes it and the row changes in one transaction, then the anchor.
+    private func write(_ state: inout DeviceState, _ changes: [RowChange]) async throws(AgentError) {
+        state.counter += 1
+        let sealed = try seal.seal(state)
+        var rows: [(StoredLicense, String)] = []
+        for case let .save(license) in changes { rows.append((license, try Self.json(license.rights))) }
+        let saved = rows
+        let deleted = changes.compactMap { change -> String? in if case let .delete(id) = change { id } else { nil } }
+        try await run("save the device state") { db in
+            try await db.transaction { db in
+                for id in deleted { try await AgentLicenseModel.query(on: db).filter(\.$id == id).delete() }
+                for (license, rights) in saved {
+                    let model = try await AgentLicenseModel.find(license.licenseID, on: db) ?? AgentLicenseModel()
+                    model.id = license.licenseID
+                    // For people reading the file: never read back (the signed license is the one source).
+                    model.assetID = license.assetID
+                    model.license = license.license
+                    model.server = license.server
+                    model.acquiredAt = license.acquired
+                    model.firstUse = license.firstUse
+                    model.persistent = license.persistent
+                    model.rights = rights
+                    model.keyIDs = license.keyIDs.joined(separator: ",")
+                    try await model.save(on: db)
+                }
+                let model = try await AgentStateModel.find(Self.stateName, on: db) ?? AgentStateModel()
+                model.id = Self.stateName
+                model.value = sealed
                 try await model.save(on: db)
+                // Releases of the earlier version's table now live in the sealed state, and so does the clock.
+                try await AgentReleaseModel.query(on: db).delete()
+                try await AgentStateModel.query(on: db).filter(\.$id == "secure-clock").delete()
             }
         }
-    }
-
-    /// The persisted secure clock (a fresh one the first time).
-    public func secureClock() async throws(AgentError) -> SecureClock {
-        let text = try await run("read the clock") { db in try await AgentStateModel.find("secure-clock", on: db)?.value }
-        guard let text else { return SecureClock() }
-        guard let clock = RightsJSON.value(SecureClock.self, from: text) else {
-            return SecureClock(untrusted: true)  // a damaged clock record is not a reason to trust
-        }
-        return clock
-    }
-
-    /// Persists the secure clock.
-    public func saveSecureClock(_ clock: SecureClock) async throws(AgentError) {
-        let text = try Self.json(clock)
-        try await run("save the clock") { db in
-            let model = try await AgentStateModel.find("secure-clock", on: db) ?? AgentStateModel()
-            model.id = "secure-clock"
-            model.value = text
-            try await model.save(on: db)
-        }
+        try anchor.write(state.counter)
     }
 
     private func run<T: Sendable>(_ what: String, _ body: @Sendable (any Database) async throws -> T) async throws(AgentError) -> T {
@@ -173,13 +247,6 @@ public final class LicenseStore: Sendable {
         } catch {
             throw .storage("cannot \(what): \(String(describing: error).prefix(200))")
         }
-    }
-
-    private static func license(_ model: AgentLicenseModel) throws(AgentError) -> StoredLicense {
-        guard let rights = RightsJSON.value(Rights.self, from: model.rights) else { throw .storage("a stored license cannot be read") }
-        return StoredLicense(licenseID: model.id ?? "", assetID: model.assetID, license: model.license, server: model.server,
-                             acquired: model.acquiredAt, firstUse: model.firstUse, persistent: model.persistent, rights: rights,
-                             keyIDs: model.keyIDs.split(separator: ",").map(String.init))
     }
 
     static func json(_ value: some Encodable) throws(AgentError) -> String {

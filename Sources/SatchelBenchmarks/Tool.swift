@@ -1,29 +1,29 @@
 import Foundation
+import SatchelSystem
 
-/// Runs the peer tools the benchmarks compare against.
+/// Runs the peer tools the benchmarks compare against, each with a clean signal mask (``ChildProcess``: a peer
+/// that inherited the blocked signals of this process's threads would never end — `openssl speed` times itself
+/// with SIGALRM).
 enum Tool {
-    /// Standard output of `arguments` run through /usr/bin/env, or nil when it cannot start or fails.
+    /// Standard output of `arguments` (a program found in PATH, then its arguments), or nil when it cannot start
+    /// or fails.
     static func output(_ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
+        guard let program = arguments.first else { return nil }
         let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
+        guard let child = try? ChildProcess.spawn(program, Array(arguments.dropFirst()), output: pipe.fileHandleForWriting.fileDescriptor,
+                                                  error: ChildProcess.nullDevice) else { return nil }
+        try? pipe.fileHandleForWriting.close()
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? output : nil
+        return child.waitBlocking() == 0 ? output : nil
     }
 
     /// Runs `name` with `arguments` (output discarded); throws when it fails.
     static func run(_ name: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [name] + arguments
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError(message: "\(name) failed (\(process.terminationStatus))") }
+        let child: ChildProcess
+        do { child = try ChildProcess.spawn(name, arguments, output: ChildProcess.nullDevice) } catch {
+            throw BenchmarkError(message: "\(name) cannot start: \(error.description)")
+        }
+        let status = child.waitBlocking()
+        guard status == 0 else { throw BenchmarkError(message: "\(name) failed (\(status))") }
     }
 }

@@ -30,7 +30,7 @@ public final class AssetFolder: @unchecked Sendable {
                      url: String) throws(DownloadFailure) -> AssetFolder? {
         var fd = systemOpen(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd < 0, errno == ENOENT, create {
-            do { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) } catch {
+            do { try PrivateFiles.folder(root) } catch {
                 throw .fileSystem(path: root, message: "cannot create the directory")
             }
             fd = systemOpen(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -42,7 +42,7 @@ public final class AssetFolder: @unchecked Sendable {
         var path = root
         for component in [Substring(asset)] + components {
             path += "/" + component
-            if create, mkdirat(fd, String(component), 0o755) != 0, errno != EEXIST {
+            if create, mkdirat(fd, String(component), PrivateFiles.folderMode) != 0, errno != EEXIST {
                 let failure = AssetStore.failure(path: path)
                 close(fd)
                 throw failure
@@ -71,7 +71,7 @@ public final class AssetFolder: @unchecked Sendable {
     }
 
     /// Opens `name` in this directory without following a link; -1 with `errno` set on failure.
-    func openFile(_ name: String, _ flags: Int32, mode: mode_t = 0o644) -> Int32 {
+    func openFile(_ name: String, _ flags: Int32, mode: mode_t = PrivateFiles.fileMode) -> Int32 {
         openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)
     }
 
@@ -86,7 +86,7 @@ public final class AssetFolder: @unchecked Sendable {
     }
 
     /// Writes `bytes` as `name` with the one crash-safe writer (temporary file, fsync, rename, fsync of the folder).
-    func writeAtomically(_ name: String, _ bytes: [UInt8], mode: mode_t = 0o644) throws(DownloadFailure) {
+    func writeAtomically(_ name: String, _ bytes: [UInt8], mode: mode_t = PrivateFiles.fileMode) throws(DownloadFailure) {
         do throws(SystemError) {
             try AtomicFile.write(bytes, name: name, in: fd, directoryPath: path, mode: mode)
         } catch {

@@ -1,6 +1,7 @@
 import FluentKit
 import FluentSQLiteDriver
 import Foundation
+import SatchelBytes
 import SatchelSystem
 import Logging
 import SatchelStorage
@@ -16,13 +17,18 @@ public final class DownloadIndex: DownloadIndexing {
     private let decoder = JSONDecoder()
     private let plans = PlanCache()
     private let closed = Locked(false)
+    /// Seals the records' secrets (header values, entitlement tokens); nil: they are stored as given.
+    private let secrets: (any SecretSealing)?
 
-    /// Opens (creating and migrating) the index at `path`.
-    public init(path: String, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
+    /// Opens (creating and migrating) the index at `path` (mode 0600), sealing the secrets of its records with
+    /// `secrets` (the device's key: a copy of the file gives no token away).
+    public init(path: String, secrets: (any SecretSealing)? = nil, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
+        self.secrets = secrets
         do {
-            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try PrivateFiles.folder((path as NSString).deletingLastPathComponent)
+            try PrivateFiles.file(path)  // SQLite gives its journal and WAL files the database file's mode
         } catch {
-            throw .storage("cannot create the directory for \(path)")
+            throw .storage("cannot create \(path) (owner only): \(error.description)")
         }
         do {
             let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateDownloadSchema(), CreatePlanSchema()],
@@ -82,7 +88,12 @@ public final class DownloadIndex: DownloadIndexing {
         let record: Data
         var light = asset
         light.plan = asset.plan.placeholder
-        do { record = try encoder.encode(light) } catch { throw .storage("cannot encode \(asset.id)") }
+        do {
+            light.options = try light.options.sealingSecrets(with: secrets)
+            record = try encoder.encode(light)
+        } catch {
+            throw .storage("cannot encode \(asset.id)")
+        }
         let written = try await run {
             try await self.database.transaction { database -> Bool in
                 let existing = try await AssetRow.find(asset.id, on: database)
@@ -132,7 +143,13 @@ public final class DownloadIndex: DownloadIndexing {
     public func damaged() async throws(DownloadError) -> [DamagedRecord] {
         var damaged: [DamagedRecord] = []
         for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
-            do { _ = try decoder.decode(DownloadAsset.self, from: row.record) } catch {
+            do {
+                let asset = try decoder.decode(DownloadAsset.self, from: row.record)
+                guard (try? asset.options.openingSecrets(with: secrets)) != nil else {
+                    damaged.append(DamagedRecord(id: row.id ?? "", reason: "its sealed token or headers do not open with this device's key"))
+                    continue
+                }
+            } catch {
                 damaged.append(DamagedRecord(id: row.id ?? "", reason: Self.reason(error)))
             }
         }
@@ -167,6 +184,19 @@ public final class DownloadIndex: DownloadIndexing {
         plans.remove(id)
     }
 
+    /// Seals the secrets an earlier version stored unsealed (when this index has a sealer); answers how many
+    /// records were rewritten.
+    public func sealLegacySecrets() async throws(DownloadError) -> Int {
+        guard secrets != nil else { return 0 }
+        var sealed = 0
+        for row in try await run({ try await AssetRow.query(on: self.database).all() }) {
+            guard let id = row.id, let raw = try? decoder.decode(DownloadAsset.self, from: row.record), raw.options.hasUnsealedSecrets,
+                  let asset = try await find(id) else { continue }
+            if try await update(asset) { sealed += 1 }
+        }
+        return sealed
+    }
+
     /// Why a record does not decode, naming fields but no values.
     static func reason(_ error: any Error) -> String {
         func path(_ context: DecodingError.Context) -> String {
@@ -184,7 +214,9 @@ public final class DownloadIndex: DownloadIndexing {
     /// The asset of a row. Its plan lives in the asset's folder (the engine reads it from the store); rows
     /// written by earlier versions carry it inline or in the plan table, and keep it. nil when the row cannot be decoded.
     private func decode(_ row: AssetRow) async throws(DownloadError) -> DownloadAsset? {
-        guard var asset = try? decoder.decode(DownloadAsset.self, from: row.record) else { return nil }
+        guard var asset = try? decoder.decode(DownloadAsset.self, from: row.record),
+              let opened = try? asset.options.openingSecrets(with: secrets) else { return nil }
+        asset.options = opened
         guard asset.plan.isPlaceholder else { return asset }
         if let plan = plans.get(asset.id) {
             asset.plan = plan

@@ -76,6 +76,9 @@ extension DownloadManager {
     /// ``DownloadEvent/dataStoreUpgradeFinished(upgraded:)`` when there is anything to do.
     public func upgradeDataStore() async throws(DownloadError) {
         guard !upgraded else { return }
+        // Tokens and header values an earlier version stored in the clear are sealed now.
+        let sealed = try await index.sealLegacySecrets()
+        if sealed > 0 { configuration.logger.notice("sealed the tokens and headers of earlier records", metadata: ["assets": .stringConvertible(sealed)]) }
         let legacy = try await index.legacyPlanIDs()
         guard !legacy.isEmpty else {
             upgraded = true

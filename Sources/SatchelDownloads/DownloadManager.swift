@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SatchelBytes
+import SatchelSystem
 
 /// The download engine's coordinator: one queue, worked through in order, one asset at a time with several
 /// of its files in parallel, under the download rules and availability windows, reporting through
@@ -41,6 +42,9 @@ public actor DownloadManager {
         /// Where the engine logs its decisions: why an asset waits, each attempt, each retry and its reason.
         /// URLs appear without their query strings; headers and tokens never appear.
         public var logger: Logger
+        /// Seals the secrets kept in the index (header values, entitlement tokens) with the device's key
+        /// (``SecretSealing``; the agent's `DeviceSecretBox`); nil: they are stored as given, in an owner-only file.
+        public var secrets: (any SecretSealing)?
 
         /// Creates a configuration.
         public init(dataDirectory: String, destination: String = "assets", rules: DownloadRules = DownloadRules(), parallelism: Int = 16,
@@ -121,9 +125,11 @@ public actor DownloadManager {
         self.steps = steps
         let root = configuration.assetRoot
         do {
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            // Owner only: the data directory (tokens, licenses) and the assets, wherever they are.
+            try PrivateFiles.folder(configuration.dataDirectory)
+            try PrivateFiles.folder(root)
         } catch {
-            throw .storage("cannot create \(root)")
+            throw .storage("cannot create \(root) (owner only): \(error.description)")
         }
         self.store = store ?? AssetStore(root: root)
         let opened: any DownloadIndexing
@@ -131,7 +137,7 @@ public actor DownloadManager {
             opened = index
         } else {
             opened = try await DownloadIndex(path: (configuration.dataDirectory as NSString).appendingPathComponent("downloads.sqlite"),
-                                             logger: configuration.logger)
+                                             secrets: configuration.secrets, logger: configuration.logger)
         }
         let index = opened
         self.index = index

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// What to download of an adaptive stream.
 public struct DownloadOptions: Sendable, Codable, Equatable {
@@ -191,5 +192,37 @@ public struct DownloadResource: Sendable, Codable, Hashable {
                   last < Self.maxEnd else { return nil }
             self.init(checkedOffset: first, length: last - first + 1)
         }
+    }
+}
+
+extension DownloadOptions {
+    /// The prefix of a sealed value in a stored record (a value without it was stored by an earlier version).
+    static let sealedPrefix = "sealed:"
+
+    /// The options with their secrets — header values, the license's token — sealed by `box`, for the index.
+    func sealingSecrets(with box: (any SecretSealing)?) throws -> DownloadOptions {
+        guard let box else { return self }
+        var sealed = self
+        sealed.headers = try headers.map { try $0.mapValues { Self.sealedPrefix + (try box.seal($0)) } }
+        if let token = license?.token { sealed.license?.token = Self.sealedPrefix + (try box.seal(token)) }
+        return sealed
+    }
+
+    /// The options with their secrets opened by `box` (values stored unsealed by an earlier version as they are).
+    func openingSecrets(with box: (any SecretSealing)?) throws -> DownloadOptions {
+        func open(_ value: String) throws -> String {
+            guard value.hasPrefix(Self.sealedPrefix) else { return value }
+            guard let box else { throw DownloadError.storage("a sealed secret needs the device key of the data directory") }
+            return try box.open(String(value.dropFirst(Self.sealedPrefix.count)))
+        }
+        var opened = self
+        opened.headers = try headers.map { try $0.mapValues(open) }
+        if let token = license?.token { opened.license?.token = try open(token) }
+        return opened
+    }
+
+    /// True when a secret is stored unsealed (a record of an earlier version).
+    var hasUnsealedSecrets: Bool {
+        (headers ?? [:]).values.contains { !$0.hasPrefix(Self.sealedPrefix) } || (license?.token.map { !$0.hasPrefix(Self.sealedPrefix) } ?? false)
     }
 }

@@ -31,6 +31,8 @@ public protocol DownloadIndexing: Sendable {
     func legacyPlanIDs() async throws(DownloadError) -> [String]
     /// Lets go of an asset's plan kept in the index, once the plan is in the asset's folder.
     func releaseLegacyPlan(_ id: String) async throws(DownloadError)
+    /// Seals the secrets an earlier version stored unsealed; answers how many records changed.
+    func sealLegacySecrets() async throws(DownloadError) -> Int
 }
 
 extension DownloadIndexing {
@@ -40,6 +42,8 @@ extension DownloadIndexing {
     public func legacyPlanIDs() async throws(DownloadError) -> [String] { [] }
     /// Nothing to let go of.
     public func releaseLegacyPlan(_ id: String) async throws(DownloadError) {}
+    /// Nothing to seal.
+    public func sealLegacySecrets() async throws(DownloadError) -> Int { 0 }
 }
 
 /// Fetches over the network: the asset's first response, manifests, and each file into the store.

@@ -1,4 +1,6 @@
 import SatchelBytes
+import SatchelSystem
+
 /// A body that trickles is a failure: below `bytesPerSecond` on average over `period`, the download
 /// stops with a retryable network failure (curl's `--speed-limit` / `--speed-time`).
 public struct LowSpeedLimit: Sendable, Equatable {
@@ -14,29 +16,16 @@ public struct LowSpeedLimit: Sendable, Equatable {
     }
 }
 
-/// Measures one body against a ``LowSpeedLimit``, window by window.
+/// Measures one body against a ``LowSpeedLimit``, window by window (``TransferPace``).
 struct LowSpeedGuard {
-    let limit: LowSpeedLimit
-    private let clock = ContinuousClock()
-    private var windowStart: ContinuousClock.Instant
-    private var windowBytes = 0
+    private var pace: TransferPace
 
     init(limit: LowSpeedLimit) {
-        self.limit = limit
-        windowStart = clock.now
+        pace = TransferPace(bytesPerSecond: limit.bytesPerSecond, period: limit.period)
     }
 
     /// Counts `received` bytes; throws when the window that just closed was below the limit.
     mutating func check(received: Int, url: String) throws(DownloadFailure) {
-        guard limit.bytesPerSecond > 0, limit.period > .zero else { return }
-        windowBytes = windowBytes.addingReportingOverflow(received).partialValue
-        let elapsed = windowStart.duration(to: clock.now)
-        guard elapsed >= limit.period else { return }
-        let seconds = elapsed.inSeconds
-        if Double(windowBytes) < Double(limit.bytesPerSecond) * seconds {
-            throw .network(url: url, message: "the transfer was slower than \(limit.bytesPerSecond) bytes/s for \(limit.period)")
-        }
-        windowStart = clock.now
-        windowBytes = 0
+        if let reason = pace.count(received) { throw .network(url: url, message: reason) }
     }
 }

@@ -183,7 +183,7 @@ public final class ResourceFetcher: ResourceFetching {
             guard permitted else { throw .mimeType(url: resource.url, mimeType: MIMEType.essence(contentType)) }
         }
 
-        let mode: mode_t = resource.kind == .key ? 0o600 : 0o644  // content keys: owner only
+        let mode = PrivateFiles.fileMode  // the device's downloads are its owner's alone
         let fd = folder.openFile(part.name, O_WRONLY | O_CREAT | O_APPEND, mode: mode)
         guard fd >= 0 else { throw part.failure() }
         defer { close(fd) }

@@ -29,6 +29,9 @@ public struct ApplicationBuilder: Sendable {
     public var logger: Logger
     /// Rewrites a request path before it is logged (default: as is).
     public var redactPath: @Sendable (String) -> String = { $0 }
+    /// Answer only requests whose `Host` is a loopback name (``LoopbackHostMiddleware``): for servers bound to
+    /// loopback that a web page must not reach through DNS rebinding.
+    public var loopbackHostsOnly = false
     private var groups: [any RouteGroup] = []
     private var services: [any Service] = []
 
@@ -61,6 +64,7 @@ public struct ApplicationBuilder: Sendable {
         router.add(middleware: RequestLogMiddleware(logger: logger, redact: redactPath))
         router.add(middleware: RequestMetricsMiddleware(factory: metrics))
         router.add(middleware: BodyLimitMiddleware(limit: maximumBody))
+        if loopbackHostsOnly { router.add(middleware: LoopbackHostMiddleware()) }
         for group in groups { group.register(on: router) }
         table.load(router)
         return (router, table)

@@ -10,6 +10,12 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// A request's head (request line and headers) must arrive whole within this, counted from the
     /// connection's opening or from the first byte of a later request on it. Default 10 s.
     public var headerTimeout: Duration
+    /// A request's body must bring its first byte within this after the head, and then at least
+    /// ``bodyMinimumRate`` on average over every stretch this long, or be answered 408 and closed (a body sent a
+    /// byte at a time must not hold a connection). Default 10 s.
+    public var bodyTimeout: Duration
+    /// The slowest a request body may arrive, bytes per second averaged over ``bodyTimeout``. Default 1 KiB/s.
+    public var bodyMinimumRate: Int
     /// A kept-alive connection with no request in progress is closed after this. Default 60 s.
     public var idleTimeout: Duration
     /// Connections served at once. At the cap a new connection takes the place of the longest-waiting one
@@ -22,9 +28,11 @@ public struct ConnectionLimits: Sendable, Equatable {
     public var alwaysServed: Set<String>
 
     /// Creates limits; `maxConnections` defaults to ``defaultMaxConnections()``.
-    public init(headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60), maxConnections: Int? = nil,
-                reserve: Int = 16, alwaysServed: Set<String> = ["/health"]) {
+    public init(headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(10), bodyMinimumRate: Int = 1024,
+                idleTimeout: Duration = .seconds(60), maxConnections: Int? = nil, reserve: Int = 16, alwaysServed: Set<String> = ["/health"]) {
         self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
+        self.bodyMinimumRate = max(bodyMinimumRate, 0)
         self.idleTimeout = idleTimeout
         self.maxConnections = max(maxConnections ?? Self.defaultMaxConnections(), 1)
         self.reserve = max(reserve, 0)

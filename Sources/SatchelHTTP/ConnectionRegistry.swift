@@ -12,6 +12,8 @@ public final class ConnectionRegistry: Sendable {
         case idle
         /// Some bytes of a request head have arrived (or the connection is new), not the whole head.
         case readingHead
+        /// A request's head has arrived and its body is being read.
+        case readingBody
         /// A request is being handled.
         case busy
     }
@@ -42,11 +44,12 @@ public final class ConnectionRegistry: Sendable {
         var evictions = 0
         var refusals = 0
 
-        /// The regular connection that has waited longest without a request in progress (slow heads first).
+        /// The regular connection that has waited longest without a request being handled: slow heads first, then
+        /// idle connections, then bodies still arriving (the slowest window first).
         func oldestWaiting() -> ObjectIdentifier? {
             var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
             for (id, entry) in entries where !entry.reserve && entry.activity != .busy {
-                let rank = entry.activity == .readingHead ? 0 : 1
+                let rank = entry.activity == .readingHead ? 0 : entry.activity == .idle ? 1 : 2
                 if best.map({ (rank, entry.since) < ($0.rank, $0.since) }) ?? true { best = (id, rank, entry.since) }
             }
             return best?.id
@@ -74,8 +77,8 @@ public final class ConnectionRegistry: Sendable {
     /// Connections closed to make room for new ones, and connections refused, since the start.
     public var counters: (evicted: Int, refused: Int) { table.withLock { ($0.evictions, $0.refusals) } }
 
-    /// Admits a new connection; at the cap the longest-waiting connection without a request in progress
-    /// (one reading a head, or idle) is closed to make room.
+    /// Admits a new connection; at the cap the longest-waiting connection without a request being handled (one
+    /// reading a head, idle, or still receiving a body) is closed to make room.
     func open(_ id: ObjectIdentifier, channel: any Channel, now: NIODeadline) -> Admission {
         var victim: (any Channel)?
         let limits = limits

@@ -6,9 +6,10 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 
-/// Hummingbird's HTTP/1.1 child channel with ``ConnectionLimits`` enforced: a header-read timeout, an idle
-/// timeout, a connection cap with eviction of waiting connections, a reserve for health checks, and a clean
-/// problem+json refusal beyond it. Malformed HTTP is answered 400 as problem+json.
+/// Hummingbird's HTTP/1.1 child channel with ``ConnectionLimits`` enforced: a header-read timeout, a body-read
+/// timeout with a low-speed floor (408), an idle timeout, a connection cap with eviction of waiting connections, a
+/// reserve for health checks, and a clean problem+json refusal beyond it. Malformed HTTP is answered 400 as
+/// problem+json.
 public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     public typealias Value = AcceptedConnection
 
@@ -88,6 +89,10 @@ final class ConnectionWatch: @unchecked Sendable {
     private(set) var activity = ConnectionRegistry.Activity.readingHead
     private var deadline: NIODeadline?
     private var armed = false
+    /// Bytes of the request body that arrived in the current window (``ConnectionLimits/bodyTimeout``).
+    private var windowBytes = 0
+    /// Answers 408 and closes, when a body is too slow (set by the request watcher, which can respond).
+    var bodyTimedOut: (() -> Void)?
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
     init(registry: ConnectionRegistry, channel: any Channel) {
@@ -109,11 +114,23 @@ final class ConnectionWatch: @unchecked Sendable {
         registry.update(id, next, now: now)
         let limit: Duration? = switch next {
         case .readingHead: registry.limits.headerTimeout
+        case .readingBody: registry.limits.bodyTimeout
         case .idle: registry.limits.idleTimeout
         case .busy: nil
         }
+        windowBytes = 0
         deadline = limit.map { now + Self.timeAmount($0) }
         arm()
+    }
+
+    /// Bytes of a request body arrived: once a window has brought ``ConnectionLimits/bodyMinimumRate`` on average,
+    /// the next window starts (its deadline with it); a body slower than that meets the deadline.
+    func bodyReceived(_ count: Int) {
+        guard activity == .readingBody else { return }
+        windowBytes = windowBytes.addingReportingOverflow(count).partialValue
+        let limits = registry.limits
+        let seconds = Double(limits.bodyTimeout.components.seconds) + Double(limits.bodyTimeout.components.attoseconds) / 1e18
+        if Double(windowBytes) >= Double(limits.bodyMinimumRate) * seconds { enter(.readingBody) }
     }
 
     private func arm() {
@@ -126,7 +143,12 @@ final class ConnectionWatch: @unchecked Sendable {
         armed = false
         guard let deadline else { return }  // busy now: the next transition arms a timer again
         if NIODeadline.now() >= deadline {
-            channel.close(promise: nil)
+            if activity == .readingBody, let bodyTimedOut {
+                self.deadline = nil
+                bodyTimedOut()
+            } else {
+                channel.close(promise: nil)
+            }
         } else {
             arm()  // the deadline moved on since this timer was armed
         }
@@ -206,16 +228,37 @@ final class RequestWatcher: ChannelDuplexHandler, RemovableChannelHandler {
         self.watch = watch
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        watch.bodyTimedOut = {
+            let (watcher, context) = bound.value
+            guard !watcher.responding, !watcher.refusing else { return context.close(promise: nil) }
+            watcher.refusing = true
+            watcher.respond(context, status: .requestTimeout, type: "request-timeout",
+                            detail: "the request body came too slowly: send it within \(watcher.watch.registry.limits.bodyTimeout)")
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        watch.bodyTimedOut = nil
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let part = unwrapInboundIn(data)
-        if case let .head(head) = part {
-            watch.enter(.busy)
+        switch part {
+        case let .head(head):
+            // Its body, if any, must arrive promptly; the request is being handled once it has.
+            watch.enter(.readingBody)
             if watch.admission == .reserve, !watch.registry.limits.alwaysServed.contains(Self.path(head)) {
                 refusing = true
                 respond(context, status: .serviceUnavailable, type: "too-many-connections",
                         detail: "the server is at its connection limit; try again shortly")
                 return
             }
+        case let .body(buffer):
+            watch.bodyReceived(buffer.readableBytes)
+        case .end:
+            if watch.activity == .readingBody { watch.enter(.busy) }
         }
         if refusing { return }
         context.fireChannelRead(data)

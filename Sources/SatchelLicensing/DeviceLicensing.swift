@@ -13,9 +13,13 @@ public struct DeviceLicensing: Sendable {
     /// Devices and their licenses.
     public let registry: DeviceRegistry
 
-    /// How long request nonces are remembered; a request whose time is older than this is refused as a possible
-    /// replay (the agent dates its requests with its secure clock, so a device clock set back does not trip it).
-    public static let nonceRetention: TimeInterval = 7 * 86_400
+    /// How far a device request's time may be from the server's, ahead or behind: a request outside this window is
+    /// refused (`clock-skew`; the agent dates its requests by the server's signed time, and asks for it again when
+    /// refused), so a request cannot be made for later use, nor kept and sent once its nonce is forgotten.
+    public static let allowedSkew: TimeInterval = 300
+    /// How long request nonces are remembered: longer than the whole window a request's time is accepted in (a
+    /// request seen at the start of its window cannot be sent again at its end).
+    public static let nonceRetention: TimeInterval = 2 * allowedSkew + 60
 
     /// Creates the service.
     public init(service: LicenseService, registry: DeviceRegistry) {
@@ -85,6 +89,14 @@ public struct DeviceLicensing: Sendable {
         return try await registry.license(record.licenseID)
     }
 
+    /// The state of every license issued to the device that signed `request`, signed with the server's time (no
+    /// token needed: a device reconciles its store at every sync).
+    public func status(_ request: String) async throws(LicensingError) -> String {
+        let (claims, device) = try await verify(request, subject: nil)
+        let entries = try await registry.licenses(device: device.deviceID).map { LicenseStatusClaims.Entry(licenseID: $0.licenseID, state: $0.state.rawValue) }
+        return try await sign(LicenseStatusClaims(deviceID: device.deviceID, licenses: entries, time: service.clock.now, nonce: claims.nonce))
+    }
+
     /// The server's time, signed (the device's secure clock trusts nothing else).
     public func signedTime(nonce: String?) async throws(LicensingError) -> String {
         if let nonce, nonce.utf8.count > 128 { throw .badRequest("the nonce is at most 128 bytes") }
@@ -138,8 +150,9 @@ public struct DeviceLicensing: Sendable {
             let claims = try SignedToken.verify(request, as: DeviceRequestClaims.self, key: certificate.key.signingKey())
             guard (16...128).contains(claims.nonce.utf8.count) else { throw LicensingError.badRequest("the nonce is 16 to 128 bytes") }
             let now = service.clock.now
-            if claims.time < now.addingTimeInterval(-Self.nonceRetention) {
-                throw LicensingError.replayed("the request was made more than \(Int(Self.nonceRetention / 86400)) days before the server's time")
+            let skew = claims.time.timeIntervalSince(now)
+            guard abs(skew) <= Self.allowedSkew else {
+                throw LicensingError.clockSkew("it is dated \(Int(abs(skew))) s \(skew > 0 ? "ahead of" : "behind") the server's time (at most \(Int(Self.allowedSkew)) s either way)")
             }
             try await registry.consumeNonce(claims.nonce, device: device.deviceID, at: now, retention: Self.nonceRetention)
             return (claims, device)

@@ -169,6 +169,16 @@ public struct DeviceRegistry: Sendable {
         return records
     }
 
+    /// The licenses issued to one device, newest first (at most `limit`).
+    public func licenses(device: String, limit: Int = 10_000) async throws(LicensingError) -> [DeviceLicenseRecord] {
+        let models = try await stored("read licenses") {
+            try await DeviceLicenseModel.query(on: database).filter(\.$deviceID == device).sort(\.$issuedAt, .descending).limit(limit).all()
+        }
+        var records: [DeviceLicenseRecord] = []
+        for model in models { records.append(try record(model)) }
+        return records
+    }
+
     private func model(_ id: String) async throws(LicensingError) -> DeviceLicenseModel {
         guard let model = try await stored("read licenses", { try await DeviceLicenseModel.find(id, on: database) }) else {
             throw .unknownAsset("license \(id.prefix(64))")

@@ -33,9 +33,9 @@ public struct KeyEncryptionKey: Sendable {
         guard file == nil else { throw .configuration("cannot read the key-encryption key file \(path)") }
         let bytes = SecureRandom.bytes(32)
         do {
-            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+            try PrivateFiles.folder(dataDirectory)
         } catch {
-            throw .configuration("cannot create the data directory \(dataDirectory)")
+            throw .configuration("cannot create the data directory \(dataDirectory) (owner only): \(error.description)")
         }
         do throws(SystemError) {
             try AtomicFile.write(Array(Hex.encode(bytes).utf8), to: path, mode: 0o600, replace: false)

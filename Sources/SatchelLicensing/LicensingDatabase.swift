@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import SQLKit
 import SatchelStorage
+import SatchelSystem
 
 /// The key store's database: a SQLite file in the data directory by default, PostgreSQL with a
 /// `postgres://` URL. Migrations run when it opens.
@@ -29,12 +30,15 @@ public final class LicensingDatabase: Sendable {
         } else if let url {
             throw .configuration("unsupported --database-url scheme in \(url.prefix(12))… (use postgres://)")
         } else {
+            let path = (dataDirectory as NSString).appendingPathComponent("satchel.sqlite")
             do {
-                try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+                // Owner only: the store holds sealed keys and the audit.
+                try PrivateFiles.folder(dataDirectory)
+                try PrivateFiles.file(path)
             } catch {
-                throw .configuration("cannot create the data directory \(dataDirectory)")
+                throw .configuration("cannot create the data directory \(dataDirectory) (owner only): \(error.description)")
             }
-            configuration = .sqlite(.file((dataDirectory as NSString).appendingPathComponent("satchel.sqlite")))
+            configuration = .sqlite(.file(path))
             (id, kind) = (.sqlite, "sqlite")
         }
         do {

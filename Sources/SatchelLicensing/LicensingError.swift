@@ -10,7 +10,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .notEntitled, .policyDenied, .deviceDisabled: return 403
         case .replayed: return 409
         case .unknownAsset: return 404
-        case .badRequest: return 400
+        case .badRequest, .clockSkew: return 400
         case .configuration, .storage: return 500
         }
     }
@@ -27,8 +27,11 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case policyDenied(String)
     /// The request is malformed.
     case badRequest(String)
-    /// A signed device request was sent again (its nonce was seen), or is older than the server keeps nonces.
+    /// A signed device request was sent again (its nonce was seen).
     case replayed(String)
+    /// A signed device request is dated too far from the server's time (ahead or behind): the device should date
+    /// its requests by the server's signed time (`GET /time`).
+    case clockSkew(String)
     /// The operator disabled the device: it gets no new license and no renewal until enabled again.
     case deviceDisabled
     /// The configuration is unusable (KEK, database, JWKS).
@@ -46,6 +49,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .policyDenied: return "policy-denied"
         case .badRequest: return "bad-request"
         case .replayed: return "replayed-request"
+        case .clockSkew: return "clock-skew"
         case .deviceDisabled: return "device-disabled"
         case .configuration: return "configuration"
         case .storage: return "storage"
@@ -61,6 +65,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case let .policyDenied(reason): return "the asset's policy does not allow this: \(reason)"
         case let .badRequest(reason): return "bad request: \(reason)"
         case let .replayed(reason): return "replayed request: \(reason)"
+        case let .clockSkew(reason): return "the request's time is not the server's: \(reason)"
         case .deviceDisabled: return "this device has been disabled by the operator: it gets no new license or renewal"
         case let .configuration(reason): return "configuration: \(reason)"
         case let .storage(reason): return "key store: \(reason)"

@@ -11,6 +11,8 @@ final class OriginFetcher: Sendable {
     /// again once shut down.
     private let state = Locked<(client: HTTPClient?, shutDown: Bool)>((nil, false))
     private let configuration: HTTPClient.Configuration
+    /// The slowest an origin may send a file.
+    let slowest: OriginPace
 
     /// An answer whose status was a success, its body still to read.
     struct Answer: Sendable {
@@ -20,7 +22,8 @@ final class OriginFetcher: Sendable {
         var body: HTTPClientResponse.Body
     }
 
-    init(connectTimeout: Duration = .seconds(3), readTimeout: Duration = .seconds(10)) {
+    init(connectTimeout: Duration = .seconds(3), readTimeout: Duration = .seconds(10), slowest: OriginPace = OriginPace()) {
+        self.slowest = slowest
         var configuration = HTTPClient.Configuration(timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout)))
         configuration.decompression = .disabled
         configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
@@ -82,7 +85,7 @@ final class OriginFetcher: Sendable {
         for header in headers { request.headers.replaceOrAdd(name: header.name, value: header.value) }
         let response = try await send(request) { (200...299).contains($0) }
         let answer = Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
-        return Exchange(contentType: response.headers.first(name: "content-type"), body: try await Self.collect(answer, limit: limit))
+        return Exchange(contentType: response.headers.first(name: "content-type"), body: try await collect(answer, limit: limit))
     }
 
     /// Sends `request`; a status `accepted` refuses is the server's error (4xx, 5xx) or, otherwise, an origin that
@@ -104,23 +107,26 @@ final class OriginFetcher: Sendable {
 
     /// The whole body of `file`, at most `limit` bytes; a body shorter or longer than announced is refused.
     func fetch(_ file: OriginFile, headers: [String: String], limit: Int64) async throws(PlaybackError) -> [UInt8] {
-        try await Self.collect(try await open(file, headers: headers), limit: limit)
+        try await collect(try await open(file, headers: headers), limit: limit)
     }
 
-    /// The whole body of an answer, at most `limit` bytes; a body shorter or longer than announced is refused.
-    static func collect(_ answer: Answer, limit: Int64) async throws(PlaybackError) -> [UInt8] {
+    /// The whole body of an answer, at most `limit` bytes; a body shorter or longer than announced is refused, and so
+    /// is one that comes slower than ``slowest``.
+    func collect(_ answer: Answer, limit: Int64) async throws(PlaybackError) -> [UInt8] {
         if let length = answer.length, length > limit { throw .invalidContent("the origin's file is larger than \(limit >> 20) MB") }
         var bytes: [UInt8] = []
         if let length = answer.length { bytes.reserveCapacity(Int(length)) }
+        var pace = slowest.pace(for: answer.length, limit: limit)
         do {
             for try await buffer in answer.body {
                 bytes += buffer.readableBytesView
                 guard bytes.count <= limit else { throw PlaybackError.invalidContent("the origin's file is larger than \(limit >> 20) MB") }
+                if pace.count(buffer.readableBytes) != nil { throw PlaybackError.originUnreachable("the origin is too slow") }
             }
         } catch let error as PlaybackError {
             throw error
         } catch {
-            throw .originUnreachable(reason(error))
+            throw .originUnreachable(Self.reason(error))
         }
         if let length = answer.length, Int64(bytes.count) != length {
             throw .originUnreachable("the origin sent \(bytes.count) of \(length) bytes")
@@ -136,5 +142,30 @@ final class OriginFetcher: Sendable {
             return "the origin failed (\(client.shortDescription))"
         }
         return String(describing: error).contains("refused") ? "the origin refused the connection" : "the origin cannot be reached"
+    }
+}
+
+/// The slowest an origin may send a file a player waits for: below `bytesPerSecond` on average over `period` (the
+/// download engine's floor by default: 1 KiB/s over 30 s), or longer than `deadline` plus a second per MiB of the
+/// file (announced, or allowed when none is) for the whole of it, the transfer is cut and the player told (a
+/// trickling origin must not hold a player, or the proxy, for ever).
+public struct OriginPace: Sendable, Equatable {
+    /// The slowest average accepted over one window, bytes per second.
+    public var bytesPerSecond: Int
+    /// The window.
+    public var period: Duration
+    /// The most a file may take, beside a second per MiB.
+    public var deadline: Duration
+
+    /// A pace; by default 1 KiB/s over 30 s, and a minute plus a second per MiB.
+    public init(bytesPerSecond: Int = 1024, period: Duration = .seconds(30), deadline: Duration = .seconds(60)) {
+        self.bytesPerSecond = bytesPerSecond
+        self.period = period
+        self.deadline = deadline
+    }
+
+    /// The pace of one file of `length` bytes (nil: unknown, at most `limit`).
+    func pace(for length: Int64?, limit: Int64 = PlaybackProxy.maximumFile) -> TransferPace {
+        TransferPace(bytesPerSecond: bytesPerSecond, period: period, deadline: deadline + .seconds(max(length ?? limit, 0) / (1 << 20)))
     }
 }

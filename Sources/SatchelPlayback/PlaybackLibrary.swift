@@ -1,6 +1,7 @@
 import Foundation
 import SatchelDownloads
 import SatchelRights
+import SatchelSystem
 
 /// Where one file of an asset is on its origin: a URL, or a byte range of it (`EXT-X-BYTERANGE`, DASH
 /// `SegmentBase`).
@@ -75,13 +76,27 @@ public struct PlayableAsset: Sendable {
         self.reloadEntry = reloadEntry
     }
 
-    /// The full path of `file` when it is on disk as a regular file.
-    func localPath(_ file: String) -> String? {
+    /// `file` opened from disk when it is there (nil when it is not): below the folder that holds the asset's
+    /// folder, no symbolic link followed on the way — not the asset's folder, not a folder inside it, not the file
+    /// (a link planted anywhere is refused as if nothing were there to serve).
+    func openLocal(_ file: String) throws(PlaybackError) -> ConfinedFile? {
         guard let folder else { return nil }
-        let path = folder + "/" + file
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue else { return nil }
-        return path
+        let parent = (folder as NSString).deletingLastPathComponent
+        let name = (folder as NSString).lastPathComponent
+        do {
+            return try ConfinedFile.openIfPresent(name + "/" + file, below: parent.isEmpty ? "." : parent)
+        } catch {
+            switch error {
+            case .missing: return nil
+            case .link, .notRegular, .escapes: throw .notFound
+            case let .system(code): throw .storage("cannot open \(file): \(String(cString: strerror(code)))")
+            }
+        }
+    }
+
+    /// True when `file` is on disk (a regular file reached without following a link).
+    func isLocal(_ file: String) -> Bool {
+        (try? openLocal(file)) != nil
     }
 }
 

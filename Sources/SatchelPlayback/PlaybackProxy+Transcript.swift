@@ -151,14 +151,14 @@ extension PlaybackProxy {
             let encoded = URLComponents(url: piece.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
             guard let path = HLSAssetMap.resolve(String(encoded.drop { $0 == "/" }), from: ""),
                   !path.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
-            if session.asset.localPath(path) == nil, session.asset.origin[path] == nil {
+            if !session.asset.isLocal(path), session.asset.origin[path] == nil {
                 // Named by the MPD, neither on disk nor known to the origin table: not cached (503, the player asks again).
                 await report(.notCached(asset: session.assetID, path: path))
                 throw .notCached(path)
             }
             guard let range = piece.range else { return try await whole(path, session) }
             guard range.upperBound - range.lowerBound < Self.maximumFile else { throw .invalidContent("a byte range of \(path) is too large") }
-            if let local = session.asset.localPath(path) { return try Self.read(local, name: path, range: range) }
+            if let local = try session.asset.openLocal(path) { return try Self.read(local, range: range) }
             if let remote = session.asset.origin[path], remote.range == nil {
                 // Only the range, from the origin (a partly downloaded single-file representation).
                 return try await reportingOrigin(path, session) { () async throws(PlaybackError) -> [UInt8] in

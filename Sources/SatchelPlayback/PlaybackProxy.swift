@@ -8,6 +8,7 @@ import SatchelDownloads
 import SatchelHTTP
 import SatchelProtection
 import SatchelRights
+import SatchelSystem
 import ServiceLifecycle
 
 /// The playback proxy (seed 002's playlist proxy, seed 003's local HTTP server): a loopback server that hands
@@ -27,15 +28,28 @@ public actor PlaybackProxy {
         public var forwarding: LicenseRequestExtras?
         /// Audio languages preferred when a DASH source is transcribed to HLS.
         public var languages: [String]
+        /// The hosts `forwarding`'s credentials may go to (`host`, or `host:port` for that port alone): the
+        /// license server's, and any the user allows. A key URI on another host is left as the playlist wrote it.
+        public var licenseHosts: [String]
+        /// The slowest an origin may send a file (a trickle is cut and the player told).
+        public var originPace: OriginPace
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 0, mode: PlaybackMode = .decrypt, forwarding: LicenseRequestExtras? = nil,
-                    languages: [String] = []) {
+                    languages: [String] = [], licenseHosts: [String] = [], originPace: OriginPace = OriginPace()) {
+            self.originPace = originPace
             self.host = host
             self.port = port
             self.mode = mode
             self.forwarding = forwarding
             self.languages = languages
+            self.licenseHosts = licenseHosts
+        }
+
+        /// The `licenseHosts` entry of a server URL (`host:port`, or `host` when it gives no port); nil when it
+        /// names no host.
+        public static func licenseHost(of server: String) -> String? {
+            KeyForwarding.host(of: server)
         }
     }
 
@@ -47,7 +61,7 @@ public actor PlaybackProxy {
     let configuration: Configuration
     let logger: Logger
     /// Fetches what is not on disk.
-    let origin = OriginFetcher()
+    let origin: OriginFetcher
     var sessions: [String: PlaybackSession] = [:]
     private var task: Task<Void, any Error>?
     private var group: ServiceGroup?
@@ -64,6 +78,7 @@ public actor PlaybackProxy {
         self.library = library
         self.rights = rights
         self.configuration = configuration
+        origin = OriginFetcher(slowest: configuration.originPace)
         self.logger = logger
         (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1024))
     }
@@ -73,6 +88,7 @@ public actor PlaybackProxy {
         if let boundPort { return boundPort }
         var builder = ApplicationBuilder(host: configuration.host, port: configuration.port, logger: logger)
         builder.redactPath = Self.redact
+        builder.loopbackHostsOnly = true
         builder.add(PlaybackRoutes(proxy: self))
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = builder.build { channel in portContinuation.yield(channel.localAddress?.port ?? 0) }
@@ -142,7 +158,7 @@ public actor PlaybackProxy {
         if configuration.mode == .passthrough, configuration.forwarding != nil, !keepsManifest {
             var texts: [String] = []
             for path in map.playlists.sorted() { texts.append(try Self.playlist(path, of: asset)) }
-            forwarding = try KeyForwarding(playlists: texts)
+            forwarding = try KeyForwarding(playlists: texts, hosts: Set(configuration.licenseHosts))
         }
         var session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
                                       mode: configuration.mode, keys: keys, forwarding: forwarding, isProtected: isProtected, keepsManifest: keepsManifest,
@@ -218,7 +234,7 @@ public actor PlaybackProxy {
         let contentType = ContentTypes.type(of: file)
         let protection = session.mode == .decrypt ? session.map.segments[file] : nil
         let clearsInit = session.mode == .decrypt && session.map.protectedInitSegments.contains(file)
-        if let local = session.asset.localPath(file) {
+        if let local = try session.asset.openLocal(file) {
             if protection == nil, !clearsInit {
                 return try PlaybackResponse.file(local, contentType: contentType, rangeHeader: range)
             }
@@ -304,7 +320,7 @@ public actor PlaybackProxy {
     /// A file of the session whole: from disk, else from the origin (kept in the store when the asset is being
     /// downloaded), else 503 with `notCached` for a file the playlists list.
     nonisolated func whole(_ file: String, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
-        if let local = session.asset.localPath(file) { return try Self.read(local, name: file) }
+        if let local = try session.asset.openLocal(file) { return try Self.read(local) }
         guard let remote = session.asset.origin[file] else {
             guard session.map.listed.contains(file) else { throw .notFound }
             await report(.notCached(asset: session.assetID, path: file))
@@ -317,27 +333,28 @@ public actor PlaybackProxy {
         return bytes
     }
 
-    /// A clear file from the origin, sent as it arrives (and kept in the store once whole, when the asset is
-    /// being downloaded).
+    /// A clear file from the origin, sent as it arrives (chunked when the origin gives no length: nothing is
+    /// held whole in memory), and kept in the store once whole, when the asset is being downloaded.
     private nonisolated func streamFromOrigin(_ file: String, _ remote: OriginFile, _ session: PlaybackSession,
                                               contentType: String) async throws(PlaybackError) -> PlaybackResponse {
         let answer = try await reportingOrigin(file, session) { () async throws(PlaybackError) -> OriginFetcher.Answer in
             try await origin.open(remote, headers: session.asset.originHeaders)
         }
-        guard let length = answer.length, length <= Self.maximumFile, remote.expectedSize.map({ $0 == length }) ?? true else {
-            // No usable length to announce: read it whole first.
-            let bytes = try await reportingOrigin(file, session) { () async throws(PlaybackError) -> [UInt8] in
-                try await OriginFetcher.collect(answer, limit: Self.maximumFile)
-            }
-            return try PlaybackResponse.ranged(bytes, contentType: contentType, rangeHeader: nil)
+        if let length = answer.length, length > Self.maximumFile { throw .invalidContent("\(file) is larger than \(Self.maximumFile >> 20) MB") }
+        if let length = answer.length, let expected = remote.expectedSize, expected != length {
+            throw .originUnreachable("the origin announced \(length) bytes for \(file), where \(expected) were expected")
         }
+        // Kept in the store only when its size is known beforehand (announced, or planned) and all of it arrives.
         var keep: (@Sendable ([UInt8]) -> Void)?
-        if let fill = session.asset.fill { keep = { bytes in _ = fill(file, bytes) } }
+        let expected = answer.length ?? remote.expectedSize
+        if let fill = session.asset.fill, expected != nil {
+            keep = { bytes in if Int64(bytes.count) == expected { _ = fill(file, bytes) } }
+        }
         let assetID = session.assetID
-        let feed = OriginFeed(body: answer.body, length: length, keep: keep, failed: { reason in
+        let feed = OriginFeed(body: answer.body, length: answer.length, limit: Self.maximumFile, slowest: configuration.originPace, keep: keep, failed: { reason in
             await self.report(.serverError(asset: assetID, path: file, status: nil, reason: reason))
         })
-        return PlaybackResponse(body: length == 0 ? .empty : .origin(feed), contentType: contentType, range: nil, size: length)
+        return PlaybackResponse(body: answer.length == 0 ? .empty : .origin(feed), contentType: contentType, range: nil, size: answer.length)
     }
 
     /// Runs an origin request; its failure is reported (`serverError`) before it reaches the player.
@@ -441,28 +458,23 @@ public actor PlaybackProxy {
     /// A playlist of the asset: held in memory (an online source) or on disk.
     static func playlist(_ path: String, of asset: PlayableAsset) throws(PlaybackError) -> String {
         if let text = asset.manifests[path] { return text }
-        guard let local = asset.localPath(path) else { throw .notFound }
-        return String(decoding: try read(local, name: path), as: UTF8.self)
+        guard let local = try asset.openLocal(path) else { throw .notFound }
+        return String(decoding: try read(local), as: UTF8.self)
     }
 
-    /// The bytes `range` of a file on disk (a range past its end is invalid content).
-    static func read(_ full: String, name: String, range: ClosedRange<Int64>) throws(PlaybackError) -> [UInt8] {
-        guard let handle = FileHandle(forReadingAtPath: full) else { throw .notFound }
-        defer { try? handle.close() }
-        let count = Int(range.upperBound - range.lowerBound + 1)
-        guard (try? handle.seek(toOffset: UInt64(range.lowerBound))) != nil, let data = try? handle.read(upToCount: count), data.count == count else {
-            throw .invalidContent("\(name) is shorter than the byte range the manifest gives")
+    /// The bytes `range` of a stored file (a range past its end is invalid content).
+    static func read(_ file: ConfinedFile, range: ClosedRange<Int64>) throws(PlaybackError) -> [UInt8] {
+        guard range.upperBound < file.size else { throw .invalidContent("\(file.name) is shorter than the byte range the manifest gives") }
+        do { return try file.read(Int(range.upperBound - range.lowerBound + 1), at: range.lowerBound) } catch {
+            throw .storage("\(file.name) shrank or failed while it was read")
         }
-        return Array(data)
     }
 
-    /// A file from disk, whole (at most ``maximumFile``).
-    static func read(_ full: String, name: String) throws(PlaybackError) -> [UInt8] {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: full),
-              attributes[.type] as? FileAttributeType == .typeRegular else { throw .notFound }
-        if let size = attributes[.size] as? Int64, size > maximumFile { throw .invalidContent("\(name) is larger than \(maximumFile >> 20) MB") }
-        guard let data = FileManager.default.contents(atPath: full) else { throw .notFound }
-        return Array(data)
+    /// A stored file, whole (at most ``maximumFile``).
+    static func read(_ file: ConfinedFile) throws(PlaybackError) -> [UInt8] {
+        guard file.size <= maximumFile else { throw .invalidContent("\(file.name) is larger than \(maximumFile >> 20) MB") }
+        guard file.size > 0 else { return [] }
+        return try read(file, range: 0...(file.size - 1))
     }
 
     /// The path as logged: the session token never reaches a log.

@@ -2,6 +2,7 @@ import Foundation
 import SatchelBytes
 import SatchelHTTP
 import SatchelProtection
+import SatchelSystem
 
 /// What the proxy answers for one file: its body (the range asked for, or all of it), type and size.
 struct PlaybackResponse: Sendable {
@@ -25,30 +26,21 @@ struct PlaybackResponse: Sendable {
         return PlaybackResponse(body: .bytes(Array(whole[Int(range.lowerBound)...Int(range.upperBound)])), contentType: contentType, range: range, size: size)
     }
 
-    /// A file streamed from disk, the range asked for or all of it.
-    static func file(_ path: String, contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
-        let size = try fileSize(path)
+    /// A stored file streamed, the range asked for or all of it.
+    static func file(_ file: ConfinedFile, contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
+        let size = file.size
         guard let range = try range(rangeHeader, size: size) else {
-            return PlaybackResponse(body: size == 0 ? .empty : .file(path: path, range: 0...(size - 1)), contentType: contentType, range: nil, size: size)
+            return PlaybackResponse(body: size == 0 ? .empty : .file(file, range: 0...(size - 1)), contentType: contentType, range: nil, size: size)
         }
-        return PlaybackResponse(body: .file(path: path, range: range), contentType: contentType, range: range, size: size)
+        return PlaybackResponse(body: .file(file, range: range), contentType: contentType, range: range, size: size)
     }
 
     /// An AES-128 segment decrypted as it streams; its clear size comes from its last block's padding.
-    static func decrypting(_ path: String, cipher: SegmentCipher, iv: [UInt8], contentType: String,
+    static func decrypting(_ file: ConfinedFile, cipher: SegmentCipher, iv: [UInt8], contentType: String,
                            rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
-        let stored = try fileSize(path)
+        let stored = file.size
         guard stored >= 16, stored % 16 == 0 else { throw .invalidContent("an AES-128 segment of \(stored) bytes is not whole blocks") }
-        let tail: [UInt8]
-        do {
-            guard let handle = FileHandle(forReadingAtPath: path) else { throw PlaybackError.notFound }
-            defer { try? handle.close() }
-            try handle.seek(toOffset: UInt64(max(stored - 32, 0)))
-            tail = Array(try handle.read(upToCount: 32) ?? Data())
-        } catch {
-            throw .storage("cannot read \(path.split(separator: "/").last ?? ""): \(error)")
-        }
-        guard tail.count == min(stored, 32) else { throw .storage("the segment shrank while it was read") }
+        let tail = Array(try file.segment(Int(min(stored, 32)), at: max(stored - 32, 0)).readableBytesView)
         let padding: Int
         do {
             padding = try cipher.paddingLength(last: Array(tail.suffix(16)), previous: tail.count == 32 ? Array(tail.prefix(16)) : iv)
@@ -57,29 +49,27 @@ struct PlaybackResponse: Sendable {
         }
         let size = stored - Int64(padding)
         guard let range = try range(rangeHeader, size: size) else {
-            return PlaybackResponse(body: size == 0 ? .empty : .aes128(path: path, cipher: cipher, iv: iv, range: 0...(size - 1)),
+            return PlaybackResponse(body: size == 0 ? .empty : .aes128(file, cipher: cipher, iv: iv, range: 0...(size - 1)),
                                     contentType: contentType, range: nil, size: size)
         }
-        return PlaybackResponse(body: .aes128(path: path, cipher: cipher, iv: iv, range: range), contentType: contentType, range: range, size: size)
+        return PlaybackResponse(body: .aes128(file, cipher: cipher, iv: iv, range: range), contentType: contentType, range: range, size: size)
     }
 
     /// A CMAF `cenc` / `cbcs` segment made clear as it streams; its clear size comes from its box headers.
-    static func clearing(_ path: String, decryptor: FMP4Decryptor, key: SecretBytes, contentType: String) throws(PlaybackError) -> PlaybackResponse {
-        let stored = try fileSize(path)
+    static func clearing(_ file: ConfinedFile, decryptor: FMP4Decryptor, key: SecretBytes, contentType: String) throws(PlaybackError) -> PlaybackResponse {
         let plan: FMP4ClearPlan
         let cipher: CommonEncryption
         do {
-            let file = try PlaybackBody.OpenFile(path)
-            plan = try FMP4ClearPlan(size: stored, decryptor: decryptor) { (offset, count) throws(ProtectionError) -> [UInt8] in
-                do { return Array(try file.read(count, at: offset).readableBytesView) } catch { throw .malformed("the segment cannot be read: \(error)") }
+            plan = try FMP4ClearPlan(size: file.size, decryptor: decryptor) { (offset, count) throws(ProtectionError) -> [UInt8] in
+                do { return try file.read(count, at: offset) } catch { throw .malformed("the segment cannot be read: \(error)") }
             }
             cipher = try decryptor.cipher(key)
         } catch let error as PlaybackError {
             throw error
         } catch {
-            throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(error)")
+            throw .invalidContent("\(file.name) does not decrypt: \(error)")
         }
-        return PlaybackResponse(body: plan.size == 0 ? .empty : .clearFMP4(path: path, plan: plan, decryptor: decryptor, cipher: cipher),
+        return PlaybackResponse(body: plan.size == 0 ? .empty : .clearFMP4(file, plan: plan, decryptor: decryptor, cipher: cipher),
                                 contentType: contentType, range: nil, size: plan.size)
     }
 
@@ -87,19 +77,11 @@ struct PlaybackResponse: Sendable {
     /// clear before the answer starts, so a segment whose tables or first media do not decrypt is refused with an
     /// error status; a segment read whole in that stretch is sent with its length, a longer one chunked (its clear
     /// size is known only at the end).
-    static func clearingTransport(_ path: String, key: SecretBytes, iv: [UInt8], contentType: String,
+    static func clearingTransport(_ file: ConfinedFile, key: SecretBytes, iv: [UInt8], contentType: String,
                                   failed: @escaping @Sendable (String) async -> Void) throws(PlaybackError) -> PlaybackResponse {
-        let stored = try fileSize(path)
-        let file: PlaybackBody.OpenFile
-        let first: [UInt8]
-        do {
-            file = try PlaybackBody.OpenFile(path)
-            first = Array(try file.read(Int(min(stored, Int64(PlaybackBody.transportChunk))), at: 0).readableBytesView)
-        } catch let error as PlaybackError {
-            throw error
-        } catch {
-            throw .storage("cannot read \(path.split(separator: "/").last ?? ""): \(error)")
-        }
+        let stored = file.size
+        let path = file.name
+        let first = Array(try file.segment(Int(min(stored, Int64(PlaybackBody.transportChunk))), at: 0).readableBytesView)
         var transport: SampleAESTransport
         do { transport = try SampleAESTransport(key: key, iv: iv) } catch { throw .invalidContent("the key does not fit: \(error)") }
         var head = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.clear(first[...]) }
@@ -108,19 +90,12 @@ struct PlaybackResponse: Sendable {
             head += try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.finish() }
             return PlaybackResponse(body: .bytes(head), contentType: contentType, range: nil, size: Int64(head.count))
         }
-        return PlaybackResponse(body: .clearTS(path: path, size: stored, transport: transport, from: read, head: head, failed: failed),
+        return PlaybackResponse(body: .clearTS(file, transport: transport, from: read, head: head, failed: failed),
                                 contentType: contentType, range: nil, size: nil)
     }
 
     /// The range `rangeHeader` asks for (``ByteRangeRequest``), a refusal as the proxy's error.
     static func range(_ rangeHeader: String?, size: Int64) throws(PlaybackError) -> ClosedRange<Int64>? {
         do { return try ByteRangeRequest.resolve(rangeHeader, size: size) } catch { throw .rangeNotSatisfiable(size: error.size) }
-    }
-
-    /// The size of a regular file.
-    static func fileSize(_ path: String) throws(PlaybackError) -> Int64 {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              attributes[.type] as? FileAttributeType == .typeRegular, let size = attributes[.size] as? Int64 else { throw .notFound }
-        return size
     }
 }

@@ -99,3 +99,43 @@ public struct SignedTimeClaims: Codable, Sendable, Equatable {
         self.nonce = nonce
     }
 }
+
+/// The license server's signed statement of a device's licenses (`POST /licenses/status`): which are active and
+/// which were released, at its time. A device reconciles its store with it at each sync: a license the server
+/// holds released is removed (a store copied back cannot bring it back once online), and a store whose sealed
+/// state was lost keeps only what the server vouches for.
+public struct LicenseStatusClaims: Codable, Sendable, Equatable {
+    /// One license's state on the server.
+    public struct Entry: Codable, Sendable, Equatable {
+        /// The license ID.
+        public var licenseID: String
+        /// `active`, `renewed` or `released`.
+        public var state: String
+
+        /// Creates an entry.
+        public init(licenseID: String, state: String) {
+            self.licenseID = licenseID
+            self.state = state
+        }
+
+        /// True when the license may still be used.
+        public var isLive: Bool { state != "released" }
+    }
+
+    /// The device.
+    public var deviceID: String
+    /// Every license the server issued to it.
+    public var licenses: [Entry]
+    /// The server's time.
+    public var time: Date
+    /// The request's nonce.
+    public var nonce: String
+
+    /// Creates claims.
+    public init(deviceID: String, licenses: [Entry], time: Date, nonce: String) {
+        self.deviceID = deviceID
+        self.licenses = licenses
+        self.time = time
+        self.nonce = nonce
+    }
+}

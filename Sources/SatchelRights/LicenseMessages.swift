@@ -77,3 +77,14 @@ public struct TimeAnswer: Codable, Sendable, Equatable {
         self.time = time
     }
 }
+
+/// The answer to `POST /licenses/status`: `{"status": compact JWS}`.
+public struct LicenseStatusAnswer: Codable, Sendable, Equatable {
+    /// The signed ``LicenseStatusClaims``.
+    public var status: String
+
+    /// Creates an answer.
+    public init(status: String) {
+        self.status = status
+    }
+}

@@ -10,6 +10,10 @@ public struct ClockReading: Codable, Sendable, Equatable {
     /// The boot's identity (Linux `/proc/sys/kernel/random/boot_id`); readings of different boots are not compared.
     public var bootID: String
 
+    /// The boot ID of readings whose boot clock cannot be believed (decades of uptime: libfaketime sets the boot
+    /// clock to its faked wall time): their boot clock is never used to measure time passed.
+    public static let implausibleBootID = "implausible-boot-clock"
+
     /// Creates a reading.
     public init(wall: Date, boot: TimeInterval, bootID: String) {
         self.wall = wall
@@ -43,6 +47,9 @@ public struct SecureClock: Codable, Sendable, Equatable {
     private(set) var bootID: String?
     /// The last signed server time seen.
     public private(set) var serverTime: Date?
+    /// The boot-clock reading taken when `serverTime` arrived, and its boot.
+    private(set) var serverBoot: TimeInterval?
+    private(set) var serverBootID: String?
 
     /// A clock that has seen nothing yet: trusted until a reading shows a rollback, or `untrusted` from the
     /// start (a damaged record: only the server's time restores trust).
@@ -77,6 +84,8 @@ public struct SecureClock: Codable, Sendable, Equatable {
     /// than the tolerance is a rollback; one ahead of it changes nothing (the rights only end sooner).
     public mutating func anchor(serverTime: Date, _ reading: ClockReading) -> [ClockEvent] {
         self.serverTime = serverTime
+        serverBoot = reading.boot
+        serverBootID = reading.bootID
         let skew = reading.wall.timeIntervalSince(serverTime)
         if abs(skew) <= tolerance {
             let wasTrusted = trusted
@@ -93,6 +102,15 @@ public struct SecureClock: Codable, Sendable, Equatable {
             return []
         }
         return observe(reading)
+    }
+
+    /// The server's time now, as the last signed server time advanced by the boot clock; nil when none was seen in
+    /// this boot (or the boot clock cannot be believed). What a device dates its requests with: whatever its own
+    /// clock says, the server sees its own time.
+    public func serverNow(_ reading: ClockReading) -> Date? {
+        guard let serverTime, let serverBoot, reading.bootID == serverBootID, reading.bootID != ClockReading.implausibleBootID,
+              reading.boot >= serverBoot else { return nil }
+        return serverTime.addingTimeInterval(reading.boot - serverBoot)
     }
 
     /// The time rights are evaluated at: the wall clock, never earlier than the floor; nil in rollback mode.

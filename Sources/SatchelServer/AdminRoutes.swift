@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import SatchelBytes
 import SatchelHTTP
 import SatchelLicensing
@@ -30,6 +31,8 @@ struct AdminRoutes: RouteGroup {
     static let cookie = "satchel_admin"
     /// The largest form body read.
     static let formLimit = 16 * 1024
+    /// Where sign-ins and refused sign-ins are recorded (never the key tried).
+    static let audit = Logger(label: "satchel.audit")
 
     struct LoginForm: Decodable { var key: String }
     struct ActionForm: Decodable { var csrf: String }
@@ -42,10 +45,21 @@ struct AdminRoutes: RouteGroup {
         }
         router.post("/admin/login") { request, context in
             let form = try await Self.form(LoginForm.self, request, context)
-            guard let session = await console.sessions.logIn(key: form.key) else {
+            let address = context.channel.remoteAddress?.ipAddress ?? "unknown"
+            let session: AdminSessions.Session
+            switch await console.sessions.logIn(key: form.key, from: address) {
+            case let .signedIn(signedIn):
+                session = signedIn
+                Self.audit.notice("dashboard sign-in", metadata: ["address": .string(address)])
+            case .wrongKey:
+                Self.audit.notice("dashboard sign-in refused: wrong operator key", metadata: ["address": .string(address)])
                 try await Task.sleep(for: .milliseconds(400))  // a guess costs time
                 guard PlayerRoutes.wantsHTML(request) else { throw AdminError.wrongOperatorKey }
                 return page(.unauthorized, "admin-login", ["title": "Sign in", "error": "That is not the operator key."])
+            case let .throttled(wait):
+                Self.audit.warning("dashboard sign-in refused: too many failed sign-ins", metadata: ["address": .string(address), "retryAfter": .stringConvertible(wait)])
+                let error = AdminError.tooManyLogins(retryAfter: wait)
+                throw Problem(status: .tooManyRequests, type: error.problemType, detail: error.problemDetail, headers: [.retryAfter: String(wait)])
             }
             var response = Self.redirect("/admin")
             response.setCookie(Cookie(name: Self.cookie, value: session.id, maxAge: Int(session.expires.timeIntervalSinceNow), path: "/admin",
@@ -134,7 +148,12 @@ struct AdminRoutes: RouteGroup {
     /// A URL-encoded form body (at most ``formLimit`` bytes) as `T`; 400 when it is not one.
     static func form<T: Decodable>(_ type: T.Type, _ request: Request, _ context: SatchelRequestContext) async throws -> T {
         var request = request
-        let body = try await request.collectBody(upTo: formLimit)
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: formLimit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw BodyLimitMiddleware<SatchelRequestContext>.tooLarge(formLimit)
+        }
         do {
             return try URLEncodedFormDecoder().decode(T.self, from: String(buffer: body))
         } catch {

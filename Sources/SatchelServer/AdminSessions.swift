@@ -22,6 +22,18 @@ public actor AdminSessions {
     private let capacity: Int
     private let now: @Sendable () -> Date
     private var sessions: [String: Session] = [:]
+    private var throttle = LoginThrottle()
+
+    /// What a login attempt came to.
+    public enum LoginOutcome: Sendable {
+        /// Signed in.
+        case signedIn(Session)
+        /// Not the operator key.
+        case wrongKey
+        /// Too many failed logins (from this address, or from all of them): not even checked; try again after
+        /// this many seconds.
+        case throttled(retryAfter: Int)
+    }
 
     /// Sessions for the operator key `key` (at least 16 bytes).
     public init(operatorKey key: SecretBytes, lifetime: TimeInterval = 8 * 3600, capacity: Int = 1000,
@@ -40,7 +52,19 @@ public actor AdminSessions {
         return SecretBytes(Array(text.utf8))
     }
 
-    /// A new session when `key` is the operator key (compared in constant time, through digests of equal length).
+    /// A login from `address`: a new session when `key` is the operator key (compared in constant time, through
+    /// digests of equal length), unless the budget of failed logins is spent (``LoginThrottle``).
+    public func logIn(key: String, from address: String) -> LoginOutcome {
+        let current = now()
+        if let wait = throttle.retryAfter(address, at: current) { return .throttled(retryAfter: wait) }
+        guard let session = logIn(key: key) else {
+            throttle.failed(address, at: current)
+            return .wrongKey
+        }
+        return .signedIn(session)
+    }
+
+    /// A new session when `key` is the operator key (no budget: for callers that hold the key already).
     public func logIn(key: String) -> Session? {
         guard ConstantTime.equals(Array(SHA256.hash(data: Array(key.utf8))), keyDigest) else { return nil }
         let current = now()
@@ -82,6 +106,8 @@ public enum AdminError: ProblemConvertible, Equatable {
     case badCSRF
     /// A login with a key that is not the operator key.
     case wrongOperatorKey
+    /// Too many failed logins: wait this many seconds.
+    case tooManyLogins(retryAfter: Int)
 
     public var code: String {
         switch self {
@@ -89,6 +115,7 @@ public enum AdminError: ProblemConvertible, Equatable {
         case .notSignedIn: return "not-signed-in"
         case .wrongOperatorKey: return "wrong-operator-key"
         case .badCSRF: return "bad-csrf-token"
+        case .tooManyLogins: return "too-many-logins"
         }
     }
 
@@ -97,6 +124,7 @@ public enum AdminError: ProblemConvertible, Equatable {
         case .weakOperatorKey, .unreadableOperatorKey: return 500
         case .notSignedIn, .wrongOperatorKey: return 401
         case .badCSRF: return 403
+        case .tooManyLogins: return 429
         }
     }
 
@@ -107,6 +135,7 @@ public enum AdminError: ProblemConvertible, Equatable {
         case .notSignedIn: return "sign in to the dashboard first (/admin/login)"
         case .wrongOperatorKey: return "that is not the operator key"
         case .badCSRF: return "the form's CSRF token is not this session's: reload the page and try again"
+        case let .tooManyLogins(seconds): return "too many failed sign-ins: try again in \(seconds) s"
         }
     }
 }

@@ -24,6 +24,11 @@ struct DemoTokenRoutes: RouteGroup {
 
     func register(on router: Router<SatchelRequestContext>) {
         router.get("/demo/token/{assetId}") { request, context in
+            // Only for pages of this machine's loopback: a page of another site that made its name resolve to
+            // 127.0.0.1 (DNS rebinding) sends its own name as Host.
+            guard LoopbackHostMiddleware<SatchelRequestContext>.isLoopback(request.head.authority) else {
+                throw LoopbackHostMiddleware<SatchelRequestContext>.refusal
+            }
             let asset = context.parameters.get("assetId") ?? ""
             guard PlayerRoutes.isAssetID(asset) else {
                 throw Problem(status: .badRequest, type: "bad-request", detail: "an asset ID is 1 to 128 letters, digits, dots, dashes and underscores")

@@ -6,7 +6,7 @@ import SatchelLicensing
 import SatchelRights
 
 /// The device endpoints of `satchel serve`: `POST /devices` (registration), `POST /licenses`,
-/// `POST /licenses/renew`, `POST /licenses/release`, `GET /licenses/keys` (JWKS) and `GET /time`.
+/// `POST /licenses/renew`, `POST /licenses/release`, `POST /licenses/status`, `GET /licenses/keys` (JWKS) and `GET /time`.
 /// Bodies are JSON; the entitlement token goes in `Authorization: Bearer`.
 struct DeviceLicenseRoutes: RouteGroup {
     let licensing: DeviceLicensing
@@ -39,6 +39,10 @@ struct DeviceLicenseRoutes: RouteGroup {
             let body = try await Self.decode(DeviceRequestEnvelope.self, request)
             let record = try await licensing.release(body.request)
             return try Response.json(ReleaseAnswer(licenseID: record.licenseID, state: record.state.rawValue))
+        }
+        router.post("/licenses/status") { request, _ in
+            let body = try await Self.decode(DeviceRequestEnvelope.self, request)
+            return try Response.json(LicenseStatusAnswer(status: try await licensing.status(body.request)))
         }
         router.get("/licenses/keys") { _, _ in try Response.json(await licensing.keySet()) }
         router.get("/time") { request, _ in

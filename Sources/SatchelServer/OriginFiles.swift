@@ -5,11 +5,15 @@ import Darwin
 #endif
 import Foundation
 import SatchelBytes
+import SatchelSystem
 
 /// The files an origin publishes under `/content/…`: a folder of packages, read as a CDN would serve it. A path
-/// resolves only to a regular, world-readable file inside the folder (after symbolic links); hidden names, `.`
-/// and `..`, and files that hold keys (`keys.json`, `*.key`, `*.pem`, or any file only its owner may read, as
-/// `satchel package` writes its keys) are never served — they answer as if they did not exist.
+/// resolves only to a regular, world-readable file inside the folder; hidden names, `.` and `..`, and files that
+/// hold keys (`keys.json`, `*.key`, `*.pem`, or any file only its owner may read, as `satchel package` writes its
+/// keys) are never served — they answer as if they did not exist. A symbolic link is followed only when both ends
+/// pass those rules inside the folder: the name asked for, and the file it leads to (`alias.ts → world.key` and
+/// `pub → .git/` are refused, as is any link out of the folder). The file is then opened once, without following
+/// any link, and served from that open file.
 public struct OriginFiles: Sendable {
     /// The folder, with symbolic links resolved.
     public let root: String
@@ -20,10 +24,12 @@ public struct OriginFiles: Sendable {
         root = resolved
     }
 
-    /// A file as published: where it is, its size and when it last changed.
+    /// A file as published: the open file, its size and when it last changed.
     public struct File: Sendable, Equatable {
-        /// Its path on disk.
+        /// The path asked for, inside the folder.
         public var path: String
+        /// The file, open.
+        public var opened: ConfinedFile
         /// Its size in bytes.
         public var size: Int64
         /// Its modification time, seconds and nanoseconds since 1970.
@@ -42,21 +48,24 @@ public struct OriginFiles: Sendable {
 
     /// The file the decoded path `components` name, or `notFound`.
     public func file(_ components: [String]) throws(OriginError) -> File {
-        guard !components.isEmpty, components.count <= 64 else { throw .notFound }
-        for component in components {
-            guard !component.isEmpty, !component.hasPrefix("."), component.utf8.count <= 255,
-                  !component.contains("/"), !component.contains("\\"), !component.contains("\0") else { throw .notFound }
+        guard Self.published(components) else { throw .notFound }
+        let requested = components.joined(separator: "/")
+        // The file a link leads to is held to the same rules as the name asked for, inside the folder.
+        guard let resolved = Self.realPath(root + "/" + requested), resolved.hasPrefix(root + "/") else { throw .notFound }
+        let relative = String(resolved.dropFirst(root.count + 1))
+        guard Self.published(relative.split(separator: "/").map(String.init)) else { throw .notFound }
+        // Opened without following a link: one swapped in since the path was resolved is refused.
+        guard let opened = try? ConfinedFile.open(relative, below: root), opened.mode & S_IROTH != 0 else { throw .notFound }
+        return File(path: requested, opened: opened, size: opened.size, modified: opened.modified)
+    }
+
+    /// True when every name passes the rules: not hidden, no separators or NUL, the last one not a key file.
+    static func published(_ components: [String]) -> Bool {
+        guard !components.isEmpty, components.count <= 64, let name = components.last?.lowercased(), !holdsKeys(name) else { return false }
+        return components.allSatisfy { component in
+            !component.isEmpty && !component.hasPrefix(".") && component.utf8.count <= 255
+                && !component.contains("/") && !component.contains("\\") && !component.contains("\0")
         }
-        guard let name = components.last?.lowercased(), !Self.holdsKeys(name) else { throw .notFound }
-        guard let resolved = Self.realPath(root + "/" + components.joined(separator: "/")), resolved.hasPrefix(root + "/") else { throw .notFound }
-        var info = stat()
-        guard stat(resolved, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & S_IROTH != 0 else { throw .notFound }
-        #if canImport(Darwin)
-        let modified = info.st_mtimespec
-        #else
-        let modified = info.st_mtim
-        #endif
-        return File(path: resolved, size: Int64(info.st_size), modified: modified)
     }
 
     /// Names that hold keys: never published, whatever their mode.

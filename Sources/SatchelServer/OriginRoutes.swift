@@ -7,8 +7,6 @@ import SatchelHTTP
 /// and CORS so that players on other origins may read them. What ``OriginFiles`` does not publish is 404.
 struct OriginRoutes: RouteGroup {
     let files: OriginFiles
-    /// Reads file bodies off the event loop, a chunk at a time.
-    let io = FileIO()
 
     /// Headers every origin answer carries, errors included (a browser reads a 404 only with them).
     static let cors: HTTPFields = [
@@ -52,7 +50,13 @@ struct OriginRoutes: RouteGroup {
             headers[.contentLength] = String(served.map { $0.upperBound - $0.lowerBound + 1 } ?? 0)
             if let range { headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(file.size)" }
             var body = ResponseBody()
-            if !head, let served { body = try await io.loadFile(path: file.path, range: Int(served.lowerBound)...Int(served.upperBound), context: context) }
+            if !head, let served {
+                let opened = file.opened, channel = context.channel
+                body = ResponseBody(contentLength: Int(served.upperBound - served.lowerBound + 1)) { writer in
+                    try await FileBody.write(opened, range: served, to: &writer, on: channel)
+                    try await writer.finish(nil)
+                }
+            }
             return Response(status: range == nil ? .ok : .partialContent, headers: headers, body: body)
         } catch let refusal as RangeNotSatisfiable {
             var headers = Self.cors

@@ -38,6 +38,7 @@ struct AgentOptions: ParsableArguments {
             case .trustRestored: line = "trust-restored: the server's time confirmed the device clock"
             case let .releaseDelivered(licenseID): line = "release-delivered: \(licenseID)"
             case let .releaseRefused(licenseID, problem): line = "release-refused: \(licenseID) (\(problem)); no longer owed"
+            case let .licenseRevoked(licenseID, asset): line = "license-revoked: \(asset) (\(licenseID)): the license server holds it released; removed"
             }
             FileHandle.standardError.write(Data("satchel: event: \(line)\n".utf8))
         }

@@ -37,6 +37,8 @@ struct DownloadDirectoryOptions: ParsableArguments {
             dataDirectory: dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data")
         if readOnly { try StoreOptions.requireExisting(configuration.dataDirectory) }
         configure(&configuration)
+        // Tokens and header values are sealed with the device key of the data directory (made on first use).
+        configuration.secrets = try DeviceSecretBox(dataDirectory: configuration.dataDirectory)
         // The agent of the same data directory, when this device is registered there: the license step.
         let registered = FileManager.default.fileExists(atPath: (configuration.dataDirectory as NSString).appendingPathComponent("device.json"))
         let agent = registered ? try await Agent(dataDirectory: configuration.dataDirectory, logger: Logger(label: "satchel.agent")) : nil

@@ -78,16 +78,19 @@ struct LicenseCommand: ParsableCommand {
     }
 
     struct Sync: SatchelAsyncCommand {
-        static let configuration = CommandConfiguration(commandName: "sync",
-                                                        abstract: "Fetch the server's signed time, deliver owed releases, renew what is due.")
+        static let configuration = CommandConfiguration(
+            commandName: "sync",
+            abstract: "Reconcile the licenses with the license server's records, fetch its signed time, deliver owed releases, renew what is due.")
         @OptionGroup var agent: AgentOptions
         @Option(help: "An entitlement token (needed to renew).") var token: String?
 
         func execute() async throws {
             let report = try await agent.with { try await $0.sync(token: token) }
             let time = report.serverTime.map { ISO8601DateFormatter().string(from: $0) } ?? "-"
+            if report.restored { print("the license store was restored from the license server's records") }
             print("server time \(time); releases delivered \(report.releasesDelivered), still owed \(report.releasesOwed); renewed \(report.renewed.count)"
-                  + (report.renewalsPending.isEmpty ? "" : "; renewal due for \(report.renewalsPending.joined(separator: ", "))"))
+                  + (report.renewalsPending.isEmpty ? "" : "; renewal due for \(report.renewalsPending.joined(separator: ", "))")
+                  + (report.revoked.isEmpty ? "" : "; removed (released on the server) \(report.revoked.joined(separator: ", "))"))
         }
     }
 }

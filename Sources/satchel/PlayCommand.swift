@@ -5,6 +5,7 @@ import Logging
 import SatchelAgent
 import SatchelDownloads
 import SatchelPlayback
+import SatchelSystem
 
 /// `satchel play`: the playback proxy for a downloaded asset (files not downloaded yet come from the origin) or
 /// an online HLS source. The session URL is the first line on stdout; events go to stderr; it runs until
@@ -18,7 +19,8 @@ struct PlayCommand: SatchelAsyncCommand {
     @OptionGroup var directory: DownloadDirectoryOptions
     @Option(help: "The proxy's port on 127.0.0.1 (0: any free port).") var port = 0
     @Flag(help: "Keep the protection and the key tags (for players with DRM).") var passthrough = false
-    @Option(help: "Run this command with {url} replaced by the session URL; exit with its status when it ends.") var exec: String?
+    @Option(help: "Run this command (a player) with {url} replaced by the session URL; exit with its status when it ends. Run without a shell: quotes group words, nothing else is interpreted.")
+    var exec: String?
     @Option(help: "An entitlement token: a license is acquired for its asset first unless one is valid (needs a registered device; never printed).")
     var token: String?
     @Option(help: "With --token: the license server (default: the one the device registered with).") var server: String?
@@ -29,8 +31,11 @@ struct PlayCommand: SatchelAsyncCommand {
     @Option(name: .customLong("license-header"),
             help: "With --passthrough: \"Name: value\" added to every key and license request the player makes through the proxy (repeatable).")
     var licenseHeaders: [String] = []
-    @Option(name: .customLong("custom-data"), help: "With --passthrough: custom data added to the player's license requests (seed 000 §5.3.3.2).")
+    @Option(name: .customLong("custom-data"), help: "With --passthrough: custom data added to the player's license requests.")
     var customData: String?
+    @Option(name: .customLong("license-host"),
+            help: "With --passthrough: a host (or host:port) the player's key requests may be forwarded to with the token and --license-header values, besides the license server's (repeatable). Key URIs on other hosts are left as the playlist wrote them.")
+    var licenseHosts: [String] = []
     @Option(name: .customLong("language"), help: "An audio language wanted (repeatable): picks the rendition of an online source and of a DASH source played as HLS.")
     var languages: [String] = []
 
@@ -40,12 +45,15 @@ struct PlayCommand: SatchelAsyncCommand {
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
         if server != nil, token == nil { throw ValidationError("--server goes with --token") }
-        if !passthrough, !licenseHeaders.isEmpty || customData != nil {
-            throw ValidationError("--license-header and --custom-data go with --passthrough (the proxy forwards the player's key requests)")
+        if !passthrough, !licenseHeaders.isEmpty || customData != nil || !licenseHosts.isEmpty {
+            throw ValidationError("--license-header, --custom-data and --license-host go with --passthrough (the proxy forwards the player's key requests)")
         }
         if licenseAsset != nil, !isOnline { throw ValidationError("--license-asset goes with a URL") }
         if !headers.isEmpty, !isOnline { throw ValidationError("--header goes with a URL (a downloaded asset keeps the headers it was added with)") }
         if isOnline, URL(string: asset)?.host == nil { throw ValidationError("\(asset.prefix(200)) is not a URL") }
+        if let exec {
+            do { _ = try CommandWords(exec) } catch { throw ValidationError("--exec: \(error.description)") }
+        }
     }
 
     func execute() async throws {
@@ -79,9 +87,13 @@ struct PlayCommand: SatchelAsyncCommand {
         // Pass-through: the player's key requests go through the proxy, which adds the token and the extras.
         let forwarding = passthrough ? try LicenseRequestExtras(headers: try licenseHeaders.map(LicenseRequestExtras.header), customData: customData,
                                                                 token: token) : nil
+        // Credentials go only to the license server's host and the hosts the user named, never to one the content chose.
+        let registered = await agent?.server
+        let licenseServer = server ?? registered
+        let hosts = (licenseServer.flatMap(PlaybackProxy.Configuration.licenseHost(of:)).map { [$0] } ?? []) + licenseHosts
         let proxy = try PlaybackProxy(library: library, rights: agent,
                                       configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding,
-                                                            languages: languages),
+                                                            languages: languages, licenseHosts: hosts),
                                       logger: Logger(label: "satchel.playback"))
         let events = Task {
             for await event in proxy.events { FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8)) }
@@ -97,9 +109,9 @@ struct PlayCommand: SatchelAsyncCommand {
         FileHandle.standardOutput.write(Data((url + "\n").utf8))  // unbuffered: a script reads it at once
         let status: Int32
         if let exec {
-            status = try await Self.run(exec.replacingOccurrences(of: "{url}", with: "'\(url)'"))
+            status = try await Self.run(try CommandWords(exec).replacing("{url}", with: url))
         } else {
-            await Self.interrupted()
+            await SignalWatch.interrupted()
             status = 0
         }
         await proxy.stop()
@@ -116,41 +128,16 @@ struct PlayCommand: SatchelAsyncCommand {
         _ = try await agent.acquire(asset: assetID, token: token, persistent: false, server: server)
     }
 
-    /// Runs `command` with /bin/sh; answers its exit status.
-    static func run(_ command: String) async throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        return try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: CLIError("cannot run --exec: \(error.localizedDescription)"))
-            }
+    /// Runs `arguments` (the program first, no shell) until it ends; answers its exit status. A stop signal to
+    /// `satchel` ends the program and everything it started.
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        guard let program = arguments.first else { throw CLIError("--exec names no program") }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawn(program, Array(arguments.dropFirst()), ownGroup: true)
+        } catch {
+            throw CLIError("cannot run --exec: \(error.description)")
         }
-    }
-
-    /// Returns at SIGINT or SIGTERM.
-    static func interrupted() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let queue = DispatchQueue(label: "satchel.play.signals")
-            let once = NSLock()
-            var resumed = false
-            var sources: [any DispatchSourceSignal] = []
-            for number in [SIGINT, SIGTERM] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-                source.setEventHandler {
-                    once.lock()
-                    defer { once.unlock() }
-                    guard !resumed else { return }
-                    resumed = true
-                    sources.forEach { $0.cancel() }
-                    continuation.resume()
-                }
-                sources.append(source)
-                source.resume()
-            }
-        }
+        return await SignalWatch.run(child)
     }
 }

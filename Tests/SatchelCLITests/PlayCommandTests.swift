@@ -475,9 +475,25 @@ import Testing
             #expect(packaged.status == 0, "\(packaged.stderr)")
             try Self.download(origin.url("fwd/master.m3u8"), id: "fwd", server: server, data: data)
         }
+        // The key server is not the license server: without --license-host its key URI is left alone, and it never
+        // sees the token (a host the content chose gets no credentials).
+        let keyHost = try #require(PlaybackHostName.of(keys.baseURL))
+        let unlisted = try await TestMedia.offloaded {
+            try Player(["fwd", "--data-dir", data, "--passthrough", "--token", token, "--license-header", "X-Satchel-Test: yes"])
+        }
+        try await TestMedia.offloaded { () throws -> Void in
+            let master = String(decoding: try Self.fetch(unlisted.url).body, as: UTF8.self)
+            let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: unlisted.url))).absoluteURL
+            let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+            #expect(media.contains("URI=\"\(keys.baseURL)/keys/") && !media.contains(".satchel/keys/"), "\(media)")
+            _ = try? TestMedia.packetHashes(unlisted.url)  // the player fetches the key itself, without the token
+            #expect(!keys.requests.contains { $0.header("Authorization") != nil || $0.header("X-Satchel-Test") != nil })
+            unlisted.stop()
+        }
         let player = try await TestMedia.offloaded {
             try Player(["fwd", "--data-dir", data, "--passthrough", "--token", token, "--license-header", "X-Satchel-Test: yes",
-                        "--custom-data", "<data>account-7</data>"])
+                        "--custom-data", "<data>account-7</data>", "--license-host", keyHost])
         }
         try await TestMedia.offloaded { () throws -> Void in
             let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
@@ -513,5 +529,13 @@ import Testing
     /// True when `bytes` hold the four characters `type` (a box type) anywhere.
     static func contains(_ bytes: [UInt8], _ type: String) -> Bool {
         String(decoding: bytes, as: UTF8.self).contains(type)
+    }
+}
+
+/// `host:port` of a loopback URL, as `--license-host` takes it.
+enum PlaybackHostName {
+    static func of(_ url: String) -> String? {
+        guard let parsed = URL(string: url), let host = parsed.host, let port = parsed.port else { return nil }
+        return "\(host):\(port)"
     }
 }

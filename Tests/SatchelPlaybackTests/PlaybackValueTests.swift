@@ -65,7 +65,7 @@ import Testing
         }
     }
 
-    @Test("key forwarding: http and https key URIs of EXT-X-KEY and EXT-X-SESSION-KEY become session paths, each once, in order; skd://, relative and data URIs stay; only known indices resolve")
+    @Test("key forwarding: http and https key URIs of EXT-X-KEY and EXT-X-SESSION-KEY on an allowed license host become session paths, each once, in order; skd://, relative, data URIs and other hosts stay; only known indices resolve")
     func keyForwarding() throws {
         let master = "#EXTM3U\n#EXT-X-SESSION-KEY:METHOD=SAMPLE-AES,URI=\"https://k/keys/a\",KEYFORMAT=\"identity\"\n#EXT-X-STREAM-INF:BANDWIDTH=1\nv.m3u8\n"
         let media = """
@@ -81,18 +81,36 @@ import Testing
             #EXT-X-KEY:METHOD=AES-128,URI="keys/local"
             #EXTINF:2,
             s2.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="https://attacker.example/steal"
+            #EXTINF:2,
+            s3.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="https://k:8443/other-port"
+            #EXTINF:2,
+            s4.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="https://user@k/with-credentials"
+            #EXTINF:2,
+            s5.ts
             #EXT-X-ENDLIST
 
             """
-        let forwarding = try KeyForwarding(playlists: [master, media])
-        #expect(forwarding.targets == ["https://k/keys/a", "HTTP://other/keys/b"])
+        // Credentials go only to the allowed hosts: "k" on any port would need "k"; "other" is allowed on any port.
+        let forwarding = try KeyForwarding(playlists: [master, media], hosts: ["k:443", "K", "OTHER"])
+        #expect(forwarding.targets == ["https://k/keys/a", "HTTP://other/keys/b", "https://k:8443/other-port"])
         let rewritten = forwarding.rewrite(media, token: "T")
         #expect(rewritten.contains("URI=\"skd://movie\"") && rewritten.contains("URI=\"/T/.satchel/keys/0\",KEYFORMAT=\"identity\"")
                 && rewritten.contains("URI=\"/T/.satchel/keys/1\"") && rewritten.contains("URI=\"keys/local\"")
                 && rewritten.contains("https://k/keys/not-a-key.ts"), "\(rewritten)")
+        // A key URI on a host the content chose keeps its URI: the player's request never passes the proxy's credentials.
+        #expect(rewritten.contains("URI=\"https://attacker.example/steal\"") && rewritten.contains("URI=\"https://user@k/with-credentials\""))
+        #expect(rewritten.contains("URI=\"/T/.satchel/keys/2\"") && forwarding.target(".satchel/keys/2") == "https://k:8443/other-port")
+        let portOnly = try KeyForwarding(playlists: [media], hosts: ["k:8443"])
+        #expect(portOnly.targets == ["https://k:8443/other-port"])
+        #expect(try KeyForwarding(playlists: [master, media], hosts: []).targets.isEmpty)
+        #expect(PlaybackProxy.Configuration.licenseHost(of: "http://127.0.0.1:8081/") == "127.0.0.1:8081")
+        #expect(PlaybackProxy.Configuration.licenseHost(of: "https://Licenses.Example") == "licenses.example")
         #expect(forwarding.rewrite(master, token: "T").contains("URI=\"/T/.satchel/keys/0\""))
         #expect(forwarding.target(".satchel/keys/1") == "HTTP://other/keys/b")
-        for path in [".satchel/keys/2", ".satchel/keys/-1", ".satchel/keys/", ".satchel/keys/1x", "keys/0"] { #expect(forwarding.target(path) == nil, "\(path)") }
+        for path in [".satchel/keys/3", ".satchel/keys/-1", ".satchel/keys/", ".satchel/keys/1x", "keys/0"] { #expect(forwarding.target(path) == nil, "\(path)") }
     }
 
     @Test("a plan's files by path with where they are on the origin: byte ranges as closed ranges, an empty range is none")

@@ -104,7 +104,7 @@ import Testing
         await world.database.shutdown()
     }
 
-    @Test("a request is answered once: sent again it is refused as replayed, also a release; a request dated beyond the nonce retention is refused; a short nonce is refused")
+    @Test("a request is answered once: sent again it is refused as replayed, also a release; a request dated more than the allowed skew ahead or behind is refused, so one made for later or kept past its nonce is never answered; a short nonce is refused")
     func replay() async throws {
         let world = try await Self.world("device-replay", policy: AssetPolicy(offline: true))
         let token = try await token(world)
@@ -117,13 +117,28 @@ import Testing
         let release = try request(world, certificate: certificate, licenseID: claims.licenseID)
         _ = try await world.licensing.release(release)
         await #expect(throws: LicensingError.self) { try await world.licensing.release(release) }
-        // A device clock days behind is fine (the agent dates requests with its secure clock); beyond the retention it is not.
-        _ = try await world.licensing.acquire(try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(-2 * 86_400)),
-                                              token: token, renewalURL: nil)
-        let stale = try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(-DeviceLicensing.nonceRetention - 60))
-        await #expect(throws: LicensingError.replayed("the request was made more than 7 days before the server's time")) {
+        // A request dated within the allowed skew either way is taken; further ahead or behind it is refused.
+        for offset in [-DeviceLicensing.allowedSkew + 1, DeviceLicensing.allowedSkew - 1] {
+            _ = try await world.licensing.acquire(try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(offset)),
+                                                  token: token, renewalURL: nil)
+        }
+        let stale = try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(-DeviceLicensing.allowedSkew - 60))
+        await #expect(throws: LicensingError.clockSkew("it is dated 360 s behind the server's time (at most 300 s either way)")) {
             try await world.licensing.acquire(stale, token: token, renewalURL: nil)
         }
+        // A request made for later use (dated 30 days ahead) is refused now, and when its day comes its nonce may be
+        // forgotten, but it is refused again if sent after its window (8 days later: the attack that found this).
+        let future = try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(30 * 86_400))
+        await #expect(throws: LicensingError.self) { try await world.licensing.acquire(future, token: token, renewalURL: nil) }
+        let ahead = try request(world, certificate: certificate, asset: "movie", time: world.clock.now.addingTimeInterval(DeviceLicensing.allowedSkew - 10))
+        _ = try await world.licensing.acquire(ahead, token: token, renewalURL: nil)
+        world.clock.advance(2 * DeviceLicensing.allowedSkew - 20)  // the request's window is still open: its nonce is still known
+        await #expect(throws: LicensingError.replayed("this request was already answered (its nonce was used before)")) {
+            try await world.licensing.acquire(ahead, token: token, renewalURL: nil)
+        }
+        world.clock.advance(8 * 86_400)  // its nonce forgotten, its window long closed
+        await #expect(throws: LicensingError.self) { try await world.licensing.acquire(ahead, token: token, renewalURL: nil) }
+        await #expect(throws: LicensingError.self) { try await world.licensing.acquire(future, token: token, renewalURL: nil) }
         await #expect(throws: LicensingError.badRequest("the nonce is 16 to 128 bytes")) {
             try await world.licensing.acquire(try request(world, certificate: certificate, asset: "movie", nonce: "short"), token: token, renewalURL: nil)
         }

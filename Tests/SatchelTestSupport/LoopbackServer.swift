@@ -3,11 +3,11 @@ import Logging
 import SatchelHTTP
 
 /// Starts a test's own HTTP server (an origin, a proxy) on a free loopback port.
-enum LoopbackServer {
+public enum LoopbackServer {
     /// Serves `router` until the returned task is cancelled; returns the task and `http://127.0.0.1:PORT`.
     /// The server is Satchel's guarded HTTP/1 channel with limits no test reaches, so a task cancelled while
     /// connections wait to be served closes them (NIO's plain channel stops the process then).
-    static func start(_ router: Router<BasicRequestContext>, label: String) async -> (task: Task<Void, any Error>, baseURL: String) {
+    public static func start(_ router: Router<BasicRequestContext>, label: String) async -> (task: Task<Void, any Error>, baseURL: String) {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         var logger = Logger(label: label)
         logger.logLevel = .critical  // stopping mid-request (faults) is expected
