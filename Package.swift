@@ -205,6 +205,9 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
+        .testTarget(name: "SatchelSystemTests", dependencies: ["SatchelSystem"]),
+        .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelAgent", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
+                                                            .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                                .product(name: "Hummingbird", package: "hummingbird"),
@@ -221,7 +224,8 @@ let package = Package(
         .testTarget(name: "SatchelMediaTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelTestSupport", "SatchelFuzzTargets"]),
         // Fuzz targets (one per parser), the seeded mutator and a corpus from real packages: run in batches by the
         // tests, and for a count or a time by `SatchelBenchmarks fuzz` (scripts/fuzz).
-        .target(name: "SatchelFuzzTargets", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelFairPlay", "SatchelPackager"],
+        .target(name: "SatchelFuzzTargets", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelFairPlay", "SatchelPackager",
+                                                           "SatchelAgent", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Tests/SatchelFuzzTargets"),
         .testTarget(
             name: "SatchelServerTests",

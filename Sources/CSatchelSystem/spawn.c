@@ -24,9 +24,11 @@ int satchel_spawn(const char *file, char *const argv[], char *const envp[], cons
     }
     // The child starts with no signal blocked and every signal at its default action, whatever this
     // process's threads block or ignore (Swift's and NIO's threads block signals).
+    // Every bit set, not sigfillset: glibc's leaves out its own real-time signals (32, 33), and an ignored one of
+    // those would pass to the child too.
     sigset_t empty, all;
     sigemptyset(&empty);
-    sigfillset(&all);
+    memset(&all, 0xff, sizeof all);
     short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
     if (new_group) flags |= POSIX_SPAWN_SETPGROUP;
     if ((status = posix_spawnattr_setsigmask(&attributes, &empty)) != 0) goto done;

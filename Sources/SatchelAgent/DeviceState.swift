@@ -67,3 +67,25 @@ struct StateSeal: Sendable {
         return try? JSONDecoder().decode(type, from: plain)
     }
 }
+
+/// The sealed record of the agent's store, as a whole, for checks from outside the agent (the fuzzer): a record
+/// opens only unchanged and only with the key it was sealed for; anything else is refused, never a trap.
+public enum SealedDeviceState {
+    /// A record as the store writes it, for `deviceKey`: a state with `licenses` installed licenses and as many
+    /// owed releases, a clock that has seen `time`.
+    public static func sample(deviceKey: P256.Signing.PrivateKey, licenses: Int = 3, time: Date = Date(timeIntervalSince1970: 1_800_000_000)) -> String {
+        var state = DeviceState()
+        state.counter = UInt64(licenses)
+        _ = state.clock.anchor(serverTime: time, ClockReading(wall: time, boot: 100, bootID: "boot"))
+        for index in 0..<max(licenses, 0) {
+            state.licenses["license-\(index)"] = .init(digest: DeviceState.digest(of: "license \(index)"), firstUse: index.isMultiple(of: 2) ? time : nil)
+            state.owed.append(OwedRelease(licenseID: "owed-\(index)", assetID: "asset-\(index)", server: "http://127.0.0.1:8080", owedSince: time, attempts: index))
+        }
+        return (try? StateSeal(deviceKey: deviceKey, purpose: "agent-state").seal(state)) ?? ""
+    }
+
+    /// True when `text` is a record sealed for `deviceKey` that opens whole.
+    public static func opens(_ text: String, deviceKey: P256.Signing.PrivateKey) -> Bool {
+        StateSeal(deviceKey: deviceKey, purpose: "agent-state").open(DeviceState.self, text) != nil
+    }
+}

@@ -44,12 +44,12 @@ public final class ConnectionRegistry: Sendable {
         var evictions = 0
         var refusals = 0
 
-        /// The regular connection that has waited longest without a request being handled: slow heads first, then
-        /// idle connections, then bodies still arriving (the slowest window first).
+        /// The regular connection that has waited longest without a request in progress (slow heads first). A
+        /// request whose body is arriving is in progress: it is not evicted, but its body has a deadline.
         func oldestWaiting() -> ObjectIdentifier? {
             var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
-            for (id, entry) in entries where !entry.reserve && entry.activity != .busy {
-                let rank = entry.activity == .readingHead ? 0 : entry.activity == .idle ? 1 : 2
+            for (id, entry) in entries where !entry.reserve && (entry.activity == .readingHead || entry.activity == .idle) {
+                let rank = entry.activity == .readingHead ? 0 : 1
                 if best.map({ (rank, entry.since) < ($0.rank, $0.since) }) ?? true { best = (id, rank, entry.since) }
             }
             return best?.id
@@ -66,8 +66,10 @@ public final class ConnectionRegistry: Sendable {
     /// Open connections (regular and reserve).
     public var openConnections: Int { table.withLock { $0.entries.count } }
 
-    /// Open connections with a request in progress.
-    public var busyConnections: Int { table.withLock { $0.entries.values.filter { $0.activity == .busy }.count } }
+    /// Open connections with a request in progress (its body arriving, or being handled).
+    public var busyConnections: Int {
+        table.withLock { $0.entries.values.filter { $0.activity == .busy || $0.activity == .readingBody }.count }
+    }
 
     /// Each open connection's activity (for diagnostics and tests).
     public var activities: [String] {
@@ -77,8 +79,8 @@ public final class ConnectionRegistry: Sendable {
     /// Connections closed to make room for new ones, and connections refused, since the start.
     public var counters: (evicted: Int, refused: Int) { table.withLock { ($0.evictions, $0.refusals) } }
 
-    /// Admits a new connection; at the cap the longest-waiting connection without a request being handled (one
-    /// reading a head, idle, or still receiving a body) is closed to make room.
+    /// Admits a new connection; at the cap the longest-waiting connection without a request in progress (one
+    /// reading a head, or idle) is closed to make room.
     func open(_ id: ObjectIdentifier, channel: any Channel, now: NIODeadline) -> Admission {
         var victim: (any Channel)?
         let limits = limits

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import SatchelBytes
 
 /// An RFC 9457 problem document: a stable `type` URI, the status, its reason and a detail a user can act on.
@@ -72,7 +73,8 @@ public struct Problem: HTTPResponseError, Sendable {
     }
 
     /// The problem for any error: a ``Problem`` as it is, a ``ProblemConvertible`` error by its own
-    /// description, Hummingbird's `HTTPError` by its status; anything else is a 500 that says nothing more.
+    /// description, Hummingbird's `HTTPError` by its status, a body past its limit as 413; anything else is a 500
+    /// that says nothing more.
     public init(any error: any Error) {
         switch error {
         case let problem as Problem: self = problem
@@ -80,6 +82,9 @@ public struct Problem: HTTPResponseError, Sendable {
         case let error as HTTPError:
             self.init(status: error.status, type: Self.slug(error.status),
                       detail: error.body ?? error.status.reasonPhrase, headers: error.headers)
+        case is NIOTooManyBytesError:
+            // A body read with a limit (a form, a JSON body) that went past it.
+            self.init(status: .contentTooLarge, type: Self.slug(.contentTooLarge), detail: "the request body is larger than this endpoint takes")
         default: self.init(status: .internalServerError, type: "internal", detail: "internal error")
         }
     }

@@ -170,7 +170,15 @@ public actor PlaybackProxy {
         sessions[session.token] = session
         continuation.yield(.opened(asset: assetID, cache: asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
-        return "http://\(host):\(port)/\(session.token)/\(transcript == nil ? asset.entry : HLSTranscript.masterPath)"
+        return "http://\(host):\(port)/\(session.token)/\(Self.encodedPath(transcript == nil ? asset.entry : HLSTranscript.masterPath))"
+    }
+
+    /// A path of the asset as it goes into a session URL: every byte but letters, digits, `-._~` and `/`
+    /// percent-encoded, so the URL holds only characters of the proxy's own choosing (a player command line, a
+    /// shell, a log line read it as one word) whatever the origin named its files.
+    static func encodedPath(_ path: String) -> String {
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/")
+        return path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path
     }
 
     /// Closes the session whose URL is `url` (its token stops working at once).

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import NIOCore
 import SatchelBytes
 import SatchelHTTP
 import SatchelLicensing
@@ -151,7 +152,7 @@ struct AdminRoutes: RouteGroup {
         let body: ByteBuffer
         do {
             body = try await request.collectBody(upTo: formLimit)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
+        } catch is NIOTooManyBytesError {
             throw BodyLimitMiddleware<SatchelRequestContext>.tooLarge(formLimit)
         }
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// A command line written as one string (`--exec 'ffplay -autoexit {url}'`) split into its arguments once, the
 /// way a shell splits words — blanks separate, `'…'` is literal, `"…"` keeps blanks and takes `\"` and `\\`, a
@@ -10,8 +11,10 @@ public struct CommandWords: Sendable, Equatable {
     public let words: [String]
 
     /// Why a command line cannot be split.
-    public struct Malformed: Error, Equatable, CustomStringConvertible {
+    public struct Malformed: ProblemConvertible, Equatable {
         public let description: String
+        public var code: String { "malformed-command" }
+        public var httpStatus: Int { 400 }
     }
 
     /// Splits `line`; an empty line or an unterminated quote is refused.

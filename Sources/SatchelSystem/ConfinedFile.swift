@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -12,7 +13,7 @@ import Darwin
 /// it, so what is served is what was checked. Closed when released.
 public final class ConfinedFile: Sendable {
     /// Why a file could not be opened.
-    public enum Failure: Error, Equatable, Sendable {
+    public enum Failure: ProblemConvertible, Equatable {
         /// Nothing is there.
         case missing
         /// A symbolic link stands on the path (refused, not followed).
@@ -23,6 +24,28 @@ public final class ConfinedFile: Sendable {
         case escapes
         /// The system refused (permissions, too many open files): the `errno`.
         case system(Int32)
+
+        public var code: String {
+            switch self {
+            case .missing: "not-found"
+            case .link: "link-refused"
+            case .notRegular: "not-a-file"
+            case .escapes: "path-escapes"
+            case .system: "file-system"
+            }
+        }
+
+        public var httpStatus: Int { if case .system = self { 500 } else { 404 } }
+
+        public var description: String {
+            switch self {
+            case .missing: "no such file"
+            case .link: "a symbolic link stands on the path (never followed)"
+            case .notRegular: "not a regular file"
+            case .escapes: "the path leaves its folder"
+            case let .system(code): "the system refused: \(String(cString: strerror(code)))"
+            }
+        }
     }
 
     /// The open file.
@@ -56,8 +79,10 @@ public final class ConfinedFile: Sendable {
         for component in components.dropLast() {
             let next = openat(directory, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             let code = errno
+            // A link where a folder should be fails as "not a folder" on Linux: tell it from a file there.
+            let link = next < 0 && isLink(String(component), in: directory)
             close(directory)
-            guard next >= 0 else { throw failure(code) }
+            guard next >= 0 else { throw link ? .link : failure(code) }
             directory = next
         }
         // O_NONBLOCK: a pipe planted under the name does not hold the open; only a regular file is kept.
@@ -114,6 +139,11 @@ public final class ConfinedFile: Sendable {
     public func readAll(limit: Int64) throws(Failure) -> [UInt8]? {
         guard size <= limit else { return nil }
         return try read(Int(size), at: 0)
+    }
+
+    private static func isLink(_ name: String, in directory: Int32) -> Bool {
+        var info = stat()
+        return fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
     }
 
     private static func failure(_ code: Int32) -> Failure {

@@ -187,4 +187,24 @@ import Testing
             #expect(try curl([server.url + "/admin/devices"]).status == 303)
         }
     }
+
+    @Test("guessing the operator key: after 10 failed sign-ins from an address, every sign-in (the right key too) is 429 problem+json with Retry-After until the window passes; a form over 16 KiB is 413 problem+json")
+    func guessesAndBigForms() async throws {
+        let (server, _) = try await Self.world()
+        defer { server.stop() }
+        try await TestMedia.offloaded {
+            func post(_ body: [String]) throws -> (status: Int, text: String) {
+                let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-i", "-w", "\n%{http_code}"] + body + [server.url + "/admin/login"])
+                return (Int(result.stdout.split(separator: "\n").last ?? "") ?? 0, result.stdout.lowercased())
+            }
+            for attempt in 1...10 {
+                #expect(try post(["--data-urlencode", "key=guess-\(attempt)"]).status == 401, "attempt \(attempt)")
+            }
+            let throttled = try post(["--data-urlencode", "key=\(Self.operatorKey)"])
+            #expect(throttled.status == 429 && throttled.text.contains("too-many-logins") && throttled.text.contains("retry-after: ")
+                    && throttled.text.contains("application/problem+json") && !throttled.text.contains("set-cookie"), "\(throttled.text.prefix(400))")
+            let big = try post(["--data-urlencode", "key=" + String(repeating: "k", count: 17 * 1024)])
+            #expect(big.status == 413 && big.text.contains("too-large") && big.text.contains("application/problem+json"), "\(big.text.prefix(300))")
+        }
+    }
 }

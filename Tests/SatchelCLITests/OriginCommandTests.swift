@@ -22,7 +22,7 @@ import Testing
         return (status, fields, Array((try? Data(contentsOf: body)) ?? Data()))
     }
 
-    @Test("the origin: types per format, byte ranges (206, 416), ETag and Last-Modified with 304s and If-Range, CORS on answers, errors and preflights; key files, files only their owner may read, hidden names, escapes and symbolic links out are 404; ffmpeg plays the HLS from it")
+    @Test("the origin: types per format, byte ranges (206, 416), ETag and Last-Modified with 304s and If-Range, CORS on answers, errors and preflights; key files, files only their owner may read, hidden names, escapes, symbolic links out and links to what the rules refuse are 404 (a link within the rules is served); ffmpeg plays the HLS from it")
     func origin() async throws {
         try TestMedia.require("ffmpeg")
         let server = try AgentCommandTests.Server("origin")
@@ -47,6 +47,15 @@ import Testing
         try FileManager.default.createDirectory(at: site.appendingPathComponent(".hidden"), withIntermediateDirectories: true)
         try Data("hidden".utf8).write(to: site.appendingPathComponent(".hidden/file.ts"))
         try FileManager.default.createSymbolicLink(atPath: site.appendingPathComponent("clear/out.json").path, withDestinationPath: server.jwks.path)
+        // Links inside the folder whose name passes the rules but whose target does not: a world-readable key, a .pem, a
+        // hidden folder (a repository's .git). And a link whose both ends pass: it is served.
+        try Data("world-readable key".utf8).write(to: site.appendingPathComponent("clear/world.key"))
+        try Data("-----BEGIN PRIVATE KEY-----".utf8).write(to: site.appendingPathComponent("clear/x.pem"))
+        try FileManager.default.createDirectory(at: site.appendingPathComponent(".git"), withIntermediateDirectories: true)
+        try Data("[core]".utf8).write(to: site.appendingPathComponent(".git/config"))
+        for (name, target) in [("clear/alias.ts", "world.key"), ("clear/pem.m4s", "x.pem"), ("pub", ".git"), ("clear/latest.m3u8", "master.m3u8")] {
+            try FileManager.default.createSymbolicLink(atPath: site.appendingPathComponent(name).path, withDestinationPath: target)
+        }
         server.serveArguments = ["--origin", site.path]
         try await server.start()
         defer { server.stop() }
@@ -102,12 +111,17 @@ import Testing
 
             // Never published: each answers 404 (problem+json, CORS) and reveals nothing.
             for path in ["cenc/keys.json", "cenc.keys.json", "clear/content.key", "clear/renamed.bin", ".hidden/file.ts", "clear/out.json", "../jwks.json",
+                         "clear/alias.ts", "clear/pem.m4s", "pub/config", "clear/world.key",
                          "clear/%2e%2e/%2e%2e/jwks.json", "clear/..%2f..%2fjwks.json", "clear/video_0", "clear", "nothing.ts", "clear/video_0/segment_0.ts%00"] {
                 let refused = try Self.request(base + path)
                 #expect(refused.status == 404 && refused.headers["content-type"] == "application/problem+json", "\(path): \(refused.status)")
                 let text = String(decoding: refused.body, as: UTF8.self)
-                #expect(!text.contains("secret") && !text.contains("5ec2e7") && !text.contains("\"k\"") && !text.contains(site.path), "\(path): \(text)")
+                #expect(!text.contains("secret") && !text.contains("5ec2e7") && !text.contains("\"k\"") && !text.contains(site.path)
+                        && !text.contains("PRIVATE KEY") && !text.contains("[core]") && !text.contains("world-readable"), "\(path): \(text)")
             }
+            let linked = try Self.request(base + "clear/latest.m3u8")
+            let linkedTarget = Array(try Data(contentsOf: site.appendingPathComponent("clear/master.m3u8")))
+            #expect(linked.status == 200 && linked.body == linkedTarget, "a link within the rules")
 
             // An encoded slash separates as a slash does (as CDNs read it); its names are checked all the same (above).
             let encoded = try Self.request(base + "clear%2Fmaster.m3u8")

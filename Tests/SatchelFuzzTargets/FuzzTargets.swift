@@ -1,4 +1,6 @@
 import Foundation
+import Crypto
+import SatchelAgent
 import SatchelBytes
 import SatchelFairPlay
 import SatchelMedia
@@ -72,6 +74,13 @@ public enum FuzzCampaign {
 
 /// Every parser of input that comes from the network or from files, with seeds from a real package.
 public enum FuzzTargets {
+    /// A fixed device key for the agent store's sealed records (the same records every run).
+    static let deviceKey: P256.Signing.PrivateKey = {
+        (try? P256.Signing.PrivateKey(rawRepresentation: [UInt8](repeating: 0x5A, count: 32))) ?? P256.Signing.PrivateKey()
+    }()
+    /// One sealed record of that key (the seed of the `sealed-state` target).
+    static let sealedState = Array(SealedDeviceState.sample(deviceKey: deviceKey).utf8)
+
     /// The targets, seeded from `corpus`.
     public static func all(_ corpus: FuzzCorpus) -> [FuzzTarget] {
         [
@@ -139,6 +148,13 @@ public enum FuzzTargets {
             FuzzTarget(name: "tllv", seeds: corpus.tllvPayloads) { bytes in
                 _ = try? SPCParser.readHeader(bytes)
                 return (try? TLLVCodec.parse(bytes)) != nil
+            },
+            FuzzTarget(name: "sealed-state", seeds: [Self.sealedState]) { bytes in
+                // The agent store's sealed record: only the record as sealed opens; every change is refused (a changed
+                // record that opened would be a forgery: the run stops on it).
+                let opened = SealedDeviceState.opens(String(decoding: bytes, as: UTF8.self), deviceKey: Self.deviceKey)
+                precondition(!opened || bytes == Self.sealedState, "a changed sealed record opened")
+                return opened
             },
             FuzzTarget(name: "json", seeds: corpus.jsonBodies) { bytes in
                 (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))) != nil

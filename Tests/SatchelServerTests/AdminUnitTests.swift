@@ -40,6 +40,38 @@ struct AdminUnitTests {
         #expect(throws: AdminError.weakOperatorKey) { try AdminSessions(operatorKey: SecretBytes(Array("short".utf8))) }
     }
 
+    @Test("the sign-in budget: 10 failures per address and 100 in all within a minute, then refused until the oldest leaves the window (whatever key); addresses tracked are bounded")
+    func loginBudget() async throws {
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        var throttle = LoginThrottle()
+        for second in 0..<10 {
+            #expect(throttle.retryAfter("10.0.0.1", at: start + Double(second)) == nil)
+            throttle.failed("10.0.0.1", at: start + Double(second))
+        }
+        #expect(throttle.retryAfter("10.0.0.1", at: start + 10) == 50, "the first failure leaves the window at 60 s")
+        #expect(throttle.retryAfter("10.0.0.2", at: start + 10) == nil, "another address has its own budget")
+        #expect(throttle.retryAfter("10.0.0.1", at: start + 60.5) == nil)
+        // A hundred addresses guessing once each spend the budget of all.
+        var spread = LoginThrottle()
+        for index in 0..<100 { spread.failed("10.1.0.\(index)", at: start) }
+        #expect(spread.retryAfter("10.9.9.9", at: start + 1) == 59)
+        var bounded = LoginThrottle()
+        bounded.addresses = 3
+        bounded.overall = 1_000
+        for index in 0..<5 { bounded.failed("a\(index)", at: start + Double(index)) }
+        #expect(bounded.count("a0") == 0 && bounded.count("a4") == 1, "the stalest address is forgotten first")
+
+        // Through the sessions: a throttled sign-in is refused without checking the key.
+        let key = "an-operator-key-of-some-length"
+        let clock = Clock()
+        let sessions = try AdminSessions(operatorKey: SecretBytes(Array(key.utf8)), now: { clock.now })
+        for _ in 0..<10 { if case .signedIn = await sessions.logIn(key: "wrong", from: "a") { Issue.record("signed in with a wrong key") } }
+        guard case .throttled = await sessions.logIn(key: key, from: "a") else { Issue.record("not throttled"); return }
+        guard case .signedIn = await sessions.logIn(key: key, from: "b") else { Issue.record("another address is refused"); return }
+        clock.now += 61
+        guard case .signedIn = await sessions.logIn(key: key, from: "a") else { Issue.record("still throttled after the window"); return }
+    }
+
     @Test("the chart: counts land in their hour, stacks add up, the axis is a round number, text is escaped")
     func chart() {
         let now = Date(timeIntervalSince1970: 1_800_003_000)  // 50 minutes into an hour

@@ -89,6 +89,50 @@ struct ConnectionLimitTests {
         }
     }
 
+    @Test("bodies sent a byte at a time cannot hold the cap: each gets 408 problem+json when its body is not in by the body timeout (below the minimum rate), and license requests are served again; a body at a good pace is taken")
+    func slowBodies() async throws {
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
+        defer { Task { await world.database.shutdown() } }
+        let limits = ConnectionLimits(headerTimeout: .seconds(5), bodyTimeout: .seconds(1), bodyMinimumRate: 64, idleTimeout: .seconds(5),
+                                      maxConnections: 6, reserve: 1)
+        let registry = ConnectionRegistry(limits: limits)
+        try await Self.app(world, registry).test(.live) { client in
+            let port = try #require(client.port)
+            try await TestMedia.offloaded {
+                // Seven POSTs (one more than the cap) trickle their bodies: a byte every 300 ms.
+                let slow = try (0..<7).map { _ in try RawConnection(port: port, timeout: 6) }
+                for connection in slow { connection.send("POST /clearkey/license HTTP/1.1\r\nHost: a\r\nContent-Length: 200\r\n\r\n{") }
+                let start = Date()
+                var answers: [String] = Array(repeating: "", count: slow.count)
+                let writer = Thread {
+                    for _ in 0..<20 {
+                        Thread.sleep(forTimeInterval: 0.3)
+                        for connection in slow { connection.send(" ") }
+                    }
+                }
+                writer.start()
+                for (index, connection) in slow.enumerated() { answers[index] = connection.readResponse() }
+                // Each cut by the body timeout (its body never came whole): 408, or 503 for the one beyond the cap.
+                let timedOut = answers.filter { $0.hasPrefix("HTTP/1.1 408") && $0.contains("request-timeout") && $0.contains("application/problem+json") }
+                #expect(timedOut.count >= 6 && answers.allSatisfy { $0.hasPrefix("HTTP/1.1 408") || $0.hasPrefix("HTTP/1.1 503") },
+                        "\(answers.map { $0.prefix(40) }) after \(Date().timeIntervalSince(start)) s")
+                // The cap is free again: a license request is answered (401: no token, but served).
+                let license = try RawConnection(port: port)
+                license.send("POST /clearkey/license HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                #expect(license.readResponse().hasPrefix("HTTP/1.1 4"), "served, not 503")
+                // A body that keeps the pace (its windows bring more than the minimum) is read whole, however long.
+                let paced = try RawConnection(port: port, timeout: 6)
+                paced.send("POST /clearkey/license HTTP/1.1\r\nHost: a\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n")
+                for _ in 0..<10 {
+                    paced.send(String(repeating: " ", count: 100))
+                    Thread.sleep(forTimeInterval: 0.15)
+                }
+                let pacedAnswer = paced.readResponse()
+                #expect(!pacedAnswer.hasPrefix("HTTP/1.1 408") && pacedAnswer.hasPrefix("HTTP/1.1 4"), "\(pacedAnswer.prefix(80))")
+            }
+        }
+    }
+
     @Test("malformed HTTP and a malformed chunked body are 400 problem+json; unknown routes 404, wrong methods 405 with Allow")
     func malformed() async throws {
         let world = try await LicenseServerTests.world("sqlite", packaged: false)

@@ -1,0 +1,124 @@
+import Foundation
+@testable import SatchelSystem
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The system layer's pieces with real files and processes: command lines split once, files opened with no link
+/// followed, the transfer pace, owner-only folders and files, child processes with a clean signal state.
+@Suite("System: command words, confined files, pace, private files, child processes")
+struct SystemTests {
+    static func folder(_ name: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-system-\(name)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test("a command line splits as a shell splits words and no further: quotes group, a backslash escapes, a placeholder stays within its word")
+    func commandWords() throws {
+        #expect(try CommandWords("ffplay -autoexit {url}").words == ["ffplay", "-autoexit", "{url}"])
+        #expect(try CommandWords("  a   'b c'  \"d \\\"e\\\" \\\\ \\x\" f\\ g ''").words == ["a", "b c", "d \"e\" \\ \\x", "f g", ""])
+        #expect(try CommandWords("sh -c 'echo $HOME; ls | wc'").words == ["sh", "-c", "echo $HOME; ls | wc"])
+        let words = try CommandWords("player --title=x{url}x {url}").replacing("{url}", with: "a';touch PWNED;echo '")
+        #expect(words == ["player", "--title=xa';touch PWNED;echo 'x", "a';touch PWNED;echo '"])
+        for bad in ["", "   ", "'open", "\"open", "trailing\\"] {
+            #expect(throws: CommandWords.Malformed.self, "\(bad)") { try CommandWords(bad) }
+        }
+    }
+
+    @Test("a file below a folder opens with no link followed on the way: links (to a file, to a folder, the last component), a pipe and escapes are refused; a regular file reads exactly")
+    func confinedFiles() throws {
+        let root = try Self.folder("confined")
+        let outside = try Self.folder("outside")
+        try FileManager.default.createDirectory(atPath: root + "/a/b", withIntermediateDirectories: true)
+        try Data([1, 2, 3, 4, 5]).write(to: URL(fileURLWithPath: root + "/a/b/file"))
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: outside + "/secret"))
+        try FileManager.default.createSymbolicLink(atPath: root + "/a/dir", withDestinationPath: outside)
+        try FileManager.default.createSymbolicLink(atPath: root + "/a/file-link", withDestinationPath: outside + "/secret")
+        try FileManager.default.createSymbolicLink(atPath: root + "/a/up", withDestinationPath: "..")
+        #expect(mkfifo(root + "/a/pipe", 0o600) == 0)
+        let file = try ConfinedFile.open("a/b/file", below: root)
+        let middle = try file.read(3, at: 1), whole = try file.readAll(limit: 5), tooLarge = try file.readAll(limit: 4)
+        #expect(file.size == 5 && middle == [2, 3, 4] && whole == [1, 2, 3, 4, 5] && tooLarge == nil)
+        #expect(throws: ConfinedFile.Failure.self) { try file.read(2, at: 4) }
+        #expect(throws: ConfinedFile.Failure.link) { try ConfinedFile.open("a/dir/secret", below: root) }
+        #expect(throws: ConfinedFile.Failure.link) { try ConfinedFile.open("a/file-link", below: root) }
+        #expect(throws: ConfinedFile.Failure.link) { try ConfinedFile.open("a/up/a/b/file", below: root) }
+        #expect(throws: ConfinedFile.Failure.notRegular) { try ConfinedFile.open("a/pipe", below: root) }
+        #expect(throws: ConfinedFile.Failure.notRegular) { try ConfinedFile.open("a/b", below: root) }
+        #expect(throws: ConfinedFile.Failure.missing) { try ConfinedFile.open("a/none", below: root) }
+        #expect(throws: ConfinedFile.Failure.missing) { try ConfinedFile.open("a/b/file/more", below: root) }
+        #expect(try ConfinedFile.openIfPresent("a/none", below: root) == nil)
+        for escape in ["", "/etc/passwd", "../outside", "a/../a/b/file", "a//b/file", "./a/b/file", "a/b/file\0"] {
+            #expect(throws: ConfinedFile.Failure.escapes, "\(escape)") { try ConfinedFile.open(escape, below: root) }
+        }
+    }
+
+    @Test("the pace: a window below the floor stops the transfer, one above starts the next window; the deadline stops it whatever the rate")
+    func pace() async throws {
+        var slow = TransferPace(bytesPerSecond: 1000, period: .milliseconds(50))
+        #expect(slow.count(10) == nil)
+        try await Task.sleep(for: .milliseconds(60))
+        #expect(slow.count(10)?.contains("slower than 1000 bytes/s") == true)
+        var fast = TransferPace(bytesPerSecond: 1000, period: .milliseconds(50))
+        try await Task.sleep(for: .milliseconds(60))
+        #expect(fast.count(1_000_000) == nil, "a window that brought enough starts the next")
+        var bounded = TransferPace(bytesPerSecond: 0, period: .seconds(1), deadline: .milliseconds(30))
+        #expect(bounded.count(1) == nil)
+        try await Task.sleep(for: .milliseconds(40))
+        #expect(bounded.count(1 << 30)?.contains("took longer than") == true)
+    }
+
+    @Test("private folders and files: made 0700 / 0600, a wider existing one tightened, parents made too")
+    func privateFiles() throws {
+        let root = try Self.folder("private")
+        try PrivateFiles.folder(root + "/x/y")
+        func mode(_ path: String) throws -> Int { try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int ?? -1 }
+        #expect(try mode(root + "/x/y") == 0o700 && mode(root + "/x") == 0o700)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: root + "/x/y")
+        try PrivateFiles.folder(root + "/x/y")
+        #expect(try mode(root + "/x/y") == 0o700)
+        try PrivateFiles.file(root + "/x/y/db")
+        #expect(try mode(root + "/x/y/db") == 0o600)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: root + "/x/y/db")
+        try PrivateFiles.file(root + "/x/y/db")
+        #expect(try mode(root + "/x/y/db") == 0o600)
+        try FileManager.default.createSymbolicLink(atPath: root + "/x/y/link", withDestinationPath: "/etc/hostname")
+        #expect(throws: SystemError.self) { try PrivateFiles.file(root + "/x/y/link") }
+    }
+
+    @Test("a child process: its exit status as a shell gives it, no signal blocked or ignored, output to a descriptor, and its whole group stopped by a signal")
+    func childProcesses() async throws {
+        #expect(ChildProcess.nullDevice >= 0)
+        #expect(await (try ChildProcess.spawn("sh", ["-c", "exit 7"])).wait() == 7)
+        #expect(await (try ChildProcess.spawn("sh", ["-c", "kill -TERM $$"])).wait() == 143)
+        #expect(throws: SystemError.self) { try ChildProcess.spawn("/nonexistent/program", []) }
+        let pipe = Pipe()
+        // This process ignores SIGPIPE and blocks signals on its threads; the child must see neither.
+        signal(SIGUSR1, SIG_IGN)
+        defer { signal(SIGUSR1, SIG_DFL) }
+        let child = try ChildProcess.spawn("grep", ["-E", "^Sig(Blk|Ign)", "/proc/self/status"], output: pipe.fileHandleForWriting.fileDescriptor)
+        try pipe.fileHandleForWriting.close()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(child.waitBlocking() == 0)
+        #expect(output == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n", "\(output)")
+        // A group: the program and what it started end together.
+        let group = try ChildProcess.spawn("sh", ["-c", "sleep 60 & exec sleep 61"], ownGroup: true)
+        try await Task.sleep(for: .milliseconds(200))
+        group.signal(SIGTERM)
+        #expect(await group.wait() == 143)
+        // Nothing of the group is left running (a member that ended but was not reaped yet is not running).
+        func running() -> [String] {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            return entries.filter { $0.allSatisfy(\.isNumber) }.compactMap { pid -> String? in
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                      let close = stat.lastIndex(of: ")") else { return nil }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                return fields.count > 2 && fields[2] == "\(group.pid)" && fields[0] != "Z" ? pid : nil
+            }
+        }
+        for _ in 0..<50 where !running().isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(running().isEmpty, "nothing of the group is left")
+    }
+}
