@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 
 /// Test media made with ffmpeg at test time (testsrc2 video, sine audio); never committed.
 public enum TestMedia {
@@ -104,26 +105,24 @@ public enum ProcessRunner {
     }
 
     /// Runs `executable` with `arguments`, in this process's environment with `environment` added (secrets go
-    /// there rather than in the arguments, which any user of the machine can list).
+    /// there rather than in the arguments, which any user of the machine can list). The tool starts with a clean
+    /// signal mask (``ChildProcess``): one that inherited the test process's blocked signals would ignore SIGTERM.
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> Result {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
-        process.currentDirectoryURL = directory
         let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
+        let child = try ChildProcess.spawn(executable.path, arguments,
+                                           environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                           directory: directory?.path, input: ChildProcess.nullDevice,
+                                           output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        try out.fileHandleForWriting.close()
+        try err.fileHandleForWriting.close()
         // Read stderr on another thread so that neither pipe can fill up and block the child.
         let errorData = ErrorCollector()
         let reader = Thread { errorData.data = err.fileHandleForReading.readDataToEndOfFile() }
         reader.start()
         let output = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let status = child.waitBlocking()
         while !errorData.done { usleep(1000) }
-        return Result(status: process.terminationStatus, stdout: String(decoding: output, as: UTF8.self),
-                      stderr: String(decoding: errorData.data, as: UTF8.self))
+        return Result(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: String(decoding: errorData.data, as: UTF8.self))
     }
 
     private final class ErrorCollector: @unchecked Sendable {
