@@ -28,7 +28,8 @@ struct ServerStopTests {
             }
             let listening = port
             // Connected, so accepted by the kernel; most still wait in the server's queue when its task is cancelled.
-            let connections = try await TestMedia.offloaded { try (0..<64).map { _ in try RawConnection(port: listening, timeout: 30) }  // a loaded machine closes them late, not never }
+            // A loaded machine (the whole suite at once) closes them late, not never: a long read timeout.
+            let connections = try await TestMedia.offloaded { try (0..<64).map { _ in try RawConnection(port: listening, timeout: 30) } }
             task.cancel()
             _ = await task.result
             // Each is closed (an empty read at its end), none left hanging until the read timeout.
