@@ -113,6 +113,20 @@ public enum FMP4Writer {
                     w.u32(UInt32(track.width ?? 0) << 16)
                     w.u32(UInt32(track.height ?? 0) << 16)
                 }
+                // The track's place on the presentation timeline (a B-frame delay, AAC priming), as the input had it.
+                let edits = EditList.entries(presentationOffset: track.presentationOffset, movieTimescale: 1000, mediaTimescale: track.timescale)
+                if !edits.isEmpty {
+                    w.box("edts") { w in
+                        w.fullBox("elst", version: 1) { w in
+                            w.u32(UInt32(edits.count))
+                            for edit in edits {
+                                w.u64(edit.duration)
+                                w.u64(UInt64(bitPattern: edit.mediaTime))
+                                w.u16(1); w.u16(0)  // media_rate 1.0
+                            }
+                        }
+                    }
+                }
                 w.box("mdia") { w in
                     w.fullBox("mdhd") { w in
                         w.u32(0); w.u32(0); w.u32(track.timescale); w.u32(0)

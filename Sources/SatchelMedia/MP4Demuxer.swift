@@ -38,6 +38,8 @@ public enum MP4Demuxer {
                               fragments: [(box: MP4Box, bytes: [UInt8], source: SampleSource)]) throws(MediaError) -> [MediaTrack] {
         let bytes = moov.bytes
         let moovChildren = try moov.box.children(in: bytes)
+        var movieTimescale: UInt32 = 1000
+        if let mvhd = moovChildren.first("mvhd") { movieTimescale = try readMovieTimescale(mvhd, bytes) }
         var tracks: [MediaTrack] = []
         var defaults: [UInt32: TrackDefaults] = [:]
         if let mvex = moovChildren.first("mvex") {
@@ -51,7 +53,7 @@ public enum MP4Demuxer {
             }
         }
         for trak in moovChildren.all("trak") {
-            if var track = try readTrack(trak, bytes, source: moov.source) {
+            if var track = try readTrack(trak, bytes, source: moov.source, movieTimescale: movieTimescale) {
                 let fragmentDefaults = defaults[track.id] ?? TrackDefaults(duration: 0, size: 0, flags: 0)
                 track.samples += try fragmentSamples(fragments, trackID: track.id, defaults: fragmentDefaults,
                                                      startDTS: track.samples.last.map { $0.dts + Int64($0.duration) } ?? 0)
@@ -68,7 +70,7 @@ public enum MP4Demuxer {
         var flags: UInt32
     }
 
-    private static func readTrack(_ trak: MP4Box, _ bytes: [UInt8], source: SampleSource) throws(MediaError) -> MediaTrack? {
+    private static func readTrack(_ trak: MP4Box, _ bytes: [UInt8], source: SampleSource, movieTimescale: UInt32) throws(MediaError) -> MediaTrack? {
         let children = try trak.children(in: bytes)
         let tkhd = try children.required("tkhd", in: "trak")
         var (version, _, tkhdReader) = try tkhd.fullBoxReader(in: bytes)
@@ -86,7 +88,18 @@ public enum MP4Demuxer {
         }
         track.language = language
         track.samples = try SampleTable(stbl, bytes, fileSize: source.fileSize).samples(in: bytes, isAudio: track.kind == .audio, source: source)
+        if let edts = children.first("edts"), let elst = try edts.children(in: bytes).first("elst") {
+            track.presentationOffset = try EditList.presentationOffset(elst, bytes, movieTimescale: movieTimescale, mediaTimescale: timescale)
+        }
         return track
+    }
+
+    private static func readMovieTimescale(_ mvhd: MP4Box, _ bytes: [UInt8]) throws(MediaError) -> UInt32 {
+        var (version, _, reader) = try mvhd.fullBoxReader(in: bytes)
+        do {
+            try reader.skip(version == 1 ? 16 : 8)
+            return max(try reader.readUInt32(), 1)
+        } catch { throw .truncated("'mvhd'") }
     }
 
     private static func readMediaHeader(_ mdhd: MP4Box, _ bytes: [UInt8]) throws(MediaError) -> (UInt32, String?) {

@@ -76,6 +76,11 @@ public struct MediaTrack: Sendable {
     public var codecConfiguration: [UInt8]
     /// Samples in decode order.
     public var samples: [MediaSample]
+    /// Where the track's media times sit on the presentation timeline, in the track timescale: a sample presents at
+    /// `pts + presentationOffset`. An MP4 edit list says it (`-media_time`, plus any empty edit before it: a B-frame
+    /// delay, AAC priming); an MPEG-TS input's first timestamp is its zero. Every output keeps it, so audio and video
+    /// stay in sync: CMAF as an edit list, MPEG-TS in the timestamps.
+    public var presentationOffset: Int64 = 0
 
     /// Creates a track.
     public init(id: UInt32, codec: MediaCodec, timescale: UInt32, language: String? = nil, width: Int? = nil, height: Int? = nil,

@@ -38,6 +38,9 @@ public enum TSDemuxer {
             }
         }
         guard !tracks.isEmpty else { throw .unsupported("no H.264 or AAC stream in the transport stream") }
+        // The stream's first timestamp is its zero: every track keeps its place relative to the others.
+        let zero = tracks.compactMap { $0.samples.first?.dts }.min() ?? 0
+        for index in tracks.indices { tracks[index].presentationOffset = -zero }
         return tracks
     }
 

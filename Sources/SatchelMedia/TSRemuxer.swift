@@ -1,7 +1,8 @@
 /// Remuxes clear fragmented-MP4 samples (a DASH or CMAF segment read with its init segment) into one MPEG-2 TS
 /// segment: PAT and PMT first, then every sample of every track as a PES packet, interleaved by decode time.
-/// Timestamps are the samples' own (from `tfdt`) in 90 kHz units, shifted by ``timestampOffset`` as the packager's
-/// TS segments are, so a segment remuxed from a CMAF package carries the packets of the TS package of the same input.
+/// Timestamps are the samples' own (from `tfdt`) placed on the presentation timeline by the init segment's edit list
+/// (``MediaTrack/presentationOffset``), in 90 kHz units, shifted by ``timestampOffset`` as the packager's TS segments
+/// are, so a segment remuxed from a CMAF package carries the packets of the TS package of the same input.
 public enum TSRemuxer {
     /// Added to every timestamp (1.4 s) so that PCR and DTS stay positive.
     public static let timestampOffset: Int64 = 126_000
@@ -28,14 +29,14 @@ public enum TSRemuxer {
         while true {
             var pick: (track: Int, dts: Int64)?
             for (index, track) in ordered.enumerated() where next[index] < track.samples.count {
-                let dts = ticks90k(track.samples[next[index]].dts, timescale: track.timescale)
+                let dts = ticks90k(track.samples[next[index]].dts + track.presentationOffset, timescale: track.timescale)
                 if pick.map({ dts < $0.dts }) ?? true { pick = (index, dts) }
             }
             guard let (index, dts) = pick else { break }
             let track = ordered[index]
             let sample = track.samples[next[index]]
             next[index] += 1
-            let pts = ticks90k(sample.pts, timescale: track.timescale)
+            let pts = ticks90k(sample.pts + track.presentationOffset, timescale: track.timescale)
             muxer.pes(streams[index], pts: pts, dts: track.kind == .video ? dts : nil, parts: try formatters[index].clearParts(sample),
                       pcr: dts - 63_000, randomAccess: sample.isSync && track.kind == .video, into: &out)
         }

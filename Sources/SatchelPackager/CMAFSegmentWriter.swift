@@ -6,14 +6,20 @@ import SatchelProtection
 struct CMAFSegmentWriter {
     let track: MediaTrack
     let protection: FMP4Protection?
+    /// The package's decode-time zero, in this track's timescale: every track's decode times start from it, and
+    /// the init segment's edit list puts the track where the input had it on the presentation timeline.
+    private let origin: Int64
     private let cipher: CommonEncryption?
     private let lengthSize: Int
     private let sliceContext: H264SliceContext?
     private var nextIV: UInt64
     private var sequence: UInt32 = 0
 
-    init(track: MediaTrack, scheme: CommonEncryption.Scheme?, key: ContentKey?) throws(PackagerError) {
-        self.track = track
+    init(track: MediaTrack, origin: Int64, scheme: CommonEncryption.Scheme?, key: ContentKey?) throws(PackagerError) {
+        var placed = track
+        placed.presentationOffset = track.presentationOffset.addingReportingOverflow(origin).partialValue
+        self.track = placed
+        self.origin = origin
         if let scheme, let key {
             do {
                 let transform = try CommonEncryption(scheme: scheme, key: key.key, iv: key.iv)
@@ -70,7 +76,7 @@ struct CMAFSegmentWriter {
                                                   byteCount: size, iv: iv, subsamples: subsamples))
             position += size
         }
-        let base = UInt64(max(samples.first.map { $0.dts - (track.samples.first?.dts ?? 0) } ?? 0, 0))
+        let base = UInt64(max(samples.first.map { $0.dts - origin } ?? 0, 0))
         FMP4Writer.fragmentHeader(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: protection, into: &header)
         guard let cipher else { return length }
         position = 0

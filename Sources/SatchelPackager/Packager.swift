@@ -141,6 +141,14 @@ public struct Packager: Sendable {
         var outputBytes = 0
         var written: [String: Written] = [:]
         let buffers = BufferPool(count: 3)
+        // The package's decode-time zero: the earliest first decode time of all its tracks (in seconds, as a track's
+        // ticks), so every track starts at or after zero and keeps its place relative to the others.
+        var earliest: (dts: Int64, timescale: UInt32)?
+        for rendition in renditions {
+            guard let first = rendition.track.samples.first?.dts else { continue }
+            let seconds = Double(first) / Double(max(rendition.track.timescale, 1))
+            if earliest.map({ seconds < Double($0.dts) / Double(max($0.timescale, 1)) }) ?? true { earliest = (first, rendition.track.timescale) }
+        }
         for rendition in renditions {
             var segments: [HLSSegment] = []
             var peak = 0
@@ -148,13 +156,13 @@ public struct Packager: Sendable {
             let extension_ = options.format == .hlsTS ? "ts" : "m4s"
             var tsWriter: TSSegmentWriter?
             var cmafWriter: CMAFSegmentWriter?
-            let startDTS = rendition.track.samples.first?.dts ?? 0
+            let origin = earliest.map { EditList.converted($0.dts, from: $0.timescale, to: rendition.track.timescale) } ?? 0
             switch options.format {
             case .hlsTS:
-                tsWriter = try TSSegmentWriter(track: rendition.track, sampleAES: options.scheme == .sampleAES, firstDTS: startDTS)
+                tsWriter = try TSSegmentWriter(track: rendition.track, sampleAES: options.scheme == .sampleAES)
             case .cmaf:
                 let scheme: CommonEncryption.Scheme? = options.scheme == .cbcs ? .cbcs : options.scheme == .cenc ? .cenc : nil
-                let writer = try CMAFSegmentWriter(track: rendition.track, scheme: scheme, key: keys.first?.0)
+                let writer = try CMAFSegmentWriter(track: rendition.track, origin: origin, scheme: scheme, key: keys.first?.0)
                 let estimate = UInt32(clamping: Int(Double(rendition.track.byteCount * 8) / max(rendition.track.durationSeconds, 0.001)))
                 let initBytes = writer.initSegment(averageBitrate: estimate)
                 try directory.write(initBytes, to: "\(rendition.name)/init.mp4")

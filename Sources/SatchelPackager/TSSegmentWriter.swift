@@ -8,11 +8,9 @@ struct TSSegmentWriter {
     private let stream: TSStream
     private let track: MediaTrack
     private let formatter: TSSampleFormatter
-    private let firstDTS: Int64
 
-    init(track: MediaTrack, sampleAES: Bool, firstDTS: Int64) throws(PackagerError) {
+    init(track: MediaTrack, sampleAES: Bool) throws(PackagerError) {
         self.track = track
-        self.firstDTS = firstDTS
         do { formatter = try TSSampleFormatter(track: track) } catch {
             if case .unsupported = error { throw .invalidOptions("HEVC is not supported in MPEG-TS output; use --format cmaf") }
             throw .input(file: "track \(track.id)", reason: "\(error)")
@@ -38,9 +36,10 @@ struct TSSegmentWriter {
         let needed = samples.reduce(0) { $0 + $1.byteCount } * 105 / 100 + 4096
         if out.capacity < needed { out.reserveCapacity(needed + needed / 4) }
         for sample in samples {
-            // Timestamps relative to the first sample, as the CMAF segments' decode times are.
-            let dts = TSRemuxer.ticks90k(sample.dts - firstDTS, timescale: track.timescale)
-            let pts = TSRemuxer.ticks90k(sample.pts - firstDTS, timescale: track.timescale)
+            // Timestamps on the presentation timeline (the input's edit list applied), as a CMAF segment of the same
+            // package remuxed to TS would carry them: audio and video keep their place relative to each other.
+            let dts = TSRemuxer.ticks90k(sample.dts + track.presentationOffset, timescale: track.timescale)
+            let pts = TSRemuxer.ticks90k(sample.pts + track.presentationOffset, timescale: track.timescale)
             let parts: [ArraySlice<UInt8>]
             do {
                 switch (track.codec, sampleAES, formatter.avc, formatter.audioConfig) {
