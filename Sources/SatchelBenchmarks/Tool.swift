@@ -17,6 +17,19 @@ enum Tool {
         return child.waitBlocking() == 0 ? output : nil
     }
 
+    /// Runs `name` with `arguments` (output discarded); answers its wall time in seconds and its peak memory in MB;
+    /// throws when it fails.
+    static func measure(_ name: String, _ arguments: [String]) throws -> (seconds: Double, peakMB: Double) {
+        let start = Date()
+        let child: ChildProcess
+        do { child = try ChildProcess.spawn(name, arguments, output: ChildProcess.nullDevice, error: ChildProcess.nullDevice) } catch {
+            throw BenchmarkError(message: "\(name) cannot start: \(error.description)")
+        }
+        let (status, peak) = child.waitBlockingWithUsage()
+        guard status == 0 else { throw BenchmarkError(message: "\(name) failed (\(status))") }
+        return (Date().timeIntervalSince(start), Double(peak) / 1024)
+    }
+
     /// Runs `name` with `arguments` (output discarded); throws when it fails.
     static func run(_ name: String, _ arguments: [String]) throws {
         let child: ChildProcess

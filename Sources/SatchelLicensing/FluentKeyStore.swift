@@ -37,8 +37,9 @@ public struct FluentKeyStore: KeyStore {
         self.audit = AuditLog(database: database)
     }
 
-    /// Stores (or replaces) an asset's policy and keys.
-    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy) async throws(LicensingError) {
+    /// Stores (or replaces) an asset's policy and keys; a key ID another asset holds moves only with `reassign`.
+    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy,
+                           reassign: Bool) async throws(LicensingError) {
         guard !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("an asset ID is 1 to 200 bytes") }
         guard !keys.isEmpty else { throw .badRequest("no keys to import") }
         let policyText: String
@@ -49,6 +50,11 @@ public struct FluentKeyStore: KeyStore {
         cache.clear()
         do {
             try await database.transaction { db in
+                for (keyID, _, _) in sealed {
+                    if let held = try await KeyModel.find(keyID, on: db), held.assetID != assetID, !reassign {
+                        throw LicensingError.keyHeld(keyID: keyID, asset: held.assetID)
+                    }
+                }
                 if let existing = try await AssetModel.find(assetID, on: db) {
                     existing.fairPlayAssetID = fairPlayAssetID ?? assetID
                     existing.policy = policyText
@@ -67,6 +73,8 @@ public struct FluentKeyStore: KeyStore {
                     }
                 }
             }
+        } catch let error as LicensingError {
+            throw error
         } catch {
             throw .storage("import failed: \(String(describing: error).prefix(200))")
         }

@@ -19,10 +19,15 @@ public actor InMemoryKeyStore: KeyStore {
     /// An empty store.
     public init() {}
 
-    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy) throws(LicensingError) {
+    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy, reassign: Bool) throws(LicensingError) {
         guard !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("an asset ID is 1 to 200 bytes") }
         guard !keys.isEmpty else { throw .badRequest("no keys to import") }
         let moved = Set(keys.map(\.keyID))
+        if !reassign, let (holder, key) = assets.lazy.compactMap({ id, asset in
+            id == assetID ? nil : asset.keys.first { moved.contains($0.keyID) }.map { (id, $0) }
+        }).first {
+            throw .keyHeld(keyID: key.keyID.hex, asset: holder)
+        }
         for (id, asset) in assets where id != assetID {
             assets[id]?.keys = asset.keys.filter { !moved.contains($0.keyID) }  // a key belongs to one asset
         }

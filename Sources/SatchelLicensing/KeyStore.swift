@@ -61,8 +61,9 @@ public struct AuditFilter: Sendable, Equatable {
 /// with the key-encryption key; ``InMemoryKeyStore`` keeps them in memory (tests, tools). Every method fails
 /// with a ``LicensingError``: `unknownAsset` for what is not there, `storage` when the store fails.
 public protocol KeyStore: Sendable {
-    /// Stores (or replaces) an asset's policy and keys.
-    func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy) async throws(LicensingError)
+    /// Stores (or replaces) an asset's policy and keys. A key ID another asset holds is refused
+    /// (``LicensingError/keyHeld(keyID:asset:)``) unless `reassign`, which moves it.
+    func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy, reassign: Bool) async throws(LicensingError)
     /// Every key with its asset and policy (no key material), by asset.
     func list() async throws(LicensingError) -> [KeySummary]
     /// Deletes an asset (and its keys), or a single key by its key ID. False when nothing matched.
@@ -90,5 +91,12 @@ extension KeyStore {
     /// The last `limit` issued licenses, newest first.
     public func licenses(limit: Int) async throws(LicensingError) -> [IssuedLicense] {
         try await licenses(matching: AuditFilter(), limit: limit)
+    }
+}
+
+extension KeyStore {
+    /// ``importKeys(_:assetID:fairPlayAssetID:policy:reassign:)`` refusing key IDs another asset holds.
+    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy) async throws(LicensingError) {
+        try await importKeys(keys, assetID: assetID, fairPlayAssetID: fairPlayAssetID, policy: policy, reassign: false)
     }
 }

@@ -8,7 +8,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         switch self {
         case .missingEntitlement, .invalidEntitlement: return 401
         case .notEntitled, .policyDenied, .deviceDisabled: return 403
-        case .replayed: return 409
+        case .replayed, .keyHeld: return 409
         case .unknownAsset: return 404
         case .badRequest, .clockSkew: return 400
         case .configuration, .storage: return 500
@@ -32,6 +32,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
     /// A signed device request is dated too far from the server's time (ahead or behind): the device should date
     /// its requests by the server's signed time (`GET /time`).
     case clockSkew(String)
+    /// A key ID being imported for one asset is held by another (a key belongs to one asset): moved only when asked.
+    case keyHeld(keyID: String, asset: String)
     /// The operator disabled the device: it gets no new license and no renewal until enabled again.
     case deviceDisabled
     /// The configuration is unusable (KEK, database, JWKS).
@@ -50,6 +52,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .badRequest: return "bad-request"
         case .replayed: return "replayed-request"
         case .clockSkew: return "clock-skew"
+        case .keyHeld: return "key-held"
         case .deviceDisabled: return "device-disabled"
         case .configuration: return "configuration"
         case .storage: return "storage"
@@ -66,6 +69,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case let .badRequest(reason): return "bad request: \(reason)"
         case let .replayed(reason): return "replayed request: \(reason)"
         case let .clockSkew(reason): return "the request's time is not the server's: \(reason)"
+        case let .keyHeld(keyID, asset): return "key \(keyID) belongs to asset \(asset.prefix(200)): import it there, or move it with --reassign"
         case .deviceDisabled: return "this device has been disabled by the operator: it gets no new license or renewal"
         case let .configuration(reason): return "configuration: \(reason)"
         case let .storage(reason): return "key store: \(reason)"

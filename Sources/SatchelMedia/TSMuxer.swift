@@ -31,7 +31,24 @@ public struct TSStream: Sendable, Equatable {
 
 /// Writes MPEG-2 transport stream packets (ISO/IEC 13818-1): PAT, PMT and PES.
 ///
-/// Continuity counters live in the muxer, so one muxer per rendition keeps them running across segments.
+/// Where a rendition's transport packets stand between two segments: the next continuity counter of each PID, and
+/// whether the next segment does not follow the last one written (its first packet of each PID then says so with the
+/// discontinuity indicator, so a player expects the jump).
+public struct TSContinuity: Sendable, Equatable {
+    /// The last continuity counter written on each PID.
+    public var counters: [UInt16: UInt8]
+    /// The next packets start a discontinuity.
+    public var discontinuity: Bool
+
+    /// A fresh start (no counters yet), with or without a discontinuity.
+    public init(counters: [UInt16: UInt8] = [:], discontinuity: Bool = false) {
+        self.counters = counters
+        self.discontinuity = discontinuity
+    }
+}
+
+/// Continuity counters live in the muxer, so one muxer per rendition keeps them running across segments (or a
+/// ``TSContinuity`` carried from one muxer to the next).
 public struct TSMuxer: Sendable {
     /// Size of a TS packet.
     public static let packetSize = 188
@@ -43,12 +60,19 @@ public struct TSMuxer: Sendable {
     /// The PID that carries the PCR.
     public let pcrPID: UInt16
     private var continuity: [UInt16: UInt8] = [:]
+    /// PIDs whose next packet carries the discontinuity indicator.
+    private var discontinuous: Set<UInt16> = []
 
-    /// A muxer for `streams`; the first stream carries the PCR.
-    public init(streams: [TSStream]) {
+    /// A muxer for `streams`; the first stream carries the PCR. Its counters go on from `continuity`.
+    public init(streams: [TSStream], continuity: TSContinuity = TSContinuity()) {
         self.streams = streams
         self.pcrPID = streams.first?.pid ?? 0x100
+        self.continuity = continuity.counters
+        if continuity.discontinuity { discontinuous = Set([0, Self.pmtPID] + streams.map(\.pid)) }
     }
+
+    /// Where the counters stand now (for the next segment of the rendition).
+    public var state: TSContinuity { TSContinuity(counters: continuity) }
 
     /// PAT and PMT packets; write them at the start of every segment.
     public mutating func tables() -> [UInt8] {
@@ -81,7 +105,12 @@ public struct TSMuxer: Sendable {
         var packet = ByteWriter(capacity: Self.packetSize)
         packet.writeUInt8(0x47)
         packet.writeUInt16(0x4000 | pid)
-        packet.writeUInt8(0x10 | nextContinuity(pid))
+        if discontinuous.remove(pid) != nil {
+            packet.writeUInt8(0x30 | nextContinuity(pid))
+            packet.writeBytes([1, 0x80])  // an adaptation field with the discontinuity indicator
+        } else {
+            packet.writeUInt8(0x10 | nextContinuity(pid))
+        }
         packet.writeUInt8(0)  // pointer_field
         packet.writeBytes(section.bytes.prefix(Self.packetSize - 5))
         packet.writeBytes(repeatElement(0xFF, count: max(Self.packetSize - packet.count, 0)))
@@ -129,8 +158,9 @@ public struct TSMuxer: Sendable {
         out.reserveCapacity(out.count + (total / 184 + 2) * Self.packetSize)
         while offset < total {
             var adaptation: [UInt8] = []
-            if first && (pcr != nil || randomAccess) {
-                var flags: UInt8 = randomAccess ? 0x40 : 0
+            let discontinuity = first && discontinuous.remove(stream.pid) != nil
+            if first && (pcr != nil || randomAccess || discontinuity) {
+                var flags: UInt8 = (randomAccess ? 0x40 : 0) | (discontinuity ? 0x80 : 0)
                 var fields: [UInt8] = []
                 if let pcr, stream.pid == pcrPID {
                     flags |= 0x10

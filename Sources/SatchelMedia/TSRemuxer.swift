@@ -9,6 +9,13 @@ public enum TSRemuxer {
 
     /// One TS segment holding the samples of `tracks` (at most one video track; it carries the PCR).
     public static func segment(_ tracks: [MediaTrack]) throws(MediaError) -> [UInt8] {
+        var continuity = TSContinuity()
+        return try segment(tracks, continuity: &continuity)
+    }
+
+    /// ``segment(_:)`` with its continuity counters going on from `continuity` (the rendition's previous segment),
+    /// which then holds where they stand for the next one.
+    public static func segment(_ tracks: [MediaTrack], continuity: inout TSContinuity) throws(MediaError) -> [UInt8] {
         let ordered = tracks.filter { $0.kind == .video } + tracks.filter { $0.kind != .video }
         guard ordered.filter({ $0.kind == .video }).count <= 1 else { throw .unsupported("more than one video track in one segment") }
         var formatters: [TSSampleFormatter] = []
@@ -21,7 +28,7 @@ public enum TSRemuxer {
             formatters.append(formatter)
             streams.append(stream)
         }
-        var muxer = TSMuxer(streams: streams)
+        var muxer = TSMuxer(streams: streams, continuity: continuity)
         var out = muxer.tables()
         out.reserveCapacity(ordered.reduce(0) { $0 + $1.byteCount } * 105 / 100 + 4096)
         // Merge the tracks by decode time (in 90 kHz units; video first on a tie).
@@ -40,6 +47,7 @@ public enum TSRemuxer {
             muxer.pes(streams[index], pts: pts, dts: track.kind == .video ? dts : nil, parts: try formatters[index].clearParts(sample),
                       pcr: dts - 63_000, randomAccess: sample.isSync && track.kind == .video, into: &out)
         }
+        continuity = muxer.state
         return out
     }
 

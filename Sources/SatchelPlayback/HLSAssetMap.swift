@@ -28,6 +28,10 @@ public struct HLSAssetMap: Sendable {
     public var listed: Set<String> = []
     /// The init segments of protected segments (their sample entries are protected too).
     public var protectedInitSegments: Set<String> = []
+    /// Each media segment's init segment (`EXT-X-MAP`), protected or not.
+    public var initSegmentOf: [String: String] = [:]
+    /// Each media segment's playlist and media sequence number (a rendition's segments follow each other in it).
+    public var position: [String: (playlist: String, sequence: Int64)] = [:]
     /// At most this many playlists are followed.
     public static let maximumPlaylists = 500
 
@@ -71,7 +75,13 @@ public struct HLSAssetMap: Sendable {
             }
             if let declared = segment.map { initSegment = Self.resolve(declared.uri, from: path) }
             if let initSegment { listed.insert(initSegment) }
-            if let segmentPath = Self.resolve(segment.uri, from: path) { listed.insert(segmentPath) }
+            if let segmentPath = Self.resolve(segment.uri, from: path) {
+                listed.insert(segmentPath)
+                if position[segmentPath] == nil {
+                    position[segmentPath] = (path, Int64(clamping: playlist.mediaSequence).addingReportingOverflow(Int64(index)).partialValue)
+                }
+                if let initSegment { initSegmentOf[segmentPath] = initSegment }
+            }
             guard let key, let segmentPath = Self.resolve(segment.uri, from: path), segments[segmentPath] == nil else { continue }
             let iv: [UInt8]
             if let written = key.iv {
@@ -84,6 +94,20 @@ public struct HLSAssetMap: Sendable {
             }
             if let initSegment { protectedInitSegments.insert(initSegment) }
             segments[segmentPath] = SegmentProtection(method: key.method, keyURI: key.uri, iv: iv, ivFromTag: key.iv != nil, map: initSegment)
+        }
+    }
+
+    /// The init segments no key tag protects: their own sample entries may still say they are (a CMAF package
+    /// whose playlists carry no key tag, as a packager writes for raw keys).
+    public var unsignalledInitSegments: Set<String> { Set(initSegmentOf.values).subtracting(protectedInitSegments) }
+
+    /// Marks every segment of `initSegment` protected with `scheme`, as its sample entries say (`cbcs` is
+    /// SAMPLE-AES, `cenc` SAMPLE-AES-CTR), when no key tag did.
+    public mutating func markProtected(initSegment: String, scheme: CommonEncryption.Scheme) {
+        protectedInitSegments.insert(initSegment)
+        for (segment, map) in initSegmentOf where map == initSegment && segments[segment] == nil {
+            segments[segment] = SegmentProtection(method: scheme == .cbcs ? "SAMPLE-AES" : "SAMPLE-AES-CTR", keyURI: nil,
+                                                  iv: [UInt8](repeating: 0, count: 16), ivFromTag: false, map: initSegment)
         }
     }
 

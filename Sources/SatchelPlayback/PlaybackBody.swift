@@ -9,6 +9,7 @@ import Hummingbird
 import NIOCore
 import NIOFoundationCompat
 import SatchelHTTP
+import SatchelMedia
 import SatchelProtection
 import SatchelSystem
 
@@ -26,7 +27,8 @@ enum PlaybackBody: Sendable {
     /// The clear form of a stored SAMPLE-AES MPEG-TS segment, re-muxed PES packet by PES packet as it is read:
     /// `head` (the clear bytes of the part already read, up to `from`), then the rest; its length is known only at
     /// the end (sent chunked). A failure mid-way is given to `failed` (the answer ends short).
-    case clearTS(ConfinedFile, transport: SampleAESTransport, from: Int64, head: [UInt8], failed: @Sendable (String) async -> Void)
+    case clearTS(ConfinedFile, transport: SampleAESTransport, from: Int64, head: [UInt8], done: @Sendable (TSContinuity) -> Void,
+                 failed: @Sendable (String) async -> Void)
     /// A file arriving from the origin, sent on as it arrives.
     case origin(OriginFeed)
     /// Nothing (an empty file).
@@ -50,7 +52,7 @@ enum PlaybackBody: Sendable {
             try await FileBody.write(file, range: range, to: &writer, on: channel)
         case let .origin(feed):
             try await feed.write(to: &writer)
-        case let .clearTS(file, transport, from, head, failed):
+        case let .clearTS(file, transport, from, head, done, failed):
             var transport = transport
             let (path, size) = (file.name, file.size)
             var offset = from
@@ -63,6 +65,7 @@ enum PlaybackBody: Sendable {
                     if !clear.isEmpty { try await writer.write(ByteBuffer(bytes: clear)) }
                 }
                 try await writer.write(ByteBuffer(bytes: try Self.clearing(path) { () throws(ProtectionError) in try transport.finish() }))
+                done(transport.continuity)
             } catch let PlaybackError.invalidContent(reason) {
                 await failed(reason)
                 throw PlaybackError.invalidContent(reason)

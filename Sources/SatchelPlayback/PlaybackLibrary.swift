@@ -60,6 +60,9 @@ public struct PlayableAsset: Sendable {
     public var sourceURL: URL?
     /// Fetches the entry again (an online DASH source whose MPD is dynamic); nil: it does not change.
     public var reloadEntry: (@Sendable () async throws(PlaybackError) -> String)?
+    /// The asset ID the license server knows the content by, when it is not the asset's own (a download added with
+    /// `--license-asset`): its rights are the session's.
+    public var licenseAsset: String?
 
     /// Creates a playable asset.
     public init(folder: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],
@@ -140,8 +143,10 @@ public struct DownloadLibrary: PlaybackLibrary {
         // The playlists come from the plan (written to disk only once the download starts): an asset plays as soon
         // as it is added.
         let manifests = Dictionary(asset.plan.manifests.map { ($0.path, $0.text) }) { first, _ in first }
-        return PlayableAsset(folder: store.root + "/" + assetID, entry: asset.plan.mainPath, manifests: manifests, origin: Self.origin(of: asset.plan),
-                             originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
+        var playable = PlayableAsset(folder: store.root + "/" + assetID, entry: asset.plan.mainPath, manifests: manifests, origin: Self.origin(of: asset.plan),
+                                     originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
+        playable.licenseAsset = asset.options.license?.assetID
+        return playable
     }
 
     /// Every file of a plan, by its path in the asset, with where it is on the origin.

@@ -132,7 +132,14 @@ extension PlaybackProxy {
                     merged.append(track)
                 }
             }
-            do { return try TSRemuxer.segment(merged) } catch { throw .invalidContent("\(file) cannot be carried in MPEG-2 TS: \(error)") }
+            // The rendition's counters go on from its previous segment (a seek says so).
+            let rendition = String(file.split(separator: "/").dropLast().joined(separator: "/")), sequence = Int64(clamping: segment.sequence)
+            var continuity = session.continuity.start(rendition, sequence: sequence)
+            do {
+                let bytes = try TSRemuxer.segment(merged, continuity: &continuity)
+                session.continuity.end(rendition, sequence: sequence, continuity)
+                return bytes
+            } catch { throw .invalidContent("\(file) cannot be carried in MPEG-2 TS: \(error)") }
         }
     }
 

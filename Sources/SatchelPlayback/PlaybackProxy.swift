@@ -131,10 +131,13 @@ public actor PlaybackProxy {
     }
 
     /// Opens a session for an asset of the library: its window must allow playback and, when it is protected,
-    /// its rights must be `valid` (the agent registers the first use). Answers the URL of its entry point.
-    public func open(asset assetID: String) async throws(PlaybackError) -> String {
+    /// its rights must be `valid` (the agent registers the first use). The rights are those of `licenseAsset`, else
+    /// of the asset the library says it was licensed as, else of `assetID`. Answers the URL of its entry point.
+    public func open(asset assetID: String, licenseAsset: String? = nil) async throws(PlaybackError) -> String {
         let port = try await start()
-        let asset = try await library.openForPlayback(assetID)
+        var asset = try await library.openForPlayback(assetID)
+        if let licenseAsset { asset.licenseAsset = licenseAsset }
+        let rightsAsset = asset.licenseAsset ?? assetID
         let entryText = try Self.playlist(asset.entry, of: asset)
         var map = HLSAssetMap(playlists: [asset.entry], segments: [:])
         var transcript: HLSTranscript?
@@ -145,13 +148,19 @@ public actor PlaybackProxy {
             if configuration.mode == .decrypt { transcript = made }
         } else {
             map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in try Self.playlist(path, of: asset) }
+            // Protection is what the init segments say, not only the key tags: a CMAF package without key tags is
+            // encrypted all the same, and its segments are made clear (or the session refused), never passed on.
+            for initSegment in map.unsignalledInitSegments.sorted() {
+                guard let bytes = try? await initSegmentBytes(initSegment, of: asset), let scheme = FMP4Decryptor.scheme(ofInitSegment: bytes) else { continue }
+                map.markProtected(initSegment: initSegment, scheme: scheme)
+            }
         }
         let isProtected = map.isProtected || (keepsManifest && HLSTranscript.declaresProtection(entryText))
         var keys: [PlaybackKey] = []
         if isProtected {
             // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
             guard let rights else { throw .notPlayable(.noRights) }
-            let opened = try await rights.playbackKeys(asset: assetID)
+            let opened = try await rights.playbackKeys(asset: rightsAsset)
             if configuration.mode == .decrypt { keys = opened }
         }
         var forwarding: KeyForwarding?
@@ -179,6 +188,16 @@ public actor PlaybackProxy {
     static func encodedPath(_ path: String) -> String {
         let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/")
         return path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path
+    }
+
+    /// An init segment of `asset` read before its session exists: from disk, else from the origin (at most 1 MiB).
+    private func initSegmentBytes(_ path: String, of asset: PlayableAsset) async throws(PlaybackError) -> [UInt8] {
+        if let local = try asset.openLocal(path) {
+            guard local.size <= 1 << 20 else { throw .invalidContent("\(path) is larger than an init segment") }
+            return try Self.read(local)
+        }
+        guard let remote = asset.origin[path] else { throw .notFound }
+        return try await origin.fetch(remote, headers: asset.originHeaders, limit: 1 << 20)
     }
 
     /// Closes the session whose URL is `url` (its token stops working at once).
@@ -256,8 +275,12 @@ public actor PlaybackProxy {
             if let protection, protection.method == "SAMPLE-AES", protection.map == nil, range == nil {
                 // SAMPLE-AES MPEG-TS: streamed from disk, re-muxed PES packet by PES packet.
                 let (key, iv) = try Self.sampleAESKey(session, protection)
+                let (rendition, sequence) = session.map.position[file] ?? (file, 0)
+                let ledger = session.continuity
                 return try await reportingInvalid(file, session) { () throws(PlaybackError) -> PlaybackResponse in
-                    try PlaybackResponse.clearingTransport(local, key: key, iv: iv, contentType: contentType) { [weak self] reason in
+                    try PlaybackResponse.clearingTransport(local, key: key, iv: iv, contentType: contentType,
+                                                           continuity: ledger.start(rendition, sequence: sequence),
+                                                           done: { ledger.end(rendition, sequence: sequence, $0) }) { [weak self] reason in
                         await self?.reportInvalid(session.token, path: file, reason: reason)
                     }
                 }
@@ -318,7 +341,7 @@ public actor PlaybackProxy {
     /// Rights are checked again before every segment: ended rights stop the session's media (event once).
     nonisolated func checkRights(_ session: PlaybackSession) async throws(PlaybackError) {
         guard let rights, session.isProtected else { return }
-        let status = try await rights.playbackStatus(asset: session.assetID)
+        let status = try await rights.playbackStatus(asset: session.asset.licenseAsset ?? session.assetID)
         guard status == .valid else {
             _ = await end(session.token, status: status)
             throw .notPlayable(status)
@@ -394,7 +417,11 @@ public actor PlaybackProxy {
                     return try Self.cipher(session, protection).decrypt(bytes, iv: protection.iv)
                 case ("SAMPLE-AES", nil):
                     let (key, iv) = try Self.sampleAESKey(session, protection)
-                    return try SampleAESTransport.decrypt(bytes, key: key, iv: iv)
+                    let (rendition, sequence) = session.map.position[file] ?? (file, 0)
+                    var continuity = session.continuity.start(rendition, sequence: sequence)
+                    let clear = try SampleAESTransport.decrypt(bytes, key: key, iv: iv, continuity: &continuity)
+                    session.continuity.end(rendition, sequence: sequence, continuity)
+                    return clear
                 case let ("SAMPLE-AES", decryptor?), let ("SAMPLE-AES-CTR", decryptor?):
                     return try decryptor.clearSegment(bytes, key: try Self.key(session.keys, of: decryptor))
                 default:

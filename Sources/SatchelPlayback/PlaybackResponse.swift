@@ -1,6 +1,7 @@
 import Foundation
 import SatchelBytes
 import SatchelHTTP
+import SatchelMedia
 import SatchelProtection
 import SatchelSystem
 
@@ -77,20 +78,23 @@ struct PlaybackResponse: Sendable {
     /// clear before the answer starts, so a segment whose tables or first media do not decrypt is refused with an
     /// error status; a segment read whole in that stretch is sent with its length, a longer one chunked (its clear
     /// size is known only at the end).
-    static func clearingTransport(_ file: ConfinedFile, key: SecretBytes, iv: [UInt8], contentType: String,
+    /// Its packets' continuity counters go on from `continuity`; `done` gets where they end once it is through.
+    static func clearingTransport(_ file: ConfinedFile, key: SecretBytes, iv: [UInt8], contentType: String, continuity: TSContinuity,
+                                  done: @escaping @Sendable (TSContinuity) -> Void,
                                   failed: @escaping @Sendable (String) async -> Void) throws(PlaybackError) -> PlaybackResponse {
         let stored = file.size
         let path = file.name
         let first = Array(try file.segment(Int(min(stored, Int64(PlaybackBody.transportChunk))), at: 0).readableBytesView)
         var transport: SampleAESTransport
-        do { transport = try SampleAESTransport(key: key, iv: iv) } catch { throw .invalidContent("the key does not fit: \(error)") }
+        do { transport = try SampleAESTransport(key: key, iv: iv, continuity: continuity) } catch { throw .invalidContent("the key does not fit: \(error)") }
         var head = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.clear(first[...]) }
         let read = Int64(first.count)
         guard read < stored else {
             head += try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.finish() }
+            done(transport.continuity)
             return PlaybackResponse(body: .bytes(head), contentType: contentType, range: nil, size: Int64(head.count))
         }
-        return PlaybackResponse(body: .clearTS(file, transport: transport, from: read, head: head, failed: failed),
+        return PlaybackResponse(body: .clearTS(file, transport: transport, from: read, head: head, done: done, failed: failed),
                                 contentType: contentType, range: nil, size: nil)
     }
 

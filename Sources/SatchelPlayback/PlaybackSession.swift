@@ -1,6 +1,7 @@
 import Foundation
 import SatchelAgent
 import SatchelBytes
+import SatchelMedia
 import SatchelProtection
 import SatchelSystem
 
@@ -38,6 +39,8 @@ struct PlaybackSession: Sendable {
     let decryptors = SessionCache<FMP4Decryptor>()
     /// The init segments of a transcribed DASH source, clear, each read once.
     let initSegments = SessionCache<TranscriptInitSegment>()
+    /// Where each rendition's transport stream stands between the segments the proxy makes of it.
+    let continuity = ContinuityLedger()
 
     static func makeToken() -> String { Base64URL.encode(SecureRandom.bytes(32)) }
 
@@ -47,6 +50,30 @@ struct PlaybackSession: Sendable {
         let uri = (keyURI ?? "").lowercased().replacingOccurrences(of: "-", with: "")
         if let named = keys.first(where: { uri.contains($0.keyID.lowercased()) }) { return named }
         return keys.count == 1 ? keys.first : nil
+    }
+}
+
+/// Where each rendition's MPEG-TS stands between the segments the proxy makes (SAMPLE-AES made clear, DASH and
+/// Smooth remuxed): a segment that follows the last one made of its rendition carries the continuity counters on;
+/// one that does not (a seek) starts them again and says so with the discontinuity indicator. So a player that
+/// plays through sees no continuity error, and one that jumps is told.
+final class ContinuityLedger: Sendable {
+    private let last = Locked<[String: (sequence: Int64, continuity: TSContinuity)]>([:])
+
+    /// Where segment `sequence` of `rendition` starts.
+    func start(_ rendition: String, sequence: Int64) -> TSContinuity {
+        last.withLock { table in
+            guard let previous = table[rendition] else { return TSContinuity() }
+            return previous.sequence &+ 1 == sequence ? previous.continuity : TSContinuity(discontinuity: true)
+        }
+    }
+
+    /// Segment `sequence` of `rendition` was made, its counters ending at `continuity`.
+    func end(_ rendition: String, sequence: Int64, _ continuity: TSContinuity) {
+        last.withLock { table in
+            if table[rendition] == nil, table.count >= 1000 { table.removeAll() }
+            table[rendition] = (sequence, TSContinuity(counters: continuity.counters))
+        }
     }
 }
 

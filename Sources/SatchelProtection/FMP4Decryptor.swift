@@ -13,6 +13,12 @@ public struct FMP4Decryptor: Sendable {
     public let constantIV: [UInt8]?
     /// True for a video track (pattern encryption applies in cbcs).
     public let isVideo: Bool
+    /// The sample entries (1-based, as `tfhd` names them) that are protected. A track with a clear lead has a clear
+    /// entry beside the protected one, and the fragments of its first seconds name the clear one: they hold no
+    /// encrypted sample.
+    public let protectedEntries: Set<UInt32>
+    /// The sample entry a fragment uses when its `tfhd` names none (the init segment's `trex`).
+    public let defaultEntry: UInt32
 
     /// Settings given directly (a track without an init segment: a Smooth Streaming fragment's, from its manifest).
     public init(scheme: CommonEncryption.Scheme, keyID: KeyID, perSampleIVSize: Int, constantIV: [UInt8]? = nil, isVideo: Bool) {
@@ -21,9 +27,12 @@ public struct FMP4Decryptor: Sendable {
         self.perSampleIVSize = perSampleIVSize
         self.constantIV = constantIV
         self.isVideo = isVideo
+        protectedEntries = [1]
+        defaultEntry = 1
     }
 
-    /// Reads the protection settings of the (single) track of `initSegment`.
+    /// Reads the protection settings of the (single) track of `initSegment`: its protected sample entry (among
+    /// clear ones, for a clear lead), and which entries are protected.
     public init(initSegment bytes: [UInt8]) throws(ProtectionError) {
         do {
             let top = try MP4Box.children(of: bytes, in: 0..<bytes.count)
@@ -32,9 +41,14 @@ public struct FMP4Decryptor: Sendable {
                   let mdia = try trak.children(in: bytes).first("mdia"),
                   let minf = try mdia.children(in: bytes).first("minf"),
                   let stbl = try minf.children(in: bytes).first("stbl"),
-                  let stsd = try stbl.children(in: bytes).first("stsd"),
-                  let entry = try stsd.children(in: bytes, skip: 8).first else { throw ProtectionError.malformed("init segment has no sample entry") }
-            guard entry.type == "encv" || entry.type == "enca" else { throw ProtectionError.malformed("track is not encrypted ('\(entry.type)')") }
+                  let stsd = try stbl.children(in: bytes).first("stsd") else { throw ProtectionError.malformed("init segment has no sample entry") }
+            let entries = try stsd.children(in: bytes, skip: 8)
+            guard !entries.isEmpty else { throw ProtectionError.malformed("init segment has no sample entry") }
+            let protected = entries.indices.filter { entries[$0].type == "encv" || entries[$0].type == "enca" }
+            guard let first = protected.first else { throw ProtectionError.malformed("track is not encrypted ('\(entries[0].type)')") }
+            let entry = entries[first]
+            protectedEntries = Set(protected.map { UInt32($0 + 1) })
+            defaultEntry = try Self.defaultEntry(moov, bytes)
             isVideo = entry.type == "encv"
             let skip = isVideo ? 78 : 28
             guard let sinf = try entry.children(in: bytes, skip: skip).first("sinf") else { throw ProtectionError.malformed("no 'sinf'") }
@@ -56,6 +70,27 @@ public struct FMP4Decryptor: Sendable {
         } catch {
             throw .malformed("init segment: \(error)")
         }
+    }
+
+    /// The `trex` default sample description index of the init segment's `moov` (1 when it gives none).
+    private static func defaultEntry(_ moov: MP4Box, _ bytes: [UInt8]) throws -> UInt32 {
+        guard let mvex = try moov.children(in: bytes).first("mvex"), let trex = try mvex.children(in: bytes).first("trex") else { return 1 }
+        var (_, _, reader) = try trex.fullBoxReader(in: bytes)
+        _ = try reader.readUInt32()  // track_ID
+        return max(try reader.readUInt32(), 1)
+    }
+
+    /// The protection scheme of `initSegment`'s track, nil when it is clear (or not an init segment this reads).
+    public static func scheme(ofInitSegment bytes: [UInt8]) -> CommonEncryption.Scheme? {
+        (try? FMP4Decryptor(initSegment: bytes))?.scheme
+    }
+
+    /// The sample entry a `traf`'s `tfhd` names, or `defaultEntry`.
+    func entry(of tfhd: MP4Box, _ bytes: [UInt8]) throws -> UInt32 {
+        var (_, flags, reader) = try tfhd.fullBoxReader(in: bytes)
+        _ = try reader.readUInt32()  // track_ID
+        if flags & 0x01 != 0 { _ = try reader.readUInt64() }
+        return flags & 0x02 != 0 ? try reader.readUInt32() : defaultEntry
     }
 
     /// Decrypts every sample of a media segment in place and returns the segment bytes.
@@ -106,6 +141,8 @@ public struct FMP4Decryptor: Sendable {
             for traf in try moof.children(in: bytes).all("traf") {
                 let children = try traf.children(in: bytes)
                 guard let trun = children.first("trun") else { continue }
+                // A fragment of the clear lead names a clear sample entry: nothing in it is encrypted.
+                if let tfhd = children.first("tfhd"), !protectedEntries.contains(try entry(of: tfhd, bytes)) { continue }
                 let (sizes, dataOffset) = try Self.sampleSizes(trun, bytes)
                 let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == Self.piffSampleEncryption }
                 let entries = try encryption.map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, bytes, count: sizes.count) } ?? []

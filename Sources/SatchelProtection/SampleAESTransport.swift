@@ -14,19 +14,34 @@ public struct SampleAESTransport: Sendable {
     private var muxer: TSMuxer?
     /// The stored stream type of each PID the clear PMT declares.
     private var kinds: [UInt16: UInt8] = [:]
+    /// Where the clear packets' continuity counters start (the rendition's previous segment made clear).
+    private let starting: TSContinuity
+    /// Where the counters stand once the segment is through (``finish()``): the next segment goes on from here.
+    public private(set) var continuity: TSContinuity
 
-    /// A transformer for one segment; `iv` is the key tag's IV (SAMPLE-AES restarts it at every NAL and every frame).
-    public init(key: SecretBytes, iv: [UInt8]) throws(ProtectionError) {
+    /// A transformer for one segment; `iv` is the key tag's IV (SAMPLE-AES restarts it at every NAL and every frame);
+    /// the clear packets' continuity counters go on from `continuity`.
+    public init(key: SecretBytes, iv: [UInt8], continuity: TSContinuity = TSContinuity()) throws(ProtectionError) {
         transform = try SampleAES(key: key, iv: iv)
+        starting = continuity
+        self.continuity = continuity
     }
 
-    /// The clear segment, all at once.
-    public static func decrypt(_ segment: [UInt8], key: SecretBytes, iv: [UInt8]) throws(ProtectionError) -> [UInt8] {
+    /// The clear segment, all at once, and where its counters end.
+    public static func decrypt(_ segment: [UInt8], key: SecretBytes, iv: [UInt8],
+                               continuity: inout TSContinuity) throws(ProtectionError) -> [UInt8] {
         guard segment.count >= TSMuxer.packetSize else { throw .malformed("transport stream: MPEG-TS shorter than one packet") }
-        var transport = try SampleAESTransport(key: key, iv: iv)
+        var transport = try SampleAESTransport(key: key, iv: iv, continuity: continuity)
         var out = try transport.clear(segment[...])
         out += try transport.finish()
+        continuity = transport.continuity
         return out
+    }
+
+    /// The clear segment, all at once (counters from zero).
+    public static func decrypt(_ segment: [UInt8], key: SecretBytes, iv: [UInt8]) throws(ProtectionError) -> [UInt8] {
+        var continuity = TSContinuity()
+        return try decrypt(segment, key: key, iv: iv, continuity: &continuity)
     }
 
     /// The clear bytes of every PES packet that `piece` (the next bytes of the stored segment) completes.
@@ -42,6 +57,7 @@ public struct SampleAESTransport: Sendable {
         do { packets = try reader.finish() } catch { throw .malformed("transport stream: \(error)") }
         var out = try write(packets)
         if muxer == nil { out += try start() }
+        if let muxer { continuity = muxer.state }
         return out
     }
 
@@ -59,7 +75,7 @@ public struct SampleAESTransport: Sendable {
             kinds[pid] = type
         }
         guard !clearStreams.isEmpty else { throw .malformed("the transport stream declares no elementary stream") }
-        var muxer = TSMuxer(streams: clearStreams)
+        var muxer = TSMuxer(streams: clearStreams, continuity: starting)
         let tables = muxer.tables()
         self.muxer = muxer
         return tables

@@ -59,6 +59,26 @@ public final class ChildProcess: Sendable {
         return code
     }
 
+    /// Waits for the process to end (blocking the calling thread); answers its status and its peak memory (maximum
+    /// resident set, in kilobytes on Linux), as `wait4` reports them.
+    public func waitBlockingWithUsage() -> (status: Int32, peakKilobytes: Int) {
+        var raw: Int32 = 0
+        var usage = rusage()
+        while true {
+            let result = wait4(pid, &raw, 0, &usage)
+            if result == pid { break }
+            if result < 0, errno == EINTR { continue }
+            return (status.current ?? 255, 0)
+        }
+        let code = satchel_exit_status(raw)
+        status.withLock { $0 = code }
+        #if canImport(Darwin)
+        return (code, Int(usage.ru_maxrss) / 1024)  // bytes there
+        #else
+        return (code, Int(usage.ru_maxrss))
+        #endif
+    }
+
     /// Waits for the process to end on a thread of its own (no cooperative thread is held); answers its status.
     public func wait() async -> Int32 {
         await withCheckedContinuation { continuation in

@@ -2,6 +2,7 @@ import SatchelProtection
 typealias SatchelProtectionContentKey = ContentKey
 import ArgumentParser
 import Foundation
+import Logging
 import SatchelLicensing
 import SatchelPackager
 
@@ -16,13 +17,23 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(name: .customLong("asset-id"), help: "The asset ID.") var assetID: String
         @OptionGroup var store: StoreOptions
         @OptionGroup var policy: PolicyOptions
+        @Flag(help: "Move a key ID another asset holds to this one (recorded in the log); without it such an import is refused.")
+        var reassign = false
 
         func execute() async throws {
             let keys: [ContentKeyAlias]
             do { keys = try KeyFile.read(file).contentKeys() } catch { throw CLIError("cannot read \(file): not a key file from satchel package") }
             let (keyStore, database) = try await store.open()
             do {
-                try await keyStore.importKeys(keys, assetID: assetID, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy())
+                let held = reassign ? Dictionary(try await keyStore.list().map { ($0.keyID, $0.assetID) }) { first, _ in first } : [:]
+                try await keyStore.importKeys(keys, assetID: assetID, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy(),
+                                              reassign: reassign)
+                for key in keys {
+                    guard let previous = held[key.keyID.hex], previous != assetID else { continue }
+                    Logger(label: "satchel.audit").notice("key moved to another asset",
+                                                          metadata: ["key": .string(key.keyID.hex), "from": .string(previous), "to": .string(assetID)])
+                    print("key \(key.keyID.hex) moved from asset \(previous) to \(assetID)")
+                }
                 await database.shutdown()
             } catch {
                 await database.shutdown()

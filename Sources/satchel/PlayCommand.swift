@@ -24,7 +24,8 @@ struct PlayCommand: SatchelAsyncCommand {
     @Option(help: "An entitlement token: a license is acquired for its asset first unless one is valid (needs a registered device; never printed).")
     var token: String?
     @Option(help: "With --token: the license server (default: the one the device registered with).") var server: String?
-    @Option(name: .customLong("license-asset"), help: "With a URL: the asset ID on the license server (default: the token's asset).")
+    @Option(name: .customLong("license-asset"),
+            help: "The asset ID on the license server (default: the token's asset for a URL, the one the download was added with for an asset).")
     var licenseAsset: String?
     @Option(name: .customLong("header"), help: "With a URL: \"Name: value\" sent with every request to the origin (repeatable; never printed).")
     var headers: [String] = []
@@ -48,7 +49,6 @@ struct PlayCommand: SatchelAsyncCommand {
         if !passthrough, !licenseHeaders.isEmpty || customData != nil || !licenseHosts.isEmpty {
             throw ValidationError("--license-header, --custom-data and --license-host go with --passthrough (the proxy forwards the player's key requests)")
         }
-        if licenseAsset != nil, !isOnline { throw ValidationError("--license-asset goes with a URL") }
         if !headers.isEmpty, !isOnline { throw ValidationError("--header goes with a URL (a downloaded asset keeps the headers it was added with)") }
         if isOnline, URL(string: asset)?.host == nil { throw ValidationError("\(asset.prefix(200)) is not a URL") }
         if let exec {
@@ -60,7 +60,9 @@ struct PlayCommand: SatchelAsyncCommand {
         let originHeaders = try DownloadOptions.parseHeaders(headers)
         let status = try await directory.withEngine(readOnly: !isOnline) { manager, agent -> Int32 in
             guard isOnline, let url = URL(string: asset) else {
-                return try await serve(DownloadLibrary(manager: manager), assetID: asset, agent: agent)
+                // A download's rights are those of the license asset it was added with, unless one is named here.
+                let added = try? await manager.asset(asset).options.license?.assetID
+                return try await serve(DownloadLibrary(manager: manager), assetID: asset, licenseAsset: licenseAsset ?? added, agent: agent)
             }
             // The session's rights are those of the token's asset; a clear source needs no token.
             let claimed = token.flatMap(Agent.assetID(inToken:)).flatMap { $0 == "*" ? nil : $0 }
@@ -69,7 +71,7 @@ struct PlayCommand: SatchelAsyncCommand {
             let fetcher = ResourceFetcher(connectTimeout: .seconds(5), readTimeout: .seconds(15))
             do {
                 let status = try await serve(OnlineLibrary(url: url, options: DownloadOptions(languages: languages, headers: originHeaders), fetcher: fetcher),
-                                             assetID: assetID, agent: agent)
+                                             assetID: assetID, licenseAsset: nil, agent: agent)
                 await fetcher.shutdown()
                 return status
             } catch {
@@ -82,8 +84,8 @@ struct PlayCommand: SatchelAsyncCommand {
 
     /// Acquires a license first when a token is given, opens the session, prints its URL and serves it until
     /// interrupted or until `--exec`'s command ends; answers the exit status.
-    private func serve(_ library: any PlaybackLibrary, assetID: String, agent: Agent?) async throws -> Int32 {
-        if let token { try await Self.license(assetID, token: token, server: server, agent: agent) }
+    private func serve(_ library: any PlaybackLibrary, assetID: String, licenseAsset: String?, agent: Agent?) async throws -> Int32 {
+        if let token { try await Self.license(licenseAsset ?? assetID, token: token, server: server, agent: agent) }
         // Pass-through: the player's key requests go through the proxy, which adds the token and the extras.
         let forwarding = passthrough ? try LicenseRequestExtras(headers: try licenseHeaders.map(LicenseRequestExtras.header), customData: customData,
                                                                 token: token) : nil
@@ -101,7 +103,7 @@ struct PlayCommand: SatchelAsyncCommand {
         defer { events.cancel() }
         let url: String
         do {
-            url = try await proxy.open(asset: assetID)
+            url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset)
         } catch {
             await proxy.stop()
             throw error

@@ -4,7 +4,7 @@ import Testing
 
 @Suite("satchel keys")
 struct KeysCommandTests {
-    @Test("package --register (keys in the store only), key files beside the folder or at --keys-out, never inside; keys list, import, delete; the KEK file is 0600 and the key never printed")
+    @Test("package --register (keys in the store only), key files beside the folder or at --keys-out, never inside; keys list, import (a key another asset holds moves only with --reassign), delete; the KEK file is 0600 and the key never printed")
     func keys() throws {
         let input = try TestMedia.make("cli-keys", seconds: 3)
         let dir = try TestMedia.temporaryDirectory("cli-keys")
@@ -36,9 +36,17 @@ struct KeysCommandTests {
         #expect(try FileManager.default.attributesOfItem(atPath: data + "/kek.key")[.posixPermissions] as? Int == 0o600)
         let list = try CLIRunner.run(["keys", "list", "--data-dir", data, "--json"])
         #expect(list.status == 0 && list.stdout.contains("0123456789abcdef0123456789abcdef") && !list.stdout.contains(key))
-        let imported = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2",
-                                          "--data-dir", data, "--not-after", "2030-01-01"])
-        #expect(imported.status == 0, "\(imported.stderr)")
+        // The same key ID for another asset: refused, naming the asset that holds it; moved only with --reassign (said).
+        let held = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data, "--not-after", "2030-01-01"])
+        #expect(held.status != 0 && held.stderr.contains("key 0123456789abcdef0123456789abcdef belongs to asset film") && held.stderr.contains("--reassign"),
+                "\(held.stderr)")
+        #expect(try CLIRunner.run(["keys", "list", "--data-dir", data]).stdout.contains("film\t"), "nothing moved")
+        let imported = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data, "--not-after", "2030-01-01",
+                                          "--reassign"])
+        #expect(imported.status == 0 && imported.stdout.contains("key 0123456789abcdef0123456789abcdef moved from asset film to film-2"),
+                "\(imported.stdout) \(imported.stderr)")
+        let again = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data])
+        #expect(again.status == 0 && !again.stdout.contains("moved"), "importing to the asset that holds it is a replacement")
         let deleted = try CLIRunner.run(["keys", "delete", "film", "--data-dir", data])
         #expect(deleted.status == 0)
         let missing = try CLIRunner.run(["keys", "delete", "film", "--data-dir", data])

