@@ -38,7 +38,7 @@ struct FairPlayBenchmark {
 
         // The ceiling: RSA-OAEP-SHA1 private-key decryption of the same 128-byte field, same library.
         let privateKey = try _RSA.Encryption.PrivateKey(unsafePEMRepresentation: keyPEM)
-        let wrapped = try spcs.map { Data($0[24..<152]) }
+        let wrapped = spcs.map { Data($0[24..<152]) }
         // Short interleaved rounds, so that machine noise hits every figure alike; medians are reported.
         var rsaRates: [Double] = [], ksmRates: [Double] = [], parseRates: [Double] = [], ratios: [Double] = []
         let rounds = max(Int(seconds * 4), 3)

@@ -46,7 +46,7 @@ struct LinkBenchmark {
         let segments = try FileManager.default.subpathsOfDirectory(atPath: site.appendingPathComponent("short").path).filter { $0.hasSuffix(".ts") }.count
         // The floor's file: as many bytes as the asset, sparse (nginx sends zeros).
         let floorFile = site.appendingPathComponent("floor.bin")
-        FileManager.default.createFile(atPath: floorFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: floorFile.path, contents: nil)
         let handle = try FileHandle(forWritingTo: floorFile)
         try handle.truncate(atOffset: UInt64(bytes))
         try handle.close()

@@ -59,6 +59,9 @@ struct PackagingBenchmark {
         }
         if !memory.isEmpty {
             print("peak memory (max RSS) of one package's process, satchel package beside Shaka Packager:")
+            if !FileManager.default.isExecutableFile(atPath: "/usr/bin/time") {
+                print("  (no GNU time here, apt-get install time: each peak below is at least this benchmark's own)")
+            }
             memory.forEach { print($0) }
         }
         // Peak memory of this process, which made every Satchel package. (ffmpeg's children are not comparable here:

@@ -19,15 +19,33 @@ enum Tool {
 
     /// Runs `name` with `arguments` (output discarded); answers its wall time in seconds and its peak memory in MB;
     /// throws when it fails.
+    ///
+    /// The peak is taken by GNU time (`/usr/bin/time`, a small process that forks the tool) when it is installed:
+    /// on Linux a process started straight from this one — `posix_spawn` shares this process's memory until the
+    /// exec — reports as its own peak this process's peak so far, whatever the tool itself used.
     static func measure(_ name: String, _ arguments: [String]) throws -> (seconds: Double, peakMB: Double) {
         let start = Date()
+        let time = "/usr/bin/time"
+        let report = NSTemporaryDirectory() + "satchel-bench-peak-\(getpid())"
+        let viaTime = FileManager.default.isExecutableFile(atPath: time)
         let child: ChildProcess
-        do { child = try ChildProcess.spawn(name, arguments, output: ChildProcess.nullDevice, error: ChildProcess.nullDevice) } catch {
+        do {
+            child = try viaTime ? ChildProcess.spawn(time, ["-f", "%M", "-o", report, name] + arguments, output: ChildProcess.nullDevice,
+                                                      error: ChildProcess.nullDevice)
+                : ChildProcess.spawn(name, arguments, output: ChildProcess.nullDevice, error: ChildProcess.nullDevice)
+        } catch {
             throw BenchmarkError(message: "\(name) cannot start: \(error.description)")
         }
-        let (status, peak) = child.waitBlockingWithUsage()
+        let (status, directPeak) = child.waitBlockingWithUsage()
+        let seconds = Date().timeIntervalSince(start)
         guard status == 0 else { throw BenchmarkError(message: "\(name) failed (\(status))") }
-        return (Date().timeIntervalSince(start), Double(peak) / 1024)
+        guard viaTime else { return (seconds, Double(directPeak) / 1024) }
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+        guard let kilobytes = text.split(whereSeparator: \.isNewline).last.flatMap({ Double($0.trimmingCharacters(in: .whitespaces)) }) else {
+            throw BenchmarkError(message: "\(time) reported no peak for \(name)")
+        }
+        return (seconds, kilobytes / 1024)
     }
 
     /// Runs `name` with `arguments` (output discarded); throws when it fails.

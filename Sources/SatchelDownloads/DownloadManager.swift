@@ -190,14 +190,21 @@ public actor DownloadManager {
     // MARK: Queue
 
     /// Enqueues an asset at the end of the queue. The URL is fetched and planned now, so live streams,
-    /// unknown formats, unpermitted MIME types and unreachable manifests are refused here.
+    /// unknown formats, unpermitted MIME types and unreachable manifests are refused here. Without `id`, the asset
+    /// is named from its URL (``DownloadNaming``).
     @discardableResult
     public func add(url: String, id: String? = nil, options: DownloadOptions = DownloadOptions(),
                     window: AvailabilityWindow = AvailabilityWindow()) async throws(DownloadError) -> DownloadAsset {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
             throw .invalidArgument("not an http(s) URL: \(url)")
         }
-        let id = id ?? String(url.hashValueStable & 0xFFFF_FFFF_FFFF, radix: 16)
+        var named = id
+        if named == nil {
+            // A readable ID from the URL (its playlist's or folder's name), unique among the assets.
+            let existing = Set(try await index.all().map(\.id) + (try await index.damaged()).map(\.id))
+            named = DownloadNaming.id(for: parsed, taken: existing.contains)
+        }
+        guard let id = named else { throw .invalidArgument("no asset ID") }
         guard AssetStore.isValidID(id) else { throw .invalidArgument("asset IDs are 1-128 of A-Z a-z 0-9 . _ - (got \(id))") }
         guard try await index.find(id) == nil else { throw .duplicateID(id) }
         guard try await !index.damaged().contains(where: { $0.id == id }) else { throw .duplicateID(id) }

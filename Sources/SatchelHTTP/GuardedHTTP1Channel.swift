@@ -196,7 +196,8 @@ final class ByteWatcher: ChannelInboundHandler, RemovableChannelHandler {
             // Beyond the cap and the reserve: one plain 503 and close, before any HTTP handler runs.
             let body = ProblemDocument(status: 503, type: "too-many-connections", detail: "the server is at its connection limit; try again shortly").json
             let head = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: \(body.count)\r\n\r\n"
-            context.writeAndFlush(NIOAny(ByteBuffer(bytes: Array(head.utf8) + body))).whenComplete { _ in context.close(promise: nil) }
+            let channel = context.channel
+            context.writeAndFlush(NIOAny(ByteBuffer(bytes: Array(head.utf8) + body))).whenComplete { _ in channel.close(promise: nil) }
         }
     }
 
@@ -273,9 +274,10 @@ final class RequestWatcher: ChannelDuplexHandler, RemovableChannelHandler {
             if watch.admission == .reserve {  // a reserve connection serves one request
                 let written = context.eventLoop.makePromise(of: Void.self)
                 context.writeAndFlush(data, promise: written)
+                let channel = context.channel
                 written.futureResult.whenComplete { result in
                     promise?.completeWith(result)
-                    context.close(promise: nil)
+                    channel.close(promise: nil)
                 }
                 return
             }
@@ -303,7 +305,8 @@ final class RequestWatcher: ChannelDuplexHandler, RemovableChannelHandler {
         head.headerFields[.connection] = "close"
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.write(wrapOutboundOut(.body(ByteBuffer(bytes: body))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
     }
 
     private static func path(_ head: HTTPRequest) -> String {

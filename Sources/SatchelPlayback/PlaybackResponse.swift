@@ -65,8 +65,6 @@ struct PlaybackResponse: Sendable {
                 do { return try file.read(count, at: offset) } catch { throw .malformed("the segment cannot be read: \(error)") }
             }
             cipher = try decryptor.cipher(key)
-        } catch let error as PlaybackError {
-            throw error
         } catch {
             throw .invalidContent("\(file.name) does not decrypt: \(error)")
         }

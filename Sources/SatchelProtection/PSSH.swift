@@ -22,7 +22,9 @@ public enum PSSH {
     /// Reads a pssh box: system ID, key IDs (version 1) and data.
     public static func parse(_ bytes: [UInt8]) throws(ProtectionError) -> (systemID: [UInt8], keyIDs: [KeyID], data: [UInt8]) {
         guard let box = try? MP4Box.children(of: bytes, in: 0..<bytes.count).first, box.type == "pssh",
-              var (version, _, reader) = try? box.fullBoxReader(in: bytes) else { throw .malformed("not a pssh box") }
+              let header = try? box.fullBoxReader(in: bytes) else { throw .malformed("not a pssh box") }
+        let version = header.0
+        var reader = header.2
         do {
             let system = try reader.readBytes(16)
             var kids: [KeyID] = []

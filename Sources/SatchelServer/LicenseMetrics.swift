@@ -10,19 +10,22 @@ final class LicenseMetrics: Sendable {
     private let counters = Locked<[String: Counter]>([:])
 
     init() {
-        latency = registry.makeDurationHistogram(name: "satchel_license_duration_seconds",
+        latency = registry.makeDurationHistogram(descriptor: MetricNameDescriptor(namespace: "satchel", metricName: "license_duration", unitName: "seconds",
+                                                                                  helpText: "Time to answer a license request"),
                                                  buckets: [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(50),
                                                            .milliseconds(100), .milliseconds(500), .seconds(1)])
     }
 
-    func issued(_ type: String) { counter("satchel_licenses_issued_total", type).increment() }
+    func issued(_ type: String) { counter("licenses_issued", "Licenses issued, by type", type).increment() }
 
-    func failed(_ type: String) { counter("satchel_license_errors_total", type).increment() }
+    func failed(_ type: String) { counter("license_errors", "License requests refused, by problem type", type).increment() }
 
-    private func counter(_ name: String, _ type: String) -> Counter {
+    /// The counter `satchel_<name>_total` with the label `type`.
+    private func counter(_ name: String, _ help: String, _ type: String) -> Counter {
         counters.withLock { counters in
             if let counter = counters[name + "/" + type] { return counter }
-            let counter = registry.makeCounter(name: name, labels: [("type", type)])
+            let descriptor = MetricNameDescriptor(namespace: "satchel", metricName: name, unitName: "total", helpText: help)
+            let counter = registry.makeCounter(descriptor: descriptor, labels: [("type", type)])
             counters[name + "/" + type] = counter
             return counter
         }

@@ -36,6 +36,7 @@ struct DemoCommand: SatchelAsyncCommand {
 
     func execute() async throws {
         let clip = try sampleClip()
+        try ServeCommand.requireFree(host: "127.0.0.1", port: port)  // before any work: a second demo says so at once
         let root = URL(fileURLWithPath: dir).standardizedFileURL
         let site = root.appendingPathComponent("site").path, data = root.appendingPathComponent("data").path
         let jwks = root.appendingPathComponent("jwks.json").path
@@ -53,11 +54,14 @@ struct DemoCommand: SatchelAsyncCommand {
                                                     "--register", "--asset-id", asset, "--data-dir", data, "--offline", "--lease-seconds", "3600"])
             try await package.execute()
         }
-        print(instructions(satchel: Self.binary, device: root.appendingPathComponent("device").path, operatorKey: operatorKey))
-        fflush(nil)  // every line out before the server runs: a pipe would hold them back
         let serve = try ServeCommand.parse(["--data-dir", data, "--jwks", jwks, "--port", String(port), "--bind", "127.0.0.1", "--origin", site,
                                             "--demo-tokens", "demo", "--operator-key-file", operatorKey])
-        try await serve.execute()
+        let text = instructions(satchel: Self.binary, device: root.appendingPathComponent("device").path, operatorKey: operatorKey)
+        // Printed once the port is bound: a demo that cannot listen prints no banner.
+        try await serve.run(whenListening: {
+            print(text)
+            fflush(nil)  // every line out now: a pipe would hold them back
+        })
     }
 
     /// This binary's absolute path, for the commands printed.

@@ -66,7 +66,7 @@ struct DownloadAdd: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(commandName: "add", abstract: "Enqueue an asset (the manifest is fetched and checked now).")
     @Argument(help: "HLS master or media playlist, DASH MPD, Smooth manifest, or a media file.") var url: String
     @OptionGroup var directory: DownloadDirectoryOptions
-    @Option(help: "Asset ID (directory name). Default: derived from the URL.") var id: String?
+    @Option(help: "Asset ID (its folder's name). Default: the playlist's or its folder's name in the URL, made unique (movie, movie-2).") var id: String?
     @Option(name: .customLong("max-bitrate"), help: "HLS: highest variant BANDWIDTH (0 = the lowest variant).") var maxBitrate: Int?
     @Option(name: .customLong("max-video-bitrate"), help: "DASH/Smooth: highest video bitrate.") var maxVideoBitrate: Int?
     @Option(name: .customLong("max-audio-bitrate"), help: "DASH/Smooth: highest audio bitrate.") var maxAudioBitrate: Int?
@@ -121,9 +121,9 @@ struct DownloadRun: SatchelAsyncCommand {
     @Option(help: "Files of one asset downloaded at once when an attempt begins.") var parallel: Int = 16
     @Option(name: .customLong("max-parallel"), help: "The most files at once an attempt grows to while more connections bring more throughput (= --parallel: fixed).")
     var maxParallel: Int = 48
-    @Option(help: "MB that must stay free on the disk (seed 003 headroom).") var headroom: Int64 = 1024
-    @Option(name: .customLong("max-storage"), help: "MB the downloads may use in all (seed 003 maxStorageAllowed).") var maxStorage: Int64?
-    @Option(name: .customLong("max-assets"), help: "Downloaded assets allowed at once (seed 003 maxDownloadedAssets).") var maxAssets: Int = 100
+    @Option(help: "MB that must stay free on the disk (headroom).") var headroom: Int64 = 1024
+    @Option(name: .customLong("max-storage"), help: "MB the downloads may use in all.") var maxStorage: Int64?
+    @Option(name: .customLong("max-assets"), help: "Downloaded assets kept at once.") var maxAssets: Int = 100
     @Option(name: .customLong("retry-delay"), help: "Seconds between attempts of one asset.") var retryDelay: Double = 1
     @Option(name: .customLong("low-speed-limit"), help: "Bytes/s below which a transfer fails (retried); 0 = off.") var lowSpeedLimit: Int = 1024
     @Option(name: .customLong("low-speed-time"), help: "Seconds the transfer may stay below --low-speed-limit.") var lowSpeedTime: Int = 30
@@ -142,7 +142,7 @@ struct DownloadRun: SatchelAsyncCommand {
             configuration.passDelay = .milliseconds(Int(retryDelay * 2000))
             configuration.lowSpeed = LowSpeedLimit(bytesPerSecond: lowSpeedLimit, period: .seconds(lowSpeedTime))
         }) { manager in
-            let events = await manager.events()
+            let events = manager.events()
             let printer = Task { await ProgressPrinter().consume(events) }
             let work = Task { await manager.run() }
             let summary = await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }

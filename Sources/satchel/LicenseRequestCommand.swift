@@ -20,7 +20,7 @@ struct LicenseRequestCommand: ParsableCommand {
         @Option(name: .customLong("custom-data"), help: "Custom data for the challenge (sent as the body's customData, or base64 in X-Satchel-Custom-Data).")
         var customData: String?
         @Option(name: .customLong("custom-data-file"), help: "Read the custom data from this file.") var customDataFile: String?
-        @Option(help: "The license token (seed 001's licenseToken).") var token: String?
+        @Option(help: "The license token: sent as Authorization: Bearer, or in --token-header.") var token: String?
         @Option(name: .customLong("token-header"), help: "Send the token as this header's value (default: Authorization: Bearer).") var tokenHeader: String?
         @Option(help: "Seconds the request may take (default 30).") var timeout: Int64 = 30
 

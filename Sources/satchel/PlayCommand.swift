@@ -13,9 +13,10 @@ import SatchelSystem
 struct PlayCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "play",
-        abstract: "Serve a downloaded asset, or an online HLS source, to a player through the loopback playback proxy (decrypted unless --passthrough).")
+        abstract: "Serve a downloaded asset, or an online HLS, DASH or Smooth Streaming source, to a player through the loopback playback proxy (decrypted unless --passthrough).")
 
-    @Argument(help: "The asset ID (as `download add` named it), or the URL of an HLS source to play online.") var asset: String
+    @Argument(help: "The asset ID (as `download add` named it, see `satchel download list`), or the URL of an HLS playlist, a DASH MPD or a Smooth Streaming manifest to play online.")
+    var asset: String
     @OptionGroup var directory: DownloadDirectoryOptions
     @Option(help: "The proxy's port on 127.0.0.1 (0: any free port).") var port = 0
     @Flag(help: "Keep the protection and the key tags (for players with DRM).") var passthrough = false
@@ -60,8 +61,13 @@ struct PlayCommand: SatchelAsyncCommand {
         let originHeaders = try DownloadOptions.parseHeaders(headers)
         let status = try await directory.withEngine(readOnly: !isOnline) { manager, agent -> Int32 in
             guard isOnline, let url = URL(string: asset) else {
+                guard let known = try? await manager.asset(asset) else {
+                    let ids = ((try? await manager.assets()) ?? []).map(\.id)
+                    throw CLIError(ids.isEmpty ? "no downloaded asset \(asset): this data directory has none (satchel download add URL first)"
+                                   : "no downloaded asset \(asset); this data directory has: \(ids.prefix(20).joined(separator: ", "))\(ids.count > 20 ? ", …" : "")")
+                }
                 // A download's rights are those of the license asset it was added with, unless one is named here.
-                let added = try? await manager.asset(asset).options.license?.assetID
+                let added = known.options.license?.assetID
                 return try await serve(DownloadLibrary(manager: manager), assetID: asset, licenseAsset: licenseAsset ?? added, agent: agent)
             }
             // The session's rights are those of the token's asset; a clear source needs no token.
@@ -106,6 +112,11 @@ struct PlayCommand: SatchelAsyncCommand {
             url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset)
         } catch {
             await proxy.stop()
+            if case .notPlayable(.noRights) = error {
+                let asset = licenseAsset ?? assetID
+                throw CLIError("playback is not allowed: no-rights: this device holds no license for \(asset). Get one with --token TOKEN here, "
+                               + "satchel license acquire \(asset) --token TOKEN --data-dir DIR, or download it with one (satchel download add URL --license --token TOKEN)")
+            }
             throw error
         }
         FileHandle.standardOutput.write(Data((url + "\n").utf8))  // unbuffered: a script reads it at once

@@ -8,6 +8,13 @@ import SatchelFairPlay
 import SatchelHTTP
 import SatchelLicensing
 import SatchelServer
+#if canImport(Glibc)
+import Glibc
+private let systemBind = Glibc.bind
+#elseif canImport(Darwin)
+import Darwin
+private let systemBind = Darwin.bind
+#endif
 
 /// `satchel serve`: the license service.
 struct ServeCommand: SatchelAsyncCommand {
@@ -52,6 +59,11 @@ struct ServeCommand: SatchelAsyncCommand {
     }
 
     func execute() async throws {
+        try await run(whenListening: {})
+    }
+
+    /// Serves until stopped; `whenListening` runs once the port is bound (what `satchel demo` prints waits for it).
+    func run(whenListening: @escaping @Sendable () -> Void) async throws {
         let files: OriginFiles?
         do { files = try origin.map { try OriginFiles(folder: $0) } } catch { throw CLIError("--origin: \(error)") }
         try logging.bootstrap(fallback: .info)
@@ -108,15 +120,45 @@ struct ServeCommand: SatchelAsyncCommand {
         }
         let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
-                                            services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger)
+                                            services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger,
+                                            onServerRunning: { _ in whenListening() })
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")
         do {
             try await app.runService()
         } catch {
-            if let io = error as? IOError, io.errnoCode == EADDRINUSE {
-                throw CLIError("\(host):\(port) is already in use (another satchel serve?): stop it or choose another --port")
-            }
+            if let io = error as? IOError, io.errnoCode == EADDRINUSE { throw Self.busy(host: host, port: port) }
             throw error
         }
+    }
+}
+
+extension ServeCommand {
+    /// The one line a busy port gets.
+    static func busy(host: String, port: Int) -> CLIError {
+        CLIError("port \(port) on \(host) is already in use (another satchel serve or satchel demo?): stop it, or choose another with --port")
+    }
+
+    /// Throws ``busy(host:port:)`` when `port` cannot be bound on `host` now (checked before work that would be
+    /// wasted: the server binds again when it starts).
+    static func requireFree(host: String, port: Int) throws {
+        #if os(Linux)
+        let stream = Int32(SOCK_STREAM.rawValue)
+        #else
+        let stream = SOCK_STREAM
+        #endif
+        guard let portNumber = UInt16(exactly: port) else { return }
+        let fd = socket(AF_INET, stream, 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(portNumber.bigEndian)
+        address.sin_addr.s_addr = inet_addr(host == "localhost" ? "127.0.0.1" : host)
+        let bound = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { systemBind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        if bound != 0, errno == EADDRINUSE { throw busy(host: host, port: port) }
     }
 }

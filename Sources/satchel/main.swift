@@ -3,6 +3,7 @@ import Foundation
 import SatchelBytes
 
 // Thin entry point: parse, run, and turn any failure into one line on stderr and a non-zero exit.
+if let problem = ArgumentCheck.problem(in: Array(CommandLine.arguments.dropFirst())) { fail(problem, code: 64) }
 do {
     var command = try await SatchelCommand.asyncParseAsRoot()
     if let asyncCommand = command as? any SatchelAsyncCommand {

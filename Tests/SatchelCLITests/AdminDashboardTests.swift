@@ -128,7 +128,7 @@ import Testing
             }
             #expect(gone.status != 0, "no key for a deleted asset: \(gone.stdout)")
         } catch {
-            try? await browser.screenshot("admin-failed")
+            _ = try? await browser.screenshot("admin-failed")
             await browser.quit()
             throw error
         }

@@ -55,7 +55,7 @@ import Testing
 
         func start() async throws {
             let process = Process()
-            process.executableURL = try #require(CLIRunner.binary)
+            process.executableURL = CLIRunner.binary
             process.arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)] + serveArguments
             process.standardError = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice

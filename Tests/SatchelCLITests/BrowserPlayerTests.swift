@@ -67,6 +67,9 @@ import Testing
             let claimed = Self.expiry(of: token)  // (not inside #require: a failure would print the token)
             let tokenExpiry = try #require(claimed, "the token has a whole-second exp")
             #expect(abs(expiry.timeIntervalSince(tokenExpiry)) < 1, "the token's exp (600 s, sooner than the lease): \(expiry), token \(tokenExpiry)")
+            // The dashboard's convention: 24-hour UTC with the zone said, whatever the browser's locale.
+            let shown = String(ISO8601DateFormatter().string(from: expiry).prefix(19)).replacingOccurrences(of: "T", with: " ") + " UTC"
+            #expect(reading.expiry.hasPrefix("Valid until \(shown) ("), "\(reading.expiry)")
             #expect(try await browser.execute("return location.hash") as? String == "", "the token leaves the address bar")
             let frames = reading.frames
             let more = try await browser.wait(20, until: "return document.querySelector('video').getVideoPlaybackQuality().totalVideoFrames > \(frames)")
@@ -93,7 +96,7 @@ import Testing
             #expect(switched && !reading.mediaError && reading.errors.isEmpty && reading.state == "playing", "\(reading.width) \(reading.errors)")
             try await browser.screenshot("player-\(scheme)-switched")
         } catch {
-            try? await browser.screenshot("player-\(scheme)-failed")
+            _ = try? await browser.screenshot("player-\(scheme)-failed")
             await browser.quit()
             throw error
         }

@@ -68,7 +68,14 @@ struct NewcomerTests {
         try await TestMedia.offloaded {
             for _ in 0..<100 where (try? RawConnection(port: port, timeout: 1)) == nil { Thread.sleep(forTimeInterval: 0.1) }
             let second = try CLIRunner.run(["serve", "--data-dir", data, "--insecure-no-entitlement", "--port", String(port)])
-            #expect(second.status != 0 && second.stderr.contains("127.0.0.1:\(port) is already in use"), "\(second.stderr)")
+            #expect(second.status != 0 && second.stderr.contains("port \(port) on 127.0.0.1 is already in use"), "\(second.stderr)")
+            // A second demo on the busy port: one line naming the port and --port, no banner, nothing made.
+            let demoDir = dir.appendingPathComponent("demo")
+            let demo = try CLIRunner.run(["demo", "--port", String(port), "--dir", demoDir.path])
+            #expect(demo.status != 0 && demo.stdout.isEmpty, "no banner: \(demo.stdout)")
+            let lines = demo.stderr.split(separator: "\n")
+            #expect(lines.count == 1 && lines[0].contains("port \(port)") && lines[0].contains("--port"), "\(demo.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: demoDir.path), "the demo did no work before it found the port taken")
         }
     }
 
@@ -97,6 +104,60 @@ struct NewcomerTests {
             #expect(list.stdout.contains("\"complete\"") && !list.stdout.contains("s3cret"))
             let bad = try CLIRunner.run(["download", "add", origin.url("movie/master.m3u8"), "--data-dir", data, "--header", "no colon here"])
             #expect(bad.status != 0 && bad.stderr.contains("Name: value"))
+        }
+    }
+
+    @Test("a misspelt subcommand or option is named first, with the nearest valid name, before anything the line lacks")
+    func misspellings() throws {
+        let cases: [([String], String)] = [
+            (["pakage", "in.mp4"], "unknown command 'pakage' for 'satchel'; did you mean 'package'?"),
+            (["download", "ad", "http://o/x.m3u8"], "unknown command 'ad' for 'satchel download'; did you mean 'add'?"),
+            (["package", "in.mp4", "--out", "o", "--formt", "cmaf"], "unknown option '--formt' for 'satchel package'; did you mean '--format'?"),
+            (["license", "acquire", "movie", "--tokn", "x"], "unknown option '--tokn' for 'satchel license acquire'; did you mean '--token'?"),
+            (["serve", "--data-dir=x", "--prot=8080"], "unknown option '--prot' for 'satchel serve'; did you mean '--port'?"),
+        ]
+        for (arguments, message) in cases {
+            let result = try CLIRunner.run(arguments)
+            #expect(result.status == 64 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("Missing"), "the misspelling comes first: \(result.stderr)")
+        }
+        // play's help names every kind of source it takes.
+        let help = try CLIRunner.run(["play", "--help"])
+        #expect(help.stdout.contains("HLS") && help.stdout.contains("DASH") && help.stdout.contains("Smooth Streaming"), "\(help.stdout)")
+        // A word nothing is near lists the commands; an option's value that looks like an option is a value.
+        let far = try CLIRunner.run(["zzzzzzzz"])
+        #expect(far.status == 64 && far.stderr.contains("the commands are ") && far.stderr.contains("package"), "\(far.stderr)")
+        let value = try CLIRunner.run(["fps", "simulate", "spc", "--asset-id", "--not-an-option", "--certificate", "/nonexistent", "--dask", CLIRunner.dask,
+                                       "--out", "/nonexistent/x", "--session", "/nonexistent/y"])
+        #expect(!value.stderr.contains("unknown option"), "\(value.stderr)")
+    }
+
+    @Test("satchel play: an unknown asset lists the IDs there are; no rights says how to get a license; download IDs are read from the URL")
+    func playMessages() async throws {
+        try TestMedia.require("ffmpeg")
+        let directory = try TestMedia.temporaryDirectory("cli-play-messages")
+        let site = directory.appendingPathComponent("site")
+        let input = try await TestMedia.offloaded { try TestMedia.make("cli-play-messages", seconds: 2) }
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        let data = directory.appendingPathComponent("device").path
+        try await TestMedia.offloaded {
+            for (name, scheme) in [("movie", "clear"), ("secret", "cenc")] {
+                let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(name).path, "--format", "cmaf", "--scheme", scheme])
+                #expect(packaged.status == 0, "\(packaged.stderr)")
+            }
+            // No --id: readable IDs, made unique.
+            for (url, id) in [("movie/master.m3u8", "movie"), ("movie/manifest.mpd", "movie-2"), ("secret/master.m3u8", "secret")] {
+                let added = try CLIRunner.run(["download", "add", origin.url(url), "--data-dir", data])
+                #expect(added.status == 0 && added.stdout.hasPrefix("\(id)\t"), "\(url): \(added.stdout) \(added.stderr)")
+            }
+            let unknown = try CLIRunner.run(["play", "moive", "--data-dir", data])
+            #expect(unknown.status != 0 && unknown.stderr.contains("no downloaded asset moive; this data directory has: movie, movie-2, secret"),
+                    "\(unknown.stderr)")
+            let noRights = try CLIRunner.run(["play", "secret", "--data-dir", data])
+            #expect(noRights.status != 0 && noRights.stderr.contains("no-rights: this device holds no license for secret"), "\(noRights.stderr)")
+            #expect(noRights.stderr.contains("satchel license acquire secret --token TOKEN") && noRights.stderr.contains("download add URL --license --token TOKEN"),
+                    "\(noRights.stderr)")
         }
     }
 }

@@ -489,7 +489,7 @@ import Testing
             #expect(media.contains("URI=\"\(keys.baseURL)/keys/") && !media.contains(".satchel/keys/"), "\(media)")
             _ = try? TestMedia.packetHashes(unlisted.url)  // the player fetches the key itself, without the token
             #expect(!keys.requests.contains { $0.header("Authorization") != nil || $0.header("X-Satchel-Test") != nil })
-            unlisted.stop()
+            _ = unlisted.stop()
         }
         let player = try await TestMedia.offloaded {
             try Player(["fwd", "--data-dir", data, "--passthrough", "--token", token, "--license-header", "X-Satchel-Test: yes",

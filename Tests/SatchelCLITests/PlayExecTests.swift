@@ -79,7 +79,7 @@ import Testing
 
     @Test("SIGTERM to satchel play ends the player's whole process group (the player and what it started) before satchel exits")
     func stopTakesThePlayer() async throws {
-        let (origin, work) = try await Self.stage("stop")
+        let (origin, _) = try await Self.stage("stop")
         defer { origin.stop() }
         let marker = "\(Int.random(in: 100_000...999_999))"
         try await TestMedia.offloaded { () throws -> Void in

@@ -24,13 +24,31 @@ struct ReadmeTests {
         }
         let work = try TestMedia.temporaryDirectory("readme-key")
         // The test process's children may inherit a blocked SIGTERM: the wrapper's trap ends them with SIGKILL.
-        let result = try await Self.run(try Self.block(after: "<!-- round-trip -->") + "\ncp movie.key \"\(work.path)/\"\n", label: "readme")
+        let result = try await Self.run(try Self.tour("<!-- round-trip -->") + "\ncp movie.key \"\(work.path)/\"\n", label: "readme")
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
         #expect(result.stdout.contains("registered 1 key for asset movie") && result.stdout.contains("base64url"))
         #expect(result.stdout.contains("\"type\":\"temporary\"") || result.stdout.contains("\"keys\""), "the Clear Key license was printed")
         #expect(result.stdout.contains("CKC opened: R1 matches"))
         #expect(result.stdout.contains("\nplayed\n"), "\(result.stderr.suffix(600))")
         #expect((try? Data(contentsOf: work.appendingPathComponent("movie.key")).count) == 16)
+    }
+
+    /// The clip block (a directory beside the checkout, `in.mp4` made there) followed by the example after `marker`:
+    /// what a reader who follows "Trying the commands" runs.
+    static func tour(_ marker: String) throws -> String {
+        try block(after: "<!-- clip -->") + "\n" + block(after: marker)
+    }
+
+    /// Checks that every port an example listens on is free, so a failure names the port rather than a refused bind.
+    static func requireFree(_ ports: [Int], _ example: String) {
+        for port in ports {
+            #expect((try? RawConnection(port: port, timeout: 1)) == nil, "port \(port), which README's \(example) uses, is taken")
+        }
+    }
+
+    /// ffmpeg's complaints about what it decoded (each names its decoder's context, ` @ 0x…`).
+    static func decoderComplaints(_ stderr: String) -> [Substring] {
+        stderr.split(separator: "\n").filter { $0.contains(" @ 0x") }
     }
 
     /// Runs `script` with bash in a fresh directory beside `shared/`, with the built `satchel` first on the PATH.
@@ -45,6 +63,69 @@ struct ReadmeTests {
         try ("set -euo pipefail\ntrap 'kill -9 $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true' EXIT\ncd \"\(work.path)\"\n"
              + "export PATH=\"\(binary.deletingLastPathComponent().path):$PATH\"\n" + script + "\n").write(to: file, atomically: true, encoding: .utf8)
         return try await TestMedia.offloaded { try ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"), [file.path]) }
+    }
+
+    @Test("the download example (a package on a plain web server, add with a readable ID, run, list, play from disk) runs as written",
+          .timeLimit(.minutes(3)))
+    func downloadExample() async throws {
+        for tool in ["ffmpeg", "curl", "python3"] { try TestMedia.require(tool) }
+        Self.requireFree([8084], "download example")
+        let result = try await Self.run(try Self.tour("<!-- download -->"), label: "readme-download")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        #expect(result.stdout.contains("movie\thls\t"), "the asset's ID comes from the playlist's folder: \(result.stdout)")
+        #expect((result.stdout + result.stderr).contains("movie: complete") && result.stdout.contains("movie\thls\tcomplete\t100%"), "\(result.stdout)")
+        #expect(Self.decoderComplaints(result.stderr).isEmpty, "\(result.stderr.suffix(800))")
+    }
+
+    @Test("the play example (a cenc package online as HLS with a license for the token, then downloaded with a persistent license and played from disk) runs as written",
+          .timeLimit(.minutes(3)))
+    func playExample() async throws {
+        for tool in ["ffmpeg", "curl"] { try TestMedia.require(tool) }
+        Self.requireFree([8085], "play example")
+        let result = try await Self.run(try Self.tour("<!-- play -->"), label: "readme-play")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        let sessions = result.stdout.split(separator: "\n").filter { $0.hasPrefix("http://127.0.0.1:") }
+        #expect(sessions.count == 2 && sessions.first?.hasSuffix("/.hls/master.m3u8") == true, "online DASH is played as HLS: \(result.stdout)")
+        #expect(result.stderr.contains("satchel: event: opened: film (cached 8.0 s of 8.0 s, ready to play)"), "\(result.stderr.suffix(800))")
+        #expect(Self.decoderComplaints(result.stderr).isEmpty, "the player got clear media both times: \(result.stderr.suffix(800))")
+    }
+
+    @Test("the dashboard example runs as written, and its key signs in to a dashboard that lists the asset", .timeLimit(.minutes(3)))
+    func dashboardExample() async throws {
+        for tool in ["ffmpeg", "curl", "openssl"] { try TestMedia.require(tool) }
+        Self.requireFree([8086], "dashboard example")
+        let signIn = """
+            ls -l operator.key | cut -c1-10
+            curl -sf -c jar -o /dev/null --data-urlencode "key=$(cat operator.key)" http://127.0.0.1:8086/admin/login
+            curl -sf -b jar http://127.0.0.1:8086/admin/assets | grep -c 'data-asset="show"' || true
+            """
+        let result = try await Self.run(try Self.tour("<!-- dashboard -->") + "\n" + signIn, label: "readme-dashboard")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("-rw-------"), "the operator key is private to its owner: \(lines)")
+        #expect(lines.contains("Open http://127.0.0.1:8086/admin and sign in with the key in operator.key"))
+        #expect(lines.last.flatMap { Int($0) }.map { $0 > 0 } == true, "signed in, the assets page lists show: \(result.stdout)")
+    }
+
+    @Test("the scale-out example runs as written on a new PostgreSQL database: a device registered through one node, licensed by the other, renewed through the first; both list the license",
+          .timeLimit(.minutes(3)))
+    func scaleOutExample() async throws {
+        for tool in ["ffmpeg", "curl", "openssl"] { try TestMedia.require(tool) }
+        // scripts/test makes this database afresh for every run (the example's own URL names a database of yours).
+        let database = try #require(ProcessInfo.processInfo.environment["SATCHEL_README_DATABASE_URL"],
+                                    "PostgreSQL is required: set SATCHEL_README_DATABASE_URL to a new database, or run scripts/test, which makes one")
+        Self.requireFree([8087, 8088], "scale-out example")
+        let written = "postgres://satchel:satchel@127.0.0.1:5432/satchel"
+        let example = try Self.block(after: "<!-- scale-out -->")
+        #expect(example.contains("export SATCHEL_DATABASE_URL=\(written)\n"))
+        let result = try await Self.run(try Self.block(after: "<!-- clip -->") + "\n"
+                                         + example.replacingOccurrences(of: "SATCHEL_DATABASE_URL=\(written)\n", with: "SATCHEL_DATABASE_URL=\(database)\n"),
+                                         label: "readme-scale-out")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        let license = try #require(result.stdout.split(separator: "\n").first { $0.hasPrefix("license ") && $0.hasSuffix("for movie: valid, persistent") })
+        let id = license.split(separator: " ")[1]
+        #expect(result.stdout.contains("license \(id) for movie renewed"), "\(result.stdout)")
+        #expect(result.stdout.contains("\(id)\t") && result.stdout.contains("\tuser-42\tmovie\trenewed\tpersistent"), "\(result.stdout)")
     }
 
     @Test("the device agent's example (server, register, acquire, list, rights, use, renew, sync, release, licenses) runs as written",
@@ -87,7 +168,7 @@ struct ReadmeTests {
         let binary = try #require(CLIRunner.binary)
         let work = try TestMedia.temporaryDirectory("readme-demo")  // not the checkout: the demo finds the sample by its build path
         let output = work.appendingPathComponent("demo.out")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let demo = Process()
         demo.executableURL = binary
         demo.arguments = line.split(separator: " ").dropFirst(3).map(String.init)

@@ -165,7 +165,7 @@ struct DownloadDiskFullTests {
         } else {
             let chunk = Data(repeating: 0, count: 4096)
             guard let handle = try? FileHandle(forWritingTo: { let url = path.appendingPathComponent("filler")
-                FileManager.default.createFile(atPath: url.path, contents: nil); return url }()) else { return }
+                _ = FileManager.default.createFile(atPath: url.path, contents: nil); return url }()) else { return }
             while (try? handle.write(contentsOf: chunk)) != nil {}
             try? handle.close()
         }

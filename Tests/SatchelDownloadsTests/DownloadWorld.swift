@@ -88,7 +88,7 @@ final class EventLog: @unchecked Sendable {
     private var task: Task<Void, Never>?
 
     init(_ manager: DownloadManager) async {
-        let stream = await manager.events()
+        let stream = manager.events()
         task = Task { [weak self] in
             for await event in stream { self?.append(event) }
         }

@@ -104,7 +104,7 @@ struct AppleVectorTests {
         let credential = try FairPlayCredential(
             certificate: try Conformance.certificate(), privateKey: try Conformance.privateKeyPEM(),
             dFunction: DevelopmentDFunction(dask: SecretBytes([UInt8](repeating: 7, count: 16))))
-        await #expect(throws: FairPlayError.integrityCheckFailed) {
+        #expect(throws: FairPlayError.integrityCheckFailed) {
             try SPCParser(credentials: [credential]).parse(try Conformance.bytes("FPS/spc1.bin"))
         }
     }
@@ -113,7 +113,7 @@ struct AppleVectorTests {
     func unknownCertificate() async throws {
         var bytes = try Conformance.bytes("FPS/spc1.bin")
         bytes[152] ^= 0xff
-        await #expect(throws: FairPlayError.self) { try parser.parse(bytes) }
+        #expect(throws: FairPlayError.self) { try parser.parse(bytes) }
         do {
             _ = try parser.parse(bytes)
         } catch {

@@ -43,7 +43,7 @@ struct KSMCheckTests {
         let fixture = try Fixture()
         let (downgraded, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 2], supportedVersions: [1, 2], usedVersion: 1))
         let lenient = fixture.ksm { $0.supportedVersions = [1, 2] }
-        await #expect(try await lenient.process(downgraded) { _ in try Fixture.policy() }.versions.isDowngrade)
+        #expect(try await lenient.process(downgraded) { _ in try Fixture.policy() }.versions.isDowngrade)
         let strict = fixture.ksm { $0.supportedVersions = [1, 2]; $0.rejectDowngrade = true }
         await #expect(throws: FairPlayError.protocolDowngrade(used: 1, best: 2)) { try await strict.process(downgraded) { _ in try Fixture.policy() } }
         let (noCommon, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 2], supportedVersions: [7], usedVersion: 7))
@@ -87,7 +87,7 @@ struct KSMCheckTests {
         }
         let (local, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 2], streamingIndicator: 12345))
         let denied = try Fixture.policy { $0.streaming = StreamingPermissions(airPlay: false, avAdapter: false) }
-        await #expect(try await fixture.ksm().process(local) { _ in denied }.spc.streamingTarget == .device)
+        #expect(try await fixture.ksm().process(local) { _ in denied }.spc.streamingTarget == .device)
     }
 
     @Test("offline keys as the reference KSM: no Capabilities TLLV gets one, a TLLV without the bit is refused; strict mode needs the bit")
@@ -96,7 +96,7 @@ struct KSMCheckTests {
         let offline = try OfflineKeyPolicy(contentID: Array(repeating: 1, count: 16), storageSeconds: 100, playbackSeconds: 10)
         let policy = try Fixture.policy { $0.offlineKey = offline }
         let (old, oldSession) = try fixture.simulator.makeSPC(.init(assetID: [1, 2]))
-        await #expect(try await DeviceSimulator.openCKC(fixture.ksm().process(old) { _ in policy }.ckc, session: oldSession).offlineKey == offline,
+        #expect(try await DeviceSimulator.openCKC(fixture.ksm().process(old) { _ in policy }.ckc, session: oldSession).offlineKey == offline,
                       "a device before iOS 11 sends no Capabilities TLLV and gets the Offline Key TLLV")
         await #expect(throws: FairPlayError.clientLacksCapability("the Offline Key TLLV (dual expiry)")) {
             try await fixture.ksm { $0.requireOfflineKeyCapability = true }.process(old) { _ in policy }
@@ -106,8 +106,8 @@ struct KSMCheckTests {
             try await fixture.ksm().process(without) { _ in policy }
         }
         let (capable, session) = try fixture.simulator.makeSPC(.init(assetID: [1, 2], capabilities: .init(hdcpEnforcement: false, offlineKey: true)))
-        await #expect(try await DeviceSimulator.openCKC(fixture.ksm().process(capable) { _ in policy }.ckc, session: session).offlineKey == offline)
-        await #expect(throws: FairPlayError.self) {
+        #expect(try await DeviceSimulator.openCKC(fixture.ksm().process(capable) { _ in policy }.ckc, session: session).offlineKey == offline)
+        #expect(throws: FairPlayError.self) {
             try ContentKeyPolicy(contentKey: SecretBytes.random(16), contentIV: Array(repeating: 0, count: 16),
                                  duration: .lease(10), offlineKey: offline)
         }
@@ -174,8 +174,8 @@ struct KSMCheckTests {
     @Test("asset IDs outside 2-200 bytes are refused on both sides")
     func assetIDLength() async throws {
         let fixture = try Fixture()
-        await #expect(throws: FairPlayError.invalidAssetIDLength(1)) { try fixture.simulator.makeSPC(.init(assetID: [1])) }
-        await #expect(throws: FairPlayError.invalidAssetIDLength(201)) { try fixture.simulator.makeSPC(.init(assetID: Array(repeating: 1, count: 201))) }
+        #expect(throws: FairPlayError.invalidAssetIDLength(1)) { try fixture.simulator.makeSPC(.init(assetID: [1])) }
+        #expect(throws: FairPlayError.invalidAssetIDLength(201)) { try fixture.simulator.makeSPC(.init(assetID: Array(repeating: 1, count: 201))) }
         let error = FairPlayError.invalidAssetIDLength(1)
         #expect(error.appleErrorCode == -42675)
     }
@@ -186,9 +186,9 @@ struct KSMCheckTests {
         let (spc, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 2]))
         var badVersion = spc
         badVersion[3] = 2
-        await #expect(throws: FairPlayError.unsupportedSPCVersion(2)) { try fixture.ksm().parse(badVersion) }
+        #expect(throws: FairPlayError.unsupportedSPCVersion(2)) { try fixture.ksm().parse(badVersion) }
         await #expect(throws: FairPlayError.spcTruncated(length: 100, needed: 176)) { try fixture.ksm().parse(Array(spc.prefix(100))) }
-        await #expect(throws: FairPlayError.spcTrailingBytes(count: 3)) { try fixture.ksm().parse(spc + [1, 2, 3]) }
+        #expect(throws: FairPlayError.spcTrailingBytes(count: 3)) { try fixture.ksm().parse(spc + [1, 2, 3]) }
         await #expect(throws: FairPlayError.spcTruncated(length: spc.count - 16, needed: spc.count)) { try fixture.ksm().parse(Array(spc.dropLast(16))) }
     }
 

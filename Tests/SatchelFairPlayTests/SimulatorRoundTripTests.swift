@@ -85,7 +85,7 @@ struct SimulatorRoundTripTests {
 
         let other = try FairPlayCredential(certificate: try Conformance.certificate(), privateKey: try Conformance.privateKeyPEM(),
                                            dFunction: ProductionDFunction(ask: SecretBytes.random(16)))
-        await #expect(throws: FairPlayError.integrityCheckFailed) { try SPCParser(credentials: [other]).parse(spc) }
+        #expect(throws: FairPlayError.integrityCheckFailed) { try SPCParser(credentials: [other]).parse(spc) }
     }
 
     @Test("several credentials: the SPC's certificate hash picks the right one")
@@ -103,7 +103,7 @@ struct SimulatorRoundTripTests {
             let response = try await ksm.process(spc) { _ in try Fixture.policy() }
             _ = try DeviceSimulator.openCKC(response.ckc, session: session)
         }
-        await #expect(throws: FairPlayError.self) { try fixture.ksm().parse(spcB) }
+        #expect(throws: FairPlayError.self) { try fixture.ksm().parse(spcB) }
     }
 
     @Test("the simulator session survives a JSON round trip and never prints the session key")
@@ -123,6 +123,6 @@ struct SimulatorRoundTripTests {
         let (spc1, _) = try fixture.simulator.makeSPC(.init(assetID: [1, 1]))
         let (_, session2) = try fixture.simulator.makeSPC(.init(assetID: [1, 1]))
         let ckc = try await fixture.ksm().process(spc1) { _ in try Fixture.policy() }.ckc
-        await #expect(throws: FairPlayError.self) { try DeviceSimulator.openCKC(ckc, session: session2) }
+        #expect(throws: FairPlayError.self) { try DeviceSimulator.openCKC(ckc, session: session2) }
     }
 }

@@ -22,7 +22,7 @@ struct SeamTests {
         try await store.importKeys([second], assetID: "trailer", fairPlayAssetID: nil, policy: AssetPolicy())
         #expect(try await store.key(asset: "movie-fps").assetID == "movie")
         #expect(try await store.key(id: second.keyID).assetID == "trailer")
-        #expect(try await store.list().map(\.assetID) == ["movie", "trailer"])
+        #expect(await store.list().map(\.assetID) == ["movie", "trailer"])
         await #expect(throws: LicensingError.unknownAsset("nothing")) { try await store.key(asset: "nothing") }
         await #expect(throws: LicensingError.badRequest("no keys to import")) {
             try await store.importKeys([], assetID: "x", fairPlayAssetID: nil, policy: AssetPolicy())
@@ -35,10 +35,10 @@ struct SeamTests {
         let audit = try await store.licenses()
         #expect(audit.count == 1 && audit.first?.type == "clearkey-temporary" && audit.first?.issuedAt == clock.now)
 
-        #expect(try await store.delete(first.keyID.hex))
+        #expect(await store.delete(first.keyID.hex))
         await #expect(throws: LicensingError.unknownAsset(first.keyID.hex)) { try await store.key(id: first.keyID) }
-        #expect(try await store.delete("trailer"))
-        #expect(try await store.delete("trailer") == false)
+        #expect(await store.delete("trailer"))
+        #expect(await store.delete("trailer") == false)
     }
 
     @Test("policy windows are judged by the service's clock, not the machine's")

@@ -53,7 +53,7 @@ public final class WebDriver: @unchecked Sendable {
     /// Starts chromedriver on a port it chooses (`--port=0`; it prints the port), so it never meets another server.
     private init() throws {
         announcements = try TestMedia.temporaryDirectory("chromedriver").appendingPathComponent("stdout")
-        FileManager.default.createFile(atPath: announcements.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: announcements.path, contents: nil)
         process = Process()
         process.executableURL = TestMedia.which("chromedriver")
         process.arguments = ["--port=0"]

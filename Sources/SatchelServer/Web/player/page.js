@@ -44,7 +44,8 @@ function showExpiry(expires) {
   }
   const update = () => {
     const seconds = Math.round((expires.getTime() - Date.now()) / 1000);
-    const clock = expires.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+    // One convention with the dashboard: 24-hour UTC, the zone said.
+    const clock = `${expires.toISOString().slice(0, 19).replace("T", " ")} UTC`;
     if (seconds <= 0) {
       expiryLabel.textContent = `Expired at ${clock}`;
       expiryLabel.dataset.expired = "true";
