@@ -149,62 +149,73 @@ public struct TSMuxer: Sendable {
         Self.writeTimestamp(&header, prefix: hasDTS ? 0x3 : 0x2, value: pts)
         if hasDTS, let dts { Self.writeTimestamp(&header, prefix: 0x1, value: dts) }
 
-        let pieces = [header.bytes[...]] + parts.filter { !$0.isEmpty }
-        let total = pieces.reduce(0) { $0 + $1.count }
-        var piece = 0
-        var pieceOffset = 0
+        let headerBytes = header.bytes
+        let total = headerBytes.count + payloadCount
+        guard total > 0 else { return }
+        out.reserveCapacity(out.count + (total / 184 + 2) * Self.packetSize)
+        // The PID's counter is read once and stored once per PES packet, not looked up for each transport packet.
+        var counter = continuity[stream.pid, default: 0x0F]
+        let discontinuity = discontinuous.remove(stream.pid) != nil
+        let pcrBase: UInt64? = stream.pid == pcrPID ? pcr.map { UInt64(max($0, 0)) & 0x1_FFFF_FFFF } : nil
+        // Each packet: its 4-byte header and adaptation field assembled in `prefix`, then its payload bytes appended
+        // straight from the PES header and the parts (one copy of the media, no per-packet allocation).
+        var prefix = [UInt8](repeating: 0xFF, count: Self.packetSize)
+        var cursor = PayloadCursor(header: headerBytes, parts: parts)
         var offset = 0
         var first = true
-        out.reserveCapacity(out.count + (total / 184 + 2) * Self.packetSize)
         while offset < total {
-            var adaptation: [UInt8] = []
-            let discontinuity = first && discontinuous.remove(stream.pid) != nil
-            if first && (pcr != nil || randomAccess || discontinuity) {
-                var flags: UInt8 = (randomAccess ? 0x40 : 0) | (discontinuity ? 0x80 : 0)
-                var fields: [UInt8] = []
-                if let pcr, stream.pid == pcrPID {
-                    flags |= 0x10
-                    let base = UInt64(max(pcr, 0)) & 0x1_FFFF_FFFF
-                    fields = [UInt8(truncatingIfNeeded: base >> 25), UInt8(truncatingIfNeeded: base >> 17), UInt8(truncatingIfNeeded: base >> 9),
-                              UInt8(truncatingIfNeeded: base >> 1), UInt8(truncatingIfNeeded: (base & 1) << 7 | 0x7E), 0]
-                }
-                adaptation = [UInt8(1 + fields.count), flags] + fields
-            }
             let remaining = total - offset
-            var capacity = 184 - adaptation.count
+            var length = 4
+            let wantsAdaptation = first && (pcr != nil || randomAccess || discontinuity)
+            var adaptationLength = 0  // the adaptation field's bytes, its length byte included
+            if wantsAdaptation {
+                var flags: UInt8 = (randomAccess ? 0x40 : 0) | (discontinuity ? 0x80 : 0)
+                adaptationLength = 2
+                if let base = pcrBase {
+                    flags |= 0x10
+                    prefix[6] = UInt8(truncatingIfNeeded: base >> 25)
+                    prefix[7] = UInt8(truncatingIfNeeded: base >> 17)
+                    prefix[8] = UInt8(truncatingIfNeeded: base >> 9)
+                    prefix[9] = UInt8(truncatingIfNeeded: base >> 1)
+                    prefix[10] = UInt8(truncatingIfNeeded: (base & 1) << 7 | 0x7E)
+                    prefix[11] = 0
+                    adaptationLength = 8
+                }
+                prefix[5] = flags
+            }
+            var capacity = 184 - adaptationLength
             if remaining < capacity {
                 // Stuff through the adaptation field so the packet is exactly 188 bytes.
                 let stuffing = capacity - remaining
-                if adaptation.isEmpty {
-                    adaptation = stuffing == 1 ? [0] : [UInt8(stuffing - 1), 0] + Array(repeating: 0xFF, count: stuffing - 2)
+                if adaptationLength == 0 {
+                    if stuffing >= 2 { prefix[5] = 0 }
+                    adaptationLength = stuffing
                 } else {
-                    adaptation[0] += UInt8(stuffing)
-                    adaptation += Array(repeating: 0xFF, count: stuffing)
+                    adaptationLength += stuffing
                 }
                 capacity = remaining
             }
-            out.append(0x47)
-            out.append(UInt8((first ? 0x40 : 0) | UInt8(stream.pid >> 8)))
-            out.append(UInt8(stream.pid & 0xFF))
-            out.append((adaptation.isEmpty ? 0x10 : 0x30) | nextContinuity(stream.pid))
-            if !adaptation.isEmpty { out += adaptation }
-            // The PES header and the payload parts, copied straight into the packet.
-            var needed = capacity
-            while needed > 0 && piece < pieces.count {
-                let current = pieces[piece]
-                let take = min(needed, current.count - pieceOffset)
-                let start = current.startIndex + pieceOffset
-                out += current[start..<(start + take)]
-                needed -= take
-                pieceOffset += take
-                if pieceOffset == current.count {
-                    piece += 1
-                    pieceOffset = 0
+            let hasAdaptation = adaptationLength > 0
+            prefix[0] = 0x47
+            prefix[1] = UInt8((first ? 0x40 : 0) | UInt8(stream.pid >> 8))
+            prefix[2] = UInt8(stream.pid & 0xFF)
+            counter = (counter &+ 1) & 0x0F
+            prefix[3] = (hasAdaptation ? 0x30 : 0x10) | counter
+            if hasAdaptation {
+                prefix[4] = UInt8(adaptationLength - 1)
+                // Stuffing bytes (0xFF) after the fields written above.
+                let fieldsEnd = wantsAdaptation ? (pcrBase != nil ? 12 : 6) : (adaptationLength >= 2 ? 6 : 5)
+                if fieldsEnd < 4 + adaptationLength {
+                    for index in fieldsEnd..<(4 + adaptationLength) { prefix[index] = 0xFF }
                 }
+                length += adaptationLength
             }
+            prefix.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[0..<length])) }
+            cursor.copy(capacity, into: &out)
             offset += capacity
             first = false
         }
+        continuity[stream.pid] = counter
     }
 
     private static func writeTimestamp(_ writer: inout ByteWriter, prefix: UInt8, value: Int64) {
@@ -225,5 +236,42 @@ public enum TSDescriptor {
     /// registration_descriptor (tag 0x05) with a format identifier and additional bytes.
     public static func registration(_ format: FourCC, additional: [UInt8] = []) -> [UInt8] {
         [0x05, UInt8(4 + additional.count)] + format.bytes + additional
+    }
+}
+
+/// Walks a PES packet's bytes — its header, then the payload parts — appending them to the output a transport
+/// packet's worth at a time, straight from where they lie.
+struct PayloadCursor {
+    let header: [UInt8]
+    let parts: [ArraySlice<UInt8>]
+    /// The part being read; -1 while in the header.
+    private var index = -1
+    /// The next byte's offset in it.
+    private var offset = 0
+
+    init(header: [UInt8], parts: [ArraySlice<UInt8>]) {
+        self.header = header
+        self.parts = parts
+    }
+
+    /// Appends the next `count` bytes (fewer when the bytes run out) to `out`.
+    mutating func copy(_ count: Int, into out: inout [UInt8]) {
+        var needed = count
+        while needed > 0 {
+            if index < 0 {
+                let take = min(needed, header.count - offset), from = offset
+                header.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[from..<(from + take)])) }
+                needed -= take
+                offset += take
+                if offset == header.count { (index, offset) = (0, 0) }
+                continue
+            }
+            guard index < parts.count else { return }
+            let take = min(needed, parts[index].count - offset), from = offset
+            parts[index].withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[from..<(from + take)])) }
+            needed -= take
+            offset += take
+            if offset == parts[index].count { (index, offset) = (index + 1, 0) }
+        }
     }
 }

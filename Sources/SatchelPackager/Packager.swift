@@ -30,6 +30,8 @@ public struct PackageSummary: Sendable {
 public struct Packager: Sendable {
     /// The options.
     public let options: PackageOptions
+    /// Bytes of samples read at a time for a TS segment (the last sample may take it past).
+    static let readStretch = 1 << 20
 
     /// A packager for `options`.
     public init(options: PackageOptions) {
@@ -140,7 +142,7 @@ public struct Packager: Sendable {
         var doneSamples = 0
         var outputBytes = 0
         var written: [String: Written] = [:]
-        let buffers = BufferPool(count: 3)
+        let buffers = BufferPool(count: 2)
         // The package's decode-time zero: the earliest first decode time of all its tracks (in seconds, as a track's
         // ticks), so every track starts at or after zero and keeps its place relative to the others.
         var earliest: (dts: Int64, timescale: UInt32)?
@@ -170,7 +172,7 @@ public struct Packager: Sendable {
                 cmafWriter = writer
             }
             var currentKey: ContentKey?
-            var sampleBytes: [UInt8] = []  // a TS segment's sample bytes, reused for every segment
+            var sampleBytes: [UInt8] = []  // a stretch of a TS segment's sample bytes, reused for every stretch
             for (index, range) in rendition.segments.enumerated() {
                 // Each segment's bytes are written on another thread while the next segment is made.
                 var payload = buffers.take()
@@ -178,11 +180,24 @@ public struct Packager: Sendable {
                 var size = 0
                 let key = keys.last { $0.1 <= index }?.0
                 if var writer = tsWriter {
-                    let samples = try rendition.input.samples(rendition.track.samples[range], into: &sampleBytes)
                     let sampleAES = options.scheme == .sampleAES ? try key.map { (k) throws(PackagerError) in
                         do { return try SampleAES(key: k.key, iv: k.iv) } catch { throw .invalidOptions("\(error)") }
                     } : nil
-                    try writer.segment(samples, sampleAES: sampleAES, into: &payload)
+                    let all = rendition.track.samples[range]
+                    writer.begin(sampleBytes: all.reduce(0) { $0 + $1.byteCount }, into: &payload)
+                    // The samples are read a megabyte or so at a time, not a whole segment at once: the TS packets
+                    // copy them anyway, and memory stays that of the segment being built.
+                    var start = all.startIndex
+                    while start < all.endIndex {
+                        var end = start, bytes = 0
+                        repeat {
+                            bytes += all[end].byteCount
+                            end += 1
+                        } while end < all.endIndex && bytes < Self.readStretch
+                        let samples = try rendition.input.samples(all[start..<end], into: &sampleBytes)
+                        try writer.append(samples, sampleAES: sampleAES, into: &payload)
+                        start = end
+                    }
                     tsWriter = writer
                     if options.scheme == .aes128, let key {
                         do { payload = try SegmentCipher(key: key.key).encrypt(payload, iv: key.iv) } catch { throw .invalidOptions("\(error)") }

@@ -26,15 +26,19 @@ struct TSSegmentWriter {
         muxer = TSMuxer(streams: [stream])
     }
 
-    /// One segment's bytes (before any whole-segment encryption), written into `out`, whose
-    /// capacity is reused from segment to segment.
-    mutating func segment(_ samples: ArraySlice<MediaSample>, sampleAES: SampleAES?, into out: inout [UInt8]) throws(PackagerError) {
+    /// Starts a segment in `out` (whose capacity is reused from segment to segment) with the PAT and PMT, room made
+    /// for `sampleBytes` of samples; ``append(_:sampleAES:into:)`` then adds the samples, in as many pieces as suit.
+    mutating func begin(sampleBytes: Int, into out: inout [UInt8]) {
         out.removeAll(keepingCapacity: true)
         out += muxer.tables()
         // Room for the packets' headers; a buffer that must grow gets a quarter more, so that the next, larger
         // segments reuse its pages instead of allocating (and faulting in) fresh ones.
-        let needed = samples.reduce(0) { $0 + $1.byteCount } * 105 / 100 + 4096
+        let needed = sampleBytes * 105 / 100 + 4096
         if out.capacity < needed { out.reserveCapacity(needed + needed / 4) }
+    }
+
+    /// The PES packets of `samples` (their bytes loaded), after those already in `out`.
+    mutating func append(_ samples: ArraySlice<MediaSample>, sampleAES: SampleAES?, into out: inout [UInt8]) throws(PackagerError) {
         for sample in samples {
             // Timestamps on the presentation timeline (the input's edit list applied), as a CMAF segment of the same
             // package remuxed to TS would carry them: audio and video keep their place relative to each other.

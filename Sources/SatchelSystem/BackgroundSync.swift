@@ -11,9 +11,12 @@ import Darwin
 /// before it syncs the folder and renames it, so nothing is named complete before its bytes are on disk,
 /// and the disk's flushing overlaps the work that produces the next file instead of stalling it.
 public final class BackgroundSync: @unchecked Sendable {
-    /// Writes handed files, one after another; serial queues get a thread of their own, so a write never
-    /// waits for a core the caller's work (or Swift's cooperative pool) holds.
-    private let writer = DispatchQueue(label: "satchel.background-write")
+    /// Write handed files, taking turns: serial queues get a thread of their own, so a write never waits for a
+    /// core the caller's work (or Swift's cooperative pool) holds, and two files handed one after the other are
+    /// copied into the page cache at once (the copy, not the producer, is what bounds a packager's pace).
+    private let writers = [DispatchQueue(label: "satchel.background-write-1"), DispatchQueue(label: "satchel.background-write-2")]
+    /// The writer the next handed file goes to.
+    private let turn = Locked(0)
     /// Syncs written files in the order they were written, on another thread: a write never waits for the
     /// disk to finish the file before it.
     private let syncer = DispatchQueue(label: "satchel.background-fsync")
@@ -59,6 +62,10 @@ public final class BackgroundSync: @unchecked Sendable {
         }
         let handed = HandedBytes(payload)
         enter()
+        let writer = writers[turn.withLock { value in
+            defer { value = (value + 1) % 2 }
+            return value
+        }]
         writer.async { [self] in
             let written = handed.take()
             var failed: SystemError?
