@@ -58,7 +58,7 @@ public struct AvailabilityWindow: Sendable, Codable, Equatable {
     }
 
     /// True when the asset may be shown at `now` (published).
-    public func isPublished(at now: Date) -> Bool { publishDate.map { $0 <= now } ?? true }
+    public func isPublished(at now: Date) -> Bool { DateWindow(start: publishDate, end: expiryDate).hasStarted(at: now) }
 
     private func rightsAndUsage(completedAt: Date?, firstPlayAt: Date?) -> (Rights, RightsUsage) {
         var rights = rights

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelBytes
 import SatchelFairPlay
+import SatchelRights
 
 /// The rights attached to an asset's keys.
 public struct AssetPolicy: Codable, Sendable, Equatable {
@@ -51,10 +52,16 @@ public struct AssetPolicy: Codable, Sendable, Equatable {
         self.renewalSeconds = renewalSeconds
     }
 
+    /// The availability window (start inclusive, end exclusive: ``DateWindow``, the rule the device keeps too).
+    public var window: DateWindow { DateWindow(start: notBefore, end: notAfter) }
+
     /// Checks the availability window at `now`.
     public func checkWindow(at now: Date) throws(LicensingError) {
-        if let notBefore, now < notBefore { throw .policyDenied("not available before \(ISO8601DateFormatter().string(from: notBefore))") }
-        if let notAfter, now > notAfter { throw .policyDenied("not available after \(ISO8601DateFormatter().string(from: notAfter))") }
+        switch window.position(at: now) {
+        case .before: throw .policyDenied("not available before \(ISO8601DateFormatter().string(from: notBefore ?? now))")
+        case .after: throw .policyDenied("not available after \(ISO8601DateFormatter().string(from: notAfter ?? now))")
+        case .within: return
+        }
     }
 
     /// Applies a token's overrides (the content provider's backend may narrow or widen the rights per user).

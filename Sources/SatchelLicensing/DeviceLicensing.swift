@@ -113,7 +113,7 @@ public struct DeviceLicensing: Sendable {
     /// allowed. The token's own expiry does not shorten them; a policy that has ended refuses.
     func rights(_ policy: AssetPolicy, _ entitlement: Entitlement, persistent: Bool) throws(LicensingError) -> Rights {
         let policy = policy.applying(entitlement.policy)
-        if let notAfter = policy.notAfter, service.clock.now >= notAfter {
+        if let notAfter = policy.notAfter, policy.window.position(at: service.clock.now) == .after {
             throw .policyDenied("not available after \(ISO8601DateFormatter().string(from: notAfter))")
         }
         return policy.rights(persistent: persistent && LicenseService.allowsOffline(entitlement, policy))

@@ -72,9 +72,11 @@ extension Rights {
         }
         guard isDateBased else { return answer(.valid) }
         guard let now else { return answer(.untrustedTime) }
-        if let end, now >= end { return answer(.expired) }
-        if let start, now < start { return answer(.inFuture) }
-        return answer(.valid)
+        switch DateWindow(start: start, end: end).position(at: now) {
+        case .after: return answer(.expired)
+        case .before: return answer(.inFuture)
+        case .within: return answer(.valid)
+        }
     }
 
     /// True when a renewable license should be renewed at `now`: its renewal interval has passed since it
