@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "SatchelRights", targets: ["SatchelRights"]),
         .library(name: "SatchelAgent", targets: ["SatchelAgent"]),
         .library(name: "SatchelPackager", targets: ["SatchelPackager"]),
+        .library(name: "SatchelStreams", targets: ["SatchelStreams"]),
         .library(name: "SatchelDownloads", targets: ["SatchelDownloads"]),
         .library(name: "SatchelPlayback", targets: ["SatchelPlayback"]),
         .library(name: "SatchelSystem", targets: ["SatchelSystem"]),
@@ -76,11 +77,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Layer 1: the pure stream model: manifests into plans (HLS, DASH, Smooth, single files; "fetch these next",
+        // never the network), DASH and Smooth transcribed to HLS, the asset map of a session's routes, key forwarding.
+        .target(name: "SatchelStreams", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection"]),
         // Layer 3: download to go: planning per format, the queue and its rules, the index (SQLite), the fetcher (HTTP).
         .target(
             name: "SatchelDownloads",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelRights", "SatchelStorage", "SatchelSystem", "CSatchelSystem",
+                "SatchelBytes", "SatchelMedia", "SatchelRights", "SatchelStorage", "SatchelStreams", "SatchelSystem", "CSatchelSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
@@ -106,7 +110,7 @@ let package = Package(
             name: "SatchelPlayback",
             dependencies: [
                 "SatchelAgent", "SatchelBytes", "SatchelDownloads", "SatchelHTTP", "SatchelMedia", "SatchelProtection", "SatchelRights",
-                "SatchelSystem",
+                "SatchelStreams", "SatchelSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -174,6 +178,7 @@ let package = Package(
                 "SatchelDownloads",
                 "SatchelPlayback",
                 "SatchelHTTP",
+                "SatchelStreams",
                 "SatchelSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -208,12 +213,14 @@ let package = Package(
         .testTarget(name: "SatchelSystemTests", dependencies: ["SatchelSystem"]),
         .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelAgent", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
+        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelStreams", "SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                                .product(name: "Hummingbird", package: "hummingbird"),
                                                                .product(name: "HTTPTypes", package: "swift-http-types"),
                                                                .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "SatchelStreamsTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelStreams",
+                                                              "SatchelTestSupport"]),
         .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelRights"]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
@@ -241,7 +248,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SatchelDownloadsTests",
-            dependencies: [
+            dependencies: ["SatchelStreams", 
                 "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelRights", "SatchelStorage", "SatchelSystem",
                 "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 import SatchelSystem
 #if canImport(Glibc)
 import Glibc

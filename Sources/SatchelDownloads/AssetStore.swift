@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 import SatchelSystem
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +18,7 @@ public struct AssetStore: AssetStoring {
     private let plans = PlanCache()
     /// The folder inside each asset's folder that holds the engine's own files (the plan); no downloaded file
     /// is ever stored under this name (``LocalPath`` renames such a path).
-    public static let metadataFolder = ".satchel"
+    public static let metadataFolder = LocalPath.metadataFolder
     static let planPath = metadataFolder + "/plan.json"
 
     /// Creates a store rooted at `root`.

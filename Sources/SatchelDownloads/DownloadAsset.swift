@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 import SatchelRights
 
 /// Where an asset is in its life.

@@ -1,6 +1,7 @@
 import FluentKit
 import FluentSQLiteDriver
 import Foundation
+import SatchelStreams
 import SatchelBytes
 import SatchelSystem
 import Logging

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 
 /// A record of the index that cannot be read: the asset is listed as damaged, never dropped, and its files stay.
 public struct DamagedRecord: Sendable, Equatable, Codable {

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 import Logging
 import SatchelBytes
 import SatchelSystem
@@ -213,9 +214,11 @@ public actor DownloadManager {
             let headers = options.headers ?? [:]
             let probe = try await fetcher.probe(parsed, headers: headers)
             let fetcher = self.fetcher
-            plan = try await DownloadPlanner.plan(probe: probe, options: options) { url in try await fetcher.text(url, headers: headers) }
+            plan = try await DownloadPlanner.plan(probe: probe, options: options.planOptions) { url in try await fetcher.text(url, headers: headers) }
         } catch let error as DownloadError {
             throw error
+        } catch let error as StreamError {
+            throw DownloadError(error)
         } catch let failure as DownloadFailure {
             throw .fetch(failure)
         } catch {

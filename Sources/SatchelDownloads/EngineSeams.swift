@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 
 /// The engine's persistent index: one record per asset (metadata, state and progress, never the plan, which
 /// lives in the asset's folder) and the engine's settings.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import CSatchelSystem
 import Foundation
+import SatchelStreams
 import NIOCore
 import NIOHTTP1
 import NIOPosix

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 import SatchelDownloads
 
 /// An online source as a ``PlaybackLibrary`` (`satchel play URL`): an HLS URL is planned as a download would be
@@ -37,9 +38,11 @@ public struct OnlineLibrary: PlaybackLibrary {
                 let entry = source.lastPathComponent.isEmpty ? (format == .dash ? "manifest.mpd" : "Manifest") : source.lastPathComponent
                 return PlayableAsset(folder: nil, entry: entry, manifests: [entry: text], originHeaders: headers, sourceURL: source, reloadEntry: reload)
             }
-            plan = try await DownloadPlanner.plan(probe: probe, options: options) { url in try await fetcher.text(url, headers: headers) }
+            plan = try await DownloadPlanner.plan(probe: probe, options: options.planOptions) { url in try await fetcher.text(url, headers: headers) }
         } catch let failure as DownloadFailure {
             throw Self.playbackError(failure)
+        } catch let error as StreamError {
+            throw PlaybackError(error)
         } catch let error as DownloadError {
             if case let .fetch(failure) = error { throw Self.playbackError(failure) }
             throw .invalidContent("the source cannot be played: \(error.code)")

@@ -1,3 +1,4 @@
+import SatchelStreams
 import SatchelBytes
 import SatchelRights
 
@@ -72,5 +73,12 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case let .originStatus(status): return "the origin answered \(status)"
         case let .originUnreachable(reason): return reason
         }
+    }
+}
+
+extension PlaybackError {
+    /// The proxy's error for the stream model's: content it cannot follow, transcribe or map.
+    public init(_ error: StreamError) {
+        self = .invalidContent(error.description)
     }
 }

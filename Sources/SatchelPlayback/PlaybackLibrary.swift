@@ -1,6 +1,7 @@
 import Foundation
 import SatchelDownloads
 import SatchelRights
+import SatchelStreams
 import SatchelSystem
 
 /// Where one file of an asset is on its origin: a URL, or a byte range of it (`EXT-X-BYTERANGE`, DASH

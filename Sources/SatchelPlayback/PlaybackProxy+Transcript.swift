@@ -4,6 +4,7 @@ import SatchelDownloads
 import SatchelHTTP
 import SatchelMedia
 import SatchelProtection
+import SatchelStreams
 
 /// An init segment of a transcribed DASH source (Smooth has none): clear (no `sinf`/`pssh`), with the decryptor of its track when
 /// it was protected.
@@ -34,7 +35,7 @@ extension PlaybackProxy {
             if transcript.isDynamic, let reload = session.asset.reloadEntry, let url = session.asset.sourceURL {
                 let text = try await reportingOrigin(session.asset.entry, session) { () async throws(PlaybackError) -> String in try await reload() }
                 current = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> HLSTranscript in
-                    try HLSTranscript(manifest: text, url: url, languages: configuration.languages)
+                    do throws(StreamError) { return try HLSTranscript(manifest: text, url: url, languages: configuration.languages) } catch { throw PlaybackError(error) }
                 }
                 current = try await indexed(current, mpd: text, url: url, session)
                 await replace(session.token, transcript: current)
@@ -63,7 +64,7 @@ extension PlaybackProxy {
                 do { return try SegmentIndex(bytes, at: piece.range?.lowerBound ?? 0) } catch { throw .invalidContent("a segment index: \(error)") }
             }
         }
-        return try HLSTranscript(manifest: text, url: url, languages: configuration.languages, indexes: indexes)
+        do throws(StreamError) { return try HLSTranscript(manifest: text, url: url, languages: configuration.languages, indexes: indexes) } catch { throw PlaybackError(error) }
     }
 
     /// At most this many SegmentBase indexes are read for one presentation.

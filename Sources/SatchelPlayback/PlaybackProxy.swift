@@ -7,6 +7,7 @@ import SatchelBytes
 import SatchelDownloads
 import SatchelHTTP
 import SatchelProtection
+import SatchelStreams
 import SatchelRights
 import SatchelSystem
 import ServiceLifecycle
@@ -144,10 +145,13 @@ public actor PlaybackProxy {
         let keepsManifest = HLSTranscript.isMPD(entryText) || HLSTranscript.isSmooth(entryText)
         if keepsManifest {
             // A DASH or Smooth source: transcribed to HLS when decrypting, its manifest served as it is in pass-through.
-            let made = try HLSTranscript(manifest: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry), languages: configuration.languages)
+            let made: HLSTranscript
+            do {
+                made = try HLSTranscript(manifest: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry), languages: configuration.languages)
+            } catch { throw PlaybackError(error) }
             if configuration.mode == .decrypt { transcript = made }
         } else {
-            map = try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(PlaybackError) -> String in try Self.playlist(path, of: asset) }
+            map = try Self.assetMap(asset)
             // Protection is what the init segments say, not only the key tags: a CMAF package without key tags is
             // encrypted all the same, and its segments are made clear (or the session refused), never passed on.
             for initSegment in map.unsignalledInitSegments.sorted() {
@@ -167,7 +171,7 @@ public actor PlaybackProxy {
         if configuration.mode == .passthrough, configuration.forwarding != nil, !keepsManifest {
             var texts: [String] = []
             for path in map.playlists.sorted() { texts.append(try Self.playlist(path, of: asset)) }
-            forwarding = try KeyForwarding(playlists: texts, hosts: Set(configuration.licenseHosts))
+            do throws(StreamError) { forwarding = try KeyForwarding(playlists: texts, hosts: Set(configuration.licenseHosts)) } catch { throw PlaybackError(error) }
         }
         var session = PlaybackSession(token: PlaybackSession.makeToken(), assetID: assetID, asset: asset, map: map,
                                       mode: configuration.mode, keys: keys, forwarding: forwarding, isProtected: isProtected, keepsManifest: keepsManifest,
@@ -180,6 +184,20 @@ public actor PlaybackProxy {
         continuation.yield(.opened(asset: assetID, cache: asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
         return "http://\(host):\(port)/\(session.token)/\(Self.encodedPath(transcript == nil ? asset.entry : HLSTranscript.masterPath))"
+    }
+
+    /// The asset map of an HLS asset: its playlists read from memory or disk (a playlist that cannot be read is the
+    /// proxy's error for it, a playlist that cannot be followed invalid content).
+    static func assetMap(_ asset: PlayableAsset) throws(PlaybackError) -> HLSAssetMap {
+        var failure: PlaybackError?
+        do throws(StreamError) {
+            return try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(StreamError) -> String in
+                do throws(PlaybackError) { return try Self.playlist(path, of: asset) } catch {
+                    failure = error
+                    throw .invalidContent(error.description)
+                }
+            }
+        } catch { throw failure ?? PlaybackError(error) }
     }
 
     /// A path of the asset as it goes into a session URL: every byte but letters, digits, `-._~` and `/`

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import SatchelHTTP
+import SatchelStreams
 
 /// `GET|HEAD /{session token}/{path in the asset}`: everything the proxy serves; `POST` only to a forwarded
 /// key URI (pass-through mode's license forwarding).

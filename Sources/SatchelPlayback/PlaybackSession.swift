@@ -3,6 +3,7 @@ import SatchelAgent
 import SatchelBytes
 import SatchelMedia
 import SatchelProtection
+import SatchelStreams
 import SatchelSystem
 
 /// How the proxy treats protected content.

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import SatchelAgent
 import SatchelDownloads
+import SatchelStreams
 
 /// `satchel download`: the download-to-go queue.
 struct DownloadCommand: AsyncParsableCommand {

@@ -6,6 +6,7 @@ import SatchelStorage
 import SatchelTestSupport
 import Testing
 @testable import SatchelDownloads
+@testable import SatchelStreams
 
 @Suite("Download engine: fresh credentials, damaged records, upgrades")
 struct DownloadUpkeepTests {

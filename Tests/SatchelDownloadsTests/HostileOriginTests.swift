@@ -1,5 +1,6 @@
 import Foundation
 @testable import SatchelDownloads
+@testable import SatchelStreams
 import SatchelTestSupport
 import Testing
 
@@ -31,7 +32,7 @@ struct PathEscapeTests {
             #expect(try LocalPath.map(url, root: root) == ".._../ESC.ts")
             return
         }
-        #expect(throws: DownloadFailure.self) { try LocalPath.map(url, root: root) }
+        #expect(throws: StreamError.self) { try LocalPath.map(url, root: root) }
         // An external host's path is decoded once too: %252e stays a literal "%2e".
         let external = try #require(URL(string: "http://cdn.example/\(relative.replacingOccurrences(of: "%2", with: "%252"))"))
         #expect(!(try LocalPath.map(external, root: root)).split(separator: "/").contains(".."))
@@ -170,9 +171,9 @@ struct HostileManifestTests {
     func dash(name: String) throws {
         let text = try #require(Self.dashCases.first { $0.0 == name }?.1)
         #expect {
-            _ = try DASHDownloadPlanner.plan(mpd: text, url: URL(fileURLWithPath: "/v/manifest.mpd"), options: DownloadOptions())
+            _ = try DASHDownloadPlanner.plan(mpd: text, url: URL(fileURLWithPath: "/v/manifest.mpd"), options: PlanOptions())
         } throws: { error in
-            guard case DownloadError.malformedManifest = error else { return false }
+            guard case StreamError.malformedManifest = error else { return false }
             return true
         }
     }
@@ -183,15 +184,15 @@ struct HostileManifestTests {
         let huge = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n#EXT-X-BYTERANGE:9223372036854775807@9223372036854775807\na.ts\n#EXT-X-ENDLIST\n"
         let infinite = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:1e400,\na.ts\n#EXT-X-ENDLIST\n"
         let many = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n" + (0..<50).map { "#EXTINF:2,\n\($0).ts\n" }.joined() + "#EXT-X-ENDLIST\n"
-        for (text, options) in [(huge, DownloadOptions()), (infinite, DownloadOptions()), (many, DownloadOptions(maxResources: 49))] {
+        for (text, options) in [(huge, PlanOptions()), (infinite, PlanOptions()), (many, PlanOptions(resourceLimit: 49))] {
             #expect {
                 _ = try HLSDownloadPlanner.plan(mediaPlaylist: text, url: url, root: url, options: options)
             } throws: { error in
-                guard case DownloadError.malformedManifest = error else { return false }
+                guard case StreamError.malformedManifest = error else { return false }
                 return true
             }
         }
-        #expect(try HLSDownloadPlanner.plan(mediaPlaylist: many, url: url, root: url, options: DownloadOptions(maxResources: 50)).resources.count == 50)
+        #expect(try HLSDownloadPlanner.plan(mediaPlaylist: many, url: url, root: url, options: PlanOptions(resourceLimit: 50)).resources.count == 50)
     }
 
     @Test("Smooth r of Int64.max and t near UInt64.max")
@@ -205,9 +206,9 @@ struct HostileManifestTests {
         }
         for c in [#"<c t="0" d="1" r="9223372036854775807"/>"#, #"<c t="18446744073709551610" d="10" r="3"/>"#] {
             #expect {
-                _ = try SmoothDownloadPlanner.plan(manifest: manifest(c), url: url, options: DownloadOptions())
+                _ = try SmoothDownloadPlanner.plan(manifest: manifest(c), url: url, options: PlanOptions())
             } throws: { error in
-                guard case DownloadError.malformedManifest = error else { return false }
+                guard case StreamError.malformedManifest = error else { return false }
                 return true
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import SatchelRights
 import Testing
 @testable import SatchelDownloads
+@testable import SatchelStreams
 
 /// The queue's rules as values: no files, no network, no database.
 @Suite("Queue policy: order, rule holds, windows, the Rule of Threes")

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelDownloads
+import SatchelStreams
 @testable import SatchelPlayback
 import Testing
 
@@ -45,8 +46,8 @@ import Testing
 
         """
         let files = ["master.m3u8": master, "v/media.m3u8": media]
-        let map = try HLSAssetMap.build(entry: "master.m3u8") { (path: String) throws(PlaybackError) -> String in
-            guard let text = files[path] else { throw .notFound }
+        let map = try HLSAssetMap.build(entry: "master.m3u8") { (path: String) throws(StreamError) -> String in
+            guard let text = files[path] else { throw .invalidContent("no \(path)") }
             return text
         }
         #expect(map.playlists == ["master.m3u8", "v/media.m3u8"] && map.isProtected)
@@ -60,8 +61,8 @@ import Testing
         #expect(clear.components(separatedBy: "#EXTINF").count == 5 && clear.hasSuffix("#EXT-X-ENDLIST\n"))
         #expect(!HLSAssetMap.clearPlaylist(master).contains("SESSION-KEY"))
         let malformed = ["master.m3u8": "#EXTM3U\n#EXTINF:x,\ns.ts\n"]
-        #expect(throws: PlaybackError.self) {
-            try HLSAssetMap.build(entry: "master.m3u8") { (path: String) throws(PlaybackError) -> String in malformed[path] ?? "" }
+        #expect(throws: StreamError.self) {
+            try HLSAssetMap.build(entry: "master.m3u8") { (path: String) throws(StreamError) -> String in malformed[path] ?? "" }
         }
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-import SatchelDownloads
+import SatchelStreams
 import SatchelMedia
 import SatchelPackager
 import SatchelProtection
@@ -80,7 +80,7 @@ struct HLSDownloadPlannerTests {
         let withoutKeys = try HLSDownloadPlanner.plan(mediaPlaylist: text, url: playlistURL, root: Self.url, options: .init())
         #expect(!withoutKeys.resources.contains { $0.kind == .key })
         #expect(try HLSMediaPlaylist(parsing: withoutKeys.playlist).segments[0].keys.first?.uri == "https://keys.example/k/1?token=abc")
-        #expect(throws: DownloadError.liveStream(playlistURL.absoluteString)) {
+        #expect(throws: StreamError.liveStream(playlistURL.absoluteString)) {
             try HLSDownloadPlanner.plan(mediaPlaylist: "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\na.ts\n", url: playlistURL, root: Self.url, options: .init())
         }
     }

@@ -1,5 +1,5 @@
 import Foundation
-@testable import SatchelPlayback
+@testable import SatchelStreams
 import Testing
 
 /// DASH to HLS, the rules of seed 002's playlist proxy, on MPDs written here.
@@ -150,9 +150,9 @@ import Testing
           <Period><AdaptationSet contentType="video"><Representation id="h" bandwidth="1" codecs="hev1.1.6.L93.B0">
             <SegmentTemplate timescale="1" duration="2" media="$Number$.m4s"/></Representation></AdaptationSet></Period>
         """)
-        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: hevcOnly, url: Self.origin) }
-        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: "<MPD><Period/></MPD>", url: Self.origin) }
-        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: "#EXTM3U", url: Self.origin) }
+        #expect(throws: StreamError.self) { try HLSTranscript(mpd: hevcOnly, url: Self.origin) }
+        #expect(throws: StreamError.self) { try HLSTranscript(mpd: "<MPD><Period/></MPD>", url: Self.origin) }
+        #expect(throws: StreamError.self) { try HLSTranscript(mpd: "#EXTM3U", url: Self.origin) }
     }
 
     @Test("a dynamic MPD: no ENDLIST anywhere, MEDIA-SEQUENCE follows $Number$; reloaded after segments were dropped and added, the sequence moves on and the names stay")
@@ -197,7 +197,7 @@ import Testing
         #expect(segments[1].audio.map(\.media.url.lastPathComponent) == ["a-2.m4s", "a-3.m4s"])
         #expect(HLSTranscript.assetURL("dash/v.mp4").absoluteString == "satchel-asset:///dash/v.mp4")
         let bad = list.replacingOccurrences(of: "200-299", with: "299-200")
-        #expect(throws: PlaybackError.self) { try HLSTranscript(mpd: bad, url: Self.origin) }
+        #expect(throws: StreamError.self) { try HLSTranscript(mpd: bad, url: Self.origin) }
         #expect(HLSTranscript.wholeSeconds(0.2) == 1 && HLSTranscript.wholeSeconds(2.0) == 2 && HLSTranscript.wholeSeconds(.infinity) == 1)
     }
 }

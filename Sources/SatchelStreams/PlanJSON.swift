@@ -2,7 +2,7 @@
 /// add` on them. The text is exactly what the `Codable` conformances read back (`DownloadResource` as one array).
 extension DownloadPlan {
     /// The plan as JSON bytes, decodable with `JSONDecoder` as a `DownloadPlan`.
-    func encodedJSON() -> [UInt8] {
+    package func encodedJSON() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(resources.count * 96 + manifests.reduce(0) { $0 + $1.text.utf8.count + $1.path.utf8.count + 32 } + 128)
         out += Array("{\"format\":".utf8)

@@ -103,7 +103,7 @@ public struct HLSTranscript: Sendable {
     /// Transcribes `manifest`, fetched from `url` (for an asset on disk, ``assetURL(_:)`` of its path); audio in
     /// one of `languages` is preferred; `indexes` are the SegmentBase representations' `sidx` boxes, by where
     /// they are (``missingIndexes`` names them).
-    public init(manifest: DASHManifest, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(PlaybackError) {
+    public init(manifest: DASHManifest, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(StreamError) {
         isDynamic = manifest.type == "dynamic"
         guard let first = manifest.periods.first else { throw .invalidContent("the MPD has no period") }
         let firstChoice = Self.choose(first.adaptationSets, languages: languages)
@@ -128,7 +128,7 @@ public struct HLSTranscript: Sendable {
             let periodDuration = manifest.duration(ofPeriod: periodIndex)
             let audioSet = choice.audio.map { period.adaptationSets[$0] }
             let audioRep = audioSet.flatMap { Self.ranked($0).last }
-            let audio = try audioRep.map { (rep) throws(PlaybackError) in
+            let audio = try audioRep.map { (rep) throws(StreamError) in
                 try Self.pieces(rep, set: audioSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
             }
             let videoSet = choice.video.map { period.adaptationSets[$0] }
@@ -137,7 +137,7 @@ public struct HLSTranscript: Sendable {
                 // The first period's representation, found again by id, else by its bandwidth rank.
                 let wanted = chosenVideo.indices.contains(index) ? chosenVideo[index] : nil
                 let rep = wanted.flatMap { w in videoReps.first { $0.id == w.id } } ?? (videoReps.isEmpty ? nil : videoReps[min(index, videoReps.count - 1)])
-                let video = try rep.map { (rep) throws(PlaybackError) in
+                let video = try rep.map { (rep) throws(StreamError) in
                     try Self.pieces(rep, set: videoSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
                 }
                 protected = protected || !(videoSet?.contentProtection.isEmpty ?? true) || !(audioSet?.contentProtection.isEmpty ?? true)
@@ -284,7 +284,7 @@ public struct HLSTranscript: Sendable {
     /// from its `sidx` in `indexes`; without it, it is one segment and its index goes to `missing`.
     private static func pieces(_ rep: DASHRepresentation, set: DASHAdaptationSet?, base periodBase: URL, periodDuration: Double?, period: Int,
                                indexes: [Piece: SegmentIndex], missing: inout [Piece])
-        throws(PlaybackError) -> [(number: UInt64, time: UInt64, start: Double, duration: Double, piece: TrackPiece)] {
+        throws(StreamError) -> [(number: UInt64, time: UInt64, start: Double, duration: Double, piece: TrackPiece)] {
         var references: DASHSegmentReferences
         do { references = try rep.segmentReferences(periodDuration: periodDuration, limit: segmentLimit) } catch {
             throw .invalidContent("representation \(rep.id.prefix(64)) of period \(period): \(error)")
@@ -307,7 +307,7 @@ public struct HLSTranscript: Sendable {
                 missing.append(where_)
             }
         }
-        let initialization = try references.initialization.map { (reference) throws(PlaybackError) in
+        let initialization = try references.initialization.map { (reference) throws(StreamError) in
             Piece(url: try resolve(reference.uri, against: base), range: try range(reference.range))
         }
         var out: [(number: UInt64, time: UInt64, start: Double, duration: Double, piece: TrackPiece)] = []
@@ -319,7 +319,7 @@ public struct HLSTranscript: Sendable {
     }
 
     /// "first-last" as a closed range.
-    static func range(_ text: String?) throws(PlaybackError) -> ClosedRange<Int64>? {
+    static func range(_ text: String?) throws(StreamError) -> ClosedRange<Int64>? {
         guard let text else { return nil }
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low >= 0, high >= low else {
@@ -328,7 +328,7 @@ public struct HLSTranscript: Sendable {
         return low...high
     }
 
-    static func resolve(_ reference: String?, against base: URL) throws(PlaybackError) -> URL {
+    static func resolve(_ reference: String?, against base: URL) throws(StreamError) -> URL {
         guard let reference, !reference.isEmpty else { return base }
         // A reference that does not parse is named without its query (it may carry a token).
         guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .invalidContent("bad URL \(reference.prefix { $0 != "?" }.prefix(64))") }
@@ -344,14 +344,14 @@ extension HLSTranscript {
     }
 
     /// Parses and transcribes the MPD `text` fetched from `url`.
-    public init(mpd text: String, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(PlaybackError) {
+    public init(mpd text: String, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(StreamError) {
         let manifest: DASHManifest
         do { manifest = try DASHManifest(parsing: text) } catch { throw .invalidContent("the MPD does not parse: \(error)") }
         try self.init(manifest: manifest, url: url, languages: languages, indexes: indexes)
     }
 
     /// Parses and transcribes the manifest `text` fetched from `url`: a Smooth Streaming manifest, else an MPD.
-    public init(manifest text: String, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(PlaybackError) {
+    public init(manifest text: String, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(StreamError) {
         guard Self.isSmooth(text) else {
             try self.init(mpd: text, url: url, languages: languages, indexes: indexes)
             return

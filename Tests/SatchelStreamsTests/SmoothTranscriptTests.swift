@@ -1,5 +1,5 @@
 import Foundation
-@testable import SatchelPlayback
+@testable import SatchelStreams
 import SatchelProtection
 import SatchelTestSupport
 import Testing
@@ -114,10 +114,10 @@ import Testing
             <StreamIndex Type="audio" Url="q({bitrate})/a({start time})"><QualityLevel Bitrate="1" FourCC="WMAP"/><c t="0" d="1"/></StreamIndex>
             </SmoothStreamingMedia>
             """
-        #expect(throws: PlaybackError.invalidContent("the Smooth manifest has no H.264 video or AAC audio to carry in HLS")) {
+        #expect(throws: StreamError.invalidContent("the Smooth manifest has no H.264 video or AAC audio to carry in HLS")) {
             try HLSTranscript(manifest: vc1, url: Self.origin)
         }
-        #expect(throws: PlaybackError.self) { try HLSTranscript(manifest: "<SmoothStreamingMedia><StreamIndex Type=\"video\"/>", url: Self.origin) }
+        #expect(throws: StreamError.self) { try HLSTranscript(manifest: "<SmoothStreamingMedia><StreamIndex Type=\"video\"/>", url: Self.origin) }
     }
 }
 

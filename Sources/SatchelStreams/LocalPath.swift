@@ -5,12 +5,15 @@ import Foundation
 /// exactly once, then normalised (`.` dropped, `..` taking back a component); a path that would leave
 /// the asset's directory is refused. A query string becomes part of the name so distinct URLs stay distinct.
 public enum LocalPath {
+    /// The folder of an asset that holds the engine's own files (its plan): no file of a manifest is stored there,
+    /// and no server serves it.
+    public static let metadataFolder = ".satchel"
     /// Longest local path accepted, in bytes (file systems allow 4096; a manifest has no use for more).
     public static let maxLength = 1024
 
     /// The local path for `url`, relative to the directory of `root` (the manifest URL). Throws
     /// `invalidContent` when the decoded path would leave the asset's directory.
-    public static func map(_ url: URL, root: URL) throws(DownloadFailure) -> String {
+    public static func map(_ url: URL, root: URL) throws(StreamError) -> String {
         try Mapper(root: root).map(url)
     }
 
@@ -25,7 +28,7 @@ public enum LocalPath {
         }
 
         /// The local path for `url` (see ``LocalPath/map(_:root:)``). Works on UTF-8 bytes: it runs once per file.
-        public func map(_ url: URL) throws(DownloadFailure) -> String {
+        public func map(_ url: URL) throws(StreamError) -> String {
             var url = url
             var absolute = url.absoluteString
             if LocalPath.hasDotSegments(absolute) {  // resolve literal "." and ".." before comparing
@@ -59,7 +62,7 @@ public enum LocalPath {
                 }
             }
             if components.isEmpty { components = ["index"] }
-            if components.first == AssetStore.metadataFolder { components[0] = "_" + AssetStore.metadataFolder }  // reserved for the plan
+            if components.first == LocalPath.metadataFolder { components[0] = "_" + LocalPath.metadataFolder }  // reserved for the plan
             if !query.isEmpty, let last = components.popLast() {
                 components.append(last + "_" + String(UInt32(truncatingIfNeeded: String(decoding: query, as: UTF8.self).hashValueStable), radix: 16))
             }
@@ -68,9 +71,9 @@ public enum LocalPath {
             return path
         }
 
-        /// ``map(_:)`` for planners: an unsafe path refuses the asset (``DownloadError/unsafeResource(_:)``).
-        func planned(_ url: URL) throws(DownloadError) -> String {
-            do { return try map(url) } catch { throw .unsafeResource(error) }
+        /// ``map(_:)`` for planners (an unsafe path refuses the asset).
+        func planned(_ url: URL) throws(StreamError) -> String {
+            try map(url)
         }
     }
 
@@ -99,13 +102,13 @@ public enum LocalPath {
         }
     }
 
-    /// ``map(_:root:)`` for planners: an unsafe path refuses the asset (``DownloadError/unsafeResource(_:)``).
-    static func planned(_ url: URL, root: URL) throws(DownloadError) -> String {
+    /// ``map(_:root:)`` for planners (an unsafe path refuses the asset).
+    static func planned(_ url: URL, root: URL) throws(StreamError) -> String {
         try Mapper(root: root).planned(url)
     }
 
-    static func escape(_ url: URL) -> DownloadFailure {
-        .invalidContent(url: url.absoluteString, reason: "its local path would leave the asset's folder")
+    static func escape(_ url: URL) -> StreamError {
+        .unsafePath(url: url.absoluteString, reason: "its local path would leave the asset's folder")
     }
 
     static func encode(_ host: String) -> String {

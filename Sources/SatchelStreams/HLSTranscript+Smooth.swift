@@ -14,7 +14,7 @@ extension HLSTranscript {
     }
 
     /// Transcribes `manifest`, fetched from `url`; audio in one of `languages` is preferred.
-    public init(smooth manifest: SmoothManifest, url: URL, languages: [String] = []) throws(PlaybackError) {
+    public init(smooth manifest: SmoothManifest, url: URL, languages: [String] = []) throws(StreamError) {
         func carried(_ stream: SmoothManifest.StreamIndex) -> [SmoothManifest.QualityLevel] {
             stream.qualityLevels.filter { (try? $0.track(kind: stream.type, timescale: stream.timescale ?? manifest.timescale)) != nil }
                 .sorted { $0.bitrate < $1.bitrate }
@@ -34,7 +34,7 @@ extension HLSTranscript {
             throw .invalidContent("more than \(Self.segmentLimit) fragments in a stream")
         }
 
-        func fragments(_ stream: SmoothManifest.StreamIndex, _ level: SmoothManifest.QualityLevel) throws(PlaybackError)
+        func fragments(_ stream: SmoothManifest.StreamIndex, _ level: SmoothManifest.QualityLevel) throws(StreamError)
             -> [(time: UInt64, start: Double, duration: Double, piece: TrackPiece)] {
             var out: [(time: UInt64, start: Double, duration: Double, piece: TrackPiece)] = []
             let ticks = stream.timescale ?? manifest.timescale, timescale = Double(max(ticks, 1))
@@ -48,13 +48,13 @@ extension HLSTranscript {
         }
 
         let audioLevel = audioStream.flatMap { carried($0).last }
-        let audio = try audioStream.flatMap { (stream) throws(PlaybackError) in try audioLevel.map { (level) throws(PlaybackError) in try fragments(stream, level) } }
+        let audio = try audioStream.flatMap { (stream) throws(StreamError) in try audioLevel.map { (level) throws(StreamError) in try fragments(stream, level) } }
         let videoLevels: [SmoothManifest.QualityLevel?] = videoStream.map { carried($0).map { Optional($0) } } ?? [nil]
         // A live manifest keeps a window of fragments: the sequence number follows the first one's position on
         // the timeline (its time over the first duration), so it grows as fragments drop out.
         var variants: [Variant] = []
         for level in videoLevels {
-            let video = try videoStream.flatMap { (stream) throws(PlaybackError) in try level.map { (level) throws(PlaybackError) in try fragments(stream, level) } }
+            let video = try videoStream.flatMap { (stream) throws(StreamError) in try level.map { (level) throws(StreamError) in try fragments(stream, level) } }
             let lead = video ?? audio ?? []
             let audioPieces = video != nil ? audio ?? [] : []
             let paired = Self.paired(lead.map(\.start), audioPieces.map(\.start)).map { $0.map { audioPieces[$0].piece } }

@@ -8,22 +8,22 @@ import SatchelMedia
 /// server's, or an allow-list) are forwarded: the playlists come from the content's origin, and a key URI on a
 /// host the content chose must never receive the user's credentials — it is left as written. Pure: the table of
 /// targets and the rewriting.
-struct KeyForwarding: Sendable, Equatable {
+public struct KeyForwarding: Sendable, Equatable {
     /// The path, in a session, under which forwarded keys live (`.satchel` is never a downloaded file's path).
-    static let prefix = ".satchel/keys/"
+    public static let prefix = ".satchel/keys/"
     /// At most this many distinct key URIs are forwarded (key rotation over a long asset stays far below).
-    static let maximumTargets = 10_000
+    public static let maximumTargets = 10_000
     /// A key or license answer is at most this many bytes (a CKC, a Clear Key JSON, 16 bytes of AES key).
-    static let maximumAnswer: Int64 = 1 << 20
+    public static let maximumAnswer: Int64 = 1 << 20
 
     /// The original key URIs, in the order first seen.
-    let targets: [String]
+    public let targets: [String]
     /// The hosts credentials may go to: `host` or `host:port`, lowercased.
-    let hosts: Set<String>
+    public let hosts: Set<String>
 
     /// The key URIs of `playlists` that are forwarded: those on one of `hosts` (`host`, or `host:port` for that
     /// port alone).
-    init(playlists: [String], hosts: Set<String>) throws(PlaybackError) {
+    public init(playlists: [String], hosts: Set<String>) throws(StreamError) {
         let hosts = Set(hosts.map { $0.lowercased() })
         var targets: [String] = []
         var seen = Set<String>()
@@ -39,7 +39,7 @@ struct KeyForwarding: Sendable, Equatable {
     }
 
     /// `text` with every forwarded key URI replaced by the proxy's path for it in the session `token`.
-    func rewrite(_ text: String, token: String) -> String {
+    public func rewrite(_ text: String, token: String) -> String {
         HLSRewriter.rewrite(text) { (reference: HLSURIReference) -> HLSURIDecision in
             guard Self.isForwarded(reference, hosts: hosts), let index = targets.firstIndex(of: reference.uri) else { return .keep }
             return .replace("/\(token)/\(Self.prefix)\(index)")
@@ -47,7 +47,7 @@ struct KeyForwarding: Sendable, Equatable {
     }
 
     /// The original URI a session path (`.satchel/keys/N`) stands for.
-    func target(_ path: String) -> String? {
+    public func target(_ path: String) -> String? {
         guard path.hasPrefix(Self.prefix), let index = Int(path.dropFirst(Self.prefix.count)), targets.indices.contains(index) else { return nil }
         return targets[index]
     }
@@ -60,7 +60,7 @@ struct KeyForwarding: Sendable, Equatable {
     }
 
     /// The host (`host` or `host:port`) of a server URL, for ``init(playlists:hosts:)``; nil when it has none.
-    static func host(of server: String) -> String? {
+    public static func host(of server: String) -> String? {
         guard let url = URL(string: server), let host = url.host?.lowercased() else { return nil }
         return url.port.map { "\(host):\($0)" } ?? host
     }

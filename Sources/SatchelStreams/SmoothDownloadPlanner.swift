@@ -6,7 +6,7 @@ import SatchelMedia
 /// in requested languages; every fragment URL. Pure.
 public enum SmoothDownloadPlanner {
     /// The plan for the manifest at `url`.
-    public static func plan(manifest text: String, url: URL, options: DownloadOptions) throws(DownloadError) -> DownloadPlan {
+    public static func plan(manifest text: String, url: URL, options: PlanOptions) throws(StreamError) -> DownloadPlan {
         let manifest: SmoothManifest
         do { manifest = try SmoothManifest(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard !manifest.isLive else { throw .liveStream(url.absoluteString) }

@@ -16,7 +16,7 @@ public enum HLSDownloadPlanner {
 
     /// Chooses the variant with the highest BANDWIDTH not above `maxBitrate` (the lowest when none is;
     /// 0 = the lowest; nil = the highest) and its DEFAULT=YES renditions plus those in the requested languages.
-    public static func select(master: HLSMasterPlaylist, url: URL, options: DownloadOptions) throws(DownloadError) -> Selection {
+    public static func select(master: HLSMasterPlaylist, url: URL, options: PlanOptions) throws(StreamError) -> Selection {
         guard let variant = RenditionChoice.pick(master.variants, bitrate: \.bandwidth, max: options.maxBitrate) else {
             throw .nothingSelected("the master playlist has no variants")
         }
@@ -39,12 +39,12 @@ public enum HLSDownloadPlanner {
     /// The master playlist rewritten by ``HLSRewriter``: the chosen variant and renditions point at the local media
     /// playlists, the entries not downloaded go whole (with the variant's `SUBTITLES` when no subtitle rendition is
     /// kept), I-frame playlists, session data and session keys point at the origin; every other byte stays.
-    public static func rewriteMaster(_ text: String, selection: Selection, url: URL) throws(DownloadError) -> String {
+    public static func rewriteMaster(_ text: String, selection: Selection, url: URL) throws(StreamError) -> String {
         let variantURL = URL(string: selection.variant.uri, relativeTo: url)?.absoluteURL
         let chosen = Set(selection.renditions.map { "\($0.type)/\($0.groupID)/\($0.name)" })
         let keepsSubtitles = selection.renditions.contains { $0.type == "SUBTITLES" }
         var variantKept = false
-        let local = try HLSRewriter.rewrite(text) { (reference) throws(DownloadError) -> HLSURIDecision in
+        let local = try HLSRewriter.rewrite(text) { (reference) throws(StreamError) -> HLSURIDecision in
             guard let resolved = URL(string: reference.uri, relativeTo: url)?.absoluteURL else {
                 throw .malformedManifest("\(url.lastPathComponent): bad URI \(reference.uri.prefix(100))")
             }
@@ -77,9 +77,9 @@ public enum HLSDownloadPlanner {
     /// The files of one media playlist and the playlist rewritten for local playback by ``HLSRewriter``: every URI
     /// points at the local file, byte-ranged pieces become files of their own (their `EXT-X-BYTERANGE` goes),
     /// every other line stays as the origin wrote it.
-    /// `limit` caps the files (the asset's ``DownloadOptions/resourceLimit`` less what other playlists planned).
-    public static func plan(mediaPlaylist text: String, url: URL, root: URL, options: DownloadOptions,
-                            limit: Int? = nil) throws(DownloadError) -> (resources: [DownloadResource], playlist: String) {
+    /// `limit` caps the files (the asset's ``PlanOptions/resourceLimit`` less what other playlists planned).
+    public static func plan(mediaPlaylist text: String, url: URL, root: URL, options: PlanOptions,
+                            limit: Int? = nil) throws(StreamError) -> (resources: [DownloadResource], playlist: String) {
         let playlist: HLSMediaPlaylist
         do { playlist = try HLSMediaPlaylist(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard playlist.endList, playlist.playlistType != "EVENT" else { throw .liveStream(url.absoluteString) }
@@ -92,7 +92,7 @@ public enum HLSDownloadPlanner {
         var nextOffset: [String: Int] = [:]
         let limit = limit ?? options.resourceLimit
 
-        func add(_ resolved: URL, _ range: HLSByteRange?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
+        func add(_ resolved: URL, _ range: HLSByteRange?, kind: DownloadResource.Kind, duration: Double?) throws(StreamError) -> String {
             var localPath = try mapper.planned(resolved)
             var byteRange: DownloadResource.ByteRange?
             if let range {
@@ -113,7 +113,7 @@ public enum HLSDownloadPlanner {
         }
 
         var segmentsSeen = 0
-        let rewritten = try HLSRewriter.rewrite(text) { (reference) throws(DownloadError) -> HLSURIDecision in
+        let rewritten = try HLSRewriter.rewrite(text) { (reference) throws(StreamError) -> HLSURIDecision in
             guard let resolved = URL(string: reference.uri, relativeTo: url)?.absoluteURL else {
                 throw .malformedManifest("\(url.lastPathComponent): bad URI \(reference.uri.prefix(100))")
             }

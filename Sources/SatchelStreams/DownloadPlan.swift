@@ -55,12 +55,12 @@ public struct DownloadPlan: Sendable, Codable, Equatable {
     }
 
     /// What an asset row holds in place of its plan (the plan lives in the asset's folder).
-    var placeholder: DownloadPlan {
+    package var placeholder: DownloadPlan {
         DownloadPlan(format: format, mainPath: "", manifests: [], resources: [], totalDuration: nil)
     }
 
     /// True for ``placeholder``.
-    var isPlaceholder: Bool { mainPath.isEmpty && resources.isEmpty && manifests.isEmpty }
+    package var isPlaceholder: Bool { mainPath.isEmpty && resources.isEmpty && manifests.isEmpty }
 
     /// Bytes the plan will fetch, when every file's size is known in advance.
     public var expectedBytes: Int? {

@@ -35,11 +35,17 @@ public struct HLSAssetMap: Sendable {
     /// At most this many playlists are followed.
     public static let maximumPlaylists = 500
 
+    /// A map of `playlists` with `segments` protected (more is added as media playlists are read).
+    public init(playlists: Set<String>, segments: [String: SegmentProtection]) {
+        self.playlists = playlists
+        self.segments = segments
+    }
+
     /// True when any segment is protected.
     public var isProtected: Bool { !segments.isEmpty }
 
     /// Reads the entry playlist and every media playlist it names.
-    public static func build(entry: String, read: (String) throws(PlaybackError) -> String) throws(PlaybackError) -> HLSAssetMap {
+    public static func build(entry: String, read: (String) throws(StreamError) -> String) throws(StreamError) -> HLSAssetMap {
         var map = HLSAssetMap(playlists: [entry], segments: [:])
         let text = try read(entry)
         var media: [String] = []
@@ -63,7 +69,7 @@ public struct HLSAssetMap: Sendable {
         return map
     }
 
-    private mutating func add(mediaPlaylist text: String, at path: String) throws(PlaybackError) {
+    private mutating func add(mediaPlaylist text: String, at path: String) throws(StreamError) {
         let playlist: HLSMediaPlaylist
         do { playlist = try HLSMediaPlaylist(parsing: text) } catch { throw .invalidContent("\(path): \(error)") }
         var key: HLSKey?

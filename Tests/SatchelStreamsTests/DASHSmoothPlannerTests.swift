@@ -1,5 +1,5 @@
 import Foundation
-import SatchelDownloads
+import SatchelStreams
 import SatchelMedia
 import Testing
 
@@ -46,7 +46,7 @@ struct DASHSmoothPlannerTests {
         // Cached duration counts contiguous segments of every track; the shortest track wins.
         let complete = Set(["v1/init.mp4", "audio/en/init.mp4", "v1/t0.m4s", "v1/t4000.m4s", "audio/en/seg005.m4s"])
         #expect(plan.cachedDuration { complete.contains(plan.resources[$0].localPath) } == 4)
-        #expect(throws: DownloadError.liveStream(Self.url.absoluteString)) {
+        #expect(throws: StreamError.liveStream(Self.url.absoluteString)) {
             try DASHDownloadPlanner.plan(mpd: Self.mpd.replacingOccurrences(of: "type=\"static\"", with: "type=\"dynamic\""), url: Self.url, options: .init())
         }
     }
@@ -77,7 +77,7 @@ struct DASHSmoothPlannerTests {
         let local = try SmoothManifest(parsing: try #require(plan.manifests.first?.text))
         #expect(local.streams.map(\.name) == ["video", "en"].map { $0 == "video" ? nil : $0 } && local.streams[0].qualityLevels.map(\.bitrate) == [500_000])
         #expect(try SmoothDownloadPlanner.plan(manifest: manifest, url: url, options: .init(languages: ["fr"])).resources.count == 6)
-        #expect(throws: DownloadError.liveStream(url.absoluteString)) {
+        #expect(throws: StreamError.liveStream(url.absoluteString)) {
             try SmoothDownloadPlanner.plan(manifest: manifest.replacingOccurrences(of: "Duration=\"40000000\"", with: "IsLive=\"TRUE\""), url: url, options: .init())
         }
     }

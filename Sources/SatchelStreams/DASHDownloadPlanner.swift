@@ -10,7 +10,7 @@ public enum DASHDownloadPlanner {
     /// point at the local folders, `SegmentURL`/`Initialization` at the local files (a byte range that became a
     /// file of its own loses its range attribute), the adaptation sets and representations not downloaded go
     /// whole; every other element, attribute and comment stays byte for byte.
-    public static func plan(mpd text: String, url: URL, options: DownloadOptions) throws(DownloadError) -> DownloadPlan {
+    public static func plan(mpd text: String, url: URL, options: PlanOptions) throws(StreamError) -> DownloadPlan {
         let manifest: DASHManifest
         let document: MarkupSpans
         do {
@@ -44,8 +44,8 @@ public enum DASHDownloadPlanner {
     }
 
     /// Plans one period: its chosen representations' files, and the edits of its elements.
-    private static func plan(period: Int, index periodIndex: Int, manifest: DASHManifest, tree: Tree, mpdBase: URL, options: DownloadOptions,
-                             mapper: LocalPath.Mapper, resources: inout [DownloadResource], edits: inout [Int: DASHElementEdit]) throws(DownloadError) {
+    private static func plan(period: Int, index periodIndex: Int, manifest: DASHManifest, tree: Tree, mpdBase: URL, options: PlanOptions,
+                             mapper: LocalPath.Mapper, resources: inout [DownloadResource], edits: inout [Int: DASHElementEdit]) throws(StreamError) {
         let model = manifest.periods[periodIndex]
         let periodDuration = manifest.duration(ofPeriod: periodIndex)
         if let periodDuration, !DownloadPlanner.isPlausibleDuration(periodDuration) { throw .malformedManifest("period \(periodIndex) duration is out of range") }
@@ -70,7 +70,7 @@ public enum DASHDownloadPlanner {
             let base = try resolve(rep.baseURL, against: setBase)
             let setDirectory = try localDirectory(of: setBase, mapper: mapper)
             let group = "\(set.kind)/\(track)"
-            func add(_ target: URL, range: String?, kind: DownloadResource.Kind, duration: Double?) throws(DownloadError) -> String {
+            func add(_ target: URL, range: String?, kind: DownloadResource.Kind, duration: Double?) throws(StreamError) -> String {
                 guard resources.count < options.resourceLimit else { throw .malformedManifest("more than \(options.resourceLimit) files") }
                 var path = try mapper.planned(target)
                 var byteRange: DownloadResource.ByteRange?
@@ -149,7 +149,7 @@ public enum DASHDownloadPlanner {
 
     /// Points every `BaseURL` child of `element` at the local folder of `base`, relative to the parent's local folder.
     private static func setBase(_ tree: Tree, element: Int, base: URL, parentDirectory: String, edits: inout [Int: DASHElementEdit],
-                                mapper: LocalPath.Mapper) throws(DownloadError) {
+                                mapper: LocalPath.Mapper) throws(StreamError) {
         let elements = tree.children(of: element, named: "BaseURL")
         guard !elements.isEmpty else { return }
         let directory = try localDirectory(of: base, mapper: mapper)
@@ -159,7 +159,7 @@ public enum DASHDownloadPlanner {
     }
 
     /// The local folder (relative to the MPD's, with a trailing `/`, or empty for the MPD's own) holding what `base` resolves against.
-    private static func localDirectory(of base: URL, mapper: LocalPath.Mapper) throws(DownloadError) -> String {
+    private static func localDirectory(of base: URL, mapper: LocalPath.Mapper) throws(StreamError) -> String {
         let directory = base.absoluteString.hasSuffix("/") ? base : base.deletingLastPathComponent()
         let probe = try mapper.planned(directory.appendingPathComponent("_"))
         return String(probe.dropLast())
@@ -185,7 +185,7 @@ public enum DASHDownloadPlanner {
 
     /// The adaptation sets and representations to download.
     /// The chosen (adaptation set index, representation) pairs.
-    static func select(_ sets: [DASHAdaptationSet], options: DownloadOptions) throws(DownloadError) -> [(Int, DASHRepresentation)] {
+    static func select(_ sets: [DASHAdaptationSet], options: PlanOptions) throws(StreamError) -> [(Int, DASHRepresentation)] {
         var chosen: [(Int, DASHRepresentation)] = []
         let video = sets.indices.filter { sets[$0].kind == "video" }.flatMap { index in sets[index].representations.map { (index, $0) } }
         if let pick = RenditionChoice.pick(video, bitrate: { $0.1.bandwidth }, max: options.maxVideoBitrate) { chosen.append(pick) }
@@ -200,7 +200,7 @@ public enum DASHDownloadPlanner {
         return chosen
     }
 
-    private static func resolve(_ reference: String?, against base: URL) throws(DownloadError) -> URL {
+    private static func resolve(_ reference: String?, against base: URL) throws(StreamError) -> URL {
         guard let reference, !reference.isEmpty else { return base }
         // A reference that does not parse is named without its query (it may carry a token).
         guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .malformedManifest("bad URL \(reference.prefix { $0 != "?" }.prefix(64))") }
