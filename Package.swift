@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "SatchelStreams", targets: ["SatchelStreams"]),
         .library(name: "SatchelDownloads", targets: ["SatchelDownloads"]),
         .library(name: "SatchelPlayback", targets: ["SatchelPlayback"]),
+        .library(name: "SatchelDevice", targets: ["SatchelDevice"]),
         .library(name: "SatchelSystem", targets: ["SatchelSystem"]),
         .executable(name: "satchel", targets: ["satchel"]),
     ],
@@ -95,7 +96,7 @@ let package = Package(
         .target(
             name: "SatchelAgent",
             dependencies: [
-                "SatchelBytes", "SatchelProtection", "SatchelRights", "SatchelStorage", "SatchelSystem",
+                "SatchelBytes", "SatchelProtection", "SatchelRights", "SatchelStorage", "SatchelStreams", "SatchelSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
@@ -109,8 +110,7 @@ let package = Package(
         .target(
             name: "SatchelPlayback",
             dependencies: [
-                "SatchelAgent", "SatchelBytes", "SatchelDownloads", "SatchelHTTP", "SatchelMedia", "SatchelProtection", "SatchelRights",
-                "SatchelStreams", "SatchelSystem",
+                "SatchelBytes", "SatchelHTTP", "SatchelMedia", "SatchelProtection", "SatchelRights", "SatchelStreams", "SatchelSystem",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -118,6 +118,14 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Layer 5: the device half assembled for an app: the agent as the proxy's rights, the engine's license step, the
+        // download store and online sources as the proxy's libraries.
+        .target(
+            name: "SatchelDevice",
+            dependencies: [
+                "SatchelAgent", "SatchelBytes", "SatchelDownloads", "SatchelPlayback", "SatchelRights", "SatchelStreams", "SatchelSystem",
             ]
         ),
         // Layer 1: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):
@@ -177,6 +185,7 @@ let package = Package(
                 "SatchelAgent",
                 "SatchelDownloads",
                 "SatchelPlayback",
+                "SatchelDevice",
                 "SatchelHTTP",
                 "SatchelStreams",
                 "SatchelSystem",
@@ -191,6 +200,8 @@ let package = Package(
         .executableTarget(
             name: "SatchelBenchmarks",
             dependencies: [
+                "SatchelDevice",
+                "SatchelStreams",
                 "SatchelBytes",
                 "SatchelFairPlay",
                 "SatchelProtection",
@@ -213,7 +224,7 @@ let package = Package(
         .testTarget(name: "SatchelSystemTests", dependencies: ["SatchelSystem"]),
         .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelAgent", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelStreams", "SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
+        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelDevice", "SatchelRights", "SatchelStreams", "SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                                .product(name: "Hummingbird", package: "hummingbird"),
                                                                .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -248,7 +259,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SatchelDownloadsTests",
-            dependencies: ["SatchelStreams", 
+            dependencies: ["SatchelDevice", "SatchelRights", "SatchelStreams", 
                 "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelRights", "SatchelStorage", "SatchelSystem",
                 "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
@@ -259,7 +270,7 @@ let package = Package(
                     exclude: ["check_manifests.py"]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
-        .testTarget(name: "SatchelCLITests", dependencies: ["satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
+        .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
                                                              "SatchelLicensing", "SatchelProtection", "SatchelTestSupport"]),
         .testTarget(
             name: "SatchelFairPlayTests",

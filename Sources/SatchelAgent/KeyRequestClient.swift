@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import SatchelStreams
 import NIOCore
 import NIOHTTP1
 import SatchelBytes

@@ -1,5 +1,4 @@
 import Foundation
-import SatchelDownloads
 import SatchelRights
 import SatchelStreams
 import SatchelSystem
@@ -110,56 +109,4 @@ public protocol PlaybackLibrary: Sendable {
     /// The asset, if its availability window allows playback now; registers its first play (which starts
     /// seed 003's expiry after play).
     func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset
-}
-
-/// The download engine as a ``PlaybackLibrary``: an asset plays inside its availability window (seed 003:
-/// the local server refuses expired or out-of-window assets). Files not downloaded yet are fetched from the
-/// origin while the player asks for them and kept in the store (seed 000 §5.5: download and play).
-public struct DownloadLibrary: PlaybackLibrary {
-    let manager: DownloadManager
-    let now: @Sendable () -> Date
-
-    /// A library over `manager`, evaluating windows at `now`.
-    public init(manager: DownloadManager, now: @escaping @Sendable () -> Date = { Date() }) {
-        self.manager = manager
-        self.now = now
-    }
-
-    public func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-        let asset: DownloadAsset
-        do { asset = try await manager.asset(assetID) } catch { throw .unknownAsset(assetID) }
-        let status = asset.state == .expired ? .expired
-            : asset.window.evaluate(completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt, at: now()).status
-        guard status == .valid else { throw .notPlayable(status) }
-        do { try await manager.registerPlayStart(assetID) } catch { throw .storage("cannot record the first play: \(error.description)") }
-        var cache: CacheState?
-        if let progress = try? await manager.progress(assetID) {
-            cache = CacheState(cachedDuration: progress.cachedDuration, totalDuration: progress.totalDuration, isReadyToPlay: progress.isReadyToPlay)
-        }
-        let store = manager.store
-        var fill: (@Sendable (String, [UInt8]) -> Bool)?
-        if asset.state != .complete {
-            fill = { path, bytes in (try? store.keepFetched(assetID, path: path, bytes: bytes)) ?? false }
-        }
-        // The playlists come from the plan (written to disk only once the download starts): an asset plays as soon
-        // as it is added.
-        let manifests = Dictionary(asset.plan.manifests.map { ($0.path, $0.text) }) { first, _ in first }
-        var playable = PlayableAsset(folder: store.root + "/" + assetID, entry: asset.plan.mainPath, manifests: manifests, origin: Self.origin(of: asset.plan),
-                                     originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
-        playable.licenseAsset = asset.options.license?.assetID
-        return playable
-    }
-
-    /// Every file of a plan, by its path in the asset, with where it is on the origin.
-    static func origin(of plan: DownloadPlan) -> [String: OriginFile] {
-        var files: [String: OriginFile] = [:]
-        for resource in plan.resources {
-            let range = resource.range.flatMap { range -> ClosedRange<Int64>? in
-                let (end, overflow) = Int64(range.offset).addingReportingOverflow(Int64(range.length) - 1)
-                return range.length > 0 && !overflow ? Int64(range.offset)...end : nil
-            }
-            files[resource.localPath] = OriginFile(url: resource.url, range: range, expectedSize: resource.expectedSize.map(Int64.init))
-        }
-        return files
-    }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import SatchelBytes
-import SatchelDownloads
 import SatchelHTTP
 import SatchelMedia
 import SatchelProtection
@@ -158,7 +157,7 @@ extension PlaybackProxy {
         case HLSTranscript.assetScheme?:
             let encoded = URLComponents(url: piece.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
             guard let path = HLSAssetMap.resolve(String(encoded.drop { $0 == "/" }), from: ""),
-                  !path.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
+                  !path.hasPrefix(LocalPath.metadataFolder + "/") else { throw .notFound }
             if !session.asset.isLocal(path), session.asset.origin[path] == nil {
                 // Named by the MPD, neither on disk nor known to the origin table: not cached (503, the player asks again).
                 await report(.notCached(asset: session.assetID, path: path))

@@ -2,9 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import SatchelAgent
 import SatchelBytes
-import SatchelDownloads
 import SatchelHTTP
 import SatchelProtection
 import SatchelStreams
@@ -264,7 +262,7 @@ public actor PlaybackProxy {
     nonisolated func respond(token: String, path: String, range: String?) async throws(PlaybackError) -> PlaybackResponse {
         // The engine's own files (the plan: origin URLs, headers) are never served.
         guard let session = await session(token), let file = HLSAssetMap.resolve(path, from: ""),
-              !file.hasPrefix(AssetStore.metadataFolder + "/") else { throw .notFound }
+              !file.hasPrefix(LocalPath.metadataFolder + "/") else { throw .notFound }
         if let transcript = session.transcript, file.hasPrefix(HLSTranscript.folder + "/") {
             return try await transcribed(file, transcript, session, range: range)
         }

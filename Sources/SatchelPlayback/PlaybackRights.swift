@@ -1,4 +1,3 @@
-import SatchelAgent
 import SatchelRights
 
 /// Where the proxy gets the rights and keys of protected assets (seam: the device agent; anything that can
@@ -9,31 +8,4 @@ public protocol PlaybackRights: Sendable {
     func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey]
     /// The asset's rights status now (checked again before every segment).
     func playbackStatus(asset: String) async throws(PlaybackError) -> RightsStatus
-}
-
-extension Agent: PlaybackRights {
-    public func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey] {
-        do {
-            return try await use(asset: asset)
-        } catch {
-            throw Self.playbackError(error)
-        }
-    }
-
-    public func playbackStatus(asset: String) async throws(PlaybackError) -> RightsStatus {
-        do { return try await rights(asset: asset).status } catch {
-            // A store changed outside Satchel holds no rights: the session ends as rights that ended do.
-            if case .storeTampered = error { return .noRights }
-            throw .storage(error.description)
-        }
-    }
-
-    /// The proxy's error for the agent's: rights that do not allow playback (a tampered store holds none), else storage.
-    static func playbackError(_ error: AgentError) -> PlaybackError {
-        switch error {
-        case let .notPlayable(status): .notPlayable(status)
-        case .storeTampered: .notPlayable(.noRights)
-        default: .storage(error.description)
-        }
-    }
 }

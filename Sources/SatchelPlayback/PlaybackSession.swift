@@ -1,5 +1,5 @@
 import Foundation
-import SatchelAgent
+import SatchelRights
 import SatchelBytes
 import SatchelMedia
 import SatchelProtection

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import SatchelDevice
+import SatchelRights
 import Logging
 import SatchelAgent
 import SatchelDownloads

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SatchelStreams
 import NIOCore
 import SatchelAgent
 import SatchelBytes

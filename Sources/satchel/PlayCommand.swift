@@ -1,6 +1,9 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import SatchelDevice
+import SatchelRights
+import SatchelStreams
 import Logging
 import SatchelAgent
 import SatchelDownloads

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelStreams
 import SatchelAgent
 import SatchelBytes
 import SatchelMedia

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelRights
 import SatchelAgent
 import SatchelBytes
 import SatchelPlayback

@@ -1,4 +1,6 @@
 import Foundation
+import SatchelDevice
+import SatchelRights
 import SatchelDownloads
 import SatchelStreams
 @testable import SatchelPlayback

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelStreams
 import SatchelDownloads
+import SatchelPlayback
 
 /// An online source as a ``PlaybackLibrary`` (`satchel play URL`): an HLS URL is planned as a download would be
 /// (the variant and renditions chosen by `options`, every playlist rewritten to paths in the asset); a DASH or

@@ -7,10 +7,15 @@ import SatchelRights
 /// the agent of the same data directory when its download starts, a renewal when it finishes near the license's
 /// end, and a release when it is removed. Failures carry the license server's problem type; only those worth
 /// retrying (the server failed or was unreachable) are retried under the Rule of Threes.
-struct LicenseStep: DownloadStep {
+public struct LicenseStep: DownloadStep {
     let agent: Agent
 
-    func prepare(_ asset: DownloadAsset) async throws(DownloadFailure) {
+    /// The step for the engine of `agent`'s data directory.
+    public init(agent: Agent) {
+        self.agent = agent
+    }
+
+    public func prepare(_ asset: DownloadAsset) async throws(DownloadFailure) {
         guard let request = asset.options.license else { return }
         let id = request.assetID ?? asset.id
         do {
@@ -31,7 +36,7 @@ struct LicenseStep: DownloadStep {
         }
     }
 
-    func finished(_ asset: DownloadAsset) async {
+    public func finished(_ asset: DownloadAsset) async {
         guard let request = asset.options.license, let token = request.token else { return }
         let id = request.assetID ?? asset.id
         guard let current = try? await agent.licenses().first(where: { $0.license.assetID == id })?.license,
@@ -39,7 +44,7 @@ struct LicenseStep: DownloadStep {
         _ = try? await agent.renew(asset: id, token: token)  // a failed renewal leaves the license as it was; sync retries
     }
 
-    func removed(_ asset: DownloadAsset) async {
+    public func removed(_ asset: DownloadAsset) async {
         guard let request = asset.options.license else { return }
         _ = try? await agent.release(asset: request.assetID ?? asset.id)  // owed and retried at the next contact when offline
     }

@@ -29,20 +29,20 @@ public struct LicenseRequestExtras: Sendable, Equatable {
     /// Checks and creates extras: header names are HTTP tokens, values hold no control characters, custom data
     /// is at most 64 KB.
     public init(headers: [(name: String, value: String)] = [], customData: String? = nil, token: String? = nil,
-                tokenHeader: String? = nil) throws(AgentError) {
-        guard headers.count <= Self.maximumHeaders else { throw .badRequest("at most \(Self.maximumHeaders) custom headers") }
+                tokenHeader: String? = nil) throws(StreamError) {
+        guard headers.count <= Self.maximumHeaders else { throw .invalidArgument("at most \(Self.maximumHeaders) custom headers") }
         for header in headers {
             try Self.checkName(header.name)
             guard !header.value.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) else {
-                throw .badRequest("the value of header \(header.name) holds a control character")
+                throw .invalidArgument("the value of header \(header.name) holds a control character")
             }
         }
         if let tokenHeader { try Self.checkName(tokenHeader) }
         if let token, token.isEmpty || token.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
-            throw .badRequest("the license token is empty or holds spaces or control characters")
+            throw .invalidArgument("the license token is empty or holds spaces or control characters")
         }
         if let customData, customData.utf8.count > Self.maximumCustomData {
-            throw .badRequest("custom data is at most \(Self.maximumCustomData) bytes")
+            throw .invalidArgument("custom data is at most \(Self.maximumCustomData) bytes")
         }
         self.headers = headers
         self.customData = customData
@@ -51,9 +51,9 @@ public struct LicenseRequestExtras: Sendable, Equatable {
     }
 
     /// Reads `Name: value` (as `curl -H` takes it).
-    public static func header(_ text: String) throws(AgentError) -> (name: String, value: String) {
+    public static func header(_ text: String) throws(StreamError) -> (name: String, value: String) {
         // The text is never echoed: a header may carry a secret.
-        guard let colon = text.firstIndex(of: ":") else { throw .badRequest("a header is \"Name: value\" (this one has no colon)") }
+        guard let colon = text.firstIndex(of: ":") else { throw .invalidArgument("a header is \"Name: value\" (this one has no colon)") }
         let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces)
         let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
         try checkName(name)
@@ -69,10 +69,10 @@ public struct LicenseRequestExtras: Sendable, Equatable {
         return all + headers
     }
 
-    private static func checkName(_ name: String) throws(AgentError) {
+    private static func checkName(_ name: String) throws(StreamError) {
         let allowed = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
         guard !name.isEmpty, name.count <= 100, name.allSatisfy(allowed.contains) else {
-            throw .badRequest("\"\(name.prefix(40))\" is not an HTTP header name")
+            throw .invalidArgument("\"\(name.prefix(40))\" is not an HTTP header name")
         }
     }
 
