@@ -12,6 +12,12 @@ extension Agent {
     /// time; the clock is stored again when its trust changed or its mark moved on by a minute.
     func trustedNow(_ snapshot: LicenseStore.Snapshot) async throws(AgentError) -> Date? {
         let reading = clockReader.read()
+        return try await observe(reading, in: snapshot).now(reading)
+    }
+
+    /// The secure clock of `snapshot` after `reading` (a rollback is reported once), stored again when its trust
+    /// changed or its mark moved on by a minute.
+    func observe(_ reading: ClockReading, in snapshot: LicenseStore.Snapshot) async throws(AgentError) -> SecureClock {
         var clock = snapshot.state.clock
         let events = clock.observe(reading)
         let stale = (clock.highWater ?? .distantPast).timeIntervalSince(snapshot.state.clock.highWater ?? .distantPast) >= Self.clockPersistInterval
@@ -22,7 +28,34 @@ extension Agent {
             }
         }
         report(events)
-        return clock.now(reading)
+        return clock
+    }
+
+    // MARK: Playback
+
+    /// A value that moves with every change to the store — this agent's (licenses, uses, releases, the clock's trust)
+    /// or another process's on the same data directory: read without waiting.
+    public nonisolated var changeCount: UInt64 { store.changeStamp }
+
+    /// The device's clocks now.
+    public nonisolated func readClock() -> ClockReading { clockReader.read() }
+
+    /// The rights of `asset`'s newest license that the store vouches for, with the secure clock, for a playback
+    /// session to evaluate in memory before every segment.
+    public func grant(asset: String) async throws(AgentError) -> PlaybackGrant {
+        let snapshot = try await store.snapshot()
+        let clock = try await observe(clockReader.read(), in: snapshot)
+        guard let license = newest(asset, in: snapshot) else {
+            return PlaybackGrant(rights: nil, usage: RightsUsage(acquired: .distantPast), clock: clock)
+        }
+        return PlaybackGrant(rights: license.rights, usage: license.usage, clock: clock)
+    }
+
+    /// Keeps the secure clock as a session's `reading` moved it (the same reading gives the store's clock the same
+    /// result: a rollback is recorded and reported once; the mark is stored at most once a minute).
+    public func keepClock(_ reading: ClockReading) async {
+        guard let snapshot = try? await store.snapshot() else { return }
+        _ = try? await observe(reading, in: snapshot)
     }
 
     /// The time a request is dated with: the server's own time as the secure clock estimates it (its last signed

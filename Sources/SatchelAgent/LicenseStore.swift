@@ -81,10 +81,16 @@ public final class LicenseStore: Sendable {
     private let anchor: any StoreAnchoring
     private let fileLock: FileLock
     private let local = AsyncMutex()
+    /// Moves on with every change written by this process (read without waiting: a playback session checks it
+    /// before every segment and takes its rights again when it moved).
+    let changes = Locked<UInt64>(0)
+    /// The database file (its modification time and size move when another process writes the store).
+    private let path: String
 
     /// Opens (and migrates) the store in `dataDirectory`, sealed under `deviceKey`, anchored by `anchor`.
     init(dataDirectory: String, deviceKey: P256.Signing.PrivateKey, anchor: (any StoreAnchoring)?, logger: Logger) async throws(AgentError) {
         let path = (dataDirectory as NSString).appendingPathComponent("agent.sqlite")
+        self.path = path
         seal = StateSeal(deviceKey: deviceKey, purpose: "agent-state")
         self.anchor = anchor ?? StateSeal(deviceKey: deviceKey, purpose: "store-anchor").platformAnchor(dataDirectory: dataDirectory)
         do {
@@ -116,6 +122,26 @@ public final class LicenseStore: Sendable {
         await databases.shutdownAsync()
     }
 
+    /// A value that moves whenever the store may have changed: with every change this process writes, and with the
+    /// database file's (and its write-ahead log's) modification time and size, which another process's changes move.
+    /// Two `stat` calls, no lock: cheap enough to read before every segment a player asks for.
+    var changeStamp: UInt64 {
+        var stamp = changes.current
+        for file in [path, path + "-wal", path + "-journal"] {
+            var info = stat()
+            guard stat(file, &info) == 0 else { continue }
+            #if canImport(Darwin)
+            let modified = UInt64(truncatingIfNeeded: info.st_mtimespec.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: info.st_mtimespec.tv_nsec)
+            #else
+            let modified = UInt64(truncatingIfNeeded: info.st_mtim.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: info.st_mtim.tv_nsec)
+            #endif
+            for part in [modified, UInt64(truncatingIfNeeded: info.st_size), UInt64(truncatingIfNeeded: info.st_ino)] {
+                stamp = (stamp ^ part) &* 0x100_0000_01b3
+            }
+        }
+        return stamp
+    }
+
     // MARK: Reading and changing
 
     /// The store as it is, checked: the sealed state opens and is not behind its anchor.
@@ -133,6 +159,7 @@ public final class LicenseStore: Sendable {
             var state = try await self.checkedState()
             let (value, changes) = try body(&state, try await self.rows())
             try await self.write(&state, changes)
+            self.changes.withLock { $0 &+= 1 }
             return value
         }
     }
@@ -149,6 +176,7 @@ public final class LicenseStore: Sendable {
             var (state, value, changes) = try body(believed, stored, try await self.rows())
             state.counter = max(state.counter, stored?.counter ?? 0, anchored ?? 0)
             try await self.write(&state, changes)
+            self.changes.withLock { $0 &+= 1 }
             return value
         }
     }

@@ -25,7 +25,8 @@ struct PlaybackBenchmark {
     struct FixedRights: PlaybackRights {
         let keys: [PlaybackKey]
         func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey] { keys }
-        func playbackStatus(asset: String) async throws(PlaybackError) -> RightsStatus { .valid }
+        func playbackGrant(asset: String) async throws(PlaybackError) -> PlaybackGrant { .fixed(.valid) }
+        var changeCount: UInt64 { 0 }
     }
 
     /// Each asset ID is a folder of the site; "NAME-dash" is the DASH MPD of the package NAME.

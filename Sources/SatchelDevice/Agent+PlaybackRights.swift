@@ -12,12 +12,16 @@ extension Agent: PlaybackRights {
         }
     }
 
-    public func playbackStatus(asset: String) async throws(PlaybackError) -> RightsStatus {
-        do { return try await rights(asset: asset).status } catch {
+    public func playbackGrant(asset: String) async throws(PlaybackError) -> PlaybackGrant {
+        do { return try await grant(asset: asset) } catch {
             // A store changed outside Satchel holds no rights: the session ends as rights that ended do.
-            if case .storeTampered = error { return .noRights }
+            if case .storeTampered = error { return .fixed(.noRights) }
             throw .storage(error.description)
         }
+    }
+
+    public func clockObserved(_ reading: ClockReading, events: [ClockEvent]) async {
+        await keepClock(reading)
     }
 
     /// The proxy's error for the agent's: rights that do not allow playback (a tampered store holds none), else storage.

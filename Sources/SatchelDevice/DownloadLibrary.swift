@@ -29,9 +29,15 @@ public struct DownloadLibrary: PlaybackLibrary {
             cache = CacheState(cachedDuration: progress.cachedDuration, totalDuration: progress.totalDuration, isReadyToPlay: progress.isReadyToPlay)
         }
         let store = manager.store
-        var fill: (@Sendable (String, [UInt8]) -> Bool)?
+        var fill: (@Sendable (String, [UInt8]) async -> String?)?
         if asset.state != .complete {
-            fill = { path, bytes in (try? store.keepFetched(assetID, path: path, bytes: bytes)) ?? false }
+            // Through the engine, which owns the store: its rules, usage and events apply.
+            fill = { [manager] path, bytes in
+                do throws(DownloadError) {
+                    try await manager.keepFetched(assetID, path: path, bytes: bytes)
+                    return nil
+                } catch { return error.description }
+            }
         }
         // The playlists come from the plan (written to disk only once the download starts): an asset plays as soon
         // as it is added.

@@ -190,6 +190,9 @@ public enum DownloadEvent: Sendable, Equatable {
     case expiredAssetsReset([String])
     /// The index could not be read or written; the run stopped (nothing is retried unrecorded).
     case storageFailed(String)
+    /// A file the playback proxy fetched whole from the origin while the asset plays was kept in the store (seed 000
+    /// §5.5: download and play): the download need not fetch it again.
+    case fileKept(assetID: String, path: String, bytes: Int)
 }
 
 /// What the engine as a whole is doing.

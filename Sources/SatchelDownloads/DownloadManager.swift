@@ -6,89 +6,18 @@ import SatchelSystem
 
 /// The download engine's coordinator: one queue, worked through in order, one asset at a time with several
 /// of its files in parallel, under the download rules and availability windows, reporting through
-/// ``events()``. It only coordinates: the queue's rules are the pure ``QueuePolicy``, an attempt is run by
-/// the ``DownloadWorker`` in a task group owned by ``run()``, events go through the ``DownloadEventHub``,
-/// and the index, the fetcher and the store are injected seams (``DownloadIndexing``, ``ResourceFetching``,
-/// ``AssetStoring``), with ``DownloadStep``s (a license, a permission) before every attempt. State lives in
-/// the index and the store, so the process may stop at any instant and pick up where the files end.
+/// ``events()``. It owns the device's download store: nothing else writes there (the playback proxy's files from the
+/// origin come in through ``keepFetched(_:path:bytes:)``).
+///
+/// The actor holds the state and the public API; the work is split by role, each role a type of its own running on
+/// the actor's isolation: ``DownloadQueue`` (the queue and every change to it), ``DownloadRunLoop`` (passes, attempts,
+/// progress, the background loop), ``DownloadReads`` (what apps and the proxy read, and the proxy's door into the
+/// store) and ``DownloadUpkeep`` (fresh credentials, damaged records, upgrades). The queue's rules are the pure
+/// ``QueuePolicy``, an attempt is run by the ``DownloadWorker``, events go through the ``DownloadEventHub``, and the
+/// index, the fetcher and the store are injected seams (``DownloadIndexing``, ``ResourceFetching``,
+/// ``AssetStoring``), with ``DownloadStep``s (a license, a permission) before every attempt. State lives in the index
+/// and the store, so the process may stop at any instant and pick up where the files end.
 public actor DownloadManager {
-    /// How the engine works.
-    public struct Configuration: Sendable {
-        /// The engine's directory: `downloads.sqlite` and the assets directory live here.
-        public var dataDirectory: String
-        /// Where assets go: a path relative to `dataDirectory` (seed 003's destinationPath) or absolute. Default `assets`.
-        public var destination: String
-        /// The download rules.
-        public var rules: DownloadRules
-        /// Files of one asset fetched at once when an attempt begins (default 16: on an emulated 100 Mbit/s link with a
-        /// 150 ms round trip, 8 is 18 % slower than 16, and 32 gains nothing; see `SatchelBenchmarks link`).
-        public var parallelism: Int
-        /// The most files at once an attempt grows to while more connections bring more throughput (default 48;
-        /// ``AdaptiveParallelism``). Equal to `parallelism`: fixed.
-        public var maxParallelism: Int
-        /// Pause between the three attempts of one pass.
-        public var retryDelay: Duration
-        /// Pause before another pass through the queue for errored assets.
-        public var passDelay: Duration
-        /// A connection idle this long fails (and is retried).
-        public var readTimeout: Duration
-        /// Connecting longer than this fails.
-        public var connectTimeout: Duration
-        /// Seconds that must be cached from the start before `isReadyToPlay`.
-        public var readyDuration: Double
-        /// How often progress is reported (and other processes' pause/remove/disable noticed).
-        public var progressInterval: Duration
-        /// A body slower than this fails (retryable): below 1 KiB/s for 30 s by default.
-        public var lowSpeed: LowSpeedLimit
-        /// Where the engine logs its decisions: why an asset waits, each attempt, each retry and its reason.
-        /// URLs appear without their query strings; headers and tokens never appear.
-        public var logger: Logger
-        /// Seals the secrets kept in the index (header values, entitlement tokens) with the device's key
-        /// (``SecretSealing``; the agent's `DeviceSecretBox`); nil: they are stored as given, in an owner-only file.
-        public var secrets: (any SecretSealing)?
-
-        /// Creates a configuration.
-        public init(dataDirectory: String, destination: String = "assets", rules: DownloadRules = DownloadRules(), parallelism: Int = 16,
-                    maxParallelism: Int = 48,
-                    retryDelay: Duration = .seconds(1), passDelay: Duration = .seconds(2), readTimeout: Duration = .seconds(30),
-                    connectTimeout: Duration = .seconds(10), readyDuration: Double = 10, progressInterval: Duration = .milliseconds(250),
-                    lowSpeed: LowSpeedLimit = LowSpeedLimit(), logger: Logger = Logger(label: "satchel.downloads")) {
-            self.lowSpeed = lowSpeed
-            self.logger = logger
-            self.dataDirectory = dataDirectory
-            self.destination = destination
-            self.rules = rules
-            self.parallelism = parallelism
-            self.maxParallelism = max(maxParallelism, parallelism)
-            self.retryDelay = retryDelay
-            self.passDelay = passDelay
-            self.readTimeout = readTimeout
-            self.connectTimeout = connectTimeout
-            self.readyDuration = readyDuration
-            self.progressInterval = progressInterval
-        }
-
-        /// The assets' root directory.
-        var assetRoot: String {
-            destination.hasPrefix("/") ? destination : (dataDirectory as NSString).appendingPathComponent(destination)
-        }
-    }
-
-    /// What ``run()`` left behind.
-    public struct RunSummary: Sendable, Equatable {
-        /// Assets per state (paused ones under their state).
-        public var states: [DownloadState: Int]
-        /// Assets paused by the user.
-        public var paused: Int
-        /// False when downloads are switched off.
-        public var enabled: Bool
-        /// Set when the index could not be read or written: the run stopped rather than carry on unrecorded.
-        public var storageFailure: String?
-
-        /// True when every asset is complete.
-        public var allComplete: Bool { storageFailure == nil && states.filter { $0.key != .complete && $0.value > 0 }.isEmpty }
-    }
-
     var configuration: Configuration
     let environment: DownloadEnvironment
     let index: any DownloadIndexing
@@ -188,7 +117,12 @@ public actor DownloadManager {
         emit(.engineStatusChanged(new))
     }
 
-    // MARK: Queue
+    /// Tells the background loop there may be work.
+    func wake() {
+        wakeUp.raise()
+    }
+
+    // MARK: The queue (``DownloadQueue``)
 
     /// Enqueues an asset at the end of the queue. The URL is fetched and planned now, so live streams,
     /// unknown formats, unpermitted MIME types and unreachable manifests are refused here. Without `id`, the asset
@@ -196,156 +130,21 @@ public actor DownloadManager {
     @discardableResult
     public func add(url: String, id: String? = nil, options: DownloadOptions = DownloadOptions(),
                     window: AvailabilityWindow = AvailabilityWindow()) async throws(DownloadError) -> DownloadAsset {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
-            throw .invalidArgument("not an http(s) URL: \(url)")
-        }
-        var named = id
-        if named == nil {
-            // A readable ID from the URL (its playlist's or folder's name), unique among the assets.
-            let existing = Set(try await index.all().map(\.id) + (try await index.damaged()).map(\.id))
-            named = DownloadNaming.id(for: parsed, taken: existing.contains)
-        }
-        guard let id = named else { throw .invalidArgument("no asset ID") }
-        guard AssetStore.isValidID(id) else { throw .invalidArgument("asset IDs are 1-128 of A-Z a-z 0-9 . _ - (got \(id))") }
-        guard try await index.find(id) == nil else { throw .duplicateID(id) }
-        guard try await !index.damaged().contains(where: { $0.id == id }) else { throw .duplicateID(id) }
-        let plan: DownloadPlan
-        do {
-            let headers = options.headers ?? [:]
-            let probe = try await fetcher.probe(parsed, headers: headers)
-            let fetcher = self.fetcher
-            plan = try await DownloadPlanner.plan(probe: probe, options: options.planOptions) { url in try await fetcher.text(url, headers: headers) }
-        } catch let error as DownloadError {
-            throw error
-        } catch let error as StreamError {
-            throw DownloadError(error)
-        } catch let failure as DownloadFailure {
-            throw .fetch(failure)
-        } catch {
-            throw .fetch(.network(url: url, message: String(describing: error)))
-        }
-        let asset = DownloadAsset(id: id, url: url, state: .queued, isPaused: false, failure: nil, retryCount: 0, window: window,
-                                  options: options, plan: plan, addedAt: environment.clock.now, completedAt: nil, firstPlayAt: nil,
-                                  position: try await index.nextPosition())
-        // The plan goes into the asset's folder first (crash-safe); the index row that makes the asset exist follows.
-        do { try store.writePlan(id, plan) } catch { throw .storage(error.description) }
-        do {
-            try await index.save(asset)
-        } catch {
-            try? store.delete(id, keepingPlan: false)  // the row was never written: nothing may stay behind
-            throw error
-        }
-        emit(.queueChanged)
-        emit(.stateChanged(assetID: id, state: .queued))
-        wake()
-        return asset
-    }
-
-    /// Every asset in queue order, as of now: an asset whose window has closed reads as expired (its files
-    /// are deleted by the next run or ``sweepExpired()``; reading never deletes). With `availabilityFilter`,
-    /// only those inside their window (published, not expired).
-    public func assets(availabilityFilter: Bool = false) async throws(DownloadError) -> [DownloadAsset] {
-        let now = environment.clock.now
-        var assets: [DownloadAsset] = []
-        for asset in try await index.all() {
-            let shown = QueuePolicy.presented(asset, at: now)
-            guard !availabilityFilter || (shown.state != .expired && shown.window.isPublished(at: now)) else { continue }
-            assets.append(try withPlan(shown))
-        }
-        return assets
-    }
-
-    /// One asset, as of now (see ``assets(availabilityFilter:)``).
-    public func asset(_ id: String) async throws(DownloadError) -> DownloadAsset {
-        guard let asset = try await index.find(id) else { throw .notFound(id) }
-        return try withPlan(QueuePolicy.presented(asset, at: environment.clock.now))
-    }
-
-    /// The asset with its plan, read from its folder (the index holds metadata only).
-    func withPlan(_ asset: DownloadAsset) throws(DownloadError) -> DownloadAsset {
-        guard asset.plan.isPlaceholder else { return asset }
-        var full = asset
-        do {
-            if let plan = try store.readPlan(asset.id) { full.plan = plan }
-        } catch {
-            throw .storage("asset \(asset.id): \(error.description)")
-        }
-        return full
-    }
-
-    /// The asset's progress, from what is on disk.
-    public func progress(_ id: String) async throws(DownloadError) -> DownloadProgress {
-        let asset = try await asset(id)
-        let scan = store.scan(id, plan: asset.plan)
-        return DownloadProgress(assetID: id, plan: asset.plan, complete: scan.complete, bytes: scan.bytes, readyDuration: configuration.readyDuration)
-    }
-
-    /// The local path of the asset's entry point (master playlist, MPD, manifest or file), for playback.
-    /// Expired and unpublished assets have none.
-    public func localPath(_ id: String) async throws(DownloadError) -> String {
-        let asset = try await playable(id)
-        return store.path(id, asset.plan.mainPath)
-    }
-
-    /// Records the first play (for expiry after play). Expired assets cannot be played.
-    public func registerPlayStart(_ id: String) async throws(DownloadError) {
-        var asset = try await playable(id)
-        if asset.firstPlayAt == nil {
-            asset.firstPlayAt = environment.clock.now
-            try await index.update(asset)
-        }
-    }
-
-    private func playable(_ id: String) async throws(DownloadError) -> DownloadAsset {
-        let asset = try await asset(id)
-        guard asset.state != .expired else { throw .expired(id) }
-        guard asset.window.isPublished(at: environment.clock.now) else { throw .notFound(id) }
-        return asset
+        try await DownloadQueue.add(self, url: url, id: id, options: options, window: window)
     }
 
     /// Pauses one asset (stopping its download if it is the current one). Persists.
-    public func pause(_ id: String) async throws(DownloadError) {
-        try await update(id) { $0.isPaused = true }
-        await stopCurrent(ifItIs: id)
-        emit(.queueChanged)
-    }
+    public func pause(_ id: String) async throws(DownloadError) { try await DownloadQueue.pause(self, id) }
 
     /// Resumes a paused asset.
-    public func resume(_ id: String) async throws(DownloadError) {
-        try await update(id) { $0.isPaused = false }
-        emit(.queueChanged)
-        wake()
-    }
+    public func resume(_ id: String) async throws(DownloadError) { try await DownloadQueue.resume(self, id) }
 
     /// Lets a blocked asset be tried again (seed 003's clearRetryCount).
-    public func clearRetryCount(_ id: String) async throws(DownloadError) {
-        try await update(id) { asset in
-            asset.retryCount = 0
-            if asset.state == .blocked {
-                asset.state = .queued
-                asset.failure = nil
-            }
-        }
-        emit(.queueChanged)
-        wake()
-    }
+    public func clearRetryCount(_ id: String) async throws(DownloadError) { try await DownloadQueue.clearRetryCount(self, id) }
 
     /// Removes one asset: stops its download, deletes its files and its index row.
     /// A damaged record (``damagedAssets()``) is removed the same way.
-    public func remove(_ id: String) async throws(DownloadError) {
-        let found = try await index.find(id)
-        if found == nil {
-            guard try await index.damaged().contains(where: { $0.id == id }) else { throw .notFound(id) }
-        }
-        removing.insert(id)
-        defer { removing.remove(id) }
-        await stopCurrent(ifItIs: id)
-        do { try store.delete(id, keepingPlan: false) } catch { throw .storage(error.description) }
-        try await index.delete(id)
-        if let found { for step in steps { await step.removed(found) } }
-        usedBytes = nil
-        emit(.queueChanged)
-    }
+    public func remove(_ id: String) async throws(DownloadError) { try await DownloadQueue.remove(self, id) }
 
     /// Removes every asset not yet downloaded (the queue); complete ones stay.
     public func flush() async throws(DownloadError) {
@@ -358,13 +157,7 @@ public actor DownloadManager {
     }
 
     /// The global switch; persists across restarts. Switching off stops the current download.
-    public func setEnabled(_ value: Bool) async throws(DownloadError) {
-        try await index.setSetting("enabled", value ? "true" : "false")
-        enabled = value
-        if !value, let current { await stopCurrent(ifItIs: current.id) }
-        setStatus(value ? .idle : .disabled)
-        if value { wake() }
-    }
+    public func setEnabled(_ value: Bool) async throws(DownloadError) { try await DownloadQueue.setEnabled(self, value) }
 
     /// Whether downloading is switched on.
     public var isEnabled: Bool { enabled }
@@ -375,45 +168,94 @@ public actor DownloadManager {
         wake()
     }
 
-    private func update(_ id: String, _ change: (inout DownloadAsset) -> Void) async throws(DownloadError) {
-        guard var asset = try await index.find(id) else { throw .notFound(id) }
-        let state = asset.state
-        change(&asset)
-        try await index.update(asset)
-        if asset.state != state { emit(.stateChanged(assetID: id, state: asset.state)) }
-    }
-
-    /// Stops the attempt at `id`, if one is in progress, and waits until it has ended.
-    func stopCurrent(ifItIs id: String) async {
-        guard let current, current.id == id else { return }
-        current.stop.raise()
-        await current.ended.wait()
-    }
-
-    // MARK: Availability windows
-
     /// Deletes the files of every asset whose window has closed, marks it expired and reports it.
     @discardableResult
     public func sweepExpired() async throws(DownloadError) -> [String] {
         let now = environment.clock.now
-        return try await expire(try await index.all().filter { QueuePolicy.hasExpired($0, at: now) }.map(\.id))
+        return try await DownloadQueue.expire(self, try await index.all().filter { QueuePolicy.hasExpired($0, at: now) }.map(\.id))
     }
 
-    /// Expires `ids`: stops, deletes files, marks expired, reports.
-    func expire(_ ids: [String]) async throws(DownloadError) -> [String] {
-        var expired: [String] = []
-        for id in ids {
-            guard var asset = try await index.find(id), asset.state != .expired else { continue }
-            await stopCurrent(ifItIs: id)
-            do { try store.delete(id, keepingPlan: true) } catch { throw .storage(error.description) }
-            usedBytes = nil
-            asset.state = .expired
-            asset.failure = nil
-            try await index.update(asset)
-            expired.append(id)
-            emit(.stateChanged(assetID: id, state: .expired))
-        }
-        if !expired.isEmpty { emit(.expiredAssetsReset(expired)) }
-        return expired
+    // MARK: Reads (``DownloadReads``)
+
+    /// Every asset in queue order, as of now. An asset found past its window is expired here and then: its files
+    /// are deleted, it is listed as expired. With `availabilityFilter`, only those inside their window (published,
+    /// not expired).
+    public func assets(availabilityFilter: Bool = false) async throws(DownloadError) -> [DownloadAsset] {
+        try await DownloadReads.assets(self, availabilityFilter: availabilityFilter)
     }
+
+    /// One asset, as of now (see ``assets(availabilityFilter:)``).
+    public func asset(_ id: String) async throws(DownloadError) -> DownloadAsset { try await DownloadReads.asset(self, id) }
+
+    /// The asset's progress, from what is on disk.
+    public func progress(_ id: String) async throws(DownloadError) -> DownloadProgress { try await DownloadReads.progress(self, id) }
+
+    /// The local path of the asset's entry point (master playlist, MPD, manifest or file), for playback.
+    /// Expired and unpublished assets have none.
+    public func localPath(_ id: String) async throws(DownloadError) -> String {
+        store.path(id, try await DownloadReads.playable(self, id).plan.mainPath)
+    }
+
+    /// Records the first play (for expiry after play). Expired assets cannot be played.
+    public func registerPlayStart(_ id: String) async throws(DownloadError) { try await DownloadReads.registerPlayStart(self, id) }
+
+    /// Keeps a file the playback proxy fetched whole from the origin while an asset plays (seed 000 §5.5: download
+    /// and play). The engine owns the device's store: this is the one door through which anything but its own
+    /// attempts writes there — under the storage rules (`maxStorageAllowed`, headroom), counted in the usage, below the
+    /// asset's folder with no link followed, only for a file of the asset's plan not yet on disk, and reported
+    /// (``DownloadEvent/fileKept(assetID:path:bytes:)``). A file of a complete asset is not needed; one of an expired
+    /// or removed asset is refused.
+    public func keepFetched(_ id: String, path: String, bytes: [UInt8]) async throws(DownloadError) {
+        try await DownloadReads.keepFetched(self, id, path: path, bytes: bytes)
+    }
+
+    // MARK: Running (``DownloadRunLoop``)
+
+    /// Downloads in the background, as an app's engine does: ``runContinuously(recheckInterval:)`` in a task
+    /// this engine holds, so ``stop()`` (or ``close()``) ends it and waits for it.
+    public func start(recheckInterval: Duration = .seconds(30)) { DownloadRunLoop.start(self, recheckInterval: recheckInterval) }
+
+    /// Stops the background loop (the current download stops; its partial files stay).
+    public func stop() async { await DownloadRunLoop.stop(self) }
+
+    /// Works through the queue now, and again whenever assets are added or resumed, retries are cleared,
+    /// downloads are enabled or rules change, and every `recheckInterval` (free space and networks change on
+    /// their own), until the calling task is cancelled. For callers that own their tasks; ``start(recheckInterval:)``
+    /// runs it in the background.
+    public func runContinuously(recheckInterval: Duration = .seconds(30)) async {
+        await DownloadRunLoop.runContinuously(self, recheckInterval: recheckInterval)
+    }
+
+    /// Works through the queue until nothing more can be done now: every asset is complete, blocked,
+    /// paused, held by a rule or expired, or downloads are switched off. Cancelling the calling task
+    /// stops the current download (its partial files stay, to be resumed).
+    /// An index that cannot be read or written stops the run at once, with a ``DownloadEvent/storageFailed(_:)``
+    /// event and ``RunSummary/storageFailure`` set (carrying on would retry without counting, for ever).
+    public func run() async -> RunSummary { await DownloadRunLoop.run(self) }
+
+    /// The states of every asset.
+    public func summary() async -> RunSummary { await DownloadRunLoop.summary(self) }
+
+    // MARK: Upkeep (``DownloadUpkeep``)
+
+    /// Hands the engine a fresh URL and/or request headers for an asset, typically after
+    /// ``DownloadEvent/authorizationRequired(assetID:status:)`` (a signed URL or a token expired). The files
+    /// already on disk stay and the asset resumes from them: every file URL on the old URL's host under its
+    /// folder moves to the same place under the new URL's folder, and a file URL that carried the old URL's
+    /// query (a CDN token) carries the new one. `headers` (when given) replace the asset's headers. The retry
+    /// count is cleared and a blocked asset is queued again.
+    public func updateURL(_ id: String, url: String? = nil, headers: [String: String]? = nil) async throws(DownloadError) {
+        try await DownloadUpkeep.updateURL(self, id, url: url, headers: headers)
+    }
+
+    /// The index's records that cannot be read. They are not in ``assets(availabilityFilter:)``; ``remove(_:)``
+    /// deletes one (row and files) when the application decides to.
+    public func damagedAssets() async throws(DownloadError) -> [DamagedRecord] { try await index.damaged() }
+
+    /// Brings a data store written by an earlier version to the current layout, once per engine (the first
+    /// ``run()`` does it): plans kept in the index (inline in a record, or in the plan table) move into their
+    /// asset's folder, each written there before the index lets go of it, so an asset is readable and playable
+    /// before, during and after. Emits ``DownloadEvent/dataStoreUpgradeBegan`` and
+    /// ``DownloadEvent/dataStoreUpgradeFinished(upgraded:)`` when there is anything to do.
+    public func upgradeDataStore() async throws(DownloadError) { try await DownloadUpkeep.upgradeDataStore(self) }
 }

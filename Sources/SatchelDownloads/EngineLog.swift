@@ -29,6 +29,8 @@ enum EngineLog {
             logger.info("availability window closed; files deleted", metadata: ["assets": "\(ids.joined(separator: ","))"])
         case let .storageFailed(message):
             logger.critical("the index cannot be read or written; the run stopped: \(message)")
+        case let .fileKept(id, path, bytes):
+            logger.debug("kept a file the player fetched", metadata: ["asset": "\(id)", "path": "\(path)", "bytes": "\(bytes)"])
         case let .engineStatusChanged(status):
             logger.debug("engine \(status)")
         case .progress, .queueChanged:

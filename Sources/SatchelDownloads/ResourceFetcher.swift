@@ -165,6 +165,12 @@ public final class ResourceFetcher: ResourceFetching {
             }
             // A byte-range resource is checked against its own length below; a whole file against the total.
             announced = resource.range == nil ? contentRange.total : nil
+            // An origin that ignores If-Range answers a resume from another version of the file: its validator or its
+            // total gives it away. The part goes, and the file is fetched again from byte zero — never spliced.
+            if have > 0, Self.isOtherVersion(of: part, response, total: contentRange.total) {
+                try part.restart(have: &have, budget: budget, progress: progress)
+                throw .network(url: resource.url, message: "the file changed on the origin while it was downloaded; it is fetched again from the start")
+            }
         case 200:
             if have > 0 { try part.restart(have: &have, budget: budget, progress: progress) }  // the origin ignored Range
             skip = base
@@ -189,9 +195,12 @@ public final class ResourceFetcher: ResourceFetching {
         guard fd >= 0 else { throw part.failure() }
         defer { close(fd) }
         if have == 0 {
-            // A fresh part remembers the validator a later resume must match (a strong ETag, else Last-Modified).
-            let etag = response.headers.first(name: "etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
-            Self.setValidator(etag ?? response.headers.first(name: "last-modified"), on: fd)
+            // A fresh part remembers the validator a later resume must match (a strong ETag, else Last-Modified), and
+            // the file's total length.
+            Self.setAttribute(Self.validatorAttribute, Self.validator(of: response), on: fd)
+            let total = status == 206 ? Self.contentRange(response.headers.first(name: "content-range"))?.total
+                : response.headers.first(name: "content-length").flatMap { Int64($0) }
+            Self.setAttribute(Self.lengthAttribute, total.map(String.init), on: fd)
         }
         var remaining = resource.range.map { Int64($0.length) - have }
         var sniffed = have > 0
@@ -298,12 +307,17 @@ public final class ResourceFetcher: ResourceFetching {
         }
 
         /// The validator the part was started from.
-        func validator() -> String? {
-            let fd = folder.openFile(name, O_RDONLY)
+        func validator() -> String? { attribute(ResourceFetcher.validatorAttribute) }
+
+        /// The file's total length when the part was started.
+        func totalLength() -> Int64? { attribute(ResourceFetcher.lengthAttribute).flatMap { Int64($0) } }
+
+        private func attribute(_ name: String) -> String? {
+            let fd = folder.openFile(self.name, O_RDONLY)
             guard fd >= 0 else { return nil }
             defer { close(fd) }
             var buffer = [UInt8](repeating: 0, count: 512)
-            let count = satchel_fgetxattr(fd, ResourceFetcher.validatorAttribute, &buffer, buffer.count)
+            let count = satchel_fgetxattr(fd, name, &buffer, buffer.count)
             return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
         }
     }
@@ -311,13 +325,28 @@ public final class ResourceFetcher: ResourceFetching {
     /// The extended attribute holding a part's validator. Where the file system has no user attributes
     /// a part resumes without If-Range, as plain HTTP Range resumption does.
     static let validatorAttribute = "user.satchel.validator"
+    /// The extended attribute holding the file's total length when its part was started.
+    static let lengthAttribute = "user.satchel.length"
 
-    static func setValidator(_ validator: String?, on fd: Int32) {
-        guard let validator, validator.utf8.count <= 512 else {
-            _ = satchel_fremovexattr(fd, validatorAttribute)
+    /// What identifies a version of a file: a strong ETag, else Last-Modified.
+    static func validator(of response: HTTPClientResponse) -> String? {
+        response.headers.first(name: "etag").flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? response.headers.first(name: "last-modified")
+    }
+
+    /// True when a 206 answering a resume of `part` is of another version than the part: its validator differs from
+    /// the one the part was started from (compared only when the part has one), or its total from the part's.
+    static func isOtherVersion(of part: Part, _ response: HTTPClientResponse, total: Int64?) -> Bool {
+        if let recorded = part.validator(), let current = validator(of: response), recorded != current { return true }
+        if let recorded = part.totalLength(), let total, recorded != total { return true }
+        return false
+    }
+
+    static func setAttribute(_ name: String, _ value: String?, on fd: Int32) {
+        guard let value, value.utf8.count <= 512 else {
+            _ = satchel_fremovexattr(fd, name)
             return
         }
-        _ = Array(validator.utf8).withUnsafeBytes { satchel_fsetxattr(fd, validatorAttribute, $0.baseAddress, $0.count) }
+        _ = Array(value.utf8).withUnsafeBytes { satchel_fsetxattr(fd, name, $0.baseAddress, $0.count) }
     }
 
     /// `bytes a-b/total` (or `bytes */total`).

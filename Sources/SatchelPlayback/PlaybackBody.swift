@@ -152,7 +152,7 @@ struct OriginFeed: Sendable {
     let limit: Int64
     /// The slowest the origin may send it.
     let slowest: OriginPace
-    let keep: (@Sendable ([UInt8]) -> Void)?
+    let keep: (@Sendable ([UInt8]) async -> Void)?
     let failed: @Sendable (String) async -> Void
 
     func write(to writer: inout any ResponseBodyWriter) async throws {
@@ -184,6 +184,6 @@ struct OriginFeed: Sendable {
             await failed("the origin sent \(received) of \(length) bytes")
             throw PlaybackError.originUnreachable("the origin cut the file short")
         }
-        keep?(kept)
+        await keep?(kept)
     }
 }

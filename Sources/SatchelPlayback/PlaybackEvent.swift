@@ -15,6 +15,9 @@ public enum PlaybackEvent: Sendable, Equatable {
     /// The origin answered a file with an error status (forwarded to the player), or could not be reached
     /// (`status` nil: answered 503 so the player asks again) — seed 000 §5.4.4.
     case serverError(asset: String, path: String, status: Int?, reason: String)
+    /// A file fetched from the origin for an asset being downloaded could not be kept in the download store (a
+    /// rule, a full disk): it was played all the same, and the download will fetch it again.
+    case notStored(asset: String, path: String, reason: String)
     /// Something failed that playback is unlikely to recover from (content protected with a key the license
     /// does not hold): the player should be stopped — seed 000 §5.4.5.
     case shouldAbort(asset: String, reason: String)
@@ -36,6 +39,7 @@ public enum PlaybackEvent: Sendable, Equatable {
         case let .notCached(asset, path): return "not-cached: \(asset)/\(path) is not downloaded (answered 503)"
         case let .serverError(asset, path, status, reason):
             return "server-error: \(asset)/\(path): \(reason) (answered \(status ?? 503))"
+        case let .notStored(asset, path, reason): return "not-stored: \(asset)/\(path) played but was not kept: \(reason)"
         case let .shouldAbort(asset, reason): return "should-abort: \(asset): \(reason); stop the player"
         case let .willAbort(asset, reason): return "will-abort: \(asset): \(reason)"
         case let .closed(asset): return "closed: \(asset)"

@@ -51,9 +51,10 @@ public struct PlayableAsset: Sendable {
     public var origin: [String: OriginFile]
     /// Headers sent with every origin request (never logged).
     public var originHeaders: [String: String]
-    /// Stores a file fetched from the origin into the asset's folder (an asset being downloaded); nil: nothing is
-    /// written. Called with the file's path and its bytes as the origin sent them; answers whether it was kept.
-    public var fill: (@Sendable (String, [UInt8]) -> Bool)?
+    /// Hands a file fetched whole from the origin to the store's owner (an asset being downloaded), which keeps it
+    /// under its rules; nil: nothing is kept. Called with the file's path and its bytes as the origin sent them;
+    /// answers why it was not kept (nil: kept).
+    public var fill: (@Sendable (String, [UInt8]) async -> String?)?
     /// How much is cached, for a downloaded asset.
     public var cache: CacheState?
     /// The URL the entry was fetched from (an online source): its relative references resolve against it.
@@ -66,7 +67,7 @@ public struct PlayableAsset: Sendable {
 
     /// Creates a playable asset.
     public init(folder: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],
-                originHeaders: [String: String] = [:], fill: (@Sendable (String, [UInt8]) -> Bool)? = nil, cache: CacheState? = nil,
+                originHeaders: [String: String] = [:], fill: (@Sendable (String, [UInt8]) async -> String?)? = nil, cache: CacheState? = nil,
                 sourceURL: URL? = nil, reloadEntry: (@Sendable () async throws(PlaybackError) -> String)? = nil) {
         self.folder = folder
         self.entry = entry

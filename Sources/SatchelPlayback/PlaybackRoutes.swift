@@ -19,15 +19,14 @@ struct PlaybackRoutes: RouteGroup {
         guard let token = context.parameters.get("token") else { throw PlaybackError.notFound }
         let components = context.parameters.getCatchAll().map { String($0).removingPercentEncoding ?? String($0) }
         let path = components.joined(separator: "/")
-        let response: PlaybackResponse
-        if path.hasPrefix(KeyForwarding.prefix) {
-            var body: [UInt8]?
-            if request.method == .post { body = Array(try await request.body.collect(upTo: Int(KeyForwarding.maximumAnswer)).readableBytesView) }
-            response = try await proxy.forward(token: token, path: path, post: body, contentType: request.headers[.contentType])
-        } else {
-            guard request.method != .post else { throw PlaybackError.notFound }
-            response = try await proxy.respond(token: token, path: path, range: request.headers[.range])
+        var posted: [UInt8]?
+        if request.method == .post {
+            // Only a forwarded key or license request has a body (the proxy refuses it for any other path).
+            guard path.hasPrefix(KeyForwarding.prefix) else { throw PlaybackError.notFound }
+            posted = Array(try await request.body.collect(upTo: Int(KeyForwarding.maximumAnswer)).readableBytesView)
         }
+        let response = try await proxy.respond(token: token, path: path, range: request.headers[.range], body: posted,
+                                               contentType: request.headers[.contentType])
         var headers = HTTPFields()
         headers[.contentType] = response.contentType
         headers[.acceptRanges] = "bytes"

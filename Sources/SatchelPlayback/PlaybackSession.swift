@@ -1,41 +1,29 @@
 import Foundation
-import SatchelRights
 import SatchelBytes
 import SatchelMedia
 import SatchelProtection
+import SatchelRights
 import SatchelStreams
 import SatchelSystem
 
-/// How the proxy treats protected content.
-public enum PlaybackMode: String, Sendable, CaseIterable {
-    /// Decrypt for players without DRM: clear segments, no key tags.
-    case decrypt
-    /// Keep the protection and the key tags (players with DRM).
-    case passthrough
-}
-
-/// One open session: an asset, its files and keys, behind an unguessable token.
-struct PlaybackSession: Sendable {
+/// One open session: an asset, its routes and keys, behind an unguessable token. Read by every request without an
+/// actor hop: what changes (a reloaded transcript, the invalid-content flag) is kept under locks.
+final class PlaybackSession: Sendable {
     /// The token in every URL of the session (32 random bytes, base64url).
     let token: String
     let assetID: String
     let asset: PlayableAsset
-    let map: HLSAssetMap
     let mode: PlaybackMode
-    /// The content keys (empty for clear content), opened once at the start.
+    /// The content keys (empty for clear content and in pass-through), opened once at the start.
     let keys: [PlaybackKey]
-    /// Pass-through mode's forwarded key URIs (nil: key URIs stay as written).
-    let forwarding: KeyForwarding?
-    /// True when the asset's content is protected (its rights are checked before every file).
-    let isProtected: Bool
-    /// True for a DASH source (its MPD is served as it is, never rewritten as a playlist).
+    /// The rights, evaluated before every media request (nil: clear content).
+    let rights: SessionRights?
+    /// True for a DASH or Smooth source (its manifest is served as it is, never rewritten as a playlist).
     let keepsManifest: Bool
-    /// A DASH source transcribed to HLS (decrypt mode); replaced when a dynamic MPD is reloaded.
-    var transcript: HLSTranscript?
-    /// Set once the rights ended mid-play (the event is emitted once).
-    var ended = false
+    /// The routes of the session's paths; its transcript is replaced when a dynamic MPD or live manifest is reloaded.
+    private let routing: Locked<StreamRouter>
     /// Set once invalid content was reported, until a file plays well again.
-    var invalidReported = false
+    private let invalidReported = Locked(false)
     /// The CMAF decryptors of the session's init segments, each parsed once.
     let decryptors = SessionCache<FMP4Decryptor>()
     /// The init segments of a transcribed DASH source, clear, each read once.
@@ -43,7 +31,38 @@ struct PlaybackSession: Sendable {
     /// Where each rendition's transport stream stands between the segments the proxy makes of it.
     let continuity = ContinuityLedger()
 
-    static func makeToken() -> String { Base64URL.encode(SecureRandom.bytes(32)) }
+    init(assetID: String, asset: PlayableAsset, mode: PlaybackMode, keys: [PlaybackKey], rights: SessionRights?, keepsManifest: Bool,
+         router: StreamRouter) {
+        token = Base64URL.encode(SecureRandom.bytes(32))
+        self.assetID = assetID
+        self.asset = asset
+        self.mode = mode
+        self.keys = keys
+        self.rights = rights
+        self.keepsManifest = keepsManifest
+        routing = Locked(router)
+    }
+
+    /// The routes as they stand.
+    var router: StreamRouter { routing.current }
+
+    /// A reloaded manifest's transcript replaces the session's.
+    func replace(transcript: HLSTranscript) {
+        routing.withLock { $0.transcript = transcript }
+    }
+
+    /// Records that invalid content was reported; true the first time since a file last played well.
+    func markInvalid() -> Bool {
+        invalidReported.withLock { reported in
+            defer { reported = true }
+            return !reported
+        }
+    }
+
+    /// A file played well: the next invalid one is reported again.
+    func markWell() {
+        invalidReported.withLock { $0 = false }
+    }
 
     /// The key for a segment protected with `keyURI`: the license key whose ID the URI names (32 hex digits,
     /// as Satchel's packager writes them), else the only key.
@@ -52,6 +71,34 @@ struct PlaybackSession: Sendable {
         if let named = keys.first(where: { uri.contains($0.keyID.lowercased()) }) { return named }
         return keys.count == 1 ? keys.first : nil
     }
+}
+
+/// The open sessions by token: every request finds its session here, without waiting for an actor.
+final class SessionTable: Sendable {
+    private let table = Locked<[String: PlaybackSession]>([:])
+
+    /// The session of `token`, if it is open.
+    subscript(token: String) -> PlaybackSession? { table.withLock { $0[token] } }
+
+    /// The number of open sessions.
+    var count: Int { table.withLock { $0.count } }
+
+    /// Adds a session.
+    func insert(_ session: PlaybackSession) {
+        table.withLock { $0[session.token] = session }
+    }
+
+    /// Removes and answers the sessions `matching` picks (every one: all).
+    func remove(where matching: (PlaybackSession) -> Bool = { _ in true }) -> [PlaybackSession] {
+        table.withLock { table in
+            let removed = table.values.filter(matching)
+            for session in removed { table[session.token] = nil }
+            return removed
+        }
+    }
+
+    /// Every open session.
+    var all: [PlaybackSession] { table.withLock { Array($0.values) } }
 }
 
 /// Where each rendition's MPEG-TS stands between the segments the proxy makes (SAMPLE-AES made clear, DASH and

@@ -226,7 +226,7 @@ public struct HLSTranscript: Sendable {
     }
 
     /// What a session path under ``folder`` names: a media playlist's variant, or a segment.
-    public enum Resource: Equatable {
+    public enum Resource: Sendable, Equatable {
         case master
         case playlist(Int)
         case segment(Segment)

@@ -43,12 +43,16 @@ struct PlayCommand: SatchelAsyncCommand {
     var licenseHosts: [String] = []
     @Option(name: .customLong("language"), help: "An audio language wanted (repeatable): picks the rendition of an online source and of a DASH source played as HLS.")
     var languages: [String] = []
+    @Option(name: .customLong("hold-off"),
+            help: "Seconds a player's request waits when the rights end mid-play, for a renewal or a new license (0: refused at once).")
+    var holdOff: Double = 15
 
     /// True when the argument is a URL to play online.
     var isOnline: Bool { asset.hasPrefix("http://") || asset.hasPrefix("https://") }
 
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
+        guard holdOff.isFinite, (0...600).contains(holdOff) else { throw ValidationError("--hold-off is 0 to 600 seconds") }
         if server != nil, token == nil { throw ValidationError("--server goes with --token") }
         if !passthrough, !licenseHeaders.isEmpty || customData != nil || !licenseHosts.isEmpty {
             throw ValidationError("--license-header, --custom-data and --license-host go with --passthrough (the proxy forwards the player's key requests)")
@@ -104,7 +108,7 @@ struct PlayCommand: SatchelAsyncCommand {
         let hosts = (licenseServer.flatMap(PlaybackProxy.Configuration.licenseHost(of:)).map { [$0] } ?? []) + licenseHosts
         let proxy = try PlaybackProxy(library: library, rights: agent,
                                       configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding,
-                                                            languages: languages, licenseHosts: hosts),
+                                                            languages: languages, licenseHosts: hosts, holdOff: .milliseconds(Int64(holdOff * 1000))),
                                       logger: Logger(label: "satchel.playback"))
         let events = Task {
             for await event in proxy.events { FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8)) }

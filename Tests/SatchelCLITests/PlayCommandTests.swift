@@ -213,7 +213,7 @@ import Testing
         try "+0".write(toFile: clockFile, atomically: true, encoding: .utf8)
         do {
             try TestMedia.require("faketime")
-            let timed = try await TestMedia.offloaded { try Player(["aes", "--data-dir", data], clockFile: clockFile) }
+            let timed = try await TestMedia.offloaded { try Player(["aes", "--data-dir", data, "--hold-off", "0.5"], clockFile: clockFile) }
             try await TestMedia.offloaded {
                 let master = String(decoding: try Self.fetch(timed.url).body, as: UTF8.self)
                 let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }, "url \(timed.url) master \(master)")

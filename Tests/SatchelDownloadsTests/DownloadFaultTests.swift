@@ -67,6 +67,25 @@ struct DownloadFaultTests {
         await manager.close()
     }
 
+    @Test("an origin that ignores If-Range and answers a resume from a changed file: the part is discarded and the file fetched again from byte zero, never spliced", arguments: ["same length", "other length"])
+    func changedIgnoringIfRange(change: String) async throws {
+        let world = try await DownloadWorld.make("ignores-if-range")
+        defer { world.origin.stop() }
+        let manager = try await world.manager()
+        try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
+        let original = Array(try Data(contentsOf: world.site.appendingPathComponent(Self.segment)))
+        // The new version: the same bytes reversed (another ETag, the same total), or longer (another total too).
+        let changed = change == "same length" ? Array(original.reversed()) : original + Array(repeating: 0x47, count: 188)
+        world.origin.inject(.reset(after: 5000), on: Self.segment)
+        world.origin.inject(.changedIgnoringIfRange(changed), on: Self.segment)
+        #expect(await manager.run().allComplete)
+        let requests = world.origin.log.filter { $0.path == Self.segment }
+        #expect(requests.count == 3 && requests[1].range != nil && requests[2].range == nil, "resumed, then fetched whole: \(requests.map(\.range))")
+        let stored = Array(try Data(contentsOf: world.assetDirectory("a").appendingPathComponent("video_0/segment_2.ts")))
+        #expect(stored == original, "the file as the origin serves it now, whole: never the start of one version and the rest of another")
+        await manager.close()
+    }
+
     @Test("the one fatal error is a MIME type outside the permitted list; a 403 is retried under the Rule of Threes")
     func fatal() async throws {
         let world = try await DownloadWorld.make("fatal")

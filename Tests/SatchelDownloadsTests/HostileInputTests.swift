@@ -63,7 +63,7 @@ struct HostileInputTests {
             default: Issue.record("unexpected \(error)")
             }
         }
-        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(ContinuousClock.now - started < .seconds(120), "it ends (this is not a speed check: a loaded machine serves 32 MB slowly)")
         #expect(try await manager.assets().isEmpty)
         await manager.close()
     }

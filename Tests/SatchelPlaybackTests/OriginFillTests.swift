@@ -18,8 +18,10 @@ import Testing
         let keeps: Bool
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
             let folder = folder
-            var fill: (@Sendable (String, [UInt8]) -> Bool)?
-            if keeps { fill = { path, bytes in FileManager.default.createFile(atPath: folder + "/" + path, contents: Data(bytes)) } }
+            var fill: (@Sendable (String, [UInt8]) async -> String?)?
+            if keeps {
+                fill = { path, bytes in FileManager.default.createFile(atPath: folder + "/" + path, contents: Data(bytes)) ? nil : "not written" }
+            }
             return PlayableAsset(folder: folder, entry: "index.m3u8", origin: ["s0.ts": OriginFile(url: origin + "/s0.ts"),
                                                                                  "piece.bin": OriginFile(url: origin + "/s0.ts", range: 16...47)], fill: fill,
                                  cache: CacheState(cachedDuration: 4, totalDuration: 8, isReadyToPlay: false))

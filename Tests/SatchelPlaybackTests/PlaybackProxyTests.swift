@@ -7,6 +7,7 @@ import SatchelPlayback
 import SatchelProtection
 import SatchelRights
 import SatchelTestSupport
+import SatchelSystem
 import Testing
 
 /// The proxy itself over a plain folder and fixed keys (its two seams): AES-128 decrypted as it streams, any
@@ -21,20 +22,26 @@ import Testing
     }
 
     /// Fixed keys, with a status that can be changed.
-    final class Rights: PlaybackRights, @unchecked Sendable {
+    final class Rights: PlaybackRights, Sendable {
         let keys: [PlaybackKey]
-        private let lock = NSLock()
-        private var current = RightsStatus.valid
+        private let current = Locked((status: RightsStatus.valid, changes: UInt64(0)))
+        /// How often a session asked for the grant (the store's work).
+        let grants = Locked(0)
         init(_ keys: [PlaybackKey]) { self.keys = keys }
+        /// The status; setting it moves the change count, as installing or releasing a license does.
         var status: RightsStatus {
-            get { lock.withLock { current } }
-            set { lock.withLock { current = newValue } }
+            get { current.current.status }
+            set { current.withLock { $0 = (newValue, $0.changes + 1) } }
         }
+        var changeCount: UInt64 { current.current.changes }
         func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey] {
             guard status == .valid else { throw .notPlayable(status) }
             return keys
         }
-        func playbackStatus(asset: String) async throws(PlaybackError) -> RightsStatus { status }
+        func playbackGrant(asset: String) async throws(PlaybackError) -> PlaybackGrant {
+            grants.withLock { $0 += 1 }
+            return .fixed(status)
+        }
     }
 
     /// A folder with an AES-128 playlist of two segments: the first 1 MB + 5 bytes (more than a streaming chunk,
@@ -63,11 +70,11 @@ import Testing
 
     /// A proxy over a fresh encrypted folder with its key; answers the proxy, the folder, the clear segments and
     /// the rights (their status can be changed).
-    static func serving() throws -> (PlaybackProxy, URL, [[UInt8]], Rights) {
+    static func serving(holdOff: Duration = .zero) throws -> (PlaybackProxy, URL, [[UInt8]], Rights) {
         let key = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
         let (folder, clear) = try encryptedFolder(key: key, iv: iv)
         let rights = Rights([PlaybackKey(keyID: "00", key: SecretBytes(key))])
-        return (try PlaybackProxy(library: Folder(path: folder.path), rights: rights), folder, clear, rights)
+        return (try PlaybackProxy(library: Folder(path: folder.path), rights: rights, configuration: .init(holdOff: holdOff)), folder, clear, rights)
     }
 
     static func get(_ url: String, range: String? = nil) async throws -> (status: Int, body: [UInt8], headers: [String: String]) {
@@ -138,6 +145,57 @@ import Testing
         await proxy.close(url: first)
         let closed = try await Self.get(bases[0] + "s1.ts"), other = try await Self.get(bases[1] + "s1.ts")
         #expect(closed.status == 404 && other.body == clear[1])
+    }
+
+    @Test("rights are evaluated in memory: segments after the first ask the rights source nothing until its count moves")
+    func rightsInMemory() async throws {
+        let (proxy, _, clear, rights) = try Self.serving()
+        let url = try await proxy.open(asset: "a")
+        let base = String(url.dropLast("index.m3u8".count))
+        let opened = rights.grants.current
+        for _ in 0..<10 { #expect(try await Self.get(base + "s1.ts").body == clear[1]) }
+        #expect(opened == 1 && rights.grants.current == opened, "one grant at open, none per segment")
+        rights.status = .valid  // a license installed: the count moves, the next segment takes the grant again
+        _ = try await Self.get(base + "s1.ts")
+        #expect(rights.grants.current == opened + 1)
+        await proxy.stop()
+    }
+
+    @Test("rights ending mid-play hold the player off: the request waits and is answered as soon as a renewal arrives; the notice goes out once per end and is armed again by a valid license")
+    func holdOff() async throws {
+        let (proxy, _, clear, rights) = try Self.serving(holdOff: .seconds(20))
+        let url = try await proxy.open(asset: "a")
+        let base = String(url.dropLast("index.m3u8".count))
+        #expect(try await Self.get(base + "s1.ts").body == clear[1])
+        rights.status = .expired
+        let clock = ContinuousClock()
+        let started = clock.now
+        async let held = Self.get(base + "s1.ts")
+        try await Task.sleep(for: .seconds(1))
+        rights.status = .valid  // a renewal installed while the player waits
+        let answered = try await held
+        let waited = started.duration(to: clock.now)
+        #expect(answered.status == 200 && answered.body == clear[1], "answered once the rights were valid again")
+        #expect(waited >= .seconds(1) && waited < .seconds(10), "held, then answered at once: \(waited)")
+        // A second end is announced again (the notice was armed again by the valid license); with no renewal the
+        // request is refused at the end of the hold-off.
+        let (quick, _, _, quickRights) = try Self.serving(holdOff: .milliseconds(600))
+        let quickURL = try await quick.open(asset: "a")
+        let quickBase = String(quickURL.dropLast("index.m3u8".count))
+        quickRights.status = .expired
+        let refusedAfter = clock.now
+        #expect(try await Self.get(quickBase + "s0.ts").status == 403)
+        #expect(refusedAfter.duration(to: clock.now) >= .milliseconds(500), "held off before it was refused")
+        await quick.stop()
+        rights.status = .expired
+        async let second = Self.get(base + "s0.ts")
+        try await Task.sleep(for: .milliseconds(500))
+        rights.status = .valid
+        #expect(try await second.status == 200)
+        await proxy.stop()
+        var events: [PlaybackEvent] = []
+        for await event in proxy.events { events.append(event) }
+        #expect(events.filter { if case .rightsExpired = $0 { true } else { false } }.count == 2, "once per end: \(events)")
     }
 
     @Test("rights ending mid-play: the next segment is refused with the status and rightsExpired goes out once; playlists still answer")

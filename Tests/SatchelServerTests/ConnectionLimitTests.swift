@@ -112,9 +112,10 @@ struct ConnectionLimitTests {
                 }
                 writer.start()
                 for (index, connection) in slow.enumerated() { answers[index] = connection.readResponse() }
-                // Each cut by the body timeout (its body never came whole): 408, or 503 for the one beyond the cap.
+                // Each cut by the body timeout (its body never came whole): 408. The one beyond the cap gets 503, or (on a
+                // loaded machine, when it arrives before another's head is in) takes the place of that one, which is closed.
                 let timedOut = answers.filter { $0.hasPrefix("HTTP/1.1 408") && $0.contains("request-timeout") && $0.contains("application/problem+json") }
-                #expect(timedOut.count >= 6 && answers.allSatisfy { $0.hasPrefix("HTTP/1.1 408") || $0.hasPrefix("HTTP/1.1 503") },
+                #expect(timedOut.count >= 6 && answers.allSatisfy { $0.hasPrefix("HTTP/1.1 408") || $0.hasPrefix("HTTP/1.1 503") || $0.isEmpty },
                         "\(answers.map { $0.prefix(40) }) after \(Date().timeIntervalSince(start)) s")
                 // The cap is free again: a license request is answered (401: no token, but served).
                 let license = try RawConnection(port: port)

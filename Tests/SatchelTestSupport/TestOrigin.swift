@@ -29,6 +29,9 @@ public final class TestOrigin: @unchecked Sendable {
         case redirect(String)
         /// Send a 200 whose body never ends (comment lines of a playlist, until the client goes away).
         case endless
+        /// Serve these bytes instead of the file (a new version, with its own ETag) and answer a Range even when the
+        /// request's If-Range names another version: a CDN that ignores If-Range.
+        case changedIgnoringIfRange([UInt8])
     }
 
     /// One request the origin saw.
@@ -145,7 +148,7 @@ public final class TestOrigin: @unchecked Sendable {
         }
         switch fault {
         case .htmlPage?: data = Array("<!DOCTYPE html><html><body>Sign in to the Wi-Fi</body></html>".utf8)
-        case let .body(bytes)?: data = bytes
+        case let .body(bytes)?, let .changedIgnoringIfRange(bytes)?: data = bytes
         default: break
         }
         var headers = HTTPFields()
@@ -159,7 +162,8 @@ public final class TestOrigin: @unchecked Sendable {
         headers[.eTag] = etag
         var status = HTTPResponse.Status.ok
         var body = data[...]
-        let unchanged = request.headers[.ifRange].map { $0 == etag } ?? true  // If-Range: ranges only of the same file
+        var unchanged = request.headers[.ifRange].map { $0 == etag } ?? true  // If-Range: ranges only of the same file
+        if case .changedIgnoringIfRange? = fault { unchanged = true }
         if let rangeHeader, rangeHeader.hasPrefix("bytes="), unchanged {
             let bounds = rangeHeader.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
             let start = bounds.first.flatMap { Int($0) } ?? 0

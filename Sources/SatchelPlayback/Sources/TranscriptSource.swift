@@ -5,8 +5,49 @@ import SatchelMedia
 import SatchelProtection
 import SatchelStreams
 
-/// An init segment of a transcribed DASH source (Smooth has none): clear (no `sinf`/`pssh`), with the decryptor of its track when
-/// it was protected.
+/// A resource of a DASH or Smooth source transcribed to HLS: the top-level playlist, a media playlist (made again
+/// from a reloaded manifest when it is dynamic or live), or a segment: one video DASH segment or Smooth fragment and
+/// the audio ones starting in it, decrypted and remuxed to MPEG-2 TS.
+struct TranscriptSource: SegmentSource {
+    /// The path asked for (a segment's names its variant: its continuity counters are that rendition's).
+    let path: String
+    let resource: HLSTranscript.Resource
+
+    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
+        let files = request.files
+        guard let transcript = files.session.router.transcript else { throw .notFound }
+        switch resource {
+        case .master:
+            return Self.text(transcript.masterPlaylist())
+        case let .playlist(index):
+            var current = transcript
+            let asset = files.asset
+            if transcript.isDynamic, let reload = asset.reloadEntry, let url = asset.sourceURL {
+                let text = try await files.reportingOrigin(asset.entry) { () async throws(PlaybackError) -> String in try await reload() }
+                current = try files.reportingInvalid(asset.entry) { () throws(PlaybackError) -> HLSTranscript in
+                    do throws(StreamError) {
+                        return try HLSTranscript(manifest: text, url: url, languages: files.context.configuration.languages)
+                    } catch { throw PlaybackError(error) }
+                }
+                current = try await files.indexed(current, mpd: text, url: url)
+                files.session.replace(transcript: current)
+            }
+            guard let playlist = current.mediaPlaylist(index) else { throw .notFound }
+            return Self.text(playlist)
+        case let .segment(segment):
+            let bytes = try await files.transportSegment(path, segment)
+            return try PlaybackResponse.ranged(bytes, contentType: ContentTypes.type(of: path), rangeHeader: request.range)
+        }
+    }
+
+    private static func text(_ playlist: String) -> PlaybackResponse {
+        PlaybackResponse(body: .bytes(Array(playlist.utf8)), contentType: "application/vnd.apple.mpegurl", range: nil,
+                         size: Int64(playlist.utf8.count))
+    }
+}
+
+/// An init segment of a transcribed DASH source (Smooth has none): clear (no `sinf`/`pssh`), with the decryptor of
+/// its track when it was protected.
 struct TranscriptInitSegment: Sendable {
     /// The init segment without its protection boxes.
     var clear: [UInt8]
@@ -20,86 +61,47 @@ struct TranscriptInitSegment: Sendable {
     }
 }
 
-extension PlaybackProxy {
-    /// A resource of a DASH or Smooth source transcribed to HLS: the top-level playlist, a media playlist (made
-    /// again from a reloaded manifest when it is dynamic or live), or a segment: one video DASH segment or Smooth
-    /// fragment and the audio ones starting in it, decrypted and remuxed to MPEG-2 TS.
-    nonisolated func transcribed(_ file: String, _ transcript: HLSTranscript, _ session: PlaybackSession,
-                                 range: String?) async throws(PlaybackError) -> PlaybackResponse {
-        switch transcript.resource(file) {
-        case .master:
-            return Self.text(transcript.masterPlaylist())
-        case let .playlist(index)?:
-            var current = transcript
-            if transcript.isDynamic, let reload = session.asset.reloadEntry, let url = session.asset.sourceURL {
-                let text = try await reportingOrigin(session.asset.entry, session) { () async throws(PlaybackError) -> String in try await reload() }
-                current = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> HLSTranscript in
-                    do throws(StreamError) { return try HLSTranscript(manifest: text, url: url, languages: configuration.languages) } catch { throw PlaybackError(error) }
-                }
-                current = try await indexed(current, mpd: text, url: url, session)
-                await replace(session.token, transcript: current)
-            }
-            guard let playlist = current.mediaPlaylist(index) else { throw .notFound }
-            return Self.text(playlist)
-        case let .segment(segment)?:
-            try await checkRights(session)
-            let bytes = try await transportSegment(file, segment, session)
-            return try PlaybackResponse.ranged(bytes, contentType: ContentTypes.type(of: file), rangeHeader: range)
-        case nil:
-            throw .notFound
-        }
-    }
+extension SessionFiles {
+    /// At most this many SegmentBase indexes are read for one presentation.
+    static let indexLimit = 64
 
     /// `transcript` completed with the `sidx` boxes of its SegmentBase representations (fetched once, at most
     /// ``indexLimit``): each subsegment becomes a segment.
-    nonisolated func indexed(_ transcript: HLSTranscript, mpd text: String, url: URL,
-                             _ session: PlaybackSession) async throws(PlaybackError) -> HLSTranscript {
+    func indexed(_ transcript: HLSTranscript, mpd text: String, url: URL) async throws(PlaybackError) -> HLSTranscript {
         guard !transcript.missingIndexes.isEmpty else { return transcript }
         guard transcript.missingIndexes.count <= Self.indexLimit else { throw .invalidContent("more than \(Self.indexLimit) segment indexes") }
         var indexes: [HLSTranscript.Piece: SegmentIndex] = [:]
         for piece in transcript.missingIndexes {
-            let bytes = try await self.bytes(of: piece, session)
-            indexes[piece] = try await reportingInvalid(session.asset.entry, session) { () throws(PlaybackError) -> SegmentIndex in
+            let bytes = try await self.bytes(of: piece)
+            indexes[piece] = try reportingInvalid(asset.entry) { () throws(PlaybackError) -> SegmentIndex in
                 do { return try SegmentIndex(bytes, at: piece.range?.lowerBound ?? 0) } catch { throw .invalidContent("a segment index: \(error)") }
             }
         }
-        do throws(StreamError) { return try HLSTranscript(manifest: text, url: url, languages: configuration.languages, indexes: indexes) } catch { throw PlaybackError(error) }
-    }
-
-    /// At most this many SegmentBase indexes are read for one presentation.
-    static let indexLimit = 64
-
-    /// A reloaded dynamic MPD's (or live Smooth manifest's) transcript replaces the session's.
-    func replace(_ token: String, transcript: HLSTranscript) {
-        sessions[token]?.transcript = transcript
-    }
-
-    private static func text(_ playlist: String) -> PlaybackResponse {
-        PlaybackResponse(body: .bytes(Array(playlist.utf8)), contentType: "application/vnd.apple.mpegurl", range: nil,
-                         size: Int64(playlist.utf8.count))
+        do throws(StreamError) {
+            return try HLSTranscript(manifest: text, url: url, languages: context.configuration.languages, indexes: indexes)
+        } catch { throw PlaybackError(error) }
     }
 
     /// One HLS segment: each track's DASH segment (with its init segment, read once per session) or Smooth
     /// fragment (read with its quality level's codec setup) fetched, decrypted with the license's key, and the
     /// samples remuxed into one clear MPEG-2 TS segment.
-    private nonisolated func transportSegment(_ file: String, _ segment: HLSTranscript.Segment,
-                                              _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+    func transportSegment(_ file: String, _ segment: HLSTranscript.Segment) async throws(PlaybackError) -> [UInt8] {
         var parts: [(initSegment: TranscriptInitSegment?, smooth: HLSTranscript.SmoothFragment?, media: [UInt8])] = []
         for track in [segment.video].compactMap({ $0 }) + segment.audio {
             var initSegment: TranscriptInitSegment?
             if let piece = track.initialization {
                 let name = piece.url.absoluteString + (piece.range.map { "#\($0.lowerBound)-\($0.upperBound)" } ?? "")
                 initSegment = try await session.initSegments.value(for: name) { () async throws(PlaybackError) -> TranscriptInitSegment in
-                    let bytes = try await self.bytes(of: piece, session)
-                    return try await reportingInvalid(file, session) { () throws(PlaybackError) -> TranscriptInitSegment in
+                    let bytes = try await self.bytes(of: piece)
+                    return try reportingInvalid(file) { () throws(PlaybackError) -> TranscriptInitSegment in
                         do { return try TranscriptInitSegment(bytes) } catch { throw .invalidContent("an init segment of \(file): \(error)") }
                     }
                 }
             }
-            parts.append((initSegment, track.smooth, try await bytes(of: track.media, session)))
+            parts.append((initSegment, track.smooth, try await bytes(of: track.media)))
         }
         let keys = session.keys
-        return try await reportingInvalid(file, session) { () throws(PlaybackError) -> [UInt8] in
+        return try reportingInvalid(file) { () throws(PlaybackError) -> [UInt8] in
             var tracks: [MediaTrack] = []
             for (initSegment, smooth, media) in parts {
                 var clear = media
@@ -152,33 +154,33 @@ extension PlaybackProxy {
 
     /// The bytes of a piece of a DASH source: a file of the asset (from disk, else its origin), or an http(s) URL
     /// of an online source. Anything else (`file:`, the engine's own folder) is refused.
-    nonisolated func bytes(of piece: HLSTranscript.Piece, _ session: PlaybackSession) async throws(PlaybackError) -> [UInt8] {
+    func bytes(of piece: HLSTranscript.Piece) async throws(PlaybackError) -> [UInt8] {
         switch piece.url.scheme?.lowercased() {
         case HLSTranscript.assetScheme?:
             let encoded = URLComponents(url: piece.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
             guard let path = HLSAssetMap.resolve(String(encoded.drop { $0 == "/" }), from: ""),
                   !path.hasPrefix(LocalPath.metadataFolder + "/") else { throw .notFound }
-            if !session.asset.isLocal(path), session.asset.origin[path] == nil {
+            if !asset.isLocal(path), asset.origin[path] == nil {
                 // Named by the MPD, neither on disk nor known to the origin table: not cached (503, the player asks again).
-                await report(.notCached(asset: session.assetID, path: path))
+                context.events.report(.notCached(asset: session.assetID, path: path))
                 throw .notCached(path)
             }
-            guard let range = piece.range else { return try await whole(path, session) }
+            guard let range = piece.range else { return try await whole(path) }
             guard range.upperBound - range.lowerBound < Self.maximumFile else { throw .invalidContent("a byte range of \(path) is too large") }
-            if let local = try session.asset.openLocal(path) { return try Self.read(local, range: range) }
-            if let remote = session.asset.origin[path], remote.range == nil {
+            if let local = try local(path) { return try Self.read(local, range: range) }
+            if let remote = asset.origin[path], remote.range == nil {
                 // Only the range, from the origin (a partly downloaded single-file representation).
-                return try await reportingOrigin(path, session) { () async throws(PlaybackError) -> [UInt8] in
-                    try await origin.fetch(OriginFile(url: remote.url, range: range), headers: session.asset.originHeaders, limit: Self.maximumFile)
+                return try await reportingOrigin(path) { () async throws(PlaybackError) -> [UInt8] in
+                    try await context.origin.fetch(OriginFile(url: remote.url, range: range), headers: asset.originHeaders, limit: Self.maximumFile)
                 }
             }
-            let bytes = try await whole(path, session)
+            let bytes = try await whole(path)
             guard range.upperBound < Int64(bytes.count) else { throw .invalidContent("\(path) is shorter than the byte range the MPD gives") }
             return Array(bytes[Int(range.lowerBound)...Int(range.upperBound)])
         case "http"?, "https"?:
             let remote = OriginFile(url: piece.url.absoluteString, range: piece.range)
-            return try await reportingOrigin(piece.url.lastPathComponent, session) { () async throws(PlaybackError) -> [UInt8] in
-                try await origin.fetch(remote, headers: session.asset.originHeaders, limit: Self.maximumFile)
+            return try await reportingOrigin(piece.url.lastPathComponent) { () async throws(PlaybackError) -> [UInt8] in
+                try await context.origin.fetch(remote, headers: asset.originHeaders, limit: Self.maximumFile)
             }
         default:
             throw .invalidContent("the MPD points outside the asset and its origin")

@@ -15,18 +15,12 @@ public struct DamagedRecord: Sendable, Equatable, Codable {
     }
 }
 
-extension DownloadManager {
-    // MARK: Fresh credentials (401 / 403)
-
-    /// Hands the engine a fresh URL and/or request headers for an asset, typically after
-    /// ``DownloadEvent/authorizationRequired(assetID:status:)`` (a signed URL or a token expired). The files
-    /// already on disk stay and the asset resumes from them: every file URL on the old URL's host under its
-    /// folder moves to the same place under the new URL's folder, and a file URL that carried the old URL's
-    /// query (a CDN token) carries the new one. `headers` (when given) replace the asset's headers. The retry
-    /// count is cleared and a blocked asset is queued again.
-    public func updateURL(_ id: String, url: String? = nil, headers: [String: String]? = nil) async throws(DownloadError) {
-        guard var asset = try await index.find(id) else { throw .notFound(id) }
-        asset = try withPlan(asset)
+/// The engine's upkeep: fresh credentials for an asset, damaged records reported, and a data store written by an
+/// earlier version brought to the current layout. Runs on the engine's isolation.
+enum DownloadUpkeep {
+    static func updateURL(_ engine: isolated DownloadManager, _ id: String, url: String?, headers: [String: String]?) async throws(DownloadError) {
+        guard var asset = try await engine.index.find(id) else { throw .notFound(id) }
+        asset = try DownloadReads.withPlan(engine, asset)
         if let url {
             guard let new = URL(string: url), let scheme = new.scheme?.lowercased(), ["http", "https"].contains(scheme), new.host != nil,
                   let old = URL(string: asset.url) else {
@@ -34,7 +28,7 @@ extension DownloadManager {
             }
             let plan = asset.plan.rebased(from: old, to: new)
             if plan != asset.plan {
-                do { try store.writePlan(id, plan) } catch { throw .storage(error.description) }
+                do { try engine.store.writePlan(id, plan) } catch { throw .storage(error.description) }
             }
             asset.plan = plan
             asset.url = url
@@ -46,59 +40,46 @@ extension DownloadManager {
             asset.state = .queued
             asset.failure = nil
         }
-        try await index.update(asset)
-        if asset.state != state { emit(.stateChanged(assetID: id, state: asset.state)) }
-        emit(.queueChanged)
-        wake()
-    }
-
-    // MARK: Damaged records
-
-    /// The index's records that cannot be read. They are not in ``assets(availabilityFilter:)``; ``remove(_:)``
-    /// deletes one (row and files) when the application decides to.
-    public func damagedAssets() async throws(DownloadError) -> [DamagedRecord] {
-        try await index.damaged()
+        try await engine.index.update(asset)
+        if asset.state != state { engine.emit(.stateChanged(assetID: id, state: asset.state)) }
+        engine.emit(.queueChanged)
+        engine.wake()
     }
 
     /// Reports each damaged record once per engine (an event per asset).
-    func reportDamage() async {
-        guard let damaged = await checked({ () async throws(DownloadError) in try await index.damaged() }) else { return }
-        for record in damaged where reportedDamage.insert(record.id).inserted {
-            emit(.damaged(assetID: record.id, reason: record.reason))
+    static func reportDamage(_ engine: isolated DownloadManager) async {
+        guard let damaged = await DownloadRunLoop.checked(engine, { () async throws(DownloadError) in try await engine.index.damaged() }) else { return }
+        for record in damaged where engine.reportedDamage.insert(record.id).inserted {
+            engine.emit(.damaged(assetID: record.id, reason: record.reason))
         }
     }
 
-    // MARK: Upgrade (seed 003 Appendix B)
-
-    /// Brings a data store written by an earlier version to the current layout, once per engine (the first
-    /// ``run()`` does it): plans kept in the index (inline in a record, or in the plan table) move into their
-    /// asset's folder, each written there before the index lets go of it, so an asset is readable and playable
-    /// before, during and after. Emits ``DownloadEvent/dataStoreUpgradeBegan`` and
-    /// ``DownloadEvent/dataStoreUpgradeFinished(upgraded:)`` when there is anything to do.
-    public func upgradeDataStore() async throws(DownloadError) {
-        guard !upgraded else { return }
+    static func upgradeDataStore(_ engine: isolated DownloadManager) async throws(DownloadError) {
+        guard !engine.upgraded else { return }
         // Tokens and header values an earlier version stored in the clear are sealed now.
-        let sealed = try await index.sealLegacySecrets()
-        if sealed > 0 { configuration.logger.notice("sealed the tokens and headers of earlier records", metadata: ["assets": .stringConvertible(sealed)]) }
-        let legacy = try await index.legacyPlanIDs()
+        let sealed = try await engine.index.sealLegacySecrets()
+        if sealed > 0 {
+            engine.configuration.logger.notice("sealed the tokens and headers of earlier records", metadata: ["assets": .stringConvertible(sealed)])
+        }
+        let legacy = try await engine.index.legacyPlanIDs()
         guard !legacy.isEmpty else {
-            upgraded = true
+            engine.upgraded = true
             return
         }
-        emit(.dataStoreUpgradeBegan)
+        engine.emit(.dataStoreUpgradeBegan)
         var count = 0
         for id in legacy {
-            guard let asset = try await index.find(id), !asset.plan.isPlaceholder else { continue }
+            guard let asset = try await engine.index.find(id), !asset.plan.isPlaceholder else { continue }
             do {
-                if try store.readPlan(id) == nil { try store.writePlan(id, asset.plan) }
+                if try engine.store.readPlan(id) == nil { try engine.store.writePlan(id, asset.plan) }
             } catch {
                 throw .storage("asset \(id): \(error.description)")
             }
-            try await index.releaseLegacyPlan(id)
+            try await engine.index.releaseLegacyPlan(id)
             count += 1
         }
-        upgraded = true
-        emit(.dataStoreUpgradeFinished(upgraded: count))
+        engine.upgraded = true
+        engine.emit(.dataStoreUpgradeFinished(upgraded: count))
     }
 }
 

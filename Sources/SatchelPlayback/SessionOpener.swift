@@ -1,0 +1,96 @@
+import Foundation
+import SatchelProtection
+import SatchelRights
+import SatchelStreams
+
+/// Opens a session over an asset of a library: its routes (the HLS playlists mapped, or a DASH / Smooth source
+/// transcribed), whether it is protected (the key tags, and the init segments' own sample entries), its keys and
+/// rights, and pass-through's forwarded key URIs.
+struct SessionOpener: Sendable {
+    let library: any PlaybackLibrary
+    let rights: (any PlaybackRights)?
+    let context: SourceContext
+
+    var configuration: PlaybackProxy.Configuration { context.configuration }
+
+    /// A session for `assetID`: its window must allow playback and, when it is protected, its rights must be
+    /// `valid` (the source registers the first use). The rights are those of `licenseAsset`, else of the asset the
+    /// library says it was licensed as, else of `assetID`.
+    func open(_ assetID: String, licenseAsset: String?) async throws(PlaybackError) -> PlaybackSession {
+        var asset = try await library.openForPlayback(assetID)
+        if let licenseAsset { asset.licenseAsset = licenseAsset }
+        let rightsAsset = asset.licenseAsset ?? assetID
+        let entryText = try SessionFiles.playlist(asset.entry, of: asset)
+        var map = HLSAssetMap(playlists: [asset.entry], segments: [:])
+        var transcript: HLSTranscript?
+        let keepsManifest = HLSTranscript.isMPD(entryText) || HLSTranscript.isSmooth(entryText)
+        if keepsManifest {
+            // A DASH or Smooth source: transcribed to HLS when decrypting, its manifest served as it is in pass-through.
+            do throws(StreamError) {
+                let made = try HLSTranscript(manifest: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry),
+                                             languages: configuration.languages)
+                if configuration.mode == .decrypt { transcript = made }
+            } catch { throw PlaybackError(error) }
+        } else {
+            map = try Self.assetMap(asset)
+            // Protection is what the init segments say, not only the key tags: a CMAF package without key tags is
+            // encrypted all the same, and its segments are made clear (or the session refused), never passed on.
+            for initSegment in map.unsignalledInitSegments.sorted() {
+                guard let bytes = try? await initSegmentBytes(initSegment, of: asset), let scheme = FMP4Decryptor.scheme(ofInitSegment: bytes) else { continue }
+                map.markProtected(initSegment: initSegment, scheme: scheme)
+            }
+        }
+        let isProtected = map.isProtected || (keepsManifest && HLSTranscript.declaresProtection(entryText))
+        var keys: [PlaybackKey] = []
+        var sessionRights: SessionRights?
+        if isProtected {
+            // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
+            guard let rights else { throw .notPlayable(.noRights) }
+            let opened = try await rights.playbackKeys(asset: rightsAsset)
+            if configuration.mode == .decrypt { keys = opened }
+            sessionRights = try await SessionRights.taking(rightsAsset, from: rights, holdOff: configuration.holdOff)
+        }
+        var forwarding: KeyForwarding?
+        if configuration.mode == .passthrough, configuration.forwarding != nil, !keepsManifest {
+            var texts: [String] = []
+            for path in map.playlists.sorted() { texts.append(try SessionFiles.playlist(path, of: asset)) }
+            do throws(StreamError) { forwarding = try KeyForwarding(playlists: texts, hosts: Set(configuration.licenseHosts)) } catch {
+                throw PlaybackError(error)
+            }
+        }
+        let router = StreamRouter(map: map, transcript: transcript, forwarding: forwarding, decrypting: configuration.mode == .decrypt,
+                                  keepsManifest: keepsManifest)
+        let session = PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights,
+                                      keepsManifest: keepsManifest, router: router)
+        if let transcript {
+            // SegmentBase representations: their indexes are read now, through the session (disk, else origin).
+            let files = SessionFiles(session: session, context: context)
+            session.replace(transcript: try await files.indexed(transcript, mpd: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry)))
+        }
+        return session
+    }
+
+    /// The asset map of an HLS asset: its playlists read from memory or disk (a playlist that cannot be read is the
+    /// proxy's error for it, a playlist that cannot be followed invalid content).
+    static func assetMap(_ asset: PlayableAsset) throws(PlaybackError) -> HLSAssetMap {
+        var failure: PlaybackError?
+        do throws(StreamError) {
+            return try HLSAssetMap.build(entry: asset.entry) { (path: String) throws(StreamError) -> String in
+                do throws(PlaybackError) { return try SessionFiles.playlist(path, of: asset) } catch {
+                    failure = error
+                    throw .invalidContent(error.description)
+                }
+            }
+        } catch { throw failure ?? PlaybackError(error) }
+    }
+
+    /// An init segment of `asset` read before its session exists: from disk, else from the origin (at most 1 MiB).
+    private func initSegmentBytes(_ path: String, of asset: PlayableAsset) async throws(PlaybackError) -> [UInt8] {
+        if let local = try asset.openLocal(path) {
+            guard local.size <= 1 << 20 else { throw .invalidContent("\(path) is larger than an init segment") }
+            return try SessionFiles.read(local)
+        }
+        guard let remote = asset.origin[path] else { throw .notFound }
+        return try await context.origin.fetch(remote, headers: asset.originHeaders, limit: 1 << 20)
+    }
+}

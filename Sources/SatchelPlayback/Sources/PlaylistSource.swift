@@ -1,0 +1,19 @@
+import SatchelHTTP
+import SatchelStreams
+
+/// An HLS playlist of the asset — without its key tags for a player without DRM, its key URIs pointed at the session
+/// when forwarding — or a DASH / Smooth manifest passed through as it is.
+struct PlaylistSource: SegmentSource {
+    let path: String
+    /// Served as it is (a manifest in pass-through).
+    let passThrough: Bool
+
+    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
+        let session = request.files.session
+        let text = try request.files.playlist(path)
+        let served = passThrough ? text
+            : session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text)
+            : session.router.forwarding?.rewrite(text, token: session.token) ?? text
+        return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: path), range: nil, size: Int64(served.utf8.count))
+    }
+}

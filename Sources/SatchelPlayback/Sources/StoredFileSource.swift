@@ -1,0 +1,44 @@
+import SatchelHTTP
+
+/// A file served as stored: from disk (a range, or all of it, sent with `sendfile` where the connection can), else
+/// passed on from the origin as it arrives (kept in the store once whole, when the asset is being downloaded); a
+/// byte range of a file not on disk is cut from the whole file.
+struct StoredFileSource: SegmentSource {
+    let path: String
+
+    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
+        let files = request.files
+        let contentType = ContentTypes.type(of: path)
+        if let local = try files.local(path) {
+            return try PlaybackResponse.file(local, contentType: contentType, rangeHeader: request.range)
+        }
+        if request.range == nil, let remote = files.asset.origin[path] {
+            return try await streamFromOrigin(remote, files, contentType: contentType)
+        }
+        return try PlaybackResponse.ranged(try await files.whole(path), contentType: contentType, rangeHeader: request.range)
+    }
+
+    /// The file from the origin, sent as it arrives (chunked when the origin gives no length: nothing is held whole
+    /// in memory), and kept in the store once whole, when the asset is being downloaded.
+    private func streamFromOrigin(_ remote: OriginFile, _ files: SessionFiles, contentType: String) async throws(PlaybackError) -> PlaybackResponse {
+        let answer = try await files.reportingOrigin(path) { () async throws(PlaybackError) -> OriginFetcher.Answer in
+            try await files.context.origin.open(remote, headers: files.asset.originHeaders)
+        }
+        let limit = SessionFiles.maximumFile
+        if let length = answer.length, length > limit { throw .invalidContent("\(path) is larger than \(limit >> 20) MB") }
+        if let length = answer.length, let expected = remote.expectedSize, expected != length {
+            throw .originUnreachable("the origin announced \(length) bytes for \(path), where \(expected) were expected")
+        }
+        // Kept in the store only when its size is known beforehand (announced, or planned) and all of it arrives.
+        var keep: (@Sendable ([UInt8]) async -> Void)?
+        let expected = answer.length ?? remote.expectedSize
+        if files.asset.fill != nil, let expected {
+            let path = path
+            keep = { bytes in if Int64(bytes.count) == expected { await files.keep(path, bytes) } }
+        }
+        let (events, assetID, path) = (files.context.events, files.session.assetID, path)
+        let feed = OriginFeed(body: answer.body, length: answer.length, limit: limit, slowest: files.context.configuration.originPace, keep: keep,
+                              failed: { reason in events.report(.serverError(asset: assetID, path: path, status: nil, reason: reason)) })
+        return PlaybackResponse(body: answer.length == 0 ? .empty : .origin(feed), contentType: contentType, range: nil, size: answer.length)
+    }
+}
