@@ -45,6 +45,7 @@ public struct DownloadLibrary: PlaybackLibrary {
         var playable = PlayableAsset(folder: store.root + "/" + assetID, entry: asset.plan.mainPath, manifests: manifests, origin: Self.origin(of: asset.plan),
                                      originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
         playable.licenseAsset = asset.options.license?.assetID
+        playable.isSingleFile = asset.plan.format == .file
         return playable
     }
 

@@ -50,11 +50,11 @@ public struct OnlineLibrary: PlaybackLibrary {
         } catch {
             throw .invalidContent("the source cannot be played")
         }
-        guard plan.format == .hls else {
-            throw .invalidContent("a \(plan.format.rawValue) source is not played through the proxy yet (HLS, DASH and Smooth sources are)")
-        }
-        return PlayableAsset(folder: nil, entry: plan.mainPath, manifests: Dictionary(plan.manifests.map { ($0.path, $0.text) }) { first, _ in first },
-                             origin: DownloadLibrary.origin(of: plan), originHeaders: headers)
+        var playable = PlayableAsset(folder: nil, entry: plan.mainPath, manifests: Dictionary(plan.manifests.map { ($0.path, $0.text) }) { first, _ in first },
+                                     origin: DownloadLibrary.origin(of: plan), originHeaders: headers)
+        // A media file plays as one byte stream (its ranges asked of the origin; made clear when it is protected).
+        playable.isSingleFile = plan.format == .file
+        return playable
     }
 
     /// A failure of the source's manifests in the proxy's terms (no URL: it may carry a token).

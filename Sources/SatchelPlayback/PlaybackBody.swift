@@ -31,6 +31,8 @@ enum PlaybackBody: Sendable {
                  failed: @Sendable (String) async -> Void)
     /// A file arriving from the origin, sent on as it arrives.
     case origin(OriginFeed)
+    /// `range` of a single media file's clear form, made from its stored bytes (disk or origin) as it is sent.
+    case clearFile(SingleFileStream, range: ClosedRange<Int64>)
     /// Nothing (an empty file).
     case empty
 
@@ -52,6 +54,8 @@ enum PlaybackBody: Sendable {
             try await FileBody.write(file, range: range, to: &writer, on: channel)
         case let .origin(feed):
             try await feed.write(to: &writer)
+        case let .clearFile(stream, range):
+            try await stream.write(range, to: &writer)
         case let .clearTS(file, transport, from, head, done, failed):
             var transport = transport
             let (path, size) = (file.name, file.size)

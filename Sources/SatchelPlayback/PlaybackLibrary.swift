@@ -64,6 +64,8 @@ public struct PlayableAsset: Sendable {
     /// The asset ID the license server knows the content by, when it is not the asset's own (a download added with
     /// `--license-asset`): its rights are the session's.
     public var licenseAsset: String?
+    /// True when the entry is a media file played as one byte stream (an MP4, a PIFF `.ismv`), not a manifest.
+    public var isSingleFile = false
 
     /// Creates a playable asset.
     public init(folder: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],

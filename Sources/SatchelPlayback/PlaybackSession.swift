@@ -30,9 +30,14 @@ final class PlaybackSession: Sendable {
     let initSegments = SessionCache<TranscriptInitSegment>()
     /// Where each rendition's transport stream stands between the segments the proxy makes of it.
     let continuity = ContinuityLedger()
+    /// A single media file made clear as it is sent (nil: none).
+    let singleFile: SingleFile?
+    /// The clear form of that file, planned once.
+    let fileStreams = SessionCache<SingleFileStream>()
 
     init(assetID: String, asset: PlayableAsset, mode: PlaybackMode, keys: [PlaybackKey], rights: SessionRights?, keepsManifest: Bool,
-         router: StreamRouter) {
+         router: StreamRouter, singleFile: SingleFile? = nil) {
+        self.singleFile = singleFile
         token = Base64URL.encode(SecureRandom.bytes(32))
         self.assetID = assetID
         self.asset = asset

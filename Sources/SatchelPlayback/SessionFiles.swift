@@ -84,12 +84,52 @@ struct SessionFiles: Sendable {
             if marksWell { session.markWell() }
             return result
         } catch {
-            switch error {
-            case let .invalidContent(reason): context.events.invalidContent(session, path: file, reason: reason)
-            case let .noKey(reason): context.events.report(.shouldAbort(asset: session.assetID, reason: reason))
-            default: break
-            }
+            report(error, file)
             throw error
+        }
+    }
+
+    /// ``reportingInvalid(_:marksWell:_:)`` for work that waits.
+    func reportingInvalid<T>(_ file: String, marksWell: Bool = true, _ work: () async throws(PlaybackError) -> T) async throws(PlaybackError) -> T {
+        do {
+            let result = try await work()
+            if marksWell { session.markWell() }
+            return result
+        } catch {
+            report(error, file)
+            throw error
+        }
+    }
+
+    /// Reports what `error` tells the player's app: invalid content (once until a file plays well), a missing key.
+    private func report(_ error: PlaybackError, _ file: String) {
+        switch error {
+        case let .invalidContent(reason): context.events.invalidContent(session, path: file, reason: reason)
+        case let .noKey(reason): context.events.report(.shouldAbort(asset: session.assetID, reason: reason))
+        default: break
+        }
+    }
+
+    /// Reads `count` bytes at `offset` of `file`: from disk when it is there, else with a byte-range request to the
+    /// origin.
+    func reader(_ file: String) throws(PlaybackError) -> @Sendable (Int64, Int) async throws(PlaybackError) -> [UInt8] {
+        try Self.reader(file, of: asset, origin: context.origin)
+    }
+
+    /// ``reader(_:)`` for `file` of `asset`, whose files not on disk come from `origin`.
+    static func reader(_ file: String, of asset: PlayableAsset,
+                       origin: OriginFetcher) throws(PlaybackError) -> @Sendable (Int64, Int) async throws(PlaybackError) -> [UInt8] {
+        if let local = try asset.openLocal(file) {
+            return { (offset, count) throws(PlaybackError) -> [UInt8] in
+                guard count > 0 else { return [] }
+                return try Self.read(local, range: offset...(offset + Int64(count) - 1))
+            }
+        }
+        guard let remote = asset.origin[file] else { throw .notFound }
+        let headers = asset.originHeaders
+        return { (offset, count) async throws(PlaybackError) -> [UInt8] in
+            guard count > 0 else { return [] }
+            return try await origin.fetch(OriginFile(url: remote.url, range: offset...(offset + Int64(count) - 1)), headers: headers, limit: Self.maximumFile)
         }
     }
 

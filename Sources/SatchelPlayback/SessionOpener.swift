@@ -20,6 +20,7 @@ struct SessionOpener: Sendable {
         var asset = try await library.openForPlayback(assetID)
         if let licenseAsset { asset.licenseAsset = licenseAsset }
         let rightsAsset = asset.licenseAsset ?? assetID
+        if asset.isSingleFile { return try await openSingleFile(assetID, asset, rightsAsset: rightsAsset) }
         let entryText = try SessionFiles.playlist(asset.entry, of: asset)
         var map = HLSAssetMap(playlists: [asset.entry], segments: [:])
         var transcript: HLSTranscript?
@@ -41,15 +42,7 @@ struct SessionOpener: Sendable {
             }
         }
         let isProtected = map.isProtected || (keepsManifest && HLSTranscript.declaresProtection(entryText))
-        var keys: [PlaybackKey] = []
-        var sessionRights: SessionRights?
-        if isProtected {
-            // Protected content opens only with rights valid now, in either mode; decrypting takes the keys too.
-            guard let rights else { throw .notPlayable(.noRights) }
-            let opened = try await rights.playbackKeys(asset: rightsAsset)
-            if configuration.mode == .decrypt { keys = opened }
-            sessionRights = try await SessionRights.taking(rightsAsset, from: rights, holdOff: configuration.holdOff)
-        }
+        let (keys, sessionRights) = try await opening(isProtected, rightsAsset)
         var forwarding: KeyForwarding?
         if configuration.mode == .passthrough, configuration.forwarding != nil, !keepsManifest {
             var texts: [String] = []
@@ -68,6 +61,54 @@ struct SessionOpener: Sendable {
             session.replace(transcript: try await files.indexed(transcript, mpd: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry)))
         }
         return session
+    }
+
+    /// The keys (when decrypting) and the rights of protected content: it opens only with rights valid now, in
+    /// either mode. Clear content has neither.
+    private func opening(_ isProtected: Bool, _ rightsAsset: String) async throws(PlaybackError) -> ([PlaybackKey], SessionRights?) {
+        guard isProtected else { return ([], nil) }
+        guard let rights else { throw .notPlayable(.noRights) }
+        let opened = try await rights.playbackKeys(asset: rightsAsset)
+        let held = try await SessionRights.taking(rightsAsset, from: rights, holdOff: configuration.holdOff)
+        return (configuration.mode == .decrypt ? opened : [], held)
+    }
+
+    /// A session over a single media file: served as stored when it is clear with one video track (or in
+    /// pass-through), else made clear as it is sent (a protected fragmented MP4 or PIFF `.ismv`: decrypted; several
+    /// video tracks: the highest rate only).
+    private func openSingleFile(_ assetID: String, _ asset: PlayableAsset, rightsAsset: String) async throws(PlaybackError) -> PlaybackSession {
+        let path = asset.entry
+        let size: Int64
+        if let local = try asset.openLocal(path) { size = local.size } else {
+            guard let expected = asset.origin[path]?.expectedSize else { throw .invalidContent("\(path): the origin gives no length to serve ranges of") }
+            size = expected
+        }
+        let read = try SessionFiles.reader(path, of: asset, origin: context.origin)
+        let head: MP4FileHead?
+        do {
+            head = try await MP4FileHead.read(size: size) { (offset, count) async throws(ProtectionError) -> [UInt8] in
+                do throws(PlaybackError) { return try await read(offset, count) } catch { throw .malformed(error.description) }
+            }
+        } catch { throw .invalidContent("\(path): \(error)") }
+        var single: SingleFile?
+        var isProtected = false
+        if let head {
+            let tracks: [UInt32: FMP4Decryptor]
+            do { tracks = try FMP4FileDecryptor.tracks(ofHead: head.bytes) } catch { throw .invalidContent("\(path): \(error)") }
+            isProtected = !tracks.isEmpty
+            guard !isProtected || head.isFragmented else {
+                throw .invalidContent("\(path) is protected but its media is not in fragments: it cannot be made clear as it streams")
+            }
+            let dropping = head.isFragmented ? head.lesserVideoTracks : []
+            if configuration.mode == .decrypt, isProtected || !dropping.isEmpty {
+                single = SingleFile(head: head, tracks: tracks, dropping: dropping, size: size)
+            }
+        }
+        let (keys, sessionRights) = try await opening(isProtected, rightsAsset)
+        let router = StreamRouter(map: HLSAssetMap(playlists: [], segments: [:]), transcript: nil, forwarding: nil,
+                                  decrypting: configuration.mode == .decrypt, keepsManifest: false, singleFile: single == nil ? nil : path)
+        return PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights, keepsManifest: false,
+                               router: router, singleFile: single)
     }
 
     /// The asset map of an HLS asset: its playlists read from memory or disk (a playlist that cannot be read is the

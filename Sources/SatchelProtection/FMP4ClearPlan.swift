@@ -29,26 +29,31 @@ public struct FMP4ClearPlan: Sendable {
     public static let chunk: Int64 = 256 << 10
 
     /// The plan for a stored segment of `size` bytes; `read(offset, count)` returns exactly `count` bytes of it;
-    /// decrypted stretches end after the sample that brings them to `chunk` bytes.
-    public init(size: Int64, decryptor: FMP4Decryptor, chunk: Int64 = Self.chunk,
-                read: (Int64, Int) throws(ProtectionError) -> [UInt8]) throws(ProtectionError) {
+    /// decrypted stretches end after the sample that brings them to `chunk` bytes. A file's fragments are planned
+    /// `from` the end of its `moov`, with the bytes its clear head lost as `removedBefore` (explicit base offsets
+    /// move back by them) and the `traf`s of the tracks in `dropping` left out.
+    public init(size: Int64, decryptor: any FragmentSampling, chunk: Int64 = Self.chunk, from start: Int64 = 0, removedBefore: Int = 0,
+                dropping: Set<UInt32> = [], read: (Int64, Int) throws(ProtectionError) -> [UInt8]) throws(ProtectionError) {
         var parts: [Part] = []
         var samples: [EncryptedSample] = []
-        var removed = 0
-        var offset: Int64 = 0
+        var removed = removedBefore
+        var offset: Int64 = start
         var count = 0
         while offset < size {
             count += 1
             guard count <= Self.boxLimit else { throw .malformed("more than \(Self.boxLimit) boxes in a media segment") }
             let (type, boxSize) = try Self.header(at: offset, of: size, read)
             let box = offset..<(offset + boxSize)
-            if type == "moof" {
+            if start > 0, type == "sidx" || type == "mfra" {
+                // A file's index and random-access boxes name the stored sizes and offsets: a clear file does without.
+                removed += Int(boxSize)
+            } else if type == "moof" {
                 guard boxSize <= Int64(Self.moofLimit) else { throw .malformed("a 'moof' of \(boxSize) bytes") }
                 let bytes = try read(offset, Int(boxSize))
                 do {
                     guard let moof = try MP4Box.children(of: bytes, in: 0..<bytes.count).first else { throw MediaError.truncated("'moof'") }
                     samples += try decryptor.samples(of: moof, in: bytes, at: offset).filter { !$0.range.isEmpty }
-                    let clear = try FMP4Decryptor.clearMoof(moof, in: bytes, removedBefore: removed)
+                    let clear = try FMP4Decryptor.clearMoof(moof, in: bytes, removedBefore: removed, dropping: dropping)
                     removed += bytes.count - clear.count
                     parts.append(.made(clear))
                 } catch let error as ProtectionError {
@@ -65,7 +70,7 @@ public struct FMP4ClearPlan: Sendable {
         }
         guard samples.isEmpty else { throw .malformed("sample runs outside the segment") }
         self.parts = parts
-        self.size = size - Int64(removed)
+        self.size = size - start - Int64(removed - removedBefore)
     }
 
     /// The type and size of the box at `offset`.

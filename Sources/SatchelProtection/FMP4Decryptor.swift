@@ -19,6 +19,8 @@ public struct FMP4Decryptor: Sendable {
     public let protectedEntries: Set<UInt32>
     /// The sample entry a fragment uses when its `tfhd` names none (the init segment's `trex`).
     public let defaultEntry: UInt32
+    /// The track these settings are of (0 when given directly).
+    public let trackID: UInt32
 
     /// Settings given directly (a track without an init segment: a Smooth Streaming fragment's, from its manifest).
     public init(scheme: CommonEncryption.Scheme, keyID: KeyID, perSampleIVSize: Int, constantIV: [UInt8]? = nil, isVideo: Bool) {
@@ -29,6 +31,7 @@ public struct FMP4Decryptor: Sendable {
         self.isVideo = isVideo
         protectedEntries = [1]
         defaultEntry = 1
+        trackID = 0
     }
 
     /// Reads the protection settings of the (single) track of `initSegment`: its protected sample entry (among
@@ -36,9 +39,23 @@ public struct FMP4Decryptor: Sendable {
     public init(initSegment bytes: [UInt8]) throws(ProtectionError) {
         do {
             let top = try MP4Box.children(of: bytes, in: 0..<bytes.count)
-            guard let moov = top.first("moov"),
-                  let trak = try moov.children(in: bytes).first("trak"),
-                  let mdia = try trak.children(in: bytes).first("mdia"),
+            guard let moov = top.first("moov"), let trak = try moov.children(in: bytes).first("trak") else {
+                throw ProtectionError.malformed("init segment has no sample entry")
+            }
+            try self.init(trak: trak, of: moov, in: bytes)
+        } catch let error as ProtectionError {
+            throw error
+        } catch {
+            throw .malformed("init segment: \(error)")
+        }
+    }
+
+    /// Reads the protection settings of one `trak` of `moov` (boxes of `bytes`). PIFF's track encryption box (a
+    /// `uuid` in `schi`, as a Smooth Streaming `.ismv` writes it) stands for `tenc`, its scheme for `cenc`.
+    public init(trak: MP4Box, of moov: MP4Box, in bytes: [UInt8]) throws(ProtectionError) {
+        do {
+            trackID = try Self.trackID(of: trak, bytes)
+            guard let mdia = try trak.children(in: bytes).first("mdia"),
                   let minf = try mdia.children(in: bytes).first("minf"),
                   let stbl = try minf.children(in: bytes).first("stbl"),
                   let stsd = try stbl.children(in: bytes).first("stsd") else { throw ProtectionError.malformed("init segment has no sample entry") }
@@ -48,23 +65,36 @@ public struct FMP4Decryptor: Sendable {
             guard let first = protected.first else { throw ProtectionError.malformed("track is not encrypted ('\(entries[0].type)')") }
             let entry = entries[first]
             protectedEntries = Set(protected.map { UInt32($0 + 1) })
-            defaultEntry = try Self.defaultEntry(moov, bytes)
+            defaultEntry = try Self.defaultEntry(moov, track: trackID, bytes)
             isVideo = entry.type == "encv"
             let skip = isVideo ? 78 : 28
             guard let sinf = try entry.children(in: bytes, skip: skip).first("sinf") else { throw ProtectionError.malformed("no 'sinf'") }
             let sinfChildren = try sinf.children(in: bytes)
-            guard let schm = sinfChildren.first("schm"), let schi = sinfChildren.first("schi"),
-                  let tenc = try schi.children(in: bytes).first("tenc") else { throw ProtectionError.malformed("no 'schm' or 'tenc'") }
+            guard let schm = sinfChildren.first("schm"), let schi = sinfChildren.first("schi") else { throw ProtectionError.malformed("no 'schm' or 'schi'") }
             var (_, _, schmReader) = try schm.fullBoxReader(in: bytes)
             let type = FourCC(rawValue: try schmReader.readUInt32())
-            guard let scheme = CommonEncryption.Scheme(rawValue: type.description) else { throw ProtectionError.malformed("scheme '\(type)'") }
-            self.scheme = scheme
-            var (_, _, reader) = try tenc.fullBoxReader(in: bytes)
-            try reader.skip(2)
-            _ = try reader.readUInt8()
-            perSampleIVSize = Int(try reader.readUInt8())
-            keyID = try KeyID(try reader.readBytes(16))
-            constantIV = perSampleIVSize == 0 ? try reader.readBytes(Int(try reader.readUInt8())) : nil
+            let schiChildren = try schi.children(in: bytes)
+            if let tenc = schiChildren.first("tenc") {
+                guard let scheme = CommonEncryption.Scheme(rawValue: type.description) else { throw ProtectionError.malformed("scheme '\(type)'") }
+                self.scheme = scheme
+                var (_, _, reader) = try tenc.fullBoxReader(in: bytes)
+                try reader.skip(2)
+                _ = try reader.readUInt8()
+                perSampleIVSize = Int(try reader.readUInt8())
+                keyID = try KeyID(try reader.readBytes(16))
+                constantIV = perSampleIVSize == 0 ? try reader.readBytes(Int(try reader.readUInt8())) : nil
+            } else if let piff = schiChildren.first(where: { $0.type == "uuid" && $0.userType == Self.piffTrackEncryption }) {
+                // PIFF 1.1: default_AlgorithmID (24 bits: 1 is AES-CTR), default_IV_size, default_KID.
+                var (_, _, reader) = try piff.fullBoxReader(in: bytes)
+                let algorithm = try reader.readUInt24()
+                guard algorithm == 1 else { throw ProtectionError.malformed("PIFF algorithm \(algorithm) (AES-CTR is 1)") }
+                scheme = .cenc
+                perSampleIVSize = Int(try reader.readUInt8())
+                keyID = try KeyID(try reader.readBytes(16))
+                constantIV = nil
+            } else {
+                throw ProtectionError.malformed("no 'tenc'")
+            }
         } catch let error as ProtectionError {
             throw error
         } catch {
@@ -72,12 +102,26 @@ public struct FMP4Decryptor: Sendable {
         }
     }
 
-    /// The `trex` default sample description index of the init segment's `moov` (1 when it gives none).
-    private static func defaultEntry(_ moov: MP4Box, _ bytes: [UInt8]) throws -> UInt32 {
-        guard let mvex = try moov.children(in: bytes).first("mvex"), let trex = try mvex.children(in: bytes).first("trex") else { return 1 }
-        var (_, _, reader) = try trex.fullBoxReader(in: bytes)
-        _ = try reader.readUInt32()  // track_ID
-        return max(try reader.readUInt32(), 1)
+    /// PIFF's track encryption box type (`uuid` 8974DBCE-7BE7-4C51-84F9-7148F9882554).
+    static let piffTrackEncryption: [UInt8] = [0x89, 0x74, 0xDB, 0xCE, 0x7B, 0xE7, 0x4C, 0x51, 0x84, 0xF9, 0x71, 0x48, 0xF9, 0x88, 0x25, 0x54]
+
+    /// The `tkhd` track ID of `trak`.
+    static func trackID(of trak: MP4Box, _ bytes: [UInt8]) throws -> UInt32 {
+        guard let tkhd = try trak.children(in: bytes).first("tkhd") else { throw ProtectionError.malformed("a 'trak' without 'tkhd'") }
+        var (version, _, reader) = try tkhd.fullBoxReader(in: bytes)
+        try reader.skip(version == 1 ? 16 : 8)  // creation and modification times
+        return try reader.readUInt32()
+    }
+
+    /// The `trex` default sample description index of `track` in `moov` (1 when it gives none).
+    private static func defaultEntry(_ moov: MP4Box, track: UInt32, _ bytes: [UInt8]) throws -> UInt32 {
+        guard let mvex = try moov.children(in: bytes).first("mvex") else { return 1 }
+        for trex in try mvex.children(in: bytes).all("trex") {
+            var (_, _, reader) = try trex.fullBoxReader(in: bytes)
+            guard try reader.readUInt32() == track else { continue }
+            return max(try reader.readUInt32(), 1)
+        }
+        return 1
     }
 
     /// The protection scheme of `initSegment`'s track, nil when it is clear (or not an init segment this reads).
@@ -138,25 +182,36 @@ public struct FMP4Decryptor: Sendable {
     public func samples(of moof: MP4Box, in bytes: [UInt8], at base: Int64) throws(ProtectionError) -> [EncryptedSample] {
         var samples: [EncryptedSample] = []
         do {
-            for traf in try moof.children(in: bytes).all("traf") {
-                let children = try traf.children(in: bytes)
-                guard let trun = children.first("trun") else { continue }
-                // A fragment of the clear lead names a clear sample entry: nothing in it is encrypted.
-                if let tfhd = children.first("tfhd"), !protectedEntries.contains(try entry(of: tfhd, bytes)) { continue }
-                let (sizes, dataOffset) = try Self.sampleSizes(trun, bytes)
-                let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == Self.piffSampleEncryption }
-                let entries = try encryption.map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, bytes, count: sizes.count) } ?? []
-                var position = base + Int64(moof.offset) + Int64(dataOffset)  // an offset within ±2 GiB of the moof: no overflow
-                for (index, size) in sizes.enumerated() {
-                    guard position >= 0, size <= Int(Int32.max) else { throw ProtectionError.malformed("sample runs outside the segment") }
-                    let entry = index < entries.count ? entries[index] : ([], [])
-                    // Checked here, so a plan made from the 'moof' alone refuses the segment before any byte goes out.
-                    guard entry.1.isEmpty || entry.1.reduce(0, { $0 + Int($1.clear) + Int($1.protected) }) == size else {
-                        throw ProtectionError.malformed("the subsamples of sample \(index) do not cover its \(size) bytes")
-                    }
-                    samples.append(EncryptedSample(range: position..<(position + Int64(size)), iv: entry.0, subsamples: entry.1))
-                    position += Int64(size)
+            for traf in try moof.children(in: bytes).all("traf") { samples += try self.samples(of: traf, in: moof, bytes, at: base) }
+        } catch let error as ProtectionError {
+            throw error
+        } catch {
+            throw .malformed("media segment: \(error)")
+        }
+        return samples
+    }
+
+    /// The encrypted samples of one `traf` of `moof`, tagged with this track's ID.
+    func samples(of traf: MP4Box, in moof: MP4Box, _ bytes: [UInt8], at base: Int64) throws(ProtectionError) -> [EncryptedSample] {
+        var samples: [EncryptedSample] = []
+        do {
+            let children = try traf.children(in: bytes)
+            guard let trun = children.first("trun") else { return [] }
+            // A fragment of the clear lead names a clear sample entry: nothing in it is encrypted.
+            if let tfhd = children.first("tfhd"), !protectedEntries.contains(try entry(of: tfhd, bytes)) { return [] }
+            let (sizes, dataOffset) = try Self.sampleSizes(trun, bytes)
+            let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == Self.piffSampleEncryption }
+            let entries = try encryption.map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, bytes, count: sizes.count) } ?? []
+            var position = base + Int64(moof.offset) + Int64(dataOffset)  // an offset within ±2 GiB of the moof: no overflow
+            for (index, size) in sizes.enumerated() {
+                guard position >= 0, size <= Int(Int32.max) else { throw ProtectionError.malformed("sample runs outside the segment") }
+                let entry = index < entries.count ? entries[index] : ([], [])
+                // Checked here, so a plan made from the 'moof' alone refuses the segment before any byte goes out.
+                guard entry.1.isEmpty || entry.1.reduce(0, { $0 + Int($1.clear) + Int($1.protected) }) == size else {
+                    throw ProtectionError.malformed("the subsamples of sample \(index) do not cover its \(size) bytes")
                 }
+                samples.append(EncryptedSample(range: position..<(position + Int64(size)), iv: entry.0, subsamples: entry.1, track: trackID))
+                position += Int64(size)
             }
         } catch let error as ProtectionError {
             throw error
@@ -217,4 +272,6 @@ public struct EncryptedSample: Sendable, Equatable {
     public var iv: [UInt8]
     /// Clear and protected stretches.
     public var subsamples: [Subsample]
+    /// The track it belongs to (a file of several tracks decrypts each with its own settings).
+    public var track: UInt32 = 0
 }

@@ -10,10 +10,21 @@ extension FMP4Decryptor {
     static let piffSampleEncryption: [UInt8] = [0xA2, 0x39, 0x4F, 0x52, 0x5A, 0x9B, 0x4F, 0x14, 0xA2, 0x44, 0x6C, 0x42, 0x7C, 0x64, 0x8D, 0xF4]
 
     /// The init segment without its protection.
-    public static func clearInitSegment(_ bytes: [UInt8]) throws(ProtectionError) -> [UInt8] {
+    public static func clearInitSegment(_ bytes: [UInt8], dropping: Set<UInt32> = []) throws(ProtectionError) -> [UInt8] {
         do {
             return try MP4BoxEditor.rewrite(bytes) { (box, path) throws(MediaError) -> MP4BoxEdit in
                 switch (box.type, path.last) {
+                case ("trak", "moov") where !dropping.isEmpty:
+                    let id: UInt32
+                    do { id = try trackID(of: box, bytes) } catch { throw .malformed("a 'trak' without its track ID") }
+                    return dropping.contains(id) ? .drop : .descend(skip: 0, type: nil)
+                case ("mvex", "moov") where !dropping.isEmpty:
+                    return .descend(skip: 0, type: nil)
+                case ("trex", "mvex"):
+                    var (_, _, reader) = try box.fullBoxReader(in: bytes)
+                    let id: UInt32
+                    do { id = try reader.readUInt32() } catch { throw .truncated("'trex'") }
+                    return dropping.contains(id) ? .drop : .keep
                 case ("moov", nil), ("trak", "moov"), ("mdia", "trak"), ("minf", "mdia"), ("stbl", "minf"):
                     return .descend(skip: 0, type: nil)
                 case ("stsd", "stbl"):
@@ -68,12 +79,14 @@ extension FMP4Decryptor {
 
     /// `moof` (a box of `bytes`) without its protection boxes, its sample data offsets moved back by the bytes
     /// removed from it and, for explicit base offsets, by `removedBefore` (bytes removed from earlier fragments).
-    static func clearMoof(_ moof: MP4Box, in bytes: [UInt8], removedBefore: Int) throws(MediaError) -> [UInt8] {
-        let removed = try protectionBytes(in: moof, bytes)
+    /// The `traf`s of the tracks in `dropping` go too (a file's video tracks other than the one played).
+    static func clearMoof(_ moof: MP4Box, in bytes: [UInt8], removedBefore: Int, dropping: Set<UInt32> = []) throws(MediaError) -> [UInt8] {
+        let removed = try protectionBytes(in: moof, bytes, dropping: dropping)
         return try MP4BoxEditor.rewrite(bytes, in: moof.offset..<(moof.offset + moof.size)) { (box, path) throws(MediaError) -> MP4BoxEdit in
             if try isProtectionBox(box, path, bytes) { return .drop }
             switch (box.type, path.last) {
-            case ("moof", nil), ("traf", "moof"): return .descend(skip: 0, type: nil)
+            case ("traf", "moof"): return try dropping.contains(trackID(ofTraf: box, bytes)) ? .drop : .descend(skip: 0, type: nil)
+            case ("moof", nil): return .descend(skip: 0, type: nil)
             case ("tfhd", "traf"): return try movingBaseOffset(box, bytes, by: removedBefore + removed)
             case ("trun", "traf"): return try movingDataOffset(box, bytes, by: removed)
             default: return .keep
@@ -93,15 +106,26 @@ extension FMP4Decryptor {
         }
     }
 
-    /// The bytes of the protection boxes inside one 'moof'.
-    static func protectionBytes(in moof: MP4Box, _ bytes: [UInt8]) throws(MediaError) -> Int {
+    /// The bytes of the protection boxes inside one 'moof', and of the `traf`s of the tracks in `dropping`.
+    static func protectionBytes(in moof: MP4Box, _ bytes: [UInt8], dropping: Set<UInt32> = []) throws(MediaError) -> Int {
         var total = 0
         for child in try moof.children(in: bytes) {
             if try isProtectionBox(child, ["moof"], bytes) { total += child.size }
             guard child.type == "traf" else { continue }
+            if !dropping.isEmpty, dropping.contains(try trackID(ofTraf: child, bytes)) {
+                total += child.size
+                continue
+            }
             for box in try child.children(in: bytes) where try isProtectionBox(box, ["moof", "traf"], bytes) { total += box.size }
         }
         return total
+    }
+
+    /// The track ID a `traf`'s `tfhd` names.
+    static func trackID(ofTraf traf: MP4Box, _ bytes: [UInt8]) throws(MediaError) -> UInt32 {
+        guard let tfhd = try traf.children(in: bytes).first("tfhd") else { throw .malformed("a 'traf' without 'tfhd'") }
+        var (_, _, reader) = try tfhd.fullBoxReader(in: bytes)
+        do { return try reader.readUInt32() } catch { throw .truncated("'tfhd'") }
     }
 
     /// A 'trun' whose data offset (relative to the 'moof') moves back by `removed` bytes.

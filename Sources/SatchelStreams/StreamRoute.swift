@@ -25,6 +25,9 @@ public enum StreamRoute: Sendable, Equatable {
     case clearedInitSegment(String)
     /// A player's key or license request, forwarded to the key URI the playlist wrote.
     case forwardedKey(path: String, target: String)
+    /// A single media file played as a byte stream and made clear as it is sent (a protected fragmented MP4 or PIFF
+    /// `.ismv`, or one with several video tracks, of which the highest rate is played).
+    case singleFile(String)
     /// A protected segment in a form the proxy cannot decrypt (the method and layout are named).
     case undecryptable(String, reason: String)
 
@@ -50,9 +53,13 @@ public struct StreamRouter: Sendable {
     public var decrypting: Bool
     /// True for a DASH or Smooth source whose manifest is passed through as it is.
     public var keepsManifest: Bool
+    /// The path of a single media file that is made clear as it is sent (nil: none, or one served as stored).
+    public var singleFile: String?
 
     /// A router over a session's parts.
-    public init(map: HLSAssetMap, transcript: HLSTranscript?, forwarding: KeyForwarding?, decrypting: Bool, keepsManifest: Bool) {
+    public init(map: HLSAssetMap, transcript: HLSTranscript?, forwarding: KeyForwarding?, decrypting: Bool, keepsManifest: Bool,
+                singleFile: String? = nil) {
+        self.singleFile = singleFile
         self.map = map
         self.transcript = transcript
         self.forwarding = forwarding
@@ -78,6 +85,7 @@ public struct StreamRouter: Sendable {
             case nil: return nil
             }
         }
+        if path == singleFile { return .singleFile(path) }
         if map.playlists.contains(path) { return keepsManifest ? .manifest(path) : .playlist(path) }
         guard decrypting else { return .storedFile(path) }
         if let protection = map.segments[path] {

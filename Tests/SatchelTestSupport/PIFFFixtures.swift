@@ -6,8 +6,8 @@ public enum PIFFFixtures {
     /// PIFF's sample encryption box type (`uuid` A2394F52-5A9B-4F14-A244-6C427C648DF4).
     public static let sampleEncryptionUUID: [UInt8] = [0xA2, 0x39, 0x4F, 0x52, 0x5A, 0x9B, 0x4F, 0x14, 0xA2, 0x44, 0x6C, 0x42, 0x7C, 0x64, 0x8D, 0xF4]
 
-    /// `segment` (one 'moof' with one 'traf') with its 'senc' box turned into PIFF's sample encryption 'uuid' box:
-    /// 16 bytes longer, so 'moof', 'traf' and the 'trun' data offset grow by 16.
+    /// `segment` (one 'moof' with one 'traf', and what follows it) with its 'senc' box turned into PIFF's sample
+    /// encryption 'uuid' box: 16 bytes longer, so 'moof', 'traf' and the 'trun' data offset grow by 16.
     public static func piff(_ segment: [UInt8]) throws -> [UInt8] {
         let top = try MP4Box.children(of: segment, in: 0..<segment.count)
         guard let moof = top.first("moof"), let traf = try moof.children(in: segment).first("traf") else {
@@ -28,6 +28,52 @@ public enum PIFFFixtures {
         out += sampleEncryptionUUID
         out += segment[(senc.offset + 8)...]
         return out
+    }
+
+    /// PIFF's track encryption box type (`uuid` 8974DBCE-7BE7-4C51-84F9-7148F9882554).
+    public static let trackEncryptionUUID: [UInt8] = [0x89, 0x74, 0xDB, 0xCE, 0x7B, 0xE7, 0x4C, 0x51, 0x84, 0xF9, 0x71, 0x48, 0xF9, 0x88, 0x25, 0x54]
+
+    /// A CENC `cenc` fragmented MP4 file (its `moov`, then fragments of one `traf` each) as a PIFF 1.1 `.ismv` writes it:
+    /// the scheme `piff`, `tenc` as PIFF's track encryption box, each fragment's `senc` as PIFF's sample encryption box.
+    public static func piffFile(_ file: [UInt8]) throws -> [UInt8] {
+        var out: [UInt8] = []
+        for box in try MP4Box.children(of: file, in: 0..<file.count) {
+            let bytes = Array(file[box.offset..<(box.offset + box.size)])
+            switch box.type {
+            case "moov": out += try piffMoov(bytes)
+            case "moof": out += try piff(bytes)
+            case "sidx": continue  // its sizes would be wrong
+            default: out += bytes
+            }
+        }
+        return out
+    }
+
+    /// A `moov` whose protected sample entries say PIFF: `schm` names `piff`, `schi` holds PIFF's track encryption
+    /// box (AES-CTR, the `tenc`'s IV size and key ID) in place of `tenc`.
+    static func piffMoov(_ moov: [UInt8]) throws -> [UInt8] {
+        try MP4BoxEditor.rewrite(moov) { (box, path) throws(MediaError) -> MP4BoxEdit in
+            switch (box.type, path.last) {
+            case ("moov", nil), ("trak", "moov"), ("mdia", "trak"), ("minf", "mdia"), ("stbl", "minf"), ("sinf", "encv"), ("sinf", "enca"):
+                return .descend(skip: 0, type: nil)
+            case ("stsd", "stbl"): return .descend(skip: 8, type: nil)
+            case ("encv", "stsd"): return .descend(skip: 78, type: nil)
+            case ("enca", "stsd"): return .descend(skip: 28, type: nil)
+            case ("schm", "sinf"):
+                var payload = Array(moov[box.payload])
+                payload.replaceSubrange(4..<8, with: Array("piff".utf8))
+                return .payload(payload)
+            case ("schi", "sinf"):
+                guard let tenc = try box.children(in: moov).first("tenc") else { return .keep }
+                let fields = Array(moov[tenc.payload])  // version and flags, two reserved bytes, isProtected, IV size, key ID
+                guard fields.count >= 24 else { throw .truncated("'tenc'") }
+                let body: [UInt8] = [0, 0, 0, 0] + [0, 0, 1] + [fields[7]] + Array(fields[8..<24])
+                let size = UInt32(8 + 16 + body.count)
+                return .payload([UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array("uuid".utf8)
+                                + trackEncryptionUUID + body)
+            default: return .keep
+            }
+        }
     }
 
     /// A PlayReady Header Object naming the 16-byte `keyID` the way WRMHEADER `version` does

@@ -37,6 +37,11 @@ public enum TestMedia {
     public struct ToolError: Error, CustomStringConvertible {
         public let message: String
         public var description: String { message }
+
+        /// An error saying `message`.
+        public init(message: String) {
+            self.message = message
+        }
     }
 
     private static let lock = NSLock()

@@ -33,6 +33,7 @@ extension StreamRoute {
         case let .cmafFragment(path, protection): CMAFSource(path: path, protection: protection)
         case let .clearedInitSegment(path): ClearedInitSource(path: path)
         case let .forwardedKey(path, target): ForwardedKeySource(path: path, target: target)
+        case let .singleFile(path): SingleFileSource(path: path)
         case let .undecryptable(path, reason): UndecryptableSource(path: path, reason: reason)
         }
     }

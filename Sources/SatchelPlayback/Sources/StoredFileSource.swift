@@ -12,8 +12,21 @@ struct StoredFileSource: SegmentSource {
         if let local = try files.local(path) {
             return try PlaybackResponse.file(local, contentType: contentType, rangeHeader: request.range)
         }
-        if request.range == nil, let remote = files.asset.origin[path] {
-            return try await streamFromOrigin(remote, files, contentType: contentType)
+        if let remote = files.asset.origin[path] {
+            let known = remote.range == nil ? remote.expectedSize : nil
+            let range = try known.flatMap { (size) throws(PlaybackError) in try PlaybackResponse.range(request.range, size: size) }
+            if request.range == nil || known != nil && range == nil { return try await streamFromOrigin(remote, files, contentType: contentType) }
+            if let size = known, let range {
+                // A byte range of a file of known size (a single file played online): only those bytes, from the origin.
+                let bytes = try await files.reportingOrigin(path) { () async throws(PlaybackError) -> [UInt8] in
+                    try await files.context.origin.fetch(OriginFile(url: remote.url, range: range), headers: files.asset.originHeaders,
+                                                         limit: SessionFiles.maximumFile)
+                }
+                guard Int64(bytes.count) == range.upperBound - range.lowerBound + 1 else {
+                    throw .originUnreachable("the origin sent \(bytes.count) bytes of a range of \(range.upperBound - range.lowerBound + 1)")
+                }
+                return PlaybackResponse(body: .bytes(bytes), contentType: contentType, range: range, size: size)
+            }
         }
         return try PlaybackResponse.ranged(try await files.whole(path), contentType: contentType, rangeHeader: request.range)
     }
