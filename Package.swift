@@ -59,7 +59,7 @@ let package = Package(
         // Layer 0: the crash-safe file writer, the lock box, file-system errors.
         .target(name: "SatchelSystem", dependencies: ["SatchelBytes", "CSatchelSystem", .product(name: "Logging", package: "swift-log")]),
         // Layer 1: opening a FluentKit database with its migrations (the key store and the download index).
-        .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log")]),
+        .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         // Layer 1: one rights model, rights evaluation, the secure clock, license and time token formats. Pure.
         .target(name: "SatchelRights", dependencies: ["SatchelBytes", .product(name: "Crypto", package: "swift-crypto")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
@@ -86,6 +86,9 @@ let package = Package(
             name: "SatchelDownloads",
             dependencies: [
                 "SatchelBytes", "SatchelMedia", "SatchelRights", "SatchelStorage", "SatchelStreams", "SatchelSystem", "CSatchelSystem",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
@@ -115,6 +118,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -128,7 +132,7 @@ let package = Package(
                 "SatchelAgent", "SatchelBytes", "SatchelDownloads", "SatchelPlayback", "SatchelRights", "SatchelStreams", "SatchelSystem",
             ]
         ),
-        // Layer 1: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):
+        // Layer 3: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):
         // connection limits and timeouts, problem+json, 404/405 answers.
         .target(
             name: "SatchelHTTP",
@@ -144,6 +148,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // Layer 4: the HTTP application (license endpoints, health, metrics, the origin, the web pages).
@@ -159,6 +164,9 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                "SatchelSystem",
             ],
             resources: [.copy("Web")]
         ),
@@ -171,7 +179,7 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        // Layer 5: the thin command-line tool.
+        // Layer 6: the thin command-line tool.
         .executableTarget(
             name: "satchel",
             dependencies: [
@@ -196,7 +204,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Benchmarks: their own executable; tests never assert on time.
+        // Layer 6: benchmarks, their own executable; tests never assert on time.
         .executableTarget(
             name: "SatchelBenchmarks",
             dependencies: [
@@ -228,7 +236,7 @@ let package = Package(
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                                .product(name: "Hummingbird", package: "hummingbird"),
                                                                .product(name: "HTTPTypes", package: "swift-http-types"),
-                                                               .product(name: "NIOCore", package: "swift-nio")]),
+                                                               .product(name: "NIOCore", package: "swift-nio"), "SatchelAgent", "SatchelBytes"]),
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SatchelStreamsTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelStreams",
                                                               "SatchelTestSupport"]),
@@ -255,6 +263,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "FluentKit", package: "fluent-kit"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(
@@ -271,7 +282,7 @@ let package = Package(
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport"]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
-                                                             "SatchelLicensing", "SatchelProtection", "SatchelTestSupport"]),
+                                                             "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams"]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [
@@ -279,6 +290,7 @@ let package = Package(
                 "SatchelFairPlay",
                 "SatchelTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
     ],

@@ -100,4 +100,53 @@ struct ArchitectureTests {
         #expect(readme == architecture, "README only: \(readme.subtracting(architecture)); ARCHITECTURE.md only: \(architecture.subtracting(readme))")
         #expect(architecture == Set(try Self.sourceModules()), "ARCHITECTURE.md lists exactly the modules in Sources")
     }
+
+    /// Package.swift's targets: each one's name and the text that declares it (its dependencies among it).
+    static func packageTargets() throws -> [(name: String, text: Substring)] {
+        let manifest = try read("Package.swift")
+        let starts = manifest.ranges(of: try Regex(#"\.(target|executableTarget|testTarget)\("#)).map(\.lowerBound) + [manifest.endIndex]
+        var targets: [(String, Substring)] = []
+        for (start, end) in zip(starts, starts.dropFirst()) {
+            let text = manifest[start..<end]
+            guard let match = text.firstMatch(of: try Regex(#"name:\s*"([^"]+)""#)), let name = match.output[1].substring else { continue }
+            targets.append((String(name), text))
+        }
+        return targets
+    }
+
+    @Test("every module imports only what Package.swift declares it depends on (or the system's own modules)")
+    func declaredImports() throws {
+        let system: Set<String> = ["Foundation", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin", "Security", "Testing", "Synchronization"]
+        var undeclared: [String] = []
+        for (name, text) in try Self.packageTargets() {
+            let declared = Set(text.matches(of: try Regex(#""([A-Za-z0-9_]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
+            let folder = ["Sources/\(name)", "Tests/\(name)"].map { Self.root.appendingPathComponent($0) }
+                .first { FileManager.default.fileExists(atPath: $0.path) }
+            guard let folder, let walker = FileManager.default.enumerator(atPath: folder.path) else { continue }
+            while let path = walker.nextObject() as? String {
+                guard path.hasSuffix(".swift") else { continue }
+                // Imports stand at the start of a line (an indented "import" is text in a string: a Python snippet).
+                for line in try String(contentsOf: folder.appendingPathComponent(path), encoding: .utf8).split(separator: "\n")
+                where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
+                    let module = String(line.split(separator: " ").last ?? "")
+                    if !system.contains(module), !declared.contains(module) { undeclared.append("\(name) imports \(module) (\(path))") }
+                }
+            }
+        }
+        #expect(undeclared.isEmpty, "\(undeclared.joined(separator: "\n"))")
+    }
+
+    @Test("Package.swift's layer comments and ARCHITECTURE.md's module table give every module the same layer")
+    func packageLayers() throws {
+        let layers = try Self.layers()
+        let manifest = try Self.read("Package.swift")
+        var commented: [String: Int] = [:]
+        for match in manifest.matches(of: try Regex(#"// Layer (\d+):[^\n]*\n(?:\s*//[^\n]*\n)*\s*\.(?:target|executableTarget)\(\s*name:\s*"([^"]+)""#)) {
+            guard let layer = match.output[1].substring.flatMap({ Int($0) }), let name = match.output[2].substring else { continue }
+            commented[String(name)] = layer
+        }
+        for module in try Self.sourceModules() {
+            #expect(commented[module] == layers[module], "\(module): Package.swift says layer \(commented[module].map(String.init) ?? "none"), ARCHITECTURE.md \(layers[module].map(String.init) ?? "none")")
+        }
+    }
 }
