@@ -242,7 +242,7 @@ let package = Package(
                                                               "SatchelTestSupport"]),
         .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelRights"]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
-        .target(name: "SatchelTestSupport", dependencies: ["SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
+        .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
                                                           .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                           .product(name: "Logging", package: "swift-log"),
                                                           .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import SatchelRights
 import SatchelStorage
+import SatchelBytes
 import SatchelSystem
 
 /// A license as the device keeps it: the license the server signed, and what the sealed device state says of it.

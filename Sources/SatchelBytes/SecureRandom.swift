@@ -117,36 +117,31 @@ public enum SecureRandom {
 #if !canImport(Darwin)
 /// A process-wide buffer of kernel randomness, so that small requests (IVs, padding) cost a
 /// copy instead of a system call. Bytes are handed out once and zeroed as they leave.
-final class RandomReservoir: @unchecked Sendable {
+final class RandomReservoir: Sendable {
     static let shared = RandomReservoir()
     static let maximumTake = 1024
     private static let size = 16 * 1024
 
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var buffer: [UInt8]
-    private var position: Int
+    /// The buffered bytes and the next one to hand out.
+    private let state = Locked((buffer: [UInt8](repeating: 0, count: RandomReservoir.size), position: RandomReservoir.size))
 
-    private init() {
-        mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        pthread_mutex_init(mutex, nil)
-        buffer = [UInt8](repeating: 0, count: Self.size)
-        position = Self.size
-    }
+    private init() {}
 
     /// Copies `raw.count` (at most ``maximumTake``) fresh random bytes into `raw`.
     func take(into raw: UnsafeMutableRawBufferPointer) {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        if Self.size - position < raw.count {
-            buffer.withUnsafeMutableBytes { SecureRandom.readKernelRandom(into: $0) }
-            position = 0
+        state.withLock { state in
+            if Self.size - state.position < raw.count {
+                state.buffer.withUnsafeMutableBytes { SecureRandom.readKernelRandom(into: $0) }
+                state.position = 0
+            }
+            let position = state.position
+            state.buffer.withUnsafeMutableBytes { source in
+                guard let from = source.baseAddress, let to = raw.baseAddress else { return }
+                to.copyMemory(from: from + position, byteCount: raw.count)
+                (from + position).initializeMemory(as: UInt8.self, repeating: 0, count: raw.count)
+            }
+            state.position += raw.count
         }
-        buffer.withUnsafeMutableBytes { source in
-            guard let from = source.baseAddress, let to = raw.baseAddress else { return }
-            to.copyMemory(from: from + position, byteCount: raw.count)
-            (from + position).initializeMemory(as: UInt8.self, repeating: 0, count: raw.count)
-        }
-        position += raw.count
     }
 }
 #endif

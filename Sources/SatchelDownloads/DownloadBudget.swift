@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelSystem
 
 /// The storage rules while bytes are being written: every chunk is checked against

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelSystem
 
 /// Hands every engine event to every subscriber. Subscribing, emitting and unsubscribing are plain calls

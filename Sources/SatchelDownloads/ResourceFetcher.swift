@@ -5,6 +5,7 @@ import SatchelStreams
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import SatchelBytes
 import SatchelSystem
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import SatchelBytes
 import SatchelSystem
 
 /// A one-shot signal many tasks may wait for: raised once, it stays raised. A waiter whose task is

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import SatchelBytes
 import SatchelSystem
 
 /// Every open connection of one server and what it is doing, shared by all event loops (under a lock),

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import SatchelBytes
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
@@ -62,10 +63,10 @@ public enum FileSend {
     static let magic: [UInt8] = (0..<16).map { _ in UInt8.random(in: 0...255) }
     /// A marker's length: the magic and an 8-byte region number.
     static let markerLength = 24
-    private static let pending = NIOLockedValueBox((next: UInt64(0), regions: [UInt64: Pending]()))
+    private static let pending = Locked((next: UInt64(0), regions: [UInt64: Pending]()))
 
     static func register(_ region: Pending) -> UInt64 {
-        pending.withLockedValue { state in
+        pending.withLock { state in
             state.next &+= 1
             state.regions[state.next] = region
             return state.next
@@ -74,12 +75,12 @@ public enum FileSend {
 
     /// Regions registered for `channel` and not yet sent or abandoned.
     static func pendingCount(of channel: ObjectIdentifier) -> Int {
-        pending.withLockedValue { $0.regions.values.filter { $0.channel == channel }.count }
+        pending.withLock { $0.regions.values.filter { $0.channel == channel }.count }
     }
 
     /// The region `id` names, removed; nil when it was taken already.
     static func take(_ id: UInt64) -> Pending? {
-        pending.withLockedValue { $0.regions.removeValue(forKey: id) }
+        pending.withLock { $0.regions.removeValue(forKey: id) }
     }
 
     /// Closes the region `id` and fails its send, unless it was taken already.
@@ -91,7 +92,7 @@ public enum FileSend {
 
     /// Closes every region still waiting for `channel` and fails their sends (the connection has closed).
     static func abandonAll(of channel: ObjectIdentifier) {
-        let left = pending.withLockedValue { state in
+        let left = pending.withLock { state in
             let ids = state.regions.filter { $0.value.channel == channel }.map(\.key)
             return ids.compactMap { state.regions.removeValue(forKey: $0) }
         }

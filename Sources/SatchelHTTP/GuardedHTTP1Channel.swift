@@ -1,3 +1,4 @@
+import SatchelBytes
 import HTTPTypes
 import HummingbirdCore
 import Logging
@@ -50,7 +51,7 @@ public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 /// apple/swift-nio#3481, swift-server/swift-http-server#137).
 public final class AcceptedConnection: ServerChildChannelValue {
     private let asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
-    private let served = NIOLockedValueBox(false)
+    private let served = Locked(false)
 
     init(_ asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>) {
         self.asyncChannel = asyncChannel
@@ -61,12 +62,12 @@ public final class AcceptedConnection: ServerChildChannelValue {
 
     /// The connection, for serving: from now on its closing is the server's business.
     func taken() -> NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart> {
-        served.withLockedValue { $0 = true }
+        served.withLock { $0 = true }
         return asyncChannel
     }
 
     deinit {
-        guard !served.withLockedValue({ $0 }) else { return }
+        guard !served.withLock({ $0 }) else { return }
         let unserved = asyncChannel
         Task { try? await unserved.executeThenClose { _, _ in } }  // finishes its writer, then closes it
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelSystem
 
 /// Lets at most `perSecond` log lines through each second; the next line that passes says how many were

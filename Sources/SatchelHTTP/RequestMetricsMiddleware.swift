@@ -2,6 +2,7 @@ import CoreMetrics
 import HTTPTypes
 import Hummingbird
 import Metrics
+import SatchelBytes
 import SatchelSystem
 
 /// Counts requests and times them per route and status class through swift-metrics:

@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import SatchelBytes
 import SatchelSystem
 
 /// The routes of an application, for answering a request that matches none: 405 with `Allow` when the path

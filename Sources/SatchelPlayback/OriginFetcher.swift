@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOPosix
+import SatchelBytes
 import SatchelSystem
 
 /// Fetches the files of an asset that are not on disk from its origin, for the player that is waiting: short

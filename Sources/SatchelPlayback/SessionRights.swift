@@ -1,5 +1,6 @@
 import Foundation
 import SatchelRights
+import SatchelBytes
 import SatchelSystem
 
 /// A session's rights, evaluated in memory before every media request: the grant taken from the rights source, a

@@ -1,5 +1,6 @@
 import Foundation
 import Prometheus
+import SatchelBytes
 import SatchelSystem
 
 /// Prometheus metrics of the license service: licenses issued by type, errors by type, latency.

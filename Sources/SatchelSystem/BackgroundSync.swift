@@ -1,4 +1,5 @@
 import CSatchelSystem
+import SatchelBytes
 import Dispatch
 #if canImport(Glibc)
 import Glibc

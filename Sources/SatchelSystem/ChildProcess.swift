@@ -1,5 +1,6 @@
 import CSatchelSystem
 import Foundation
+import SatchelBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import Logging
 
 /// The log subscription ("untethered logging", seed 000 §5.7): every record the process logs at or above the

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -9,31 +10,37 @@ import Darwin
 /// (`path.1` becomes `path.2`, … up to `keep` old files; the oldest is deleted) and a new `path` starts.
 /// Lines are appended with `O_APPEND`, so several processes may share one file (each rotates on its own view
 /// of the size; a line is never split). Mode 0600: logs are the operator's.
-public final class RotatingLogFile: @unchecked Sendable {
+public final class RotatingLogFile: Sendable {
     /// The file's path.
     public let path: String
     /// Size at which the file rotates.
     public let maxBytes: Int
     /// Old files kept.
     public let keep: Int
-    private let lock = NSLock()
-    private var fd: Int32 = -1
-    private var size = 0
+    /// The open file and its size as this process sees it.
+    private struct State {
+        var fd: Int32 = -1
+        var size = 0
+    }
+
+    private let state = Locked(State())
 
     /// Opens (creating) `path` for appending.
     public init(path: String, maxBytes: Int = 10 << 20, keep: Int = 5) throws(SystemError) {
         self.path = path
         self.maxBytes = max(maxBytes, 4096)
         self.keep = min(max(keep, 0), 100)
-        try reopen()
+        var opened = State()
+        try Self.reopen(&opened, path: path)
+        state.withLock { $0 = opened }
     }
 
-    private func reopen() throws(SystemError) {
-        if fd >= 0 { close(fd) }
-        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SystemError("open the log file", path: path, errno: errno) }
+    private static func reopen(_ state: inout State, path: String) throws(SystemError) {
+        if state.fd >= 0 { close(state.fd) }
+        state.fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard state.fd >= 0 else { throw SystemError("open the log file", path: path, errno: errno) }
         var info = stat()
-        size = fstat(fd, &info) == 0 ? Int(info.st_size) : 0
+        state.size = fstat(state.fd, &info) == 0 ? Int(info.st_size) : 0
     }
 
     /// Appends `line` and a newline, rotating first when the file would grow past ``maxBytes``.
@@ -41,15 +48,15 @@ public final class RotatingLogFile: @unchecked Sendable {
     public func append(_ line: String) {
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
-        lock.lock()
-        defer { lock.unlock() }
-        if size > 0, size + bytes.count > maxBytes { rotate() }
-        guard fd >= 0 else { return }
-        do throws(SystemError) { try AtomicFile.writeAll(fd, bytes, path: path) } catch { return }
-        size += bytes.count
+        state.withLock { state in
+            if state.size > 0, state.size + bytes.count > maxBytes { rotate(&state) }
+            guard state.fd >= 0 else { return }
+            do throws(SystemError) { try AtomicFile.writeAll(state.fd, bytes, path: path) } catch { return }
+            state.size += bytes.count
+        }
     }
 
-    private func rotate() {
+    private func rotate(_ state: inout State) {
         if keep == 0 {
             unlink(path)
         } else {
@@ -57,10 +64,11 @@ public final class RotatingLogFile: @unchecked Sendable {
             for generation in stride(from: keep - 1, through: 1, by: -1) { rename("\(path).\(generation)", "\(path).\(generation + 1)") }
             rename(path, "\(path).1")
         }
-        try? reopen()
+        try? Self.reopen(&state, path: path)
     }
 
     deinit {
+        let fd = state.current.fd
         if fd >= 0 { close(fd) }
     }
 }

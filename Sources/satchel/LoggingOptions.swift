@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import SatchelBytes
 import SatchelSystem
 
 /// `--log-level` and `--log-file`: what the server and the download engine log, and where.

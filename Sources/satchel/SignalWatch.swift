@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SatchelBytes
 import SatchelSystem
 
 /// Stop signals (SIGINT, SIGTERM, SIGHUP) caught for as long as the watch is held: each calls `handler` with its

@@ -2,6 +2,7 @@ import Foundation
 import SatchelDevice
 import SatchelRights
 import SatchelDownloads
+import SatchelBytes
 import SatchelSystem
 import SatchelTestSupport
 import Testing

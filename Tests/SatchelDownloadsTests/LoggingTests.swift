@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SatchelDownloads
+import SatchelBytes
 import SatchelSystem
 import SatchelTestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelMedia
 import SatchelPackager
+import SatchelBytes
 import SatchelSystem
 import SatchelTestSupport
 import Testing

@@ -4,6 +4,7 @@ import HummingbirdTesting
 import NIOCore
 import NIOEmbedded
 @testable import SatchelHTTP
+import SatchelBytes
 import SatchelSystem
 import SatchelTestSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SatchelBytes
 import SatchelSystem
 
 /// Sends the test process's own log lines to `$SATCHEL_LOG_FILE` at `$SATCHEL_LOG_LEVEL` (what `scripts/test`
