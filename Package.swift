@@ -170,10 +170,12 @@ let package = Package(
             ],
             resources: [.copy("Web")]
         ),
-        // Layer 0: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector.
+        // Layer 2: FairPlay Streaming: TLLV, SPC, CKC, D functions, KSM core, device simulator, inspector (AES-CBC from
+        // SatchelProtection: one wrapper of it).
         .target(
             name: "SatchelFairPlay",
             dependencies: [
+                "SatchelProtection",
                 "SatchelBytes",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SatchelBytes
 import SatchelRights
 import SatchelSystem
 
@@ -49,9 +50,7 @@ public struct DeviceIdentity: Sendable {
 
     /// Saves the registration.
     public func save(_ registration: Registration, dataDirectory: String) throws(AgentError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(registration) else { throw .storage("the registration cannot be encoded") }
+        guard let data = try? JSONCoding.encoder(.pretty).encode(registration) else { throw .storage("the registration cannot be encoded") }
         do {
             try AtomicFile.write(Array(data), to: (dataDirectory as NSString).appendingPathComponent(Self.registrationFile), mode: 0o600)
         } catch {

@@ -2,6 +2,7 @@ import Crypto
 import CryptoExtras
 import Foundation
 import SatchelBytes
+import SatchelProtection
 
 /// The cryptographic primitives FairPlay uses, wrapped so that failures become
 /// ``FairPlayError`` values that name the operation and never the key.
@@ -9,24 +10,13 @@ enum FairPlayCrypto {
     /// AES-128-CBC without padding; `data` must be whole blocks.
     static func cbcEncrypt(_ data: [UInt8], key: [UInt8], iv: [UInt8]) throws(FairPlayError) -> [UInt8] {
         guard data.count % 16 == 0 else { throw .payloadNotBlockAligned(length: data.count) }
-        do {
-            let result = try AES._CBC.encrypt(data, using: SymmetricKey(data: key), iv: AES._CBC.IV(ivBytes: iv), noPadding: true)
-            return Array(result)
-        } catch {
-            throw .cryptoFailure("AES-CBC encryption")
-        }
+        do { return Array(try BlockCipher.cbc(data, key: SymmetricKey(data: key), iv: iv, encrypt: true)) } catch { throw .cryptoFailure("AES-CBC encryption") }
     }
 
     /// AES-128-CBC decryption without padding; `data` must be whole blocks.
     static func cbcDecrypt<Bytes: DataProtocol>(_ data: Bytes, key: [UInt8], iv: [UInt8]) throws(FairPlayError) -> [UInt8] {
         guard data.count % 16 == 0 else { throw .payloadNotBlockAligned(length: data.count) }
-        if data.isEmpty { return [] }
-        do {
-            let result = try AES._CBC.decrypt(data, using: SymmetricKey(data: key), iv: AES._CBC.IV(ivBytes: iv), noPadding: true)
-            return Array(result)
-        } catch {
-            throw .cryptoFailure("AES-CBC decryption")
-        }
+        do { return Array(try BlockCipher.cbc(data, key: SymmetricKey(data: key), iv: iv, encrypt: false)) } catch { throw .cryptoFailure("AES-CBC decryption") }
     }
 
     /// AES-128-ECB encryption of one 16-byte block.

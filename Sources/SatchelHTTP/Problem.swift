@@ -34,9 +34,7 @@ public struct ProblemDocument: Codable, Sendable, Equatable {
 
     /// The JSON body.
     public var json: [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map(Array.init) ?? Array("{}".utf8)
+        (try? JSONCoding.encoder().encode(self)).map(Array.init) ?? Array("{}".utf8)
     }
 
     /// The `application/problem+json` response; `headers` are added (e.g. `Allow`).

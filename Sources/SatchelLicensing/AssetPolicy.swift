@@ -58,8 +58,8 @@ public struct AssetPolicy: Codable, Sendable, Equatable {
     /// Checks the availability window at `now`.
     public func checkWindow(at now: Date) throws(LicensingError) {
         switch window.position(at: now) {
-        case .before: throw .policyDenied("not available before \(ISO8601DateFormatter().string(from: notBefore ?? now))")
-        case .after: throw .policyDenied("not available after \(ISO8601DateFormatter().string(from: notAfter ?? now))")
+        case .before: throw .policyDenied("not available before \(ISODate.string(notBefore ?? now))")
+        case .after: throw .policyDenied("not available after \(ISODate.string(notAfter ?? now))")
         case .within: return
         }
     }

@@ -114,7 +114,7 @@ public struct DeviceLicensing: Sendable {
     func rights(_ policy: AssetPolicy, _ entitlement: Entitlement, persistent: Bool) throws(LicensingError) -> Rights {
         let policy = policy.applying(entitlement.policy)
         if let notAfter = policy.notAfter, policy.window.position(at: service.clock.now) == .after {
-            throw .policyDenied("not available after \(ISO8601DateFormatter().string(from: notAfter))")
+            throw .policyDenied("not available after \(ISODate.string(notAfter))")
         }
         return policy.rights(persistent: persistent && LicenseService.allowsOffline(entitlement, policy))
     }

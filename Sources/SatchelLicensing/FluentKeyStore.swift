@@ -17,17 +17,8 @@ public struct FluentKeyStore: KeyStore {
     public let audit: AuditLog
     /// How long an opened key is served from memory.
     public static let cacheLifetime: Duration = .seconds(10)
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }()
-    private static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
-    }()
+    private static let encoder = JSONCoding.encoder()
+    private static let decoder = JSONCoding.decoder()
 
     /// A store over `database`.
     public init(database: any Database, kek: KeyEncryptionKey) {

@@ -34,7 +34,7 @@ public struct KeyFile: Codable, Sendable, Equatable {
 
     /// Reads a key file.
     public static func read(_ path: String) throws -> KeyFile {
-        try JSONDecoder().decode(KeyFile.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        try JSONCoding.decoder().decode(KeyFile.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
     /// The content keys.
@@ -45,9 +45,7 @@ public struct KeyFile: Codable, Sendable, Equatable {
     }
 
     var data: [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return Array((try? encoder.encode(self)) ?? Data())
+        Array((try? JSONCoding.encoder(.pretty).encode(self)) ?? Data())
     }
 }
 

@@ -6,24 +6,31 @@ import SatchelBytes
 /// AES-128 primitives for content protection; failures become ``ProtectionError`` values
 /// that never name the key. The in-place forms read a range of a buffer and write the result
 /// over it, so a packager encrypts samples where they already lie in the segment it writes.
-enum BlockCipher {
-    static func cbcEncrypt(_ data: [UInt8], key: SymmetricKey, iv: [UInt8], padding: Bool = false) throws(ProtectionError) -> [UInt8] {
-        if data.isEmpty && !padding { return [] }
+package enum BlockCipher {
+    /// AES-CBC over `data` (whole blocks, or any length with `padding` when encrypting): the one AES-CBC of Satchel
+    /// (content protection and FairPlay's own). A failure names the operation, never the key.
+    package static func cbc<D: DataProtocol>(_ data: D, key: SymmetricKey, iv: [UInt8], encrypt: Bool, padding: Bool = false) throws(ProtectionError) -> Data {
+        if data.isEmpty && !padding { return Data() }
+        if !encrypt || !padding {
+            guard data.count % 16 == 0 else { throw .malformed("AES-CBC data of \(data.count) bytes is not whole blocks") }
+        }
         do {
-            return Array(try AES._CBC.encrypt(data, using: key, iv: AES._CBC.IV(ivBytes: iv), noPadding: !padding))
+            let vector = try AES._CBC.IV(ivBytes: iv)
+            return encrypt ? try AES._CBC.encrypt(data, using: key, iv: vector, noPadding: !padding)
+                : try AES._CBC.decrypt(data, using: key, iv: vector, noPadding: !padding)
         } catch {
-            throw .cryptoFailure("AES-CBC encryption")
+            if !encrypt, padding { throw .malformed("bad PKCS#7 padding (wrong key or IV, or damaged data)") }
+            throw .cryptoFailure(encrypt ? "AES-CBC encryption" : "AES-CBC decryption")
         }
     }
 
+    static func cbcEncrypt(_ data: [UInt8], key: SymmetricKey, iv: [UInt8], padding: Bool = false) throws(ProtectionError) -> [UInt8] {
+        Array(try cbc(data, key: key, iv: iv, encrypt: true, padding: padding))
+    }
+
     static func cbcDecrypt(_ data: [UInt8], key: SymmetricKey, iv: [UInt8], padding: Bool = false) throws(ProtectionError) -> [UInt8] {
-        if data.isEmpty && !padding { return [] }
-        guard data.count % 16 == 0, !data.isEmpty else { throw .malformed("AES-CBC data of \(data.count) bytes is not whole blocks") }
-        do {
-            return Array(try AES._CBC.decrypt(data, using: key, iv: AES._CBC.IV(ivBytes: iv), noPadding: !padding))
-        } catch {
-            throw padding ? .malformed("bad PKCS#7 padding (wrong key or IV, or damaged data)") : .cryptoFailure("AES-CBC decryption")
-        }
+        if padding, data.isEmpty { throw .malformed("AES-CBC data of 0 bytes is not whole blocks") }
+        return Array(try cbc(data, key: key, iv: iv, encrypt: false, padding: padding))
     }
 
     /// AES-CBC without padding over `range` of `bytes` (whole blocks), in place.
@@ -36,15 +43,7 @@ enum BlockCipher {
         guard range.lowerBound >= 0, range.upperBound <= buffer.count else { throw .malformed("AES-CBC range \(range) outside \(buffer.count) bytes") }
         guard range.count % 16 == 0 else { throw .malformed("AES-CBC data of \(range.count) bytes is not whole blocks") }
         if range.isEmpty { return }
-        let input = UnsafeRawBufferPointer(rebasing: buffer[range])
-        let result: Data
-        do {
-            let vector = try AES._CBC.IV(ivBytes: iv)
-            result = encrypt ? try AES._CBC.encrypt(input, using: key, iv: vector, noPadding: true)
-                : try AES._CBC.decrypt(input, using: key, iv: vector, noPadding: true)
-        } catch {
-            throw .cryptoFailure(encrypt ? "AES-CBC encryption" : "AES-CBC decryption")
-        }
+        let result = try cbc(UnsafeRawBufferPointer(rebasing: buffer[range]), key: key, iv: iv, encrypt: encrypt)
         try overwrite(buffer, range, with: result)
     }
 

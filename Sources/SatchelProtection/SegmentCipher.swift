@@ -35,13 +35,7 @@ public struct SegmentCipher: Sendable {
     /// The same over any bytes (a network or file buffer), without copying them first.
     public func decryptBlocks<D: DataProtocol>(_ blocks: D, iv: [UInt8]) throws(ProtectionError) -> Data {
         guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
-        guard blocks.count % 16 == 0 else { throw .malformed("AES-CBC data of \(blocks.count) bytes is not whole blocks") }
-        if blocks.isEmpty { return Data() }
-        do {
-            return try AES._CBC.decrypt(blocks, using: key, iv: AES._CBC.IV(ivBytes: iv), noPadding: true)
-        } catch {
-            throw .cryptoFailure("AES-CBC decryption")
-        }
+        return try BlockCipher.cbc(blocks, key: key, iv: iv, encrypt: false)
     }
 
     /// The same in place: `blocks` (whole blocks) decrypted where they lie.

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import HTTPTypes
 import Hummingbird
 import SatchelHTTP
@@ -40,7 +41,7 @@ struct DemoTokenRoutes: RouteGroup {
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: token)))
             }
             headers[.contentType] = "application/json"
-            let body = try JSONEncoder().encode(["token": token, "expires": ISO8601DateFormatter().string(from: expires)])
+            let body = try JSONCoding.encoder().encode(["token": token, "expires": ISODate.string(expires)])
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
     }

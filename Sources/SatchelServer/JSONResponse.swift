@@ -1,12 +1,11 @@
 import Foundation
+import SatchelBytes
 import Hummingbird
 
 extension Response {
     /// `value` as `application/json` (sorted keys), not to be cached: licenses and keys are per request.
     static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(value)
+        let data = try JSONCoding.encoder().encode(value)
         return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
                         body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SatchelBytes
 import Logging
 import SatchelAgent
 import SatchelRights
@@ -98,7 +99,7 @@ struct RightsReport: Encodable {
 
     /// One line for people.
     var line: String {
-        func date(_ value: Date?) -> String { value.map { ISO8601DateFormatter().string(from: $0) } ?? "-" }
+        func date(_ value: Date?) -> String { value.map { ISODate.string($0) } ?? "-" }
         var fields = [asset, status, "start \(date(start))", "end \(date(end))"]
         if expireAfterFirstUse { fields.append("expires after first use") }
         if let playbackSeconds { fields.append("playback window \(playbackSeconds) s") }
@@ -109,10 +110,7 @@ struct RightsReport: Encodable {
     }
 
     static func print(_ reports: some Encodable) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        Swift.print(String(decoding: try encoder.encode(reports), as: UTF8.self))
+        Swift.print(String(decoding: try JSONCoding.encoder(.pretty).encode(reports), as: UTF8.self))
     }
 }
 

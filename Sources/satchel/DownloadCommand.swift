@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SatchelBytes
 import SatchelDevice
 import SatchelRights
 import Logging
@@ -107,10 +108,7 @@ struct DownloadAdd: SatchelAsyncCommand {
     }
 
     private func parseDate(_ text: String, option: String) throws -> Date {
-        if let date = ISO8601DateFormatter().date(from: text) { return date }
-        let day = ISO8601DateFormatter()
-        day.formatOptions = [.withFullDate]
-        if let date = day.date(from: text) { return date }
+        if let date = ISODate.date(text) { return date }
         throw CLIError("\(option): expected an ISO 8601 date such as 2026-12-31 or 2026-12-31T12:00:00Z")
     }
 }
@@ -230,10 +228,7 @@ struct DownloadList: SatchelAsyncCommand {
             return rows
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            encoder.dateEncodingStrategy = .iso8601
-            print(String(decoding: try encoder.encode(rows), as: UTF8.self))
+            print(String(decoding: try JSONCoding.encoder(.pretty).encode(rows), as: UTF8.self))
             return
         }
         for row in rows {

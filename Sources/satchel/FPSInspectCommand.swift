@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SatchelBytes
 import SatchelFairPlay
 
 /// `satchel fps inspect`: what Apple's verify_ckc does, on any platform.
@@ -17,9 +18,7 @@ struct FPSInspectCommand: ParsableCommand {
         let parsed = try SPCParser(credentials: [credentials.credential(secrets)]).parse(FileIO.read(spc, what: "SPC"))
         let report = try InspectionReport(spc: parsed, ckcBytes: try ckc.map { try FileIO.read($0, what: "CKC") })
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+            print(String(decoding: try JSONCoding.encoder(.pretty).encode(report), as: UTF8.self))
         } else {
             print(report.text)
         }

@@ -2,6 +2,7 @@ import SatchelProtection
 typealias SatchelProtectionContentKey = ContentKey
 import ArgumentParser
 import Foundation
+import SatchelBytes
 import Logging
 import SatchelLicensing
 import SatchelPackager
@@ -54,10 +55,7 @@ struct KeysCommand: AsyncParsableCommand {
             do { rows = try await keyStore.list() } catch { await database.shutdown(); throw error }
             await database.shutdown()
             if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                encoder.dateEncodingStrategy = .iso8601
-                print(String(decoding: try encoder.encode(rows), as: UTF8.self))
+                print(String(decoding: try JSONCoding.encoder(.pretty).encode(rows), as: UTF8.self))
             } else {
                 for row in rows { print("\(row.assetID)\t\(row.keyID)\tfairplay:\(row.fairPlayAssetID)\toffline:\(row.policy.offline)") }
             }

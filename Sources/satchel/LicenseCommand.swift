@@ -1,6 +1,7 @@
 import ArgumentParser
 import SatchelLicensing
 import Foundation
+import SatchelBytes
 import SatchelAgent
 import SatchelRights
 
@@ -60,7 +61,7 @@ struct LicenseCommand: ParsableCommand {
 
         func execute() async throws {
             let license = try await agent.with { try await $0.renew(asset: assetID, token: token) }
-            let end = license.rights.effectiveEnd(license.usage).map { ISO8601DateFormatter().string(from: $0) } ?? "none"
+            let end = license.rights.effectiveEnd(license.usage).map { ISODate.string($0) } ?? "none"
             print("license \(license.licenseID) for \(assetID) renewed; ends \(end)")
         }
     }
@@ -86,7 +87,7 @@ struct LicenseCommand: ParsableCommand {
 
         func execute() async throws {
             let report = try await agent.with { try await $0.sync(token: token) }
-            let time = report.serverTime.map { ISO8601DateFormatter().string(from: $0) } ?? "-"
+            let time = report.serverTime.map { ISODate.string($0) } ?? "-"
             if report.restored { print("the license store was restored from the license server's records") }
             print("server time \(time); releases delivered \(report.releasesDelivered), still owed \(report.releasesOwed); renewed \(report.renewed.count)"
                   + (report.renewalsPending.isEmpty ? "" : "; renewal due for \(report.renewalsPending.joined(separator: ", "))")
@@ -111,7 +112,7 @@ struct LicensesCommand: SatchelAsyncCommand {
         } else {
             for row in rows {
                 print([row.licenseID, row.deviceID, row.subject, row.assetID, row.state.rawValue, row.persistent ? "persistent" : "streaming",
-                       ISO8601DateFormatter().string(from: row.issuedAt)].joined(separator: "\t"))
+                       ISODate.string(row.issuedAt)].joined(separator: "\t"))
             }
         }
     }

@@ -1,3 +1,4 @@
+import SatchelBytes
 import SatchelFairPlay
 typealias SatchelFairPlayHDCP = HDCPRequirement
 import ArgumentParser
@@ -66,10 +67,7 @@ struct PolicyOptions: ParsableArguments {
     func policy() throws -> AssetPolicy {
         func date(_ text: String?, _ name: String) throws -> Date? {
             guard let text else { return nil }
-            let formatter = ISO8601DateFormatter()
-            if let value = formatter.date(from: text) { return value }
-            formatter.formatOptions = [.withFullDate]
-            guard let value = formatter.date(from: text) else { throw CLIError("\(name): expected an ISO 8601 date such as 2027-01-31 or 2027-01-31T12:00:00Z") }
+            guard let value = ISODate.date(text) else { throw CLIError("\(name): expected an ISO 8601 date such as 2027-01-31 or 2027-01-31T12:00:00Z") }
             return value
         }
         if persistSeconds != nil && !persist { throw CLIError("--persist-seconds needs --persist") }
