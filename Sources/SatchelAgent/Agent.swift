@@ -99,7 +99,7 @@ public actor Agent {
                                                        serverKeys: keys, name: name, externalID: externalID)
         try identity.save(registration, dataDirectory: dataDirectory)
         identity.registration = registration
-        _ = try? await fetchTime(server: server)
+        _ = try? await AgentClock.fetchTime(self, server: server)
         logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
         return answer.deviceID
     }
@@ -109,7 +109,7 @@ public actor Agent {
     /// The rights status of an asset now (`noRights` when no license is stored).
     public func rights(asset: String) async throws(AgentError) -> RightsEvaluation {
         let snapshot = try await store.snapshot()
-        let now = try await trustedNow(snapshot)
+        let now = try await AgentClock.trustedNow(self, snapshot)
         guard let license = newest(asset, in: snapshot) else { return .none }
         return license.rights.evaluate(license.usage, at: now)
     }
@@ -117,7 +117,7 @@ public actor Agent {
     /// Every stored license with its status now.
     public func licenses() async throws(AgentError) -> [LicenseStatus] {
         let snapshot = try await store.snapshot()
-        let now = try await trustedNow(snapshot)
+        let now = try await AgentClock.trustedNow(self, snapshot)
         return installed(snapshot).map { LicenseStatus(license: $0, evaluation: $0.rights.evaluate($0.usage, at: now)) }
     }
 
@@ -149,7 +149,7 @@ public actor Agent {
     /// The asset's license when its rights allow playback now, with the trusted time; else `notPlayable`.
     private func playable(_ asset: String) async throws(AgentError) -> (license: StoredLicense, now: Date?) {
         let snapshot = try await store.snapshot()
-        let now = try await trustedNow(snapshot)
+        let now = try await AgentClock.trustedNow(self, snapshot)
         guard let license = newest(asset, in: snapshot) else { throw .notPlayable(.noRights) }
         let status = license.rights.evaluate(license.usage, at: now).status
         guard status == .valid else { throw .notPlayable(status) }

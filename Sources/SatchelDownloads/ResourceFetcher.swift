@@ -131,7 +131,7 @@ public final class ResourceFetcher: ResourceFetching {
             throw .fileSystem(path: store.path(assetID, resource.localPath), message: "the folder is missing")
         }
         if folder.size(name) != nil { return nil }
-        let part = Part(folder: folder, name: name + ".part", final: name)
+        let part = PartFile(folder: folder, name: name + ".part", final: name)
         var have = folder.size(part.name) ?? 0
         if let length = resource.range?.length {
             if have > Int64(length) { try part.restart(have: &have, budget: budget, progress: progress) }
@@ -168,7 +168,7 @@ public final class ResourceFetcher: ResourceFetching {
             announced = resource.range == nil ? contentRange.total : nil
             // An origin that ignores If-Range answers a resume from another version of the file: its validator or its
             // total gives it away. The part goes, and the file is fetched again from byte zero — never spliced.
-            if have > 0, Self.isOtherVersion(of: part, response, total: contentRange.total) {
+            if have > 0, part.isOtherVersion(response, total: contentRange.total) {
                 try part.restart(have: &have, budget: budget, progress: progress)
                 throw .network(url: resource.url, message: "the file changed on the origin while it was downloaded; it is fetched again from the start")
             }
@@ -198,10 +198,10 @@ public final class ResourceFetcher: ResourceFetching {
         if have == 0 {
             // A fresh part remembers the validator a later resume must match (a strong ETag, else Last-Modified), and
             // the file's total length.
-            Self.setAttribute(Self.validatorAttribute, Self.validator(of: response), on: fd)
+            PartFile.setAttribute(PartFile.validatorAttribute, PartFile.validator(of: response), on: fd)
             let total = status == 206 ? Self.contentRange(response.headers.first(name: "content-range"))?.total
                 : response.headers.first(name: "content-length").flatMap { Int64($0) }
-            Self.setAttribute(Self.lengthAttribute, total.map(String.init), on: fd)
+            PartFile.setAttribute(PartFile.lengthAttribute, total.map(String.init), on: fd)
         }
         var remaining = resource.range.map { Int64($0.length) - have }
         var sniffed = have > 0
@@ -268,7 +268,7 @@ public final class ResourceFetcher: ResourceFetching {
     /// it is emptied; either way the attempt fails and is retried (seed 003: "Final file segment size
     /// disagrees with server-provided segment size — Retry: Yes"). Only a size the manifest declared
     /// and the origin contradicts is a warning, and the file completes.
-    private func finish(_ resource: DownloadResource, index: Int, part: Part, size: Int64, announced: Int64?,
+    private func finish(_ resource: DownloadResource, index: Int, part: PartFile, size: Int64, announced: Int64?,
                         budget: DownloadBudget? = nil, progress: LiveProgress) throws(DownloadFailure) -> String? {
         if let announced, announced != size {
             let url = resource.url
@@ -288,68 +288,6 @@ public final class ResourceFetcher: ResourceFetching {
     }
 
     /// A partial file, `<name>.part` in its folder.
-    struct Part {
-        let folder: AssetFolder
-        let name: String
-        let final: String
-
-        var path: String { folder.path + "/" + name }
-
-        func failure() -> DownloadFailure { AssetStore.failure(path: path) }
-
-        /// Empties the part (the origin sent a different file, or ignored the range).
-        func restart(have: inout Int64, budget: DownloadBudget, progress: LiveProgress) throws(DownloadFailure) {
-            let fd = folder.openFile(name, O_WRONLY | O_TRUNC)
-            guard fd >= 0 || errno == ENOENT else { throw failure() }
-            if fd >= 0 { close(fd) }
-            budget.release(have)
-            progress.add(-have)
-            have = 0
-        }
-
-        /// The validator the part was started from.
-        func validator() -> String? { attribute(ResourceFetcher.validatorAttribute) }
-
-        /// The file's total length when the part was started.
-        func totalLength() -> Int64? { attribute(ResourceFetcher.lengthAttribute).flatMap { Int64($0) } }
-
-        private func attribute(_ name: String) -> String? {
-            let fd = folder.openFile(self.name, O_RDONLY)
-            guard fd >= 0 else { return nil }
-            defer { close(fd) }
-            var buffer = [UInt8](repeating: 0, count: 512)
-            let count = satchel_fgetxattr(fd, name, &buffer, buffer.count)
-            return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
-        }
-    }
-
-    /// The extended attribute holding a part's validator. Where the file system has no user attributes
-    /// a part resumes without If-Range, as plain HTTP Range resumption does.
-    static let validatorAttribute = "user.satchel.validator"
-    /// The extended attribute holding the file's total length when its part was started.
-    static let lengthAttribute = "user.satchel.length"
-
-    /// What identifies a version of a file: a strong ETag, else Last-Modified.
-    static func validator(of response: HTTPClientResponse) -> String? {
-        response.headers.first(name: "etag").flatMap { $0.hasPrefix("W/") ? nil : $0 } ?? response.headers.first(name: "last-modified")
-    }
-
-    /// True when a 206 answering a resume of `part` is of another version than the part: its validator differs from
-    /// the one the part was started from (compared only when the part has one), or its total from the part's.
-    static func isOtherVersion(of part: Part, _ response: HTTPClientResponse, total: Int64?) -> Bool {
-        if let recorded = part.validator(), let current = validator(of: response), recorded != current { return true }
-        if let recorded = part.totalLength(), let total, recorded != total { return true }
-        return false
-    }
-
-    static func setAttribute(_ name: String, _ value: String?, on fd: Int32) {
-        guard let value, value.utf8.count <= 512 else {
-            _ = satchel_fremovexattr(fd, name)
-            return
-        }
-        _ = Array(value.utf8).withUnsafeBytes { satchel_fsetxattr(fd, name, $0.baseAddress, $0.count) }
-    }
-
     /// `bytes a-b/total` (or `bytes */total`).
     static func contentRange(_ header: String?) -> (start: Int64?, total: Int64?)? {
         guard let header, header.lowercased().hasPrefix("bytes ") else { return nil }

@@ -127,12 +127,7 @@ public struct Packager: Sendable {
         }
     }
 
-    private struct Written {
-        var playlist: HLSMediaPlaylist
-        var peakBitrate: Int
-        var averageBitrate: Int
-        var codecs: String
-    }
+    typealias Written = WrittenRendition
 
     private func write(_ renditions: [Rendition], to directory: PackageDirectory, inputBytes: Int,
                        progress: @Sendable (Double) -> Void) throws(PackagerError) -> PackageSummary {
@@ -234,7 +229,7 @@ public struct Packager: Sendable {
                                               codecs: codecsString(rendition.track))
         }
         try writeMaster(renditions, written, to: directory, keys: keys)
-        if options.format == .cmaf { try writeMPD(renditions, written, to: directory, key: keys.first?.0) }
+        if options.format == .cmaf { try PackageMPD(options: options).write(renditions, written, to: directory, key: keys.first?.0) }
         return PackageSummary(output: directory.destination.path, renditions: renditions.map(\.name),
                               segmentCount: renditions.reduce(0) { $0 + $1.segments.count },
                               duration: renditions.map(\.track.durationSeconds).max() ?? 0,
@@ -284,53 +279,5 @@ public struct Packager: Sendable {
         let master = HLSMasterPlaylist(version: options.format == .cmaf ? 7 : 5, sessionKeys: sessionKeys,
                                        renditions: videos.isEmpty ? [] : media, variants: variants)
         try directory.write(master.text, to: "master.m3u8")
-    }
-
-    private func writeMPD(_ renditions: [Rendition], _ written: [String: Written], to directory: PackageDirectory,
-                          key: ContentKey?) throws(PackagerError) {
-        var sets: [DASHAdaptationSet] = []
-        for kind in [MediaKind.video, .audio] {
-            let members = renditions.filter { $0.track.kind == kind }
-            guard !members.isEmpty else { continue }
-            var protection: [DASHContentProtection] = []
-            if let key, options.scheme == .cenc || options.scheme == .cbcs {
-                protection = [
-                    DASHContentProtection(schemeIDURI: "urn:mpeg:dash:mp4protection:2011", value: options.scheme.rawValue, defaultKID: key.keyID.uuidString),
-                    DASHContentProtection(schemeIDURI: "urn:uuid:1077efec-c0b2-4d02-ace3-3c1e52e2fb4b",
-                                          pssh: Data(PSSH.box(keyIDs: [key.keyID])).base64EncodedString()),
-                ]
-            }
-            let representations = members.map { rendition -> DASHRepresentation in
-                let track = rendition.track
-                var timeline: [(t: UInt64?, d: UInt64, r: Int)] = []
-                let origin = track.samples.first?.dts ?? 0
-                for range in rendition.segments {
-                    let start = UInt64(max(track.samples[range.lowerBound].dts - origin, 0))
-                    let duration = UInt64(track.samples[range].reduce(Int64(0)) { $0 + Int64($1.duration) })
-                    if let last = timeline.last, last.d == duration {
-                        timeline[timeline.count - 1].r += 1
-                    } else {
-                        timeline.append((timeline.isEmpty ? start : nil, duration, 0))
-                    }
-                }
-                let template = DASHSegmentTemplate(timescale: UInt64(track.timescale), initialization: "\(rendition.name)/init.mp4",
-                                                   media: "\(rendition.name)/segment_$Number$.m4s", startNumber: 1, timeline: timeline)
-                let frameRate = Double(track.samples.count) / max(track.durationSeconds, 0.001)
-                return DASHRepresentation(id: rendition.name, bandwidth: written[rendition.name]?.peakBitrate ?? 0,
-                                          codecs: written[rendition.name]?.codecs, width: track.width, height: track.height,
-                                          frameRate: kind == .video ? formatRate(frameRate) : nil,
-                                          audioSamplingRate: track.sampleRate, audioChannels: track.channelCount, segmentTemplate: template)
-            }
-            sets.append(DASHAdaptationSet(contentType: kind.rawValue, mimeType: kind == .video ? "video/mp4" : "audio/mp4",
-                                          language: kind == .audio ? members.first?.track.language : nil,
-                                          contentProtection: protection, representations: representations))
-        }
-        let duration = renditions.map(\.track.durationSeconds).max()
-        try directory.write(DASHManifest(duration: duration, adaptationSets: sets).text, to: "manifest.mpd")
-    }
-
-    private func formatRate(_ rate: Double) -> String {
-        let rounded = (rate * 1000).rounded() / 1000
-        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
     }
 }

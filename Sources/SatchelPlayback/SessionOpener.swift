@@ -58,7 +58,7 @@ struct SessionOpener: Sendable {
         if let transcript {
             // SegmentBase representations: their indexes are read now, through the session (disk, else origin).
             let files = SessionFiles(session: session, context: context)
-            session.replace(transcript: try await files.indexed(transcript, mpd: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry)))
+            session.replace(transcript: try await TranscriptAssembly(files: files).indexed(transcript, mpd: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry)))
         }
         return session
     }

@@ -53,7 +53,7 @@ public struct FMP4ClearPlan: Sendable {
                 do {
                     guard let moof = try MP4Box.children(of: bytes, in: 0..<bytes.count).first else { throw MediaError.truncated("'moof'") }
                     samples += try decryptor.samples(of: moof, in: bytes, at: offset).filter { !$0.range.isEmpty }
-                    let clear = try FMP4Decryptor.clearMoof(moof, in: bytes, removedBefore: removed, dropping: dropping)
+                    let clear = try FMP4Unprotect.clearMoof(moof, in: bytes, removedBefore: removed, dropping: dropping)
                     removed += bytes.count - clear.count
                     parts.append(.made(clear))
                 } catch let error as ProtectionError {

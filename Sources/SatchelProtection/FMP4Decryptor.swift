@@ -200,7 +200,7 @@ public struct FMP4Decryptor: Sendable {
             // A fragment of the clear lead names a clear sample entry: nothing in it is encrypted.
             if let tfhd = children.first("tfhd"), !protectedEntries.contains(try entry(of: tfhd, bytes)) { return [] }
             let (sizes, dataOffset) = try Self.sampleSizes(trun, bytes)
-            let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == Self.piffSampleEncryption }
+            let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == FMP4Unprotect.piffSampleEncryption }
             let entries = try encryption.map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, bytes, count: sizes.count) } ?? []
             var position = base + Int64(moof.offset) + Int64(dataOffset)  // an offset within ±2 GiB of the moof: no overflow
             for (index, size) in sizes.enumerated() {

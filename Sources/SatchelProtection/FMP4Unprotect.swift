@@ -5,18 +5,18 @@ import SatchelMedia
 /// and its sample entries take back their original format ('encv' → 'avc1'); media segments are decrypted
 /// and lose 'senc', 'saiz', 'saio', PIFF's sample encryption box and the 'seig' sample groups, with the
 /// sample data offsets moved by the bytes removed.
-extension FMP4Decryptor {
+enum FMP4Unprotect {
     /// PIFF's sample encryption 'uuid' box.
     static let piffSampleEncryption: [UInt8] = [0xA2, 0x39, 0x4F, 0x52, 0x5A, 0x9B, 0x4F, 0x14, 0xA2, 0x44, 0x6C, 0x42, 0x7C, 0x64, 0x8D, 0xF4]
 
     /// The init segment without its protection.
-    public static func clearInitSegment(_ bytes: [UInt8], dropping: Set<UInt32> = []) throws(ProtectionError) -> [UInt8] {
+    static func clearInitSegment(_ bytes: [UInt8], dropping: Set<UInt32> = []) throws(ProtectionError) -> [UInt8] {
         do {
             return try MP4BoxEditor.rewrite(bytes) { (box, path) throws(MediaError) -> MP4BoxEdit in
                 switch (box.type, path.last) {
                 case ("trak", "moov") where !dropping.isEmpty:
                     let id: UInt32
-                    do { id = try trackID(of: box, bytes) } catch { throw .malformed("a 'trak' without its track ID") }
+                    do { id = try FMP4Decryptor.trackID(of: box, bytes) } catch { throw .malformed("a 'trak' without its track ID") }
                     return dropping.contains(id) ? .drop : .descend(skip: 0, type: nil)
                 case ("mvex", "moov") where !dropping.isEmpty:
                     return .descend(skip: 0, type: nil)
@@ -50,31 +50,6 @@ extension FMP4Decryptor {
         } catch {
             throw .malformed("init segment: \(error)")
         }
-    }
-
-    /// A media segment decrypted with `key`, without its protection boxes.
-    public func clearSegment(_ segment: [UInt8], key: SecretBytes) throws(ProtectionError) -> [UInt8] {
-        let plan = try FMP4ClearPlan(size: Int64(segment.count), decryptor: self) { (offset, count) throws(ProtectionError) -> [UInt8] in
-            Array(segment[Int(offset)..<(Int(offset) + count)])
-        }
-        let cipher = try cipher(key)
-        var out: [UInt8] = []
-        out.reserveCapacity(Int(plan.size))
-        for part in plan.parts {
-            switch part {
-            case let .made(bytes):
-                out += bytes
-            case let .stored(range):
-                out += segment[Int(range.lowerBound)..<Int(range.upperBound)]
-            case let .decrypted(range, samples):
-                var stretch = Array(segment[Int(range.lowerBound)..<Int(range.upperBound)])
-                try BlockCipher.inPlace(&stretch) { (buffer) throws(ProtectionError) in
-                    try decrypt(samples, in: buffer, at: range.lowerBound, cipher: cipher)
-                }
-                out += stretch
-            }
-        }
-        return out
     }
 
     /// `moof` (a box of `bytes`) without its protection boxes, its sample data offsets moved back by the bytes
@@ -153,5 +128,38 @@ extension FMP4Decryptor {
         let moved = old - UInt64(removed)
         for index in 0..<8 { payload[8 + index] = UInt8(truncatingIfNeeded: moved >> (56 - 8 * index)) }
         return .payload(payload)
+    }
+}
+
+extension FMP4Decryptor {
+    /// The init segment without its protection: `sinf` and `pssh` gone, the sample entries their original format
+    /// again, and the tracks in `dropping` left out.
+    public static func clearInitSegment(_ bytes: [UInt8], dropping: Set<UInt32> = []) throws(ProtectionError) -> [UInt8] {
+        try FMP4Unprotect.clearInitSegment(bytes, dropping: dropping)
+    }
+
+    /// A media segment decrypted with `key`, without its protection boxes.
+    public func clearSegment(_ segment: [UInt8], key: SecretBytes) throws(ProtectionError) -> [UInt8] {
+        let plan = try FMP4ClearPlan(size: Int64(segment.count), decryptor: self) { (offset, count) throws(ProtectionError) -> [UInt8] in
+            Array(segment[Int(offset)..<(Int(offset) + count)])
+        }
+        let cipher = try cipher(key)
+        var out: [UInt8] = []
+        out.reserveCapacity(Int(plan.size))
+        for part in plan.parts {
+            switch part {
+            case let .made(bytes):
+                out += bytes
+            case let .stored(range):
+                out += segment[Int(range.lowerBound)..<Int(range.upperBound)]
+            case let .decrypted(range, samples):
+                var stretch = Array(segment[Int(range.lowerBound)..<Int(range.upperBound)])
+                try BlockCipher.inPlace(&stretch) { (buffer) throws(ProtectionError) in
+                    try decrypt(samples, in: buffer, at: range.lowerBound, cipher: cipher)
+                }
+                out += stretch
+            }
+        }
+        return out
     }
 }

@@ -39,7 +39,7 @@ extension HLSTranscript {
             var out: [(time: UInt64, start: Double, duration: Double, piece: TrackPiece)] = []
             let ticks = stream.timescale ?? manifest.timescale, timescale = Double(max(ticks, 1))
             for (time, duration) in zip(stream.fragmentTimes, stream.fragmentDurations) {
-                let media = Piece(url: try Self.resolve(stream.fragmentURL(bitrate: level.bitrate, startTime: time), against: url), range: nil)
+                let media = Piece(url: try DASHTranscription.resolve(stream.fragmentURL(bitrate: level.bitrate, startTime: time), against: url), range: nil)
                 let fragment = SmoothFragment(quality: level, kind: stream.type.lowercased(), timescale: ticks, time: time,
                                               isProtected: isProtected, keyID: keyID)
                 out.append((time, Double(time) / timescale, Double(duration) / timescale, TrackPiece(initialization: nil, media: media, smooth: fragment)))
@@ -57,7 +57,7 @@ extension HLSTranscript {
             let video = try videoStream.flatMap { (stream) throws(StreamError) in try level.map { (level) throws(StreamError) in try fragments(stream, level) } }
             let lead = video ?? audio ?? []
             let audioPieces = video != nil ? audio ?? [] : []
-            let paired = Self.paired(lead.map(\.start), audioPieces.map(\.start)).map { $0.map { audioPieces[$0].piece } }
+            let paired = DASHTranscription.paired(lead.map(\.start), audioPieces.map(\.start)).map { $0.map { audioPieces[$0].piece } }
             var sequence: UInt64 = 0
             if manifest.isLive, let first = lead.first, first.duration > 0 { sequence = UInt64(min(first.start / first.duration, 1e15).rounded()) }
             var segments: [Segment] = []

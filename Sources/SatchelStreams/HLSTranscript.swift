@@ -106,46 +106,46 @@ public struct HLSTranscript: Sendable {
     public init(manifest: DASHManifest, url: URL, languages: [String] = [], indexes: [Piece: SegmentIndex] = [:]) throws(StreamError) {
         isDynamic = manifest.type == "dynamic"
         guard let first = manifest.periods.first else { throw .invalidContent("the MPD has no period") }
-        let firstChoice = Self.choose(first.adaptationSets, languages: languages)
+        let firstChoice = DASHTranscription.choose(first.adaptationSets, languages: languages)
         guard firstChoice.video != nil || firstChoice.audio != nil else {
             throw .invalidContent("the MPD has no H.264 video or AAC / AC-3 / E-AC-3 audio to carry in HLS")
         }
-        let chosenVideo = firstChoice.video.map { Self.ranked(first.adaptationSets[$0]) } ?? []
+        let chosenVideo = firstChoice.video.map { DASHTranscription.ranked(first.adaptationSets[$0]) } ?? []
         var protected = false
         var missing: [Piece] = []
         var variants: [Variant] = (chosenVideo.isEmpty ? [nil] : chosenVideo.map { Optional($0) }).map { video in
-            let audio = firstChoice.audio.flatMap { Self.ranked(first.adaptationSets[$0]).last }
+            let audio = firstChoice.audio.flatMap { DASHTranscription.ranked(first.adaptationSets[$0]).last }
             let bandwidth = (video?.bandwidth ?? 0) + (audio?.bandwidth ?? 0)
             let codecs = [video?.codecs, audio?.codecs].compactMap { $0 }
             let resolution = video.flatMap { rep in rep.width.flatMap { w in rep.height.map { "\(w)x\($0)" } } }
             return Variant(bandwidth: bandwidth, codecs: codecs.isEmpty ? nil : codecs.joined(separator: ","), resolution: resolution, segments: [])
         }
-        let mpdBase = try Self.resolve(manifest.baseURL, against: url)
+        let mpdBase = try DASHTranscription.resolve(manifest.baseURL, against: url)
         var sequence: UInt64?
         for (periodIndex, period) in manifest.periods.enumerated() {
-            let choice = Self.choose(period.adaptationSets, languages: languages)
-            let periodBase = try Self.resolve(period.baseURL, against: mpdBase)
+            let choice = DASHTranscription.choose(period.adaptationSets, languages: languages)
+            let periodBase = try DASHTranscription.resolve(period.baseURL, against: mpdBase)
             let periodDuration = manifest.duration(ofPeriod: periodIndex)
             let audioSet = choice.audio.map { period.adaptationSets[$0] }
-            let audioRep = audioSet.flatMap { Self.ranked($0).last }
+            let audioRep = audioSet.flatMap { DASHTranscription.ranked($0).last }
             let audio = try audioRep.map { (rep) throws(StreamError) in
-                try Self.pieces(rep, set: audioSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
+                try DASHTranscription.pieces(rep, set: audioSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
             }
             let videoSet = choice.video.map { period.adaptationSets[$0] }
-            let videoReps = videoSet.map(Self.ranked) ?? []
+            let videoReps = videoSet.map(DASHTranscription.ranked) ?? []
             for index in variants.indices {
                 // The first period's representation, found again by id, else by its bandwidth rank.
                 let wanted = chosenVideo.indices.contains(index) ? chosenVideo[index] : nil
                 let rep = wanted.flatMap { w in videoReps.first { $0.id == w.id } } ?? (videoReps.isEmpty ? nil : videoReps[min(index, videoReps.count - 1)])
                 let video = try rep.map { (rep) throws(StreamError) in
-                    try Self.pieces(rep, set: videoSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
+                    try DASHTranscription.pieces(rep, set: videoSet, base: periodBase, periodDuration: periodDuration, period: periodIndex, indexes: indexes, missing: &missing)
                 }
                 protected = protected || !(videoSet?.contentProtection.isEmpty ?? true) || !(audioSet?.contentProtection.isEmpty ?? true)
                 // The timeline of the HLS segments is the video's; each audio segment goes with the video segment
                 // it starts in (one each when they are aligned, as seed 002 has it).
                 let lead = video ?? audio ?? []
                 let audioPieces = video != nil ? audio ?? [] : []
-                let paired = Self.paired(lead.map(\.start), audioPieces.map(\.start)).map { $0.map { audioPieces[$0].piece } }
+                let paired = DASHTranscription.paired(lead.map(\.start), audioPieces.map(\.start)).map { $0.map { audioPieces[$0].piece } }
                 if sequence == nil { sequence = isDynamic ? lead.first?.number ?? 0 : 0 }
                 var next = (sequence ?? 0) &+ UInt64(variants[index].segments.count)
                 for (position, segment) in lead.enumerated() {
@@ -164,18 +164,6 @@ public struct HLSTranscript: Sendable {
         self.missingIndexes = missing.filter { seen.insert($0).inserted }
     }
 
-    /// The audio segments (by their start times) grouped by the video segment each starts in, as indices: one
-    /// each when aligned; those that start before the second video segment go with the first.
-    static func paired(_ leadStarts: [Double], _ audioStarts: [Double]) -> [[Int]] {
-        var paired = [[Int]](repeating: [], count: leadStarts.count)
-        guard !leadStarts.isEmpty else { return paired }
-        var target = 0
-        for (index, start) in audioStarts.enumerated() {
-            while target + 1 < leadStarts.count && leadStarts[target + 1] <= start + 0.001 { target += 1 }
-            paired[target].append(index)
-        }
-        return paired
-    }
 
     /// A transcript made elsewhere (a Smooth Streaming manifest's).
     init(variants: [Variant], isDynamic: Bool, isProtected: Bool, missingIndexes: [Piece]) {
@@ -251,88 +239,6 @@ public struct HLSTranscript: Sendable {
     static func wholeSeconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 0 else { return 1 }
         return max(Int(min(seconds, 86_400).rounded(.up)), 1)
-    }
-
-    /// The video and audio adaptation sets (indices) the transcription uses.
-    static func choose(_ sets: [DASHAdaptationSet], languages: [String]) -> (video: Int?, audio: Int?) {
-        func carried(_ set: DASHAdaptationSet, _ prefixes: [String]) -> Bool {
-            set.representations.contains { rep in
-                guard let codecs = rep.codecs?.lowercased() else { return true }  // not named: try it
-                return prefixes.contains { codecs.hasPrefix($0) }
-            }
-        }
-        func best(_ candidates: [Int]) -> Int? {
-            candidates.first { sets[$0].roles.contains("main") } ?? candidates.first
-        }
-        let video = best(sets.indices.filter { sets[$0].kind == "video" && carried(sets[$0], ["avc1", "avc3"]) })
-        let audio = sets.indices.filter { sets[$0].kind == "audio" && carried(sets[$0], ["mp4a", "ac-3", "ec-3"]) }
-        let language = audio.first { index in
-            guard let lang = sets[index].language?.lowercased() else { return false }
-            return languages.contains { lang.hasPrefix($0.lowercased()) }
-        }
-        return (video, language ?? best(audio))
-    }
-
-    /// A set's representations the proxy can carry, by ascending bandwidth.
-    static func ranked(_ set: DASHAdaptationSet) -> [DASHRepresentation] {
-        let prefixes = set.kind == "video" ? ["avc1", "avc3"] : ["mp4a", "ac-3", "ec-3"]
-        return set.representations.filter { rep in rep.codecs.map { c in prefixes.contains { c.lowercased().hasPrefix($0) } } ?? true }
-            .sorted { $0.bandwidth < $1.bandwidth }
-    }
-
-    /// One representation's segments in a period, resolved. A SegmentBase representation takes its subsegments
-    /// from its `sidx` in `indexes`; without it, it is one segment and its index goes to `missing`.
-    private static func pieces(_ rep: DASHRepresentation, set: DASHAdaptationSet?, base periodBase: URL, periodDuration: Double?, period: Int,
-                               indexes: [Piece: SegmentIndex], missing: inout [Piece])
-        throws(StreamError) -> [(number: UInt64, time: UInt64, start: Double, duration: Double, piece: TrackPiece)] {
-        var references: DASHSegmentReferences
-        do { references = try rep.segmentReferences(periodDuration: periodDuration, limit: segmentLimit) } catch {
-            throw .invalidContent("representation \(rep.id.prefix(64)) of period \(period): \(error)")
-        }
-        let setBase = try resolve(set?.baseURL, against: periodBase)
-        let base = try resolve(rep.baseURL, against: setBase)
-        if let indexRange = try range(references.indexRange) {
-            let where_ = Piece(url: base, range: indexRange)
-            if references.initialization == nil, indexRange.lowerBound > 0 {
-                references.initialization = ("", "0-\(indexRange.lowerBound - 1)")  // the file's start, up to its index
-            }
-            if let index = indexes[where_] {
-                guard index.references.count <= segmentLimit else { throw .invalidContent("more than \(segmentLimit) subsegments") }
-                let scale = Double(index.timescale)
-                references.media = index.references.enumerated().map { position, reference in
-                    DASHMediaSegment(uri: "", range: "\(reference.range.lowerBound)-\(reference.range.upperBound)", number: UInt64(position) + 1,
-                                     time: reference.time, start: Double(reference.time) / scale, duration: Double(reference.duration) / scale)
-                }
-            } else {
-                missing.append(where_)
-            }
-        }
-        let initialization = try references.initialization.map { (reference) throws(StreamError) in
-            Piece(url: try resolve(reference.uri, against: base), range: try range(reference.range))
-        }
-        var out: [(number: UInt64, time: UInt64, start: Double, duration: Double, piece: TrackPiece)] = []
-        for segment in references.media {
-            let media = Piece(url: try resolve(segment.uri, against: base), range: try range(segment.range))
-            out.append((segment.number, segment.time, segment.start, segment.duration, TrackPiece(initialization: initialization, media: media)))
-        }
-        return out
-    }
-
-    /// "first-last" as a closed range.
-    static func range(_ text: String?) throws(StreamError) -> ClosedRange<Int64>? {
-        guard let text else { return nil }
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 2, let low = Int64(parts[0]), let high = Int64(parts[1]), low >= 0, high >= low else {
-            throw .invalidContent("bad byte range \(text.prefix(40))")
-        }
-        return low...high
-    }
-
-    static func resolve(_ reference: String?, against base: URL) throws(StreamError) -> URL {
-        guard let reference, !reference.isEmpty else { return base }
-        // A reference that does not parse is named without its query (it may carry a token).
-        guard let resolved = URL(string: reference, relativeTo: base)?.absoluteURL else { throw .invalidContent("bad URL \(reference.prefix { $0 != "?" }.prefix(64))") }
-        return resolved
     }
 }
 

@@ -15,6 +15,7 @@ struct TranscriptSource: SegmentSource {
 
     func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
         let files = request.files
+        let assembly = TranscriptAssembly(files: files)
         guard let transcript = files.session.router.transcript else { throw .notFound }
         switch resource {
         case .master:
@@ -29,13 +30,13 @@ struct TranscriptSource: SegmentSource {
                         return try HLSTranscript(manifest: text, url: url, languages: files.context.configuration.languages)
                     } catch { throw PlaybackError(error) }
                 }
-                current = try await files.indexed(current, mpd: text, url: url)
+                current = try await assembly.indexed(current, mpd: text, url: url)
                 files.session.replace(transcript: current)
             }
             guard let playlist = current.mediaPlaylist(index) else { throw .notFound }
             return Self.text(playlist)
         case let .segment(segment):
-            let bytes = try await files.transportSegment(path, segment)
+            let bytes = try await assembly.transportSegment(path, segment)
             return try PlaybackResponse.ranged(bytes, contentType: ContentTypes.type(of: path), rangeHeader: request.range)
         }
     }
@@ -61,7 +62,11 @@ struct TranscriptInitSegment: Sendable {
     }
 }
 
-extension SessionFiles {
+/// The pieces of a transcribed source as one session reads them: SegmentBase indexes, and each HLS segment's DASH
+/// segments or Smooth fragments fetched, decrypted and remuxed to MPEG-2 TS.
+struct TranscriptAssembly: Sendable {
+    let files: SessionFiles
+
     /// At most this many SegmentBase indexes are read for one presentation.
     static let indexLimit = 64
 
@@ -73,12 +78,12 @@ extension SessionFiles {
         var indexes: [HLSTranscript.Piece: SegmentIndex] = [:]
         for piece in transcript.missingIndexes {
             let bytes = try await self.bytes(of: piece)
-            indexes[piece] = try reportingInvalid(asset.entry) { () throws(PlaybackError) -> SegmentIndex in
+            indexes[piece] = try files.reportingInvalid(files.asset.entry) { () throws(PlaybackError) -> SegmentIndex in
                 do { return try SegmentIndex(bytes, at: piece.range?.lowerBound ?? 0) } catch { throw .invalidContent("a segment index: \(error)") }
             }
         }
         do throws(StreamError) {
-            return try HLSTranscript(manifest: text, url: url, languages: context.configuration.languages, indexes: indexes)
+            return try HLSTranscript(manifest: text, url: url, languages: files.context.configuration.languages, indexes: indexes)
         } catch { throw PlaybackError(error) }
     }
 
@@ -91,17 +96,17 @@ extension SessionFiles {
             var initSegment: TranscriptInitSegment?
             if let piece = track.initialization {
                 let name = piece.url.absoluteString + (piece.range.map { "#\($0.lowerBound)-\($0.upperBound)" } ?? "")
-                initSegment = try await session.initSegments.value(for: name) { () async throws(PlaybackError) -> TranscriptInitSegment in
+                initSegment = try await files.session.initSegments.value(for: name) { () async throws(PlaybackError) -> TranscriptInitSegment in
                     let bytes = try await self.bytes(of: piece)
-                    return try reportingInvalid(file) { () throws(PlaybackError) -> TranscriptInitSegment in
+                    return try files.reportingInvalid(file) { () throws(PlaybackError) -> TranscriptInitSegment in
                         do { return try TranscriptInitSegment(bytes) } catch { throw .invalidContent("an init segment of \(file): \(error)") }
                     }
                 }
             }
             parts.append((initSegment, track.smooth, try await bytes(of: track.media)))
         }
-        let keys = session.keys
-        return try reportingInvalid(file) { () throws(PlaybackError) -> [UInt8] in
+        let keys = files.session.keys
+        return try files.reportingInvalid(file) { () throws(PlaybackError) -> [UInt8] in
             var tracks: [MediaTrack] = []
             for (initSegment, smooth, media) in parts {
                 var clear = media
@@ -112,7 +117,7 @@ extension SessionFiles {
                         guard keys.count == 1 else { throw .noKey("the Smooth manifest names no key ID and the license holds \(keys.count) keys") }
                         key = keys[0].key
                     } else {
-                        key = try Self.key(keys, of: decryptor)
+                        key = try SessionFiles.key(keys, of: decryptor)
                     }
                     do { clear = try decryptor.decrypt(segment: media, key: key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
                 }
@@ -136,10 +141,10 @@ extension SessionFiles {
             }
             // The rendition's counters go on from its previous segment (a seek says so).
             let rendition = String(file.split(separator: "/").dropLast().joined(separator: "/")), sequence = Int64(clamping: segment.sequence)
-            var continuity = session.continuity.start(rendition, sequence: sequence)
+            var continuity = files.session.continuity.start(rendition, sequence: sequence)
             do {
                 let bytes = try TSRemuxer.segment(merged, continuity: &continuity)
-                session.continuity.end(rendition, sequence: sequence, continuity)
+                files.session.continuity.end(rendition, sequence: sequence, continuity)
                 return bytes
             } catch { throw .invalidContent("\(file) cannot be carried in MPEG-2 TS: \(error)") }
         }
@@ -160,30 +165,30 @@ extension SessionFiles {
             let encoded = URLComponents(url: piece.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
             guard let path = HLSAssetMap.resolve(String(encoded.drop { $0 == "/" }), from: ""),
                   !path.hasPrefix(LocalPath.metadataFolder + "/") else { throw .notFound }
-            if !asset.isLocal(path), asset.origin[path] == nil {
+            if !files.asset.isLocal(path), files.asset.origin[path] == nil {
                 // Named by the MPD, neither on disk nor known to the origin table: not cached (503, the player asks again).
-                context.events.report(.notCached(asset: session.assetID, path: path))
+                files.context.events.report(.notCached(asset: files.session.assetID, path: path))
                 throw .notCached(path)
             }
-            guard let range = piece.range else { return try await whole(path) }
-            guard range.upperBound - range.lowerBound < Self.maximumFile else { throw .invalidContent("a byte range of \(path) is too large") }
-            if let local = try local(path) { return try Self.read(local, range: range) }
-            if let remote = asset.origin[path], remote.range == nil {
+            guard let range = piece.range else { return try await files.whole(path) }
+            guard range.upperBound - range.lowerBound < SessionFiles.maximumFile else { throw .invalidContent("a byte range of \(path) is too large") }
+            if let local = try files.local(path) { return try SessionFiles.read(local, range: range) }
+            if let remote = files.asset.origin[path], remote.range == nil {
                 // Only the range, from the origin (a partly downloaded single-file representation).
-                return try await reportingOrigin(path) { () async throws(PlaybackError) -> [UInt8] in
-                    try await context.origin.fetch(OriginFile(url: remote.url, range: range), headers: asset.originHeaders, limit: Self.maximumFile)
+                return try await files.reportingOrigin(path) { () async throws(PlaybackError) -> [UInt8] in
+                    try await files.context.origin.fetch(OriginFile(url: remote.url, range: range), headers: files.asset.originHeaders, limit: SessionFiles.maximumFile)
                 }
             }
-            let bytes = try await whole(path)
+            let bytes = try await files.whole(path)
             guard range.upperBound < Int64(bytes.count) else { throw .invalidContent("\(path) is shorter than the byte range the MPD gives") }
             return Array(bytes[Int(range.lowerBound)...Int(range.upperBound)])
         case "http"?, "https"?:
             let remote = OriginFile(url: piece.url.absoluteString, range: piece.range)
-            return try await reportingOrigin(piece.url.lastPathComponent) { () async throws(PlaybackError) -> [UInt8] in
-                try await context.origin.fetch(remote, headers: asset.originHeaders, limit: Self.maximumFile)
+            return try await files.reportingOrigin(piece.url.lastPathComponent) { () async throws(PlaybackError) -> [UInt8] in
+                try await files.context.origin.fetch(remote, headers: files.asset.originHeaders, limit: SessionFiles.maximumFile)
             }
         default:
-            throw .invalidContent("the MPD points outside the asset and its origin")
+            throw .invalidContent("the MPD points outside the files.asset and its origin")
         }
     }
 }

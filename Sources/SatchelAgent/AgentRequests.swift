@@ -1,0 +1,55 @@
+import Foundation
+import NIOCore
+import SatchelBytes
+import SatchelRights
+
+/// The agent's requests to its license server: each signed by the device key and dated by the server's time (a
+/// clock-skew refusal fetches the server's signed time and tries once more), and a license answer verified and
+/// installed with its clock anchor. Runs on the agent's isolation.
+enum AgentRequests {
+    /// Verifies a license answer (the server's signature, this device, this request's nonce, keys that open),
+    /// and installs it with its clock anchor, in one change of the store.
+    static func install(_ agent: isolated Agent, _ answer: Data, nonce: String, server: String, firstUse: Date?) async throws(AgentError) -> StoredLicense {
+        let registration = try agent.identity.registered()
+        let token = try Agent.decode(LicenseAnswer.self, answer, what: "the license").license
+        let reading = agent.clockReader.read()
+        let claims = try agent.verify(token, registration)
+        guard claims.nonce == nonce else { throw .invalidAnswer("the license is not the answer to this request") }
+        let license = StoredLicense(licenseID: claims.licenseID, assetID: claims.assetID, license: token, server: server,
+                                    acquired: claims.serverTime, firstUse: firstUse, persistent: claims.rights.persistent,
+                                    rights: claims.rights, keyIDs: claims.keys.map(\.kid))
+        _ = try agent.open(license)
+        let digest = DeviceState.digest(of: token)
+        let events = try await agent.store.change { (state, _) throws(AgentError) -> ([ClockEvent], [LicenseStore.RowChange]) in
+            let kept = state.licenses[claims.licenseID]?.firstUse ?? firstUse
+            state.licenses[claims.licenseID] = DeviceState.InstalledLicense(digest: digest, firstUse: kept)
+            return (state.clock.anchor(serverTime: claims.serverTime, reading), [.save(license)])
+        }
+        agent.report(events)
+        return license
+    }
+
+    /// Posts a request signed by the device key, dated by the server's time, to `path` of `server`; a refusal for a
+    /// time too far from the server's (`clock-skew`) fetches the server's signed time and tries once more. Answers
+    /// the body and the request's nonce.
+    static func signedPost(_ agent: isolated Agent, _ path: String, server: String, token: String?, timeout: TimeAmount = .seconds(30),
+                    _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims) async throws(AgentError) -> (Data, String) {
+        let registration = try agent.identity.registered()
+        let client = try LicenseServerClient(server: server, timeout: timeout)
+        var retried = false
+        while true {
+            let nonce = Hex.encode(SecureRandom.bytes(16))
+            let request = try sign(agent, claims(registration, nonce, try await AgentClock.requestTime(agent, server: server)))
+            do {
+                return (try await client.post(path, json: DeviceRequestEnvelope(request: request), token: token), nonce)
+            } catch where error.problemType == "clock-skew" && !retried {
+                retried = true
+                _ = try await AgentClock.fetchTime(agent, server: server)
+            }
+        }
+    }
+
+    private static func sign(_ agent: isolated Agent, _ claims: DeviceRequestClaims) throws(AgentError) -> String {
+        do { return try SignedToken.sign(claims, key: agent.identity.key) } catch { throw .storage("cannot sign with the device key") }
+    }
+}
