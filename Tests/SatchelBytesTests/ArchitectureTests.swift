@@ -149,4 +149,65 @@ struct ArchitectureTests {
             #expect(commented[module] == layers[module], "\(module): Package.swift says layer \(commented[module].map(String.init) ?? "none"), ARCHITECTURE.md \(layers[module].map(String.init) ?? "none")")
         }
     }
+
+    /// A Swift file's lines with string literals and comments blanked (so braces in them do not count).
+    static func code(_ text: String) -> [Substring] {
+        var out = ""
+        var index = text.startIndex
+        while index < text.endIndex {
+            let rest = text[index...]
+            if rest.hasPrefix("\"\"\"") {
+                let end = rest.dropFirst(3).range(of: "\"\"\"")?.upperBound ?? text.endIndex
+                out += String(repeating: "\n", count: text[index..<end].filter { $0 == "\n" }.count)
+                index = end
+            } else if rest.hasPrefix("//") {
+                index = rest.firstIndex(of: "\n") ?? text.endIndex
+            } else if text[index] == "\"" {
+                var cursor = text.index(after: index)
+                while cursor < text.endIndex, text[cursor] != "\"", text[cursor] != "\n" {
+                    if text[cursor] == "\\" { cursor = text.index(after: cursor) }
+                    if cursor < text.endIndex { cursor = text.index(after: cursor) }
+                }
+                index = cursor < text.endIndex ? text.index(after: cursor) : cursor
+            } else {
+                out.append(text[index])
+                index = text.index(after: index)
+            }
+        }
+        return out.split(separator: "\n", omittingEmptySubsequences: false)
+    }
+
+    @Test("no file in Sources is over 400 lines and no type over 300 (its declaration and extensions, its nested types apart)")
+    func sizes() throws {
+        let declaration = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate|final|nonisolated|indirect)\s+)*(actor|class|struct|enum|extension|protocol)\s+([A-Za-z_][\w.]*)"#)
+        var long: [String] = []
+        var types: [String: Int] = [:]
+        for module in try Self.sourceModules() {
+            for file in Self.swiftFiles(in: module) {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                let count = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
+                if count > 400 { long.append("\(module)/\(file.lastPathComponent): \(count) lines") }
+                var stack: [(name: String, start: Int, depth: Int)] = []
+                var depth = 0
+                for (number, line) in Self.code(text).enumerated() {
+                    let opens = line.filter { $0 == "{" }.count, closes = line.filter { $0 == "}" }.count
+                    if opens > 0, let match = line.firstMatch(of: declaration), let kind = match.output[1].substring, let name = match.output[2].substring {
+                        let base = String(name.split(separator: ".").first ?? name)
+                        let key = stack.last.map { kind == "extension" ? "\(module).\(base)" : "\($0.name).\(base)" } ?? "\(module).\(base)"
+                        stack.append((key, number, depth))
+                    }
+                    depth += opens - closes
+                    while let top = stack.last, depth <= top.depth, opens + closes > 0 {
+                        stack.removeLast()
+                        let length = number - top.start + 1
+                        types[top.name, default: 0] += length
+                        if let outer = stack.last { types[outer.name, default: 0] -= length }
+                    }
+                }
+            }
+        }
+        #expect(long.isEmpty, "\(long)")
+        let large = types.filter { $0.value > 300 }.map { "\($0.key): \($0.value) lines" }.sorted()
+        #expect(large.isEmpty, "\(large)")
+    }
 }
