@@ -232,7 +232,7 @@ let package = Package(
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
         .testTarget(name: "SatchelSystemTests", dependencies: ["SatchelSystem"]),
-        .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelAgent", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
+        .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelBytes", "SatchelAgent", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelSystem", "SatchelDevice", "SatchelRights", "SatchelStreams", "SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -242,6 +242,7 @@ let package = Package(
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SatchelStreamsTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelStreams",
                                                               "SatchelTestSupport"]),
+        .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP"]),
         .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelRights"]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
