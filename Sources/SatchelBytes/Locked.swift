@@ -1,5 +1,4 @@
 import Foundation
-import SatchelBytes
 
 /// A value behind a lock: the one way Satchel shares mutable state between threads outside an actor.
 /// Keep the work inside ``withLock(_:)`` short and free of suspension points.
