@@ -273,7 +273,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SatchelDownloadsTests",
-            dependencies: ["SatchelDevice", "SatchelRights", "SatchelStreams", 
+            dependencies: ["SatchelDevice", "SatchelStreams",
                 "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelRights", "SatchelStorage", "SatchelSystem",
                 "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),

@@ -122,6 +122,9 @@ struct ArchitectureTests {
             // A module's own name is not a dependency: importing itself is a warning (and a sign of a file moved without care).
             let declared = Set(text.matches(of: try Regex(#""([A-Za-z0-9_]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
                 .subtracting([name])
+            // A dependency named twice is a warning of SwiftPM's (and a clean build must have none).
+            let named = text.matches(of: try Regex(#""(Satchel[A-Za-z0-9_]+)""#)).compactMap { $0.output[1].substring.map(String.init) }
+            for module in Set(named) where named.filter({ $0 == module }).count > 1 { undeclared.append("\(name) names \(module) twice") }
             let folder = ["Sources/\(name)", "Tests/\(name)"].map { Self.root.appendingPathComponent($0) }
                 .first { FileManager.default.fileExists(atPath: $0.path) }
             guard let folder, let walker = FileManager.default.enumerator(atPath: folder.path) else { continue }
