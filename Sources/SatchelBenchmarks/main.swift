@@ -7,7 +7,7 @@ import Foundation
 import SatchelBytes
 import SatchelFairPlay
 
-// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [playback] [downloads] [--seconds N] [--parts]
+// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [playback] [downloads] [--seconds N] [--parts] [--memory: playback's in-memory figures only]
 // `downloads` also runs the emulated-link suite (root: a network namespace); `link [--rounds N]` runs that alone.
 // The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
@@ -73,7 +73,9 @@ if suites.isEmpty || suites.contains("server") {
 
 if suites.isEmpty || suites.contains("playback") {
     do {
-        try await PlaybackBenchmark(seconds: max(Int(seconds), 3)).run()
+        var playback = PlaybackBenchmark(seconds: max(Int(seconds), 3))
+        playback.memoryOnly = arguments.contains("--memory")
+        try await playback.run()
     } catch {
         FileHandle.standardError.write(Data("playback benchmark failed: \(error)\n".utf8))
         exit(1)

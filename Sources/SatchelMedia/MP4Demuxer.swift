@@ -11,6 +11,18 @@ public enum MP4Demuxer {
         return try demux(moov: (moov, bytes, source), fragments: top.all("moof").map { ($0, bytes, source) })
     }
 
+    /// Demuxes a fragmented track from its init segment and one media segment, each read where it lies (no joined
+    /// copy); an empty init segment means the media segment holds its own `moov`.
+    public static func demux(initSegment: [UInt8], media: [UInt8]) throws(MediaError) -> [MediaTrack] {
+        guard !initSegment.isEmpty else { return try demux(media) }
+        guard let moov = try MP4Box.children(of: initSegment, in: 0..<initSegment.count).first("moov") else {
+            throw .malformed("no 'moov' box in the init segment")
+        }
+        let source = SampleSource.inline(media)
+        return try demux(moov: (moov, initSegment, .inline(initSegment)),
+                         fragments: try MP4Box.children(of: media, in: 0..<media.count).all("moof").map { ($0, media, source) })
+    }
+
     /// Demuxes a file from its layout: its metadata boxes, read apart from its media data. The samples carry their
     /// ``MediaSample/fileRange`` and no bytes, so a file of any size is demuxed in the memory its metadata takes.
     public static func demux(layout: MP4Layout) throws(MediaError) -> [MediaTrack] {

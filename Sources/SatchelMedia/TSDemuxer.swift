@@ -119,6 +119,13 @@ public enum TSDemuxer {
         return streams
     }
 
+    /// The PID a PMT names as the PCR's.
+    static func parsePCRPID(_ payload: ArraySlice<UInt8>) throws(MediaError) -> UInt16 {
+        let body = try sectionBody(payload)
+        guard body.count >= 2 else { throw .truncated("PMT") }
+        return UInt16(body[body.startIndex] & 0x1F) << 8 | UInt16(body[body.startIndex + 1])
+    }
+
     static func parsePES(_ data: [UInt8]) throws(MediaError) -> PES {
         guard data.count >= 9, data[0] == 0, data[1] == 0, data[2] == 1 else { throw .malformed("PES start code missing") }
         let flags = data[7]

@@ -59,20 +59,26 @@ public struct TSMuxer: Sendable {
     public let streams: [TSStream]
     /// The PID that carries the PCR.
     public let pcrPID: UInt16
-    private var continuity: [UInt16: UInt8] = [:]
-    /// PIDs whose next packet carries the discontinuity indicator.
-    private var discontinuous: Set<UInt16> = []
+    /// The last counter written on each of the 8,192 PIDs (0xFF: none yet): a table, so that a packet costs no hashing.
+    private var continuity = [UInt8](repeating: 0xFF, count: 8192)
+    /// PIDs whose next packet carries the discontinuity indicator (a few, and none once each has had its packet).
+    private var discontinuous: [UInt16] = []
 
-    /// A muxer for `streams`; the first stream carries the PCR. Its counters go on from `continuity`.
-    public init(streams: [TSStream], continuity: TSContinuity = TSContinuity()) {
+    /// A muxer for `streams`; `pcrPID` carries the PCR (the first stream when nil). Its counters go on from
+    /// `continuity`.
+    public init(streams: [TSStream], continuity: TSContinuity = TSContinuity(), pcrPID: UInt16? = nil) {
         self.streams = streams
-        self.pcrPID = streams.first?.pid ?? 0x100
-        self.continuity = continuity.counters
-        if continuity.discontinuity { discontinuous = Set([0, Self.pmtPID] + streams.map(\.pid)) }
+        self.pcrPID = pcrPID ?? streams.first?.pid ?? 0x100
+        for (pid, counter) in continuity.counters where pid < 8192 { self.continuity[Int(pid)] = counter & 0x0F }
+        if continuity.discontinuity { discontinuous = [0, Self.pmtPID] + streams.map(\.pid) }
     }
 
     /// Where the counters stand now (for the next segment of the rendition).
-    public var state: TSContinuity { TSContinuity(counters: continuity) }
+    public var state: TSContinuity {
+        var counters: [UInt16: UInt8] = [:]
+        for (pid, counter) in continuity.enumerated() where counter != 0xFF { counters[UInt16(pid)] = counter }
+        return TSContinuity(counters: counters)
+    }
 
     /// PAT and PMT packets; write them at the start of every segment.
     public mutating func tables() -> [UInt8] {
@@ -105,7 +111,7 @@ public struct TSMuxer: Sendable {
         var packet = ByteWriter(capacity: Self.packetSize)
         packet.writeUInt8(0x47)
         packet.writeUInt16(0x4000 | pid)
-        if discontinuous.remove(pid) != nil {
+        if takeDiscontinuity(pid) {
             packet.writeUInt8(0x30 | nextContinuity(pid))
             packet.writeBytes([1, 0x80])  // an adaptation field with the discontinuity indicator
         } else {
@@ -117,10 +123,26 @@ public struct TSMuxer: Sendable {
         return packet.bytes
     }
 
+    /// The continuity counter of the next packet of `pid` written elsewhere (a stored packet passed on as it is), and
+    /// whether that packet must carry the discontinuity indicator.
+    public mutating func nextPacket(of pid: UInt16) -> (counter: UInt8, discontinuity: Bool) {
+        (nextContinuity(pid), takeDiscontinuity(pid))
+    }
+
+    /// Whether the next packet of `pid` must carry the discontinuity indicator.
+    public func startsDiscontinuity(_ pid: UInt16) -> Bool { discontinuous.contains(pid) }
+
+    /// Whether `pid`'s next packet carries the discontinuity indicator; it is then taken off the list.
+    private mutating func takeDiscontinuity(_ pid: UInt16) -> Bool {
+        guard !discontinuous.isEmpty, let index = discontinuous.firstIndex(of: pid) else { return false }
+        discontinuous.remove(at: index)
+        return true
+    }
+
     private mutating func nextContinuity(_ pid: UInt16) -> UInt8 {
-        let value = continuity[pid, default: 0x0F] &+ 1
-        continuity[pid] = value & 0x0F
-        return value & 0x0F
+        let index = Int(pid & 0x1FFF), value = (continuity[index] &+ 1) & 0x0F  // 0xFF (none yet) gives 0
+        continuity[index] = value
+        return value
     }
 
     /// Packets of one PES packet carrying `payload`, timestamps in 90 kHz units.
@@ -154,8 +176,8 @@ public struct TSMuxer: Sendable {
         guard total > 0 else { return }
         out.reserveCapacity(out.count + (total / 184 + 2) * Self.packetSize)
         // The PID's counter is read once and stored once per PES packet, not looked up for each transport packet.
-        var counter = continuity[stream.pid, default: 0x0F]
-        let discontinuity = discontinuous.remove(stream.pid) != nil
+        var counter = continuity[Int(stream.pid & 0x1FFF)]
+        let discontinuity = takeDiscontinuity(stream.pid)
         let pcrBase: UInt64? = stream.pid == pcrPID ? pcr.map { UInt64(max($0, 0)) & 0x1_FFFF_FFFF } : nil
         // Each packet: its 4-byte header and adaptation field assembled in `prefix`, then its payload bytes appended
         // straight from the PES header and the parts (one copy of the media, no per-packet allocation).
@@ -215,7 +237,7 @@ public struct TSMuxer: Sendable {
             offset += capacity
             first = false
         }
-        continuity[stream.pid] = counter
+        continuity[Int(stream.pid & 0x1FFF)] = counter
     }
 
     private static func writeTimestamp(_ writer: inout ByteWriter, prefix: UInt8, value: Int64) {

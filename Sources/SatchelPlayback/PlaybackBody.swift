@@ -63,12 +63,17 @@ enum PlaybackBody: Sendable {
             try await writer.write(ByteBuffer(bytes: head))
             do {
                 while offset < size {
-                    let buffer = try file.segment(Int(min(size - offset, Int64(Self.transportChunk))), at: offset)
-                    offset += Int64(buffer.readableBytes)
-                    let clear = try Self.clearing(path) { () throws(ProtectionError) in try transport.clear(Array(buffer.readableBytesView)[...]) }
-                    if !clear.isEmpty { try await writer.write(ByteBuffer(bytes: clear)) }
+                    let piece = try file.bytes(Int(min(size - offset, Int64(Self.transportChunk))), at: offset)
+                    offset += Int64(piece.count)
+                    // The clear packets go straight from where they were made into the buffer sent (one copy).
+                    var clear = ByteBuffer()
+                    clear.reserveCapacity(piece.count + 2 * 188)
+                    try Self.clearing(path) { () throws(ProtectionError) in try transport.clear(piece[...]) { clear.writeBytes($0) } }
+                    if clear.readableBytes > 0 { try await writer.write(clear) }
                 }
-                try await writer.write(ByteBuffer(bytes: try Self.clearing(path) { () throws(ProtectionError) in try transport.finish() }))
+                var last = ByteBuffer()
+                try Self.clearing(path) { () throws(ProtectionError) in try transport.finish { last.writeBytes($0) } }
+                try await writer.write(last)
                 done(transport.continuity)
             } catch let PlaybackError.invalidContent(reason) {
                 await failed(reason)
@@ -132,7 +137,7 @@ enum PlaybackBody: Sendable {
 
     /// The clear bytes `body` makes of a piece of the segment at `path`; a failure is invalid content, named by the
     /// file's name.
-    static func clearing(_ path: String, _ body: () throws(ProtectionError) -> [UInt8]) throws(PlaybackError) -> [UInt8] {
+    static func clearing<Value>(_ path: String, _ body: () throws(ProtectionError) -> Value) throws(PlaybackError) -> Value {
         do { return try body() } catch { throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(error)") }
     }
 }
@@ -141,6 +146,11 @@ extension ConfinedFile {
     /// Exactly `count` bytes at `offset` (``buffer(_:at:)``); a failure is the proxy's storage error.
     func segment(_ count: Int, at offset: Int64) throws(PlaybackError) -> ByteBuffer {
         do { return try buffer(count, at: offset) } catch { throw .storage("\(name) shrank or failed while it was served") }
+    }
+
+    /// The same, as bytes to work on.
+    func bytes(_ count: Int, at offset: Int64) throws(PlaybackError) -> [UInt8] {
+        do { return try read(count, at: offset) } catch { throw .storage("\(name) shrank or failed while it was served") }
     }
 }
 

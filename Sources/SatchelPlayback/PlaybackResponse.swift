@@ -82,7 +82,7 @@ struct PlaybackResponse: Sendable {
                                   failed: @escaping @Sendable (String) async -> Void) throws(PlaybackError) -> PlaybackResponse {
         let stored = file.size
         let path = file.name
-        let first = Array(try file.segment(Int(min(stored, Int64(PlaybackBody.transportChunk))), at: 0).readableBytesView)
+        let first = try file.bytes(Int(min(stored, Int64(PlaybackBody.transportChunk))), at: 0)
         var transport: SampleAESTransport
         do { transport = try SampleAESTransport(key: key, iv: iv, continuity: continuity) } catch { throw .invalidContent("the key does not fit: \(error)") }
         var head = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.clear(first[...]) }

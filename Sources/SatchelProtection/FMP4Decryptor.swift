@@ -140,11 +140,23 @@ public struct FMP4Decryptor: Sendable {
     /// Decrypts every sample of a media segment in place and returns the segment bytes.
     /// The boxes are left as they are; only the sample data changes.
     public func decrypt(segment: [UInt8], key: SecretBytes) throws(ProtectionError) -> [UInt8] {
-        let cipher = try self.cipher(key)
         var out = segment
-        let samples: [EncryptedSample]
+        try decrypt(segment: &out, key: key)
+        return out
+    }
+
+    /// Decrypts every sample of a media segment where it lies (no copy of the segment when it is held only here).
+    public func decrypt(segment out: inout [UInt8], key: SecretBytes) throws(ProtectionError) {
+        let cipher = try self.cipher(key)
+        let samples = try encryptedSamples(of: out)  // no reference to the bytes outlives this: they stay unshared
+        guard samples.allSatisfy({ $0.range.upperBound <= Int64(out.count) }) else { throw .malformed("sample runs outside the segment") }
+        try BlockCipher.inPlace(&out) { (buffer) throws(ProtectionError) in try decrypt(samples, in: buffer, at: 0, cipher: cipher) }
+    }
+
+    /// The encrypted samples of every fragment of a media segment.
+    private func encryptedSamples(of segment: [UInt8]) throws(ProtectionError) -> [EncryptedSample] {
         do {
-            samples = try MP4Box.children(of: segment, in: 0..<segment.count).all("moof").flatMap { (moof) throws -> [EncryptedSample] in
+            return try MP4Box.children(of: segment, in: 0..<segment.count).all("moof").flatMap { (moof) throws -> [EncryptedSample] in
                 try self.samples(of: moof, in: segment, at: 0)
             }
         } catch let error as ProtectionError {
@@ -152,9 +164,6 @@ public struct FMP4Decryptor: Sendable {
         } catch {
             throw .malformed("media segment: \(error)")
         }
-        guard samples.allSatisfy({ $0.range.upperBound <= Int64(segment.count) }) else { throw .malformed("sample runs outside the segment") }
-        try BlockCipher.inPlace(&out) { (buffer) throws(ProtectionError) in try decrypt(samples, in: buffer, at: 0, cipher: cipher) }
-        return out
     }
 
     /// The cipher of this track's scheme with `key`.

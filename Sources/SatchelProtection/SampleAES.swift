@@ -67,6 +67,28 @@ public struct SampleAES: Sendable {
         return bytes
     }
 
+    /// Decrypts, in place, the protected NAL unit at `nal` of `bytes` when it holds no emulation prevention byte
+    /// (`escaped` false, as ``NALUnit/annexBUnits(_:)`` finds; the clear NAL is then as long as the protected one) and
+    /// gives the 16-byte blocks it changed; nil, nothing touched, when it holds one (``decryptVideoNAL(_:)`` makes it
+    /// anew). A NAL the encryptor leaves alone gives no blocks.
+    func decryptVideoNAL(in bytes: inout [UInt8], at nal: Range<Int>, escaped: Bool) throws(ProtectionError) -> (first: Int, count: Int)? {
+        guard nal.count > 48, [1, 5].contains(NALUnit.h264Type(bytes[nal.lowerBound])) else { return (nal.lowerBound, 0) }
+        guard !escaped else { return nil }
+        let blocks = Self.videoBlockCount(length: nal.count)
+        try transformBlocks(&bytes, from: nal.lowerBound + 32, count: blocks, every: 160, encrypt: false)
+        return (nal.lowerBound + 32, blocks)
+    }
+
+    /// Decrypts, in place, the ADTS frame at `frame` of `bytes` (its header `headerLength` bytes long) and gives the
+    /// bytes it changed.
+    func decryptAudioFrame(in bytes: inout [UInt8], at frame: Range<Int>, headerLength: Int) throws(ProtectionError) -> Range<Int> {
+        let start = frame.lowerBound + headerLength + 16
+        guard frame.upperBound - start >= 16 else { return start..<start }
+        let blocks = (frame.upperBound - start) / 16
+        try transformBlocks(&bytes, from: start, count: blocks, every: 16, encrypt: false)
+        return start..<(start + blocks * 16)
+    }
+
     /// Gathers `count` blocks, the first at `start` and one every `stride` bytes, runs one CBC call over them, and
     /// scatters the result back.
     private func transformBlocks(_ bytes: inout [UInt8], from start: Int, count: Int, every stride: Int, encrypt: Bool) throws(ProtectionError) {

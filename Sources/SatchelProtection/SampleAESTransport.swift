@@ -7,24 +7,23 @@ import SatchelMedia
 ///
 /// It works as the segment arrives: ``clear(_:)`` takes the next piece of the stored segment and gives the clear
 /// transport packets of every PES packet that piece completed (the PAT and PMT first), ``finish()`` the rest. Only
-/// the PES packets not yet complete are held, so a segment streams out while it is read.
+/// the PES packets not yet complete are held, so a segment streams out while it is read. A slice or frame is
+/// decrypted where it lies and the stored transport packets go on (``TSPESEditor``); only a PES packet whose clear
+/// length differs (a slice whose protected form holds emulation prevention bytes) is packetized again.
 public struct SampleAESTransport: Sendable {
     private let transform: SampleAES
-    private var reader = TSPESReader()
-    private var muxer: TSMuxer?
-    /// The stored stream type of each PID the clear PMT declares.
-    private var kinds: [UInt16: UInt8] = [:]
-    /// Where the clear packets' continuity counters start (the rendition's previous segment made clear).
-    private let starting: TSContinuity
+    private var editor: TSPESEditor
+
     /// Where the counters stand once the segment is through (``finish()``): the next segment goes on from here.
-    public private(set) var continuity: TSContinuity
+    public var continuity: TSContinuity { editor.continuity }
+    /// How many PES packets were packetized again rather than made clear where they lie.
+    public var remadeCount: Int { editor.remadeCount }
 
     /// A transformer for one segment; `iv` is the key tag's IV (SAMPLE-AES restarts it at every NAL and every frame);
     /// the clear packets' continuity counters go on from `continuity`.
     public init(key: SecretBytes, iv: [UInt8], continuity: TSContinuity = TSContinuity()) throws(ProtectionError) {
         transform = try SampleAES(key: key, iv: iv)
-        starting = continuity
-        self.continuity = continuity
+        editor = TSPESEditor(continuity: continuity, retype: Self.clearType)
     }
 
     /// The clear segment, all at once, and where its counters end.
@@ -46,90 +45,101 @@ public struct SampleAESTransport: Sendable {
 
     /// The clear bytes of every PES packet that `piece` (the next bytes of the stored segment) completes.
     public mutating func clear(_ piece: ArraySlice<UInt8>) throws(ProtectionError) -> [UInt8] {
-        let packets: [TSDemuxer.PES]
-        do { packets = try reader.read(piece) } catch { throw .malformed("transport stream: \(error)") }
-        return try write(packets)
+        var out: [UInt8] = []
+        try clear(piece) { out.append(contentsOf: $0) }
+        return out
+    }
+
+    /// The same, handed to `sink` in stretches as they lie in memory (no copy made for them first).
+    public mutating func clear(_ piece: ArraySlice<UInt8>, into sink: (UnsafeRawBufferPointer) -> Void) throws(ProtectionError) {
+        let transform = transform
+        do {
+            try editor.read(piece, edit: { (bytes: inout [UInt8], payload: Range<Int>, type: UInt8) throws(MediaError) -> TSPayloadEdit in
+                try Self.edit(&bytes, payload, type, transform)
+            }, into: sink)
+        } catch { throw .malformed("transport stream: \(error)") }
     }
 
     /// The clear bytes of the PES packets still open at the end of the segment.
     public mutating func finish() throws(ProtectionError) -> [UInt8] {
-        let packets: [TSDemuxer.PES]
-        do { packets = try reader.finish() } catch { throw .malformed("transport stream: \(error)") }
-        var out = try write(packets)
-        if muxer == nil { out += try start() }
-        if let muxer { continuity = muxer.state }
+        var out: [UInt8] = []
+        try finish { out.append(contentsOf: $0) }
         return out
     }
 
-    /// The PAT and PMT of the clear streams, from the streams declared so far.
-    private mutating func start() throws(ProtectionError) -> [UInt8] {
-        var clearStreams: [TSStream] = []
-        for (pid, type) in reader.streams {
-            let clearType: UInt8 = switch type {
-            case 0xDB: 0x1B
-            case 0xCF: 0x0F
-            case 0xC1, 0xC2: throw ProtectionError.malformed("SAMPLE-AES AC-3 and E-AC-3 are not supported")
-            default: type
-            }
-            clearStreams.append(TSStream(pid: pid, streamID: 0, streamType: clearType))
-            kinds[pid] = type
-        }
-        guard !clearStreams.isEmpty else { throw .malformed("the transport stream declares no elementary stream") }
-        var muxer = TSMuxer(streams: clearStreams, continuity: starting)
-        let tables = muxer.tables()
-        self.muxer = muxer
-        return tables
+    /// The same, handed to `sink`.
+    public mutating func finish(into sink: (UnsafeRawBufferPointer) -> Void) throws(ProtectionError) {
+        let transform = transform
+        do {
+            try editor.finish(edit: { (bytes: inout [UInt8], payload: Range<Int>, type: UInt8) throws(MediaError) -> TSPayloadEdit in
+                try Self.edit(&bytes, payload, type, transform)
+            }, into: sink)
+        } catch { throw .malformed("transport stream: \(error)") }
     }
 
-    private mutating func write(_ packets: [TSDemuxer.PES]) throws(ProtectionError) -> [UInt8] {
-        guard !packets.isEmpty else { return [] }
-        var out = muxer == nil ? try start() : []
-        guard var muxer else { return out }
-        self.muxer = nil  // the only copy while it writes (no copy of its counters on write)
-        defer { self.muxer = muxer }
-        for pes in packets {
-            guard let stream = muxer.streams.first(where: { $0.pid == pes.pid }) else {
-                throw .malformed("PID \(pes.pid) is declared after the segment's first media")
-            }
-            guard let pts = pes.pts else { throw .malformed("a PES packet of PID \(pes.pid) has no timestamp") }
-            let payload: [UInt8] = switch kinds[pes.pid] {
-            case 0xDB: try Self.video(pes.payload, transform)
-            case 0xCF: try Self.audio(pes.payload, transform)
-            default: pes.payload
-            }
-            var carried = stream
-            carried.streamID = pes.streamID
-            muxer.pes(carried, pts: pts, dts: pes.dts, payload: payload, pcr: pes.pcr, randomAccess: pes.randomAccess, into: &out)
+    /// The clear stream type of a stored one.
+    @Sendable static func clearType(_ type: UInt8) throws(MediaError) -> UInt8 {
+        switch type {
+        case 0xDB: 0x1B
+        case 0xCF: 0x0F
+        case 0xC1, 0xC2: throw .unsupported("SAMPLE-AES AC-3 and E-AC-3")
+        default: type
         }
-        return out
     }
 
-    /// Decrypts each NAL of an Annex B access unit; start codes and every byte between NALs stay as they are.
-    static func video(_ payload: [UInt8], _ transform: SampleAES) throws(ProtectionError) -> [UInt8] {
+    private static func edit(_ bytes: inout [UInt8], _ payload: Range<Int>, _ type: UInt8, _ transform: SampleAES) throws(MediaError) -> TSPayloadEdit {
+        do {
+            switch type {
+            case 0xDB: return try video(&bytes, payload, transform)
+            case 0xCF: return .changed(try audio(&bytes, payload, transform))
+            default: return .changed([])
+            }
+        } catch { throw .malformed("\(error)") }
+    }
+
+    /// Decrypts each NAL of an Annex B access unit where it lies; start codes and every byte between NALs stay as they
+    /// are. A NAL holding emulation prevention bytes is made anew, and with it the payload.
+    static func video(_ bytes: inout [UInt8], _ payload: Range<Int>, _ transform: SampleAES) throws(ProtectionError) -> TSPayloadEdit {
+        var changed: [Range<Int>] = []
+        var remade: [(nal: Range<Int>, clear: [UInt8])] = []
+        for (nal, escaped) in NALUnit.annexBUnits(bytes[payload]) {
+            if let blocks = try transform.decryptVideoNAL(in: &bytes, at: nal, escaped: escaped) {
+                for index in 0..<blocks.count {
+                    let start = blocks.first + index * 160
+                    changed.append(start..<(start + 16))
+                }
+            } else {
+                remade.append((nal, try transform.decryptVideoNAL(bytes[nal])))
+            }
+        }
+        guard !remade.isEmpty else { return .changed(changed) }
         var out: [UInt8] = []
         out.reserveCapacity(payload.count)
-        var copied = 0
-        for unit in NALUnit.splitAnnexB(payload[...]) {
-            out += payload[copied..<unit.startIndex]
-            out += try transform.decryptVideoNAL(unit)
-            copied = unit.endIndex
+        var copied = payload.lowerBound
+        for (nal, clear) in remade {
+            out += bytes[copied..<nal.lowerBound]
+            out += clear
+            copied = nal.upperBound
         }
-        out += payload[copied...]
-        return out
+        out += bytes[copied..<payload.upperBound]
+        return .remade(out)
     }
 
-    /// Decrypts each ADTS frame of a PES payload.
-    static func audio(_ payload: [UInt8], _ transform: SampleAES) throws(ProtectionError) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(payload.count)
-        var index = 0
-        while index < payload.count {
+    /// Decrypts each ADTS frame of a PES payload where it lies.
+    static func audio(_ bytes: inout [UInt8], _ payload: Range<Int>, _ transform: SampleAES) throws(ProtectionError) -> [Range<Int>] {
+        var changed: [Range<Int>] = []
+        var index = payload.lowerBound
+        while index < payload.upperBound {
             let header: ADTSHeader
-            do { header = try ADTSHeader(payload[index...]) } catch { throw .malformed("ADTS frame at \(index): \(error)") }
-            guard header.frameLength <= payload.count - index else { throw .malformed("ADTS frame at \(index) runs past its PES packet") }
-            out += try transform.decryptAudioFrame(Array(payload[index..<(index + header.frameLength)]), headerLength: header.headerLength)
+            do { header = try ADTSHeader(bytes[index..<payload.upperBound]) } catch {
+                throw .malformed("ADTS frame at \(index - payload.lowerBound): \(error)")
+            }
+            guard header.frameLength <= payload.upperBound - index else {
+                throw .malformed("ADTS frame at \(index - payload.lowerBound) runs past its PES packet")
+            }
+            changed.append(try transform.decryptAudioFrame(in: &bytes, at: index..<(index + header.frameLength), headerLength: header.headerLength))
             index += header.frameLength
         }
-        return out
+        return changed
     }
 }

@@ -126,10 +126,14 @@ public final class ConfinedFile: Sendable {
 
     /// Exactly `count` bytes at `offset`.
     public func read(_ count: Int, at offset: Int64) throws(Failure) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
         var failure: Failure?
-        bytes.withUnsafeMutableBytes { pointer in
-            do throws(Failure) { try read(into: pointer, at: offset) } catch { failure = error }
+        let count = max(count, 0)
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { pointer, initialized in
+            initialized = 0
+            do throws(Failure) {
+                try read(into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: pointer[0..<count])), at: offset)
+                initialized = count
+            } catch { failure = error }
         }
         if let failure { throw failure }
         return bytes

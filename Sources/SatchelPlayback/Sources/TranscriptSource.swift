@@ -108,8 +108,10 @@ struct TranscriptAssembly: Sendable {
         let keys = files.session.keys
         return try files.reportingInvalid(file) { () throws(PlaybackError) -> [UInt8] in
             var tracks: [MediaTrack] = []
-            for (initSegment, smooth, media) in parts {
-                var clear = media
+            for index in parts.indices {
+                let (initSegment, smooth) = (parts[index].initSegment, parts[index].smooth)
+                var clear: [UInt8] = []
+                swap(&clear, &parts[index].media)  // held only here: decrypted where it lies
                 if let decryptor = initSegment?.decryptor ?? smooth.flatMap(Self.smoothDecryptor) {
                     let key: SecretBytes
                     if let smooth, smooth.keyID == nil {
@@ -119,14 +121,14 @@ struct TranscriptAssembly: Sendable {
                     } else {
                         key = try SessionFiles.key(keys, of: decryptor)
                     }
-                    do { clear = try decryptor.decrypt(segment: media, key: key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
+                    do { try decryptor.decrypt(segment: &clear, key: key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
                 }
                 do {
                     if let smooth {
                         let track = try smooth.quality.track(kind: smooth.kind, timescale: smooth.timescale)
                         tracks.append(try MP4Demuxer.demuxFragment(clear, track: track, startDTS: Int64(clamping: smooth.time)))
                     } else {
-                        tracks += try MP4Demuxer.demux((initSegment?.clear ?? []) + clear)
+                        tracks += try MP4Demuxer.demux(initSegment: initSegment?.clear ?? [], media: clear)
                     }
                 } catch { throw .invalidContent("\(file): \(error)") }
             }
