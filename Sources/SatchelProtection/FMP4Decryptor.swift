@@ -159,11 +159,7 @@ public struct FMP4Decryptor: Sendable {
             return try MP4Box.children(of: segment, in: 0..<segment.count).all("moof").flatMap { (moof) throws -> [EncryptedSample] in
                 try self.samples(of: moof, in: segment, at: 0)
             }
-        } catch let error as ProtectionError {
-            throw error
-        } catch {
-            throw .malformed("media segment: \(error)")
-        }
+        } catch { throw (error as? ProtectionError) ?? .malformed("media segment: \(error)") }
     }
 
     /// The cipher of this track's scheme with `key`.

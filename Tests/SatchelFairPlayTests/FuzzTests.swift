@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBytes
+import SatchelTestSupport
 import Testing
 @testable import SatchelFairPlay
 

@@ -1,19 +1,8 @@
 import SatchelBytes
 import SatchelMedia
+import SatchelTestSupport
 import Testing
 @testable import SatchelProtection
-
-/// A seeded generator (SplitMix64): the same segments every run.
-private struct Seeded: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// SAMPLE-AES MPEG-TS made clear where it lies (TSPESEditor): stored packets go on with their counters rewritten,
 /// and only a PES packet whose clear length differs, or that needs a seek's discontinuity indicator it has no room
@@ -38,7 +27,7 @@ struct SampleAESTransportTests {
 
     /// The same access units and audio frames as a clear and as a SAMPLE-AES transport stream.
     func segments(zeros: Bool) throws -> (clear: [UInt8], protected: [UInt8]) {
-        var random = Seeded(state: zeros ? 7 : 3)
+        var random = SplitMix64(seed: zeros ? 7 : 3)
         let transform = try SampleAES(key: key, iv: iv)
         let start: [UInt8] = [0, 0, 0, 1]
         var units: [[[UInt8]]] = []
