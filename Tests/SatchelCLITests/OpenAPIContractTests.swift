@@ -63,12 +63,18 @@ import Testing
         let result = try await TestMedia.offloaded { () throws -> ProcessRunner.Result in
             // A dashboard session, so that the pages and forms are reached past the login (each form's CSRF token is
             // still unknown to schemathesis: those answers are the 403 the document gives).
+            // A loaded machine may answer the first sign-in slowly or not at all: a few tries, a second apart.
             let headers = server.directory.appendingPathComponent("login-headers")
-            _ = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-o", "/dev/null", "-D", headers.path,
-                                                                              "--data-urlencode", "key@\(keyFile.path)", server.url + "/admin/login"])
-            let cookie = try String(contentsOf: headers, encoding: .utf8).split(whereSeparator: \.isNewline)
-                .first { $0.lowercased().hasPrefix("set-cookie: satchel_admin=") }
-            let session = try #require(cookie?.split(separator: "=", maxSplits: 1).last?.split(separator: ";").first.map(String.init), "signed in")
+            var cookie: Substring?, answer = ""
+            for attempt in 0..<5 where cookie == nil {
+                if attempt > 0 { Thread.sleep(forTimeInterval: 1) }
+                _ = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "-m", "20", "-o", "/dev/null", "-D", headers.path,
+                                                                                  "--data-urlencode", "key@\(keyFile.path)", server.url + "/admin/login"])
+                answer = (try? String(contentsOf: headers, encoding: .utf8)) ?? ""
+                cookie = answer.split(whereSeparator: \.isNewline).first { $0.lowercased().hasPrefix("set-cookie: satchel_admin=") }
+            }
+            let session = try #require(cookie?.split(separator: "=", maxSplits: 1).last?.split(separator: ";").first.map(String.init),
+                                       "signed in; the last answer: \(answer.split(whereSeparator: \.isNewline).first ?? "none")")
             let configuration = server.directory.appendingPathComponent("schemathesis.toml")
             try """
                 [auth.openapi.entitlement]
