@@ -4,6 +4,7 @@ import Hummingbird
 import Mustache
 import SatchelBytes
 import SatchelHTTP
+import SatchelSystem
 
 /// The files of Satchel's web pages, read once from the module's `Web/` resources: the static assets served under
 /// `/player/` (the browser player's ES modules and style sheet) and the Mustache templates the pages render.
@@ -37,10 +38,10 @@ public struct WebAssets: Sendable {
     public init(folder: URL) throws(WebAssetsError) {
         player = try Self.files(in: folder.appendingPathComponent("player"))
         admin = try Self.files(in: folder.appendingPathComponent("admin"))
-        openAPI = Self.file(try Self.read(folder.appendingPathComponent("openapi.json")), named: "openapi.json")
+        openAPI = Self.file(try Self.read("openapi.json", below: folder), named: "openapi.json")
         var templates: [String: MustacheTemplate] = [:]
         for name in try Self.names(in: folder.appendingPathComponent("templates")) where name.hasSuffix(".mustache") {
-            let text = String(decoding: try Self.read(folder.appendingPathComponent("templates/\(name)")), as: UTF8.self)
+            let text = String(decoding: try Self.read("templates/\(name)", below: folder), as: UTF8.self)
             do { templates[String(name.dropLast(".mustache".count))] = try MustacheTemplate(string: text) } catch {
                 throw .missing("templates/\(name) (\(error))")
             }
@@ -52,7 +53,7 @@ public struct WebAssets: Sendable {
     private static func files(in folder: URL) throws(WebAssetsError) -> [String: File] {
         var files: [String: File] = [:]
         for name in try names(in: folder) {
-            files[name] = file(try read(folder.appendingPathComponent(name)), named: name)
+            files[name] = file(try read(name, below: folder), named: name)
         }
         return files
     }
@@ -95,8 +96,13 @@ public struct WebAssets: Sendable {
         }
     }
 
-    private static func read(_ url: URL) throws(WebAssetsError) -> [UInt8] {
-        do { return Array(try Data(contentsOf: url)) } catch { throw .missing(url.lastPathComponent) }
+    /// The bytes of `relative` below `folder`, opened through the no-follow seam (a link anywhere on the way is
+    /// refused, as the proxy and the origin refuse one); a file over 16 MiB is refused too.
+    private static func read(_ relative: String, below folder: URL) throws(WebAssetsError) -> [UInt8] {
+        let bytes: [UInt8]?
+        do { bytes = try ConfinedFile.open(relative, below: folder.path).readAll(limit: 16 << 20) } catch { throw .missing(relative) }
+        guard let bytes else { throw .missing(relative) }
+        return bytes
     }
 }
 
