@@ -161,7 +161,7 @@ public actor Agent {
     public static func assetID(inToken token: String) -> String? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
-              let claims = try? JSONDecoder().decode([String: JSONValue].self, from: Data(payload)) else { return nil }
+              let claims = try? JSONCoding.decoder().decode([String: JSONValue].self, from: Data(payload)) else { return nil }
         return claims["asset"]?.string
     }
 
@@ -228,6 +228,6 @@ public actor Agent {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ data: Data, what: String) throws(AgentError) -> T {
-        do { return try JSONDecoder().decode(type, from: data) } catch { throw .invalidAnswer("\(what) is not JSON of the documented shape") }
+        do { return try JSONCoding.decoder().decode(type, from: data) } catch { throw .invalidAnswer("\(what) is not JSON of the documented shape") }
     }
 }

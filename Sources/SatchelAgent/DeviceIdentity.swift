@@ -42,7 +42,7 @@ public struct DeviceIdentity: Sendable {
         let registrationPath = (dataDirectory as NSString).appendingPathComponent(registrationFile)
         var registration: Registration?
         if let data = FileManager.default.contents(atPath: registrationPath) {
-            guard let decoded = try? JSONDecoder().decode(Registration.self, from: data) else { throw .storage("\(registrationPath) cannot be read") }
+            guard let decoded = try? JSONCoding.decoder().decode(Registration.self, from: data) else { throw .storage("\(registrationPath) cannot be read") }
             registration = decoded
         }
         return DeviceIdentity(key: key, registration: registration)

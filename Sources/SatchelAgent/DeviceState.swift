@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SatchelBytes
 import SatchelRights
 
 /// What the agent keeps that the device's owner must not change: the secure clock (its high-water mark and
@@ -48,7 +49,7 @@ struct StateSeal: Sendable {
     /// `value` sealed: base64 of nonce, ciphertext and tag.
     func seal(_ value: some Encodable) throws(AgentError) -> String {
         do {
-            let plain = try JSONEncoder().encode(value)
+            let plain = try JSONCoding.encoder(dates: .referenceSeconds).encode(value)
             guard let combined = try AES.GCM.seal(plain, using: key, authenticating: Data(purpose.utf8)).combined else {
                 throw AgentError.storage("the device state cannot be sealed")
             }
@@ -64,7 +65,7 @@ struct StateSeal: Sendable {
     func open<T: Decodable>(_ type: T.Type, _ text: String) -> T? {
         guard let combined = Data(base64Encoded: text), let box = try? AES.GCM.SealedBox(combined: combined),
               let plain = try? AES.GCM.open(box, using: key, authenticating: Data(purpose.utf8)) else { return nil }
-        return try? JSONDecoder().decode(type, from: plain)
+        return try? JSONCoding.decoder(dates: .referenceSeconds).decode(type, from: plain)
     }
 }
 

@@ -49,13 +49,13 @@ public struct KeyRequestClient: Sendable {
         case .json:
             let body = FairPlayJSON(spc: encoded, assetId: assetID, customData: extras.customData)
             let answer = try await send(url, method: .POST, body: try Self.encode(body), contentType: "application/json", extras: extras, customDataInBody: true)
-            guard let message = try? JSONDecoder().decode(CKCMessage.self, from: answer) else { throw .invalidAnswer("the answer has no \"ckc\" member") }
+            guard let message = try? JSONCoding.decoder().decode(CKCMessage.self, from: answer) else { throw .invalidAnswer("the answer has no \"ckc\" member") }
             return try Self.ckc(Self.base64(message.ckc))
         case .apple:
             let key = AppleRequest.Key(id: 1, uri: assetID.map { "skd://\($0)" }, spc: encoded)
             let body = AppleRequest(request: .init(version: 1, streamingKeys: [key]), customData: extras.customData)
             let answer = try await send(url, method: .POST, body: try Self.encode(body), contentType: "application/json", extras: extras, customDataInBody: true)
-            guard let message = try? JSONDecoder().decode(AppleResponse.self, from: answer), let first = message.response.streamingKeys.first else {
+            guard let message = try? JSONCoding.decoder().decode(AppleResponse.self, from: answer), let first = message.response.streamingKeys.first else {
                 throw .invalidAnswer("the answer is not a fairplay-streaming-response with a streaming key")
             }
             if let error = first.error { throw .server(type: "fairplay-\(error)", status: 200, detail: "the server answered the key with error \(error)") }
@@ -118,7 +118,7 @@ public struct KeyRequestClient: Sendable {
     }
 
     static func encode(_ value: some Encodable) throws(AgentError) -> [UInt8] {
-        do { return Array(try JSONEncoder().encode(value)) } catch { throw .badRequest("the request cannot be encoded") }
+        do { return Array(try JSONCoding.encoder().encode(value)) } catch { throw .badRequest("the request cannot be encoded") }
     }
 
     // MARK: Bodies

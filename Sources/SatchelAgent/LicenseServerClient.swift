@@ -39,7 +39,7 @@ struct LicenseServerClient: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        guard let body = try? JSONEncoder().encode(json) else { throw .badRequest("the request cannot be encoded") }
+        guard let body = try? JSONCoding.encoder().encode(json) else { throw .badRequest("the request cannot be encoded") }
         request.body = .bytes(ByteBuffer(bytes: body))
         return try await send(request)
     }
@@ -55,7 +55,7 @@ struct LicenseServerClient: Sendable {
         }
         let data = Data(body.readableBytesView)
         guard (200..<300).contains(response.status.code) else {
-            let problem = try? JSONDecoder().decode(ProblemBody.self, from: data)
+            let problem = try? JSONCoding.decoder().decode(ProblemBody.self, from: data)
             throw .server(type: problem?.type.map(Self.slug) ?? "http-\(response.status.code)", status: Int(response.status.code),
                           detail: String((problem?.detail ?? response.status.reasonPhrase).prefix(300)))
         }

@@ -11,18 +11,37 @@ public enum JSONCoding {
         case pretty
     }
 
+    /// How dates are written.
+    public enum Dates: Sendable {
+        /// ISO 8601 in UTC (`2026-11-25T16:45:00Z`): everything people read and every new format.
+        case iso8601
+        /// Seconds since 1970: rights, claims and the secure clock (the form JWT claims use).
+        case unixSeconds
+        /// Seconds since 2001, Foundation's own form: kept only for the stores first written in it (the download
+        /// index's rows, the device's sealed state), so what an earlier version stored still reads.
+        case referenceSeconds
+    }
+
     /// An encoder of the shared conventions.
-    public static func encoder(_ layout: Layout = .compact) -> JSONEncoder {
+    public static func encoder(_ layout: Layout = .compact, dates: Dates = .iso8601) -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = layout == .pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        switch dates {
+        case .iso8601: encoder.dateEncodingStrategy = .iso8601
+        case .unixSeconds: encoder.dateEncodingStrategy = .secondsSince1970
+        case .referenceSeconds: encoder.dateEncodingStrategy = .deferredToDate
+        }
         return encoder
     }
 
     /// A decoder of the shared conventions.
-    public static func decoder() -> JSONDecoder {
+    public static func decoder(dates: Dates = .iso8601) -> JSONDecoder {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        switch dates {
+        case .iso8601: decoder.dateDecodingStrategy = .iso8601
+        case .unixSeconds: decoder.dateDecodingStrategy = .secondsSince1970
+        case .referenceSeconds: decoder.dateDecodingStrategy = .deferredToDate
+        }
         return decoder
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelStreams
 import SatchelSystem
 #if canImport(Glibc)
@@ -40,7 +41,7 @@ public struct AssetStore: AssetStoring {
         if let cached = plans.get(id) { return cached }
         guard let (folder, name) = try folder(id, of: Self.planPath, create: false, url: Self.planPath), folder.size(name) != nil else { return nil }
         let bytes = try folder.readAll(name)
-        guard let plan = try? JSONDecoder().decode(DownloadPlan.self, from: Data(bytes)) else {
+        guard let plan = try? JSONCoding.decoder().decode(DownloadPlan.self, from: Data(bytes)) else {
             throw .fileSystem(path: path(id, Self.planPath), message: "the plan is damaged")
         }
         plans.put(id, plan)

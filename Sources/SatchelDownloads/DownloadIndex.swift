@@ -14,8 +14,8 @@ import SatchelStorage
 public final class DownloadIndex: DownloadIndexing {
     private let databases: Databases
     private let database: any Database
-    private let encoder = JSONEncoder()
-    private let decoder = JSONDecoder()
+    private let encoder = JSONCoding.encoder(dates: .referenceSeconds)
+    private let decoder = JSONCoding.decoder(dates: .referenceSeconds)
     private let plans = PlanCache()
     private let closed = Locked(false)
     /// Seals the records' secrets (header values, entitlement tokens); nil: they are stored as given.

@@ -55,7 +55,7 @@ public struct EntitlementVerifier: Sendable {
     public init(jwks: Data, audience: String? = nil, issuer: String? = nil) async throws(LicensingError) {
         self.audience = audience
         self.issuer = issuer
-        guard let document = try? JSONDecoder().decode([String: JSONValue].self, from: jwks), case let .array(list)? = document["keys"],
+        guard let document = try? JSONCoding.decoder().decode([String: JSONValue].self, from: jwks), case let .array(list)? = document["keys"],
               !list.isEmpty else {
             throw .configuration("the JWKS must be a JSON object with a non-empty \"keys\" array")
         }
@@ -74,8 +74,8 @@ public struct EntitlementVerifier: Sendable {
                     await collection.add(hmac: HMACKey(from: k), digestAlgorithm: .sha256, kid: kid)
                 case "RSA", "EC":
                     if jwk["kid"] == nil { jwk["kid"] = .string("default") }
-                    let data = try JSONEncoder().encode(jwk)
-                    try await collection.add(jwk: JSONDecoder().decode(JWK.self, from: data))
+                    let data = try JSONCoding.encoder().encode(jwk)
+                    try await collection.add(jwk: JSONCoding.decoder().decode(JWK.self, from: data))
                 default:
                     throw LicensingError.configuration("unsupported JWK kty \(jwk["kty"]?.string ?? "(none)") (use oct, EC or RSA)")
                 }

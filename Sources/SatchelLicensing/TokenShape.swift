@@ -61,7 +61,7 @@ struct TokenShape: Sendable {
 
     private static func object(_ part: Substring, what: String) throws(LicensingError) -> [String: JSONValue] {
         guard let bytes = Base64URL.decode(String(part)),
-              let value = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), case let .object(object) = value else {
+              let value = try? JSONCoding.decoder().decode(JSONValue.self, from: Data(bytes)), case let .object(object) = value else {
             throw .invalidEntitlement("the token's \(what) is not base64url-encoded JSON object")
         }
         return object

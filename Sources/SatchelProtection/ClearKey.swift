@@ -18,7 +18,7 @@ public enum ClearKey {
 
         /// Parses `{"kids": [...], "type": "..."}`.
         public init(json: [UInt8]) throws(ProtectionError) {
-            guard let message = try? JSONDecoder().decode(Message.self, from: Data(json)) else {
+            guard let message = try? JSONCoding.decoder().decode(Message.self, from: Data(json)) else {
                 throw .invalidMessage("a Clear Key request is a JSON object with a \"kids\" array")
             }
             let kids = message.kids
@@ -63,7 +63,7 @@ public enum ClearKey {
         struct License: Decodable {
             let keys: [Entry]
         }
-        guard let license = try? JSONDecoder().decode(License.self, from: Data(json)) else {
+        guard let license = try? JSONCoding.decoder().decode(License.self, from: Data(json)) else {
             throw .invalidMessage("a Clear Key response has a \"keys\" array")
         }
         return try license.keys.map { (entry) throws(ProtectionError) in

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// The one JSON form of rights, claims and the secure clock — dates as seconds since 1970, keys sorted — used
 /// in tokens and wherever server or device stores them.
@@ -13,16 +14,7 @@ public enum RightsJSON {
         try? decoder.decode(type, from: Data(text.utf8))
     }
 
-    static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }
+    static var encoder: JSONEncoder { JSONCoding.encoder(dates: .unixSeconds) }
 
-    static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        return decoder
-    }
+    static var decoder: JSONDecoder { JSONCoding.decoder(dates: .unixSeconds) }
 }

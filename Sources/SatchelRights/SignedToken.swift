@@ -51,7 +51,7 @@ public enum SignedToken {
     public static func keyID(_ token: String) throws(RightsError) -> String? {
         let parts = try split(token)
         guard let bytes = Base64URL.decode(String(parts[0])),
-              let header = try? JSONDecoder().decode([String: JSONValue].self, from: Data(bytes)) else {
+              let header = try? JSONCoding.decoder().decode([String: JSONValue].self, from: Data(bytes)) else {
             throw .malformedToken("the header is not base64url JSON")
         }
         guard header["alg"]?.string == "ES256" else { throw .malformedToken("the header's alg must be ES256") }
@@ -86,6 +86,6 @@ public enum SignedToken {
     }
 
     private static func jsonString(_ text: String) -> String? {
-        (try? JSONEncoder().encode(text)).flatMap { String(data: $0, encoding: .utf8) }
+        (try? JSONCoding.encoder().encode(text)).flatMap { String(data: $0, encoding: .utf8) }
     }
 }

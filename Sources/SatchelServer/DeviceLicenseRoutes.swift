@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import Hummingbird
 import Logging
 import SatchelHTTP
@@ -58,7 +59,7 @@ struct DeviceLicenseRoutes: RouteGroup {
             throw LicensingError.badRequest("the body must be JSON of at most \(maximumBody) bytes")
         }
         do {
-            return try JSONDecoder().decode(type, from: Data(buffer.readableBytesView))
+            return try JSONCoding.decoder().decode(type, from: Data(buffer.readableBytesView))
         } catch {
             throw LicensingError.badRequest("the body is not JSON of the documented shape: \(SignedToken.describe(error))")
         }

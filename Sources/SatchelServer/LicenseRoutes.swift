@@ -92,7 +92,7 @@ struct LicenseRoutes: RouteGroup {
             return try Response.json(CKCAnswer(ckc: Data(license.ckc).base64EncodedString()))
         }
         if let first = bytes.first(where: { ![0x20, 0x0a, 0x0d, 0x09].contains($0) }), first == UInt8(ascii: "{") {
-            guard let message = try? JSONDecoder().decode(FairPlayLicenseRequest.self, from: Data(bytes)) else {
+            guard let message = try? JSONCoding.decoder().decode(FairPlayLicenseRequest.self, from: Data(bytes)) else {
                 throw LicensingError.badRequest("the body is not a JSON object of the documented shape")
             }
             let bodyToken = token(request, body: message.token)
@@ -124,7 +124,7 @@ struct LicenseRoutes: RouteGroup {
     private func clearKey(_ request: Request) async throws -> Response {
         let bytes = try await body(request)
         let clearKeyRequest = try ClearKey.Request(json: bytes)
-        guard let member = try? JSONDecoder().decode(TokenMember.self, from: Data(bytes)) else {
+        guard let member = try? JSONCoding.decoder().decode(TokenMember.self, from: Data(bytes)) else {
             throw LicensingError.badRequest("\"token\" must be a string")
         }
         let token = token(request, body: member.token)

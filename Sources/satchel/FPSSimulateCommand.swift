@@ -37,7 +37,7 @@ struct FPSSimulateCommand: ParsableCommand {
             let options = try makeOptions()
             let (spc, values) = try simulator.makeSPC(options)
             try FileIO.write(spc, to: out)
-            try FileIO.write(Array(try JSONEncoder().encode(values)), to: session, mode: 0o600)
+            try FileIO.write(Array(try JSONCoding.encoder().encode(values)), to: session, mode: 0o600)
             print("wrote \(out): \(spc.count) bytes; session in \(session)")
         }
 
@@ -96,12 +96,12 @@ struct FPSSimulateCommand: ParsableCommand {
         static func serverError(_ bytes: [UInt8]) -> String? {
             guard bytes.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else { return nil }
             struct Problem: Decodable { var detail: String?; var title: String? }
-            let problem = try? JSONDecoder().decode(Problem.self, from: Data(bytes))
+            let problem = try? JSONCoding.decoder().decode(Problem.self, from: Data(bytes))
             return problem?.detail ?? problem?.title ?? String(decoding: bytes.prefix(200), as: UTF8.self)
         }
 
         func run() throws {
-            let values = try JSONDecoder().decode(DeviceSimulator.Session.self, from: Data(FileIO.read(session, what: "session")))
+            let values = try JSONCoding.decoder().decode(DeviceSimulator.Session.self, from: Data(FileIO.read(session, what: "session")))
             let bytes = try FileIO.read(ckc, what: "CKC")
             if let problem = Self.serverError(bytes) {
                 throw CLIError("\(ckc) holds the server's error answer, not a CKC: \(problem)")

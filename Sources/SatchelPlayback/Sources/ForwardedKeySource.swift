@@ -15,10 +15,10 @@ struct ForwardedKeySource: SegmentSource {
         var payload = request.body
         var inBody = false
         if let customData = extras.customData, let body = request.body, request.contentType?.lowercased().contains("json") == true,
-           var object = try? JSONDecoder().decode([String: JSONValue].self, from: Data(body)),
+           var object = try? JSONCoding.decoder().decode([String: JSONValue].self, from: Data(body)),
            case nil = object["customData"] {
             object["customData"] = .string(customData)
-            if let encoded = try? JSONEncoder().encode(object) {
+            if let encoded = try? JSONCoding.encoder().encode(object) {
                 payload = Array(encoded)
                 inBody = true
             }
