@@ -234,7 +234,7 @@ let package = Package(
         .testTarget(name: "SatchelSystemTests", dependencies: ["SatchelSystem"]),
         .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelBytes", "SatchelAgent", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelSystem", "SatchelDevice", "SatchelRights", "SatchelStreams", "SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelTestSupport",
+        .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelSystem", "SatchelDevice", "SatchelRights", "SatchelStreams", "SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelPackager", "SatchelMedia", "SatchelTestSupport",
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                                .product(name: "Hummingbird", package: "hummingbird"),
                                                                .product(name: "HTTPTypes", package: "swift-http-types"),

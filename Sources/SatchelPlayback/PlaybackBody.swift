@@ -18,6 +18,8 @@ import SatchelSystem
 enum PlaybackBody: Sendable {
     /// Bytes in memory.
     case bytes([UInt8])
+    /// Buffers in memory, sent one after the other (stretches of one read, made clear where they lie).
+    case buffers([ByteBuffer])
     /// `range` of a stored file, as stored.
     case file(ConfinedFile, range: ClosedRange<Int64>)
     /// `range` of the clear content of a stored AES-128 segment (whole-segment CBC, IV `iv`).
@@ -50,6 +52,8 @@ enum PlaybackBody: Sendable {
             return
         case let .bytes(bytes):
             try await writer.write(ByteBuffer(bytes: bytes))
+        case let .buffers(buffers):
+            for buffer in buffers { try await writer.write(buffer) }
         case let .file(file, range):
             try await FileBody.write(file, range: range, to: &writer, on: channel)
         case let .origin(feed):

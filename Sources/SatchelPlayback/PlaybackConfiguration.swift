@@ -22,10 +22,14 @@ extension PlaybackProxy {
         /// When the rights end mid-play, how long a media request is held waiting for a renewal or a new license
         /// before it is refused (the player keeps playing its buffer meanwhile); zero refuses at once.
         public var holdOff: Duration
+        /// The longest SAMPLE-AES MPEG-TS segment made clear whole in memory, where it was read, and sent with its
+        /// length; a longer one is made clear as it streams and sent chunked (its length is known only at the end).
+        public var transportInMemory: Int
 
         /// Creates a configuration.
         public init(host: String = "127.0.0.1", port: Int = 0, mode: PlaybackMode = .decrypt, forwarding: LicenseRequestExtras? = nil,
-                    languages: [String] = [], licenseHosts: [String] = [], originPace: OriginPace = OriginPace(), holdOff: Duration = .seconds(15)) {
+                    languages: [String] = [], licenseHosts: [String] = [], originPace: OriginPace = OriginPace(), holdOff: Duration = .seconds(15),
+                    transportInMemory: Int = 16 << 20) {
             self.originPace = originPace
             self.host = host
             self.port = port
@@ -34,6 +38,7 @@ extension PlaybackProxy {
             self.languages = languages
             self.licenseHosts = licenseHosts
             self.holdOff = holdOff
+            self.transportInMemory = transportInMemory
         }
 
         /// The `licenseHosts` entry of a server URL (`host:port`, or `host` when it gives no port); nil when it

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SatchelBytes
 import SatchelHTTP
 import SatchelMedia
@@ -72,27 +73,45 @@ struct PlaybackResponse: Sendable {
                                 contentType: contentType, range: nil, size: plan.size)
     }
 
-    /// A SAMPLE-AES MPEG-TS segment made clear as it streams (PES packet by PES packet). Its first stretch is made
-    /// clear before the answer starts, so a segment whose tables or first media do not decrypt is refused with an
-    /// error status; a segment read whole in that stretch is sent with its length, a longer one chunked (its clear
-    /// size is known only at the end).
+    /// A SAMPLE-AES MPEG-TS segment made clear. One of at most `inMemory` bytes is read whole into the buffer
+    /// it is sent from and made clear there (``SampleAESTransport/clear(segment:)``): its length is known before the
+    /// answer starts, and nothing is copied to send it. A longer one streams PES packet by PES packet; its first
+    /// stretch is made clear before the answer starts (so a segment whose tables or first media do not decrypt is
+    /// refused with an error status) and the rest is sent chunked (its clear size is known only at the end).
     /// Its packets' continuity counters go on from `continuity`; `done` gets where they end once it is through.
     static func clearingTransport(_ file: ConfinedFile, key: SecretBytes, iv: [UInt8], contentType: String, continuity: TSContinuity,
-                                  done: @escaping @Sendable (TSContinuity) -> Void,
+                                  inMemory: Int, done: @escaping @Sendable (TSContinuity) -> Void,
                                   failed: @escaping @Sendable (String) async -> Void) throws(PlaybackError) -> PlaybackResponse {
         let stored = file.size
         let path = file.name
-        let first = try file.bytes(Int(min(stored, Int64(PlaybackBody.transportChunk))), at: 0)
         var transport: SampleAESTransport
         do { transport = try SampleAESTransport(key: key, iv: iv, continuity: continuity) } catch { throw .invalidContent("the key does not fit: \(error)") }
-        var head = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.clear(first[...]) }
-        let read = Int64(first.count)
-        guard read < stored else {
-            head += try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.finish() }
+        if stored <= Int64(inMemory) {
+            var segment = try file.segment(Int(stored), at: 0)
+            var outcome: Result<[TSSegmentPart], ProtectionError> = .success([])
+            segment.withUnsafeMutableReadableBytes { bytes in
+                outcome = Result { () throws(ProtectionError) in try transport.clear(segment: bytes) }
+            }
+            let parts = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try outcome.get() }
+            var buffers: [ByteBuffer] = []
+            for part in parts {
+                switch part {
+                case let .stored(range):
+                    guard let slice = segment.getSlice(at: segment.readerIndex + range.lowerBound, length: range.count) else {
+                        throw .storage("\(path) shrank while it was served")
+                    }
+                    buffers.append(slice)
+                case let .made(made):
+                    buffers.append(ByteBuffer(bytes: made))
+                }
+            }
             done(transport.continuity)
-            return PlaybackResponse(body: .bytes(head), contentType: contentType, range: nil, size: Int64(head.count))
+            return PlaybackResponse(body: .buffers(buffers), contentType: contentType, range: nil,
+                                    size: Int64(buffers.reduce(0) { $0 + $1.readableBytes }))
         }
-        return PlaybackResponse(body: .clearTS(file, transport: transport, from: read, head: head, done: done, failed: failed),
+        let first = try file.bytes(PlaybackBody.transportChunk, at: 0)
+        let head = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.clear(first[...]) }
+        return PlaybackResponse(body: .clearTS(file, transport: transport, from: Int64(first.count), head: head, done: done, failed: failed),
                                 contentType: contentType, range: nil, size: nil)
     }
 

@@ -31,8 +31,21 @@ public struct SampleAESTransport: Sendable {
                                continuity: inout TSContinuity) throws(ProtectionError) -> [UInt8] {
         guard segment.count >= TSMuxer.packetSize else { throw .malformed("transport stream: MPEG-TS shorter than one packet") }
         var transport = try SampleAESTransport(key: key, iv: iv, continuity: continuity)
-        var out = try transport.clear(segment[...])
-        out += try transport.finish()
+        var edited = segment
+        var out: [UInt8] = []
+        out.reserveCapacity(segment.count)
+        let failure: ProtectionError? = edited.withUnsafeMutableBytes { bytes in
+            do throws(ProtectionError) {
+                for part in try transport.clear(segment: bytes) {
+                    switch part {
+                    case let .stored(range): out.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[range]))
+                    case let .made(made): out += made
+                    }
+                }
+                return nil
+            } catch { return error }
+        }
+        if let failure { throw failure }
         continuity = transport.continuity
         return out
     }
@@ -57,6 +70,17 @@ public struct SampleAESTransport: Sendable {
             try editor.read(piece, edit: { (bytes: inout [UInt8], payload: Range<Int>, type: UInt8) throws(MediaError) -> TSPayloadEdit in
                 try Self.edit(&bytes, payload, type, transform)
             }, into: sink)
+        } catch { throw .malformed("transport stream: \(error)") }
+    }
+
+    /// A whole stored segment made clear where it lies (`segment` is written into): the stretches that make the clear
+    /// segment, in order — mostly ranges of `segment` itself, so that nothing is copied to send it.
+    public mutating func clear(segment: UnsafeMutableRawBufferPointer) throws(ProtectionError) -> [TSSegmentPart] {
+        let transform = transform
+        do {
+            return try editor.edit(segment: segment) { (bytes: inout [UInt8], payload: Range<Int>, type: UInt8) throws(MediaError) -> TSPayloadEdit in
+                try Self.edit(&bytes, payload, type, transform)
+            }
         } catch { throw .malformed("transport stream: \(error)") }
     }
 

@@ -121,6 +121,37 @@ struct SampleAESTransportTests {
         }
     }
 
+    @Test("a whole segment made clear where it was read gives the streamed bytes exactly (in place, packetized again, after a seek); in place, all but the new tables are stretches of the stored segment; an editor is for one segment")
+    func wholeSegment() throws {
+        for (zeros, continuity) in [(false, TSContinuity()), (true, TSContinuity()), (false, TSContinuity(discontinuity: true))] {
+            let (_, protected) = try segments(zeros: zeros)
+            var streamed = try SampleAESTransport(key: key, iv: iv, continuity: continuity)
+            var expected: [UInt8] = []
+            for start in stride(from: 0, to: protected.count, by: 1000) {
+                expected += try streamed.clear(protected[start..<min(start + 1000, protected.count)])
+            }
+            expected += try streamed.finish()
+            var whole = try SampleAESTransport(key: key, iv: iv, continuity: continuity)
+            var segment = protected
+            var parts: [TSSegmentPart] = [], made: [UInt8] = []
+            try segment.withUnsafeMutableBytes { bytes in
+                parts = try whole.clear(segment: bytes)
+                for part in parts {
+                    switch part {
+                    case let .stored(range): made += UnsafeRawBufferPointer(rebasing: bytes[range])
+                    case let .made(bytes): made += bytes
+                    }
+                }
+                #expect(throws: ProtectionError.self, "a second segment needs a new editor") { try whole.clear(segment: bytes) }
+            }
+            #expect(made == expected, "zeros \(zeros), seek \(continuity.discontinuity)")
+            #expect(whole.continuity == streamed.continuity && whole.remadeCount == streamed.remadeCount)
+            if !zeros, !continuity.discontinuity {
+                #expect(parts.count == 2 && parts.first == .made(Array(expected.prefix(2 * 188))), "the tables made, then one stretch of the stored segment")
+            }
+        }
+    }
+
     @Test("malformed input is a clear error: no sync byte, an adaptation field longer than its packet, a PES packet with no timestamp, AC-3 SAMPLE-AES")
     func malformed() throws {
         let (_, protected) = try segments(zeros: false)

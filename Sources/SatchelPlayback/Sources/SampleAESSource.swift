@@ -4,7 +4,8 @@ import SatchelProtection
 import SatchelStreams
 
 /// A SAMPLE-AES MPEG-TS segment made clear MPEG-TS (stream types, timestamps, PCR and random-access flags kept): from
-/// disk streamed PES packet by PES packet; from the origin, or for a byte range, made clear whole. Its continuity
+/// disk made clear where it was read (a long one streamed PES packet by PES packet); from the origin, or for a byte
+/// range, made clear whole. Its continuity
 /// counters go on from the rendition's previous segment.
 struct SampleAESSource: SegmentSource {
     let path: String
@@ -22,6 +23,7 @@ struct SampleAESSource: SegmentSource {
             return try files.reportingInvalid(path) { () throws(PlaybackError) -> PlaybackResponse in
                 try PlaybackResponse.clearingTransport(local, key: key, iv: iv, contentType: contentType,
                                                        continuity: ledger.start(rendition, sequence: sequence),
+                                                       inMemory: files.context.configuration.transportInMemory,
                                                        done: { ledger.end(rendition, sequence: sequence, $0) }) { reason in
                     events.invalidContent(session, path: path, reason: reason)
                 }
