@@ -215,6 +215,7 @@ let package = Package(
                 "SatchelBytes",
                 "SatchelFairPlay",
                 "SatchelProtection",
+                "SatchelMedia",
                 "SatchelPackager",
                 "SatchelLicensing",
                 "SatchelServer",

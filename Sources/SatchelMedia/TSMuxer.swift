@@ -158,95 +158,100 @@ public struct TSMuxer: Sendable {
     /// The same, with the payload given as consecutive parts (no need to join them first).
     public mutating func pes(_ stream: TSStream, pts: Int64, dts: Int64?, parts: [ArraySlice<UInt8>], pcr: Int64? = nil,
                              randomAccess: Bool = false, into out: inout [UInt8]) {
+        let total = parts.reduce(0) { $0 + $1.count } + 19
+        out.reserveCapacity(out.count + (total / 184 + 2) * Self.packetSize)
+        packetize(stream, pts: pts, dts: dts, parts: parts, pcr: pcr, randomAccess: randomAccess, into: &out)
+    }
+
+    /// The packets of one PES packet, written to `out` (specialized for each output in this module).
+    mutating func packetize<Output: TSOutput>(_ stream: TSStream, pts: Int64, dts: Int64?, parts: [ArraySlice<UInt8>], pcr: Int64?,
+                                              randomAccess: Bool, into out: inout Output) {
         let payloadCount = parts.reduce(0) { $0 + $1.count }
-        var header = ByteWriter(capacity: 19)
-        header.writeBytes([0, 0, 1, stream.streamID])
         let hasDTS = dts != nil && dts != pts
         let headerDataLength = hasDTS ? 10 : 5
         let length = 3 + headerDataLength + payloadCount
-        header.writeUInt16(stream.streamID >= 0xE0 && stream.streamID <= 0xEF || length > 0xFFFF ? 0 : UInt16(length))
-        header.writeUInt8(0x80)
-        header.writeUInt8(hasDTS ? 0xC0 : 0x80)
-        header.writeUInt8(UInt8(headerDataLength))
-        Self.writeTimestamp(&header, prefix: hasDTS ? 0x3 : 0x2, value: pts)
-        if hasDTS, let dts { Self.writeTimestamp(&header, prefix: 0x1, value: dts) }
+        let pesLength = stream.streamID >= 0xE0 && stream.streamID <= 0xEF || length > 0xFFFF ? 0 : UInt16(length)
+        var headerBytes: [UInt8] = [0, 0, 1, stream.streamID, UInt8(pesLength >> 8), UInt8(pesLength & 0xFF), 0x80, hasDTS ? 0xC0 : 0x80,
+                                    UInt8(headerDataLength)]
+        Self.appendTimestamp(&headerBytes, prefix: hasDTS ? 0x3 : 0x2, value: pts)
+        if hasDTS, let dts { Self.appendTimestamp(&headerBytes, prefix: 0x1, value: dts) }
 
-        let headerBytes = header.bytes
         let total = headerBytes.count + payloadCount
         guard total > 0 else { return }
-        out.reserveCapacity(out.count + (total / 184 + 2) * Self.packetSize)
         // The PID's counter is read once and stored once per PES packet, not looked up for each transport packet.
         var counter = continuity[Int(stream.pid & 0x1FFF)]
         let discontinuity = takeDiscontinuity(stream.pid)
         let pcrBase: UInt64? = stream.pid == pcrPID ? pcr.map { UInt64(max($0, 0)) & 0x1_FFFF_FFFF } : nil
-        // Each packet: its 4-byte header and adaptation field assembled in `prefix`, then its payload bytes appended
-        // straight from the PES header and the parts (one copy of the media, no per-packet allocation).
-        var prefix = [UInt8](repeating: 0xFF, count: Self.packetSize)
-        var cursor = PayloadCursor(header: headerBytes, parts: parts)
-        var offset = 0
-        var first = true
-        while offset < total {
-            let remaining = total - offset
-            var length = 4
-            let wantsAdaptation = first && (pcr != nil || randomAccess || discontinuity)
-            var adaptationLength = 0  // the adaptation field's bytes, its length byte included
-            if wantsAdaptation {
-                var flags: UInt8 = (randomAccess ? 0x40 : 0) | (discontinuity ? 0x80 : 0)
-                adaptationLength = 2
-                if let base = pcrBase {
-                    flags |= 0x10
-                    prefix[6] = UInt8(truncatingIfNeeded: base >> 25)
-                    prefix[7] = UInt8(truncatingIfNeeded: base >> 17)
-                    prefix[8] = UInt8(truncatingIfNeeded: base >> 9)
-                    prefix[9] = UInt8(truncatingIfNeeded: base >> 1)
-                    prefix[10] = UInt8(truncatingIfNeeded: (base & 1) << 7 | 0x7E)
-                    prefix[11] = 0
-                    adaptationLength = 8
+        // Each packet: its 4-byte header and adaptation field assembled in `prefix` (on the stack), then its payload
+        // bytes appended straight from the PES header and the parts (one copy of the media, no per-packet allocation).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.packetSize) { prefix in
+            prefix.initialize(repeating: 0xFF)
+            var cursor = PayloadCursor(header: headerBytes, parts: parts)
+            var offset = 0
+            var first = true
+            while offset < total {
+                let remaining = total - offset
+                var length = 4
+                let wantsAdaptation = first && (pcr != nil || randomAccess || discontinuity)
+                var adaptationLength = 0  // the adaptation field's bytes, its length byte included
+                if wantsAdaptation {
+                    var flags: UInt8 = (randomAccess ? 0x40 : 0) | (discontinuity ? 0x80 : 0)
+                    adaptationLength = 2
+                    if let base = pcrBase {
+                        flags |= 0x10
+                        prefix[6] = UInt8(truncatingIfNeeded: base >> 25)
+                        prefix[7] = UInt8(truncatingIfNeeded: base >> 17)
+                        prefix[8] = UInt8(truncatingIfNeeded: base >> 9)
+                        prefix[9] = UInt8(truncatingIfNeeded: base >> 1)
+                        prefix[10] = UInt8(truncatingIfNeeded: (base & 1) << 7 | 0x7E)
+                        prefix[11] = 0
+                        adaptationLength = 8
+                    }
+                    prefix[5] = flags
                 }
-                prefix[5] = flags
-            }
-            var capacity = 184 - adaptationLength
-            if remaining < capacity {
-                // Stuff through the adaptation field so the packet is exactly 188 bytes.
-                let stuffing = capacity - remaining
-                if adaptationLength == 0 {
-                    if stuffing >= 2 { prefix[5] = 0 }
-                    adaptationLength = stuffing
-                } else {
-                    adaptationLength += stuffing
+                var capacity = 184 - adaptationLength
+                if remaining < capacity {
+                    // Stuff through the adaptation field so the packet is exactly 188 bytes.
+                    let stuffing = capacity - remaining
+                    if adaptationLength == 0 {
+                        if stuffing >= 2 { prefix[5] = 0 }
+                        adaptationLength = stuffing
+                    } else {
+                        adaptationLength += stuffing
+                    }
+                    capacity = remaining
                 }
-                capacity = remaining
-            }
-            let hasAdaptation = adaptationLength > 0
-            prefix[0] = 0x47
-            prefix[1] = UInt8((first ? 0x40 : 0) | UInt8(stream.pid >> 8))
-            prefix[2] = UInt8(stream.pid & 0xFF)
-            counter = (counter &+ 1) & 0x0F
-            prefix[3] = (hasAdaptation ? 0x30 : 0x10) | counter
-            if hasAdaptation {
-                prefix[4] = UInt8(adaptationLength - 1)
-                // Stuffing bytes (0xFF) after the fields written above.
-                let fieldsEnd = wantsAdaptation ? (pcrBase != nil ? 12 : 6) : (adaptationLength >= 2 ? 6 : 5)
-                if fieldsEnd < 4 + adaptationLength {
-                    for index in fieldsEnd..<(4 + adaptationLength) { prefix[index] = 0xFF }
+                let hasAdaptation = adaptationLength > 0
+                prefix[0] = 0x47
+                prefix[1] = UInt8((first ? 0x40 : 0) | UInt8(stream.pid >> 8))
+                prefix[2] = UInt8(stream.pid & 0xFF)
+                counter = (counter &+ 1) & 0x0F
+                prefix[3] = (hasAdaptation ? 0x30 : 0x10) | counter
+                if hasAdaptation {
+                    prefix[4] = UInt8(adaptationLength - 1)
+                    // Stuffing bytes (0xFF) after the fields written above.
+                    let fieldsEnd = wantsAdaptation ? (pcrBase != nil ? 12 : 6) : (adaptationLength >= 2 ? 6 : 5)
+                    if fieldsEnd < 4 + adaptationLength {
+                        for index in fieldsEnd..<(4 + adaptationLength) { prefix[index] = 0xFF }
+                    }
+                    length += adaptationLength
                 }
-                length += adaptationLength
+                out.emit(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(prefix)[0..<length]))
+                cursor.copy(capacity, into: &out)
+                offset += capacity
+                first = false
             }
-            prefix.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[0..<length])) }
-            cursor.copy(capacity, into: &out)
-            offset += capacity
-            first = false
         }
         continuity[Int(stream.pid & 0x1FFF)] = counter
     }
 
-    private static func writeTimestamp(_ writer: inout ByteWriter, prefix: UInt8, value: Int64) {
+    private static func appendTimestamp(_ bytes: inout [UInt8], prefix: UInt8, value: Int64) {
         let v = UInt64(max(value, 0)) & 0x1_FFFF_FFFF
-        writer.writeUInt8(prefix << 4 | UInt8((v >> 29) & 0x0E) | 1)
-        writer.writeUInt8(UInt8((v >> 22) & 0xFF))
-        writer.writeUInt8(UInt8((v >> 14) & 0xFE) | 1)
-        writer.writeUInt8(UInt8((v >> 7) & 0xFF))
-        writer.writeUInt8(UInt8((v << 1) & 0xFE) | 1)
+        bytes.append(prefix << 4 | UInt8((v >> 29) & 0x0E) | 1)
+        bytes.append(UInt8((v >> 22) & 0xFF))
+        bytes.append(UInt8((v >> 14) & 0xFE) | 1)
+        bytes.append(UInt8((v >> 7) & 0xFF))
+        bytes.append(UInt8((v << 1) & 0xFE) | 1)
     }
 }
 
@@ -258,42 +263,5 @@ public enum TSDescriptor {
     /// registration_descriptor (tag 0x05) with a format identifier and additional bytes.
     public static func registration(_ format: FourCC, additional: [UInt8] = []) -> [UInt8] {
         [0x05, UInt8(4 + additional.count)] + format.bytes + additional
-    }
-}
-
-/// Walks a PES packet's bytes — its header, then the payload parts — appending them to the output a transport
-/// packet's worth at a time, straight from where they lie.
-struct PayloadCursor {
-    let header: [UInt8]
-    let parts: [ArraySlice<UInt8>]
-    /// The part being read; -1 while in the header.
-    private var index = -1
-    /// The next byte's offset in it.
-    private var offset = 0
-
-    init(header: [UInt8], parts: [ArraySlice<UInt8>]) {
-        self.header = header
-        self.parts = parts
-    }
-
-    /// Appends the next `count` bytes (fewer when the bytes run out) to `out`.
-    mutating func copy(_ count: Int, into out: inout [UInt8]) {
-        var needed = count
-        while needed > 0 {
-            if index < 0 {
-                let take = min(needed, header.count - offset), from = offset
-                header.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[from..<(from + take)])) }
-                needed -= take
-                offset += take
-                if offset == header.count { (index, offset) = (0, 0) }
-                continue
-            }
-            guard index < parts.count else { return }
-            let take = min(needed, parts[index].count - offset), from = offset
-            parts[index].withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[from..<(from + take)])) }
-            needed -= take
-            offset += take
-            if offset == parts[index].count { (index, offset) = (index + 1, 0) }
-        }
     }
 }

@@ -28,6 +28,18 @@ struct PlaybackResponse: Sendable {
         return PlaybackResponse(body: .bytes(Array(whole[Int(range.lowerBound)...Int(range.upperBound)])), contentType: contentType, range: range, size: size)
     }
 
+    /// The bytes of `whole` (a buffer made for the answer) that `rangeHeader` asks for, sent from where they lie.
+    static func ranged(_ whole: ByteBuffer, contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
+        let size = Int64(whole.readableBytes)
+        guard let range = try range(rangeHeader, size: size) else {
+            return PlaybackResponse(body: .buffers([whole]), contentType: contentType, range: nil, size: size)
+        }
+        guard let slice = whole.getSlice(at: whole.readerIndex + Int(range.lowerBound), length: Int(range.upperBound - range.lowerBound) + 1) else {
+            throw .rangeNotSatisfiable(size: size)
+        }
+        return PlaybackResponse(body: .buffers([slice]), contentType: contentType, range: range, size: size)
+    }
+
     /// A stored file streamed, the range asked for or all of it.
     static func file(_ file: ConfinedFile, contentType: String, rangeHeader: String?) throws(PlaybackError) -> PlaybackResponse {
         let size = file.size

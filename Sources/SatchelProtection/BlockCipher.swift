@@ -99,6 +99,7 @@ package enum BlockCipher {
 
     private static func overwrite(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, with result: Data) throws(ProtectionError) {
         guard result.count == range.count else { throw .cryptoFailure("AES returned \(result.count) bytes for \(range.count)") }
-        result.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: buffer[range]))
+        // One memcpy: Data's own copyBytes(to:) walks its regions generically, at a fraction of the speed.
+        result.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[range]).copyMemory(from: $0) }
     }
 }

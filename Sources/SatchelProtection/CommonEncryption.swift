@@ -146,7 +146,8 @@ public struct CommonEncryption: Sendable {
         switch scheme {
         case .cenc:
             guard iv.count == 8 || iv.count == 16 else { throw .invalidLength(what: "per-sample IV", expected: 8, actual: iv.count) }
-            var counter = iv.count == 16 ? iv : iv + [UInt8](repeating: 0, count: 8)
+            var counter = iv
+            if iv.count == 8 { counter.append(contentsOf: Self.zeroHalf) }
             if ranges.dropLast().allSatisfy({ $0.count % 16 == 0 }) {
                 // Each range where it lies, the counter carried from one to the next.
                 for range in ranges {
@@ -176,6 +177,11 @@ public struct CommonEncryption: Sendable {
             }
         }
     }
+}
+
+extension CommonEncryption {
+    /// The low half of a counter block that starts from an 8-byte IV.
+    static let zeroHalf = [UInt8](repeating: 0, count: 8)
 }
 
 /// Copies scattered byte ranges into one buffer and back, so one cipher call covers them.

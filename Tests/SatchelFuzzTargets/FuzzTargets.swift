@@ -127,7 +127,20 @@ public enum FuzzTargets {
                 }
                 guard let tracks = try? MP4Demuxer.demux(bytes) else { return false }
                 // What demuxes is remuxed to TS as the playback proxy does (one track per kind).
-                _ = try? TSRemuxer.segment(Array(tracks.filter { $0.kind == .video }.prefix(1) + tracks.filter { $0.kind == .audio }.prefix(1)))
+                let chosen = Array(tracks.filter { $0.kind == .video }.prefix(1) + tracks.filter { $0.kind == .audio }.prefix(1))
+                if let remuxed = try? TSRemuxer.segment(chosen), let prepared = try? TSRemuxer.Prepared(chosen) {
+                    // Written into memory of the prepared bound, as the proxy does: the same bytes, never more than the bound.
+                    var written: [UInt8] = []
+                    var memory = [UInt8](repeating: 0, count: prepared.maximumSize)
+                    memory.withUnsafeMutableBytes { bytes in
+                        var out = TSBufferOutput(bytes)
+                        var continuity = TSContinuity()
+                        prepared.write(continuity: &continuity, into: &out)
+                        precondition(!out.overflowed, "a prepared TS segment overflowed its own bound")
+                        written = Array(bytes[..<out.count])
+                    }
+                    precondition(written == remuxed, "a TS segment written into memory differs from the array's")
+                }
                 return true
             },
             FuzzTarget(name: "sidx", seeds: [FuzzCorpus.segmentIndex]) { bytes in

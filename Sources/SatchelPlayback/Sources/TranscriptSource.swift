@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SatchelBytes
 import SatchelHTTP
 import SatchelMedia
@@ -36,8 +37,8 @@ struct TranscriptSource: SegmentSource {
             guard let playlist = current.mediaPlaylist(index) else { throw .notFound }
             return Self.text(playlist)
         case let .segment(segment):
-            let bytes = try await assembly.transportSegment(path, segment)
-            return try PlaybackResponse.ranged(bytes, contentType: ContentTypes.type(of: path), rangeHeader: request.range)
+            let buffer = try await assembly.transportSegment(path, segment)
+            return try PlaybackResponse.ranged(buffer, contentType: ContentTypes.type(of: path), rangeHeader: request.range)
         }
     }
 
@@ -89,8 +90,8 @@ struct TranscriptAssembly: Sendable {
 
     /// One HLS segment: each track's DASH segment (with its init segment, read once per session) or Smooth
     /// fragment (read with its quality level's codec setup) fetched, decrypted with the license's key, and the
-    /// samples remuxed into one clear MPEG-2 TS segment.
-    func transportSegment(_ file: String, _ segment: HLSTranscript.Segment) async throws(PlaybackError) -> [UInt8] {
+    /// samples remuxed into one clear MPEG-2 TS segment, written straight into the buffer it is sent from.
+    func transportSegment(_ file: String, _ segment: HLSTranscript.Segment) async throws(PlaybackError) -> ByteBuffer {
         var parts: [(initSegment: TranscriptInitSegment?, smooth: HLSTranscript.SmoothFragment?, media: [UInt8])] = []
         for track in [segment.video].compactMap({ $0 }) + segment.audio {
             var initSegment: TranscriptInitSegment?
@@ -106,7 +107,7 @@ struct TranscriptAssembly: Sendable {
             parts.append((initSegment, track.smooth, try await bytes(of: track.media)))
         }
         let keys = files.session.keys
-        return try files.reportingInvalid(file) { () throws(PlaybackError) -> [UInt8] in
+        return try files.reportingInvalid(file) { () throws(PlaybackError) -> ByteBuffer in
             var tracks: [MediaTrack] = []
             for index in parts.indices {
                 let (initSegment, smooth) = (parts[index].initSegment, parts[index].smooth)
@@ -144,11 +145,19 @@ struct TranscriptAssembly: Sendable {
             // The rendition's counters go on from its previous segment (a seek says so).
             let rendition = String(file.split(separator: "/").dropLast().joined(separator: "/")), sequence = Int64(clamping: segment.sequence)
             var continuity = files.session.continuity.start(rendition, sequence: sequence)
-            do {
-                let bytes = try TSRemuxer.segment(merged, continuity: &continuity)
-                files.session.continuity.end(rendition, sequence: sequence, continuity)
-                return bytes
-            } catch { throw .invalidContent("\(file) cannot be carried in MPEG-2 TS: \(error)") }
+            let prepared: TSRemuxer.Prepared
+            do { prepared = try TSRemuxer.Prepared(merged) } catch { throw .invalidContent("\(file) cannot be carried in MPEG-2 TS: \(error)") }
+            var buffer = ByteBufferAllocator().buffer(capacity: prepared.maximumSize)
+            var overflowed = false
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: prepared.maximumSize) { memory in
+                var out = TSBufferOutput(memory)
+                prepared.write(continuity: &continuity, into: &out)
+                overflowed = out.overflowed
+                return out.overflowed ? 0 : out.count
+            }
+            guard !overflowed else { throw .invalidContent("\(file) came out longer than MPEG-2 TS can make it") }
+            files.session.continuity.end(rendition, sequence: sequence, continuity)
+            return buffer
         }
     }
 
