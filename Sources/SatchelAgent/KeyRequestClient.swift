@@ -10,9 +10,9 @@ import SatchelProtection
 /// (the SPC → CKC exchange in the three shapes `satchel serve` accepts), W3C Clear Key and HLS AES-128 keys.
 /// Every request carries the ``LicenseRequestExtras`` (custom headers, custom data, a license token); every
 /// answer is checked before it is handed back. Keys are never logged.
-public struct KeyRequestClient: Sendable {
+package struct KeyRequestClient: Sendable {
     /// How a FairPlay SPC is sent.
-    public enum FairPlayShape: String, Sendable, CaseIterable {
+    package enum FairPlayShape: String, Sendable, CaseIterable {
         /// The SPC as the body (`application/octet-stream`); the CKC comes back as the body.
         case raw
         /// `{"spc": base64, "assetId": …}`; the answer is `{"ckc": base64}`.
@@ -22,15 +22,15 @@ public struct KeyRequestClient: Sendable {
     }
 
     /// The request's deadline.
-    public let timeout: TimeAmount
+    package let timeout: TimeAmount
 
     /// Creates a client.
-    public init(timeout: TimeAmount = .seconds(30)) {
+    package init(timeout: TimeAmount = .seconds(30)) {
         self.timeout = timeout
     }
 
     /// The FairPlay Application Certificate at `url` (DER, or PEM converted to DER).
-    public func fairPlayCertificate(url: String, extras: LicenseRequestExtras) async throws(AgentError) -> [UInt8] {
+    package func fairPlayCertificate(url: String, extras: LicenseRequestExtras) async throws(AgentError) -> [UInt8] {
         let bytes = Array(try await send(url, method: .GET, body: nil, contentType: nil, extras: extras, customDataInBody: false))
         guard let der = Self.der(bytes), der.count >= 64 else { throw .invalidAnswer("the FairPlay certificate is neither DER nor PEM") }
         return der
@@ -38,7 +38,7 @@ public struct KeyRequestClient: Sendable {
 
     /// Sends an SPC and answers the CKC. `assetID` goes into the JSON shapes (the Apple shape names it as the
     /// key's `skd://` URI).
-    public func fairPlay(spc: [UInt8], url: String, assetID: String?, shape: FairPlayShape,
+    package func fairPlay(spc: [UInt8], url: String, assetID: String?, shape: FairPlayShape,
                          extras: LicenseRequestExtras) async throws(AgentError) -> [UInt8] {
         guard !spc.isEmpty, spc.count <= 1 << 20 else { throw .badRequest("the SPC is empty or larger than 1 MB") }
         let encoded = Data(spc).base64EncodedString()
@@ -64,7 +64,7 @@ public struct KeyRequestClient: Sendable {
     }
 
     /// Asks a W3C Clear Key license server for `keyIDs`; answers the keys it granted, each one asked for.
-    public func clearKey(keyIDs: [KeyID], url: String, persistent: Bool = false,
+    package func clearKey(keyIDs: [KeyID], url: String, persistent: Bool = false,
                          extras: LicenseRequestExtras) async throws(AgentError) -> [(keyID: KeyID, key: SecretBytes)] {
         guard !keyIDs.isEmpty, keyIDs.count <= 64 else { throw .badRequest("a Clear Key request names 1 to 64 key IDs") }
         let body = ClearKeyJSON(kids: keyIDs.map(\.base64URL), type: persistent ? "persistent-license" : "temporary", customData: extras.customData)
@@ -77,7 +77,7 @@ public struct KeyRequestClient: Sendable {
     }
 
     /// Fetches an HLS AES-128 key (the `URI` of an `EXT-X-KEY`): exactly 16 bytes.
-    public func aes128Key(url: String, extras: LicenseRequestExtras) async throws(AgentError) -> SecretBytes {
+    package func aes128Key(url: String, extras: LicenseRequestExtras) async throws(AgentError) -> SecretBytes {
         let answer = try await send(url, method: .GET, body: nil, contentType: nil, extras: extras, customDataInBody: false)
         guard answer.count == 16 else { throw .invalidAnswer("an AES-128 key is 16 bytes (the answer has \(answer.count))") }
         return SecretBytes(Array(answer))

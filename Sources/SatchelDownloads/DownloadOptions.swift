@@ -32,7 +32,7 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
 
     /// Parses `Name: value` header lines (as curl's `-H`), refusing names that are not HTTP tokens and values
     /// with line breaks. The error never repeats a value.
-    public static func parseHeaders(_ lines: [String]) throws(DownloadError) -> [String: String]? {
+    package static func parseHeaders(_ lines: [String]) throws(DownloadError) -> [String: String]? {
         guard !lines.isEmpty else { return nil }
         var headers: [String: String] = [:]
         let token = CharacterSet(charactersIn: "!#$%&'*+-.^_`|~").union(.alphanumerics)

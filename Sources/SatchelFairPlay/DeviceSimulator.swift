@@ -8,32 +8,32 @@ import SatchelBytes
 /// It builds SPCs exactly as the guide lays them out and opens CKCs. It works only with
 /// credentials whose DASk (or ASk) you hold, that is, Apple's development credentials or
 /// test credentials of your own; it cannot talk to a production FairPlay deployment.
-public struct DeviceSimulator: Sendable {
+package struct DeviceSimulator: Sendable {
     /// What goes into a simulated SPC.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// The asset ID (2-200 bytes).
-        public var assetID: [UInt8]
+        package var assetID: [UInt8]
         /// Media playback state; nil omits the TLLV.
-        public var playbackState: MediaPlaybackState?
+        package var playbackState: MediaPlaybackState?
         /// Capabilities; nil omits the TLLV (as iOS 10 does).
-        public var capabilities: Capabilities?
+        package var capabilities: Capabilities?
         /// Streaming indicator value; nil omits the TLLV.
-        public var streamingIndicator: UInt64?
+        package var streamingIndicator: UInt64?
         /// Sync TLLV; nil omits it.
-        public var sync: SyncInfo?
+        package var sync: SyncInfo?
         /// Protocol versions supported; nil omits the TLLV.
-        public var supportedVersions: [UInt32]?
+        package var supportedVersions: [UInt32]?
         /// Protocol version used; nil omits the TLLV.
-        public var usedVersion: UInt32?
+        package var usedVersion: UInt32?
         /// Extra blocks, typically with tags the guide does not define.
-        public var extraTLLVs: [TLLV]
+        package var extraTLLVs: [TLLV]
         /// Tags the CKC must return.
-        public var returnTags: [TLLVTag]
+        package var returnTags: [TLLVTag]
         /// Transaction ID; nil omits the TLLV.
-        public var transactionID: [UInt8]?
+        package var transactionID: [UInt8]?
 
         /// Options for a plain streaming request for `assetID`, with versions 1/1 and a transaction ID.
-        public init(assetID: [UInt8], playbackState: MediaPlaybackState? = nil, capabilities: Capabilities? = nil,
+        package init(assetID: [UInt8], playbackState: MediaPlaybackState? = nil, capabilities: Capabilities? = nil,
                     streamingIndicator: UInt64? = nil, sync: SyncInfo? = nil, supportedVersions: [UInt32]? = [1],
                     usedVersion: UInt32? = 1, extraTLLVs: [TLLV] = [], returnTags: [TLLVTag] = [],
                     transactionID: [UInt8]? = SecureRandom.bytes(8)) {
@@ -52,15 +52,15 @@ public struct DeviceSimulator: Sendable {
 
     /// The device-side values needed to open the CKC that answers an SPC.
     /// Contains the session key: keep it out of logs.
-    public struct Session: Sendable, Codable {
+    package struct Session: Sendable, Codable {
         /// The session key SK.
-        public var sessionKey: SecretBytes
+        package var sessionKey: SecretBytes
         /// R1.
-        public var r1: [UInt8]
+        package var r1: [UInt8]
         /// The anti-replay seed.
-        public var antiReplaySeed: [UInt8]
+        package var antiReplaySeed: [UInt8]
         /// The blocks named by the tag return request, as sent.
-        public var requestedBlocks: [TLLV]
+        package var requestedBlocks: [TLLV]
 
         enum CodingKeys: String, CodingKey { case sessionKey, r1, antiReplaySeed, requestedBlocks }
 
@@ -71,7 +71,7 @@ public struct DeviceSimulator: Sendable {
             self.requestedBlocks = requestedBlocks
         }
 
-        public init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             func hex(_ key: CodingKeys, _ count: Int) throws -> [UInt8] {
                 let text = try container.decode(String.self, forKey: key)
@@ -92,7 +92,7 @@ public struct DeviceSimulator: Sendable {
             }
         }
 
-        public func encode(to encoder: any Encoder) throws {
+        package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(Hex.encode(sessionKey.bytes), forKey: .sessionKey)
             try container.encode(Hex.encode(r1), forKey: .r1)
@@ -106,7 +106,7 @@ public struct DeviceSimulator: Sendable {
     private let dFunction: any DFunction
 
     /// A simulator for the app identified by `certificate` (DER or PEM), deriving DASk with `dFunction`.
-    public init(certificate: [UInt8], dFunction: any DFunction) throws(FairPlayError) {
+    package init(certificate: [UInt8], dFunction: any DFunction) throws(FairPlayError) {
         guard !certificate.isEmpty else { throw .missingCertificate }
         let der = try FairPlayCredential.certificateDER(certificate)
         let spki = try CertificateReader.subjectPublicKeyInfo(der)
@@ -123,7 +123,7 @@ public struct DeviceSimulator: Sendable {
     }
 
     /// Builds an SPC. Returns its bytes and the session values needed to open the answer.
-    public func makeSPC(_ options: Options) throws(FairPlayError) -> (spc: [UInt8], session: Session) {
+    package func makeSPC(_ options: Options) throws(FairPlayError) -> (spc: [UInt8], session: Session) {
         guard !options.assetID.isEmpty else { throw .missingAssetID }
         guard (2...200).contains(options.assetID.count) else { throw .invalidAssetIDLength(options.assetID.count) }
         if let versions = options.supportedVersions, versions.isEmpty { throw .missingVersionList }
@@ -166,7 +166,7 @@ public struct DeviceSimulator: Sendable {
     /// receipt (-42656 when over); a rental or a limited persisted key runs from receipt, an Offline Key's storage window
     /// until the first playback and its playback window from then (-42800 when over); an Offline Key TLLV of another
     /// version is a format the client no longer supports (-42799).
-    public static func checkKey(_ ckc: CKC, receivedAt: Date, firstPlaybackAt: Date?, now: Date) throws(FairPlayError) {
+    package static func checkKey(_ ckc: CKC, receivedAt: Date, firstPlaybackAt: Date?, now: Date) throws(FairPlayError) {
         func over(_ seconds: UInt32, since start: Date) -> Bool { seconds > 0 && now > start.addingTimeInterval(TimeInterval(seconds)) }
         if let duration = ckc.duration {
             switch duration.keyType {
@@ -192,7 +192,7 @@ public struct DeviceSimulator: Sendable {
 
     /// Wraps an arbitrary plaintext payload in an SPC container: a fresh SPC key, RSA-OAEP
     /// under the certificate's key, AES-CBC. Lets tests feed hostile payloads to a KSM.
-    public func seal(payload: [UInt8]) throws(FairPlayError) -> [UInt8] {
+    package func seal(payload: [UInt8]) throws(FairPlayError) -> [UInt8] {
         let spck = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
         let encrypted = try FairPlayCrypto.cbcEncrypt(payload, key: spck, iv: iv)
         let wrappedKey: [UInt8]
@@ -214,7 +214,7 @@ public struct DeviceSimulator: Sendable {
 
     /// Opens the CKC that answers an SPC made by ``makeSPC(_:)`` and checks, as a device
     /// would, that R1 matches and that every requested block came back verbatim.
-    public static func openCKC(_ bytes: [UInt8], session: Session) throws(FairPlayError) -> CKC {
+    package static func openCKC(_ bytes: [UInt8], session: Session) throws(FairPlayError) -> CKC {
         let ckc = try CKC.open(bytes, sessionKey: session.sessionKey, r1: session.r1, antiReplaySeed: session.antiReplaySeed)
         guard ConstantTime.equals(ckc.r1, session.r1) else { throw .invalidCKC("R1 does not match the SPC") }
         for block in session.requestedBlocks where ckc.tllvs[block.tag] != block {

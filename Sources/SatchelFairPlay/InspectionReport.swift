@@ -4,19 +4,19 @@ import SatchelBytes
 /// Apple's `verify_ckc` makes ("R1 matches", "returned tags match").
 ///
 /// Holds no secret: not SK, not DASk, not the content key.
-public struct InspectionReport: Sendable, Codable, Equatable {
+package struct InspectionReport: Sendable, Codable, Equatable {
     /// One TLLV block.
-    public struct Block: Sendable, Codable, Equatable {
+    package struct Block: Sendable, Codable, Equatable {
         /// Tag, 16 hex digits.
-        public var tag: String
+        package var tag: String
         /// The guide's name for the tag, nil when undefined.
-        public var name: String?
+        package var name: String?
         /// Value length.
-        public var valueLength: Int
+        package var valueLength: Int
         /// Block length (value plus padding).
-        public var blockLength: Int
+        package var blockLength: Int
         /// The value in hex.
-        public var value: String
+        package var value: String
 
         init(_ tllv: TLLV) {
             tag = tllv.tag.description
@@ -28,90 +28,90 @@ public struct InspectionReport: Sendable, Codable, Equatable {
     }
 
     /// Media playback state fields.
-    public struct Playback: Sendable, Codable, Equatable {
-        public var creationDate: UInt32
-        public var state: String
-        public var stateValue: String
-        public var sessionID: String
+    package struct Playback: Sendable, Codable, Equatable {
+        package var creationDate: UInt32
+        package var state: String
+        package var stateValue: String
+        package var sessionID: String
     }
 
     /// Capability bits.
-    public struct CapabilityBits: Sendable, Codable, Equatable {
-        public var high: String
-        public var low: String
-        public var hdcpEnforcement: Bool
-        public var offlineKey: Bool
+    package struct CapabilityBits: Sendable, Codable, Equatable {
+        package var high: String
+        package var low: String
+        package var hdcpEnforcement: Bool
+        package var offlineKey: Bool
     }
 
     /// Sync TLLV fields.
-    public struct Sync: Sendable, Codable, Equatable {
-        public var version: UInt32
-        public var contentID: String
-        public var durationToExpiry: UInt32
-        public var isSyncSPC: Bool
+    package struct Sync: Sendable, Codable, Equatable {
+        package var version: UInt32
+        package var contentID: String
+        package var durationToExpiry: UInt32
+        package var isSyncSPC: Bool
     }
 
     /// Content key duration fields.
-    public struct Duration: Sendable, Codable, Equatable {
-        public var leaseSeconds: UInt32
-        public var rentalSeconds: UInt32
-        public var keyType: String
-        public var keyTypeValue: String
-        public var reserved: String
+    package struct Duration: Sendable, Codable, Equatable {
+        package var leaseSeconds: UInt32
+        package var rentalSeconds: UInt32
+        package var keyType: String
+        package var keyTypeValue: String
+        package var reserved: String
     }
 
     /// Offline key fields.
-    public struct Offline: Sendable, Codable, Equatable {
-        public var version: UInt32
-        public var contentID: String
-        public var storageSeconds: UInt32
-        public var playbackSeconds: UInt32
+    package struct Offline: Sendable, Codable, Equatable {
+        package var version: UInt32
+        package var contentID: String
+        package var storageSeconds: UInt32
+        package var playbackSeconds: UInt32
     }
 
     /// The SPC part.
-    public struct SPCPart: Sendable, Codable, Equatable {
-        public var version: UInt32
-        public var certificateHash: String
-        public var payloadLength: Int
-        public var assetID: String
-        public var assetIDText: String?
-        public var transactionID: String?
-        public var supportedVersions: [UInt32]?
-        public var usedVersion: UInt32?
-        public var streamingTarget: String
-        public var streamingIndicator: String?
-        public var playbackState: Playback?
-        public var capabilities: CapabilityBits?
-        public var sync: Sync?
-        public var returnRequest: [String]
-        public var blocks: [Block]
+    package struct SPCPart: Sendable, Codable, Equatable {
+        package var version: UInt32
+        package var certificateHash: String
+        package var payloadLength: Int
+        package var assetID: String
+        package var assetIDText: String?
+        package var transactionID: String?
+        package var supportedVersions: [UInt32]?
+        package var usedVersion: UInt32?
+        package var streamingTarget: String
+        package var streamingIndicator: String?
+        package var playbackState: Playback?
+        package var capabilities: CapabilityBits?
+        package var sync: Sync?
+        package var returnRequest: [String]
+        package var blocks: [Block]
     }
 
     /// The CKC part.
-    public struct CKCPart: Sendable, Codable, Equatable {
-        public var version: UInt32
-        public var iv: String
-        public var payloadLength: Int
-        public var contentIV: String
-        public var duration: Duration?
-        public var hdcp: String?
-        public var offlineKey: Offline?
-        public var blocks: [Block]
+    package struct CKCPart: Sendable, Codable, Equatable {
+        package var version: UInt32
+        package var iv: String
+        package var payloadLength: Int
+        package var contentIV: String
+        package var duration: Duration?
+        package var hdcp: String?
+        package var offlineKey: Offline?
+        package var blocks: [Block]
         /// CKC R1 equals SPC R1.
-        public var r1Matches: Bool
+        package var r1Matches: Bool
         /// Every tag the SPC asked for came back byte for byte.
-        public var returnedTagsMatch: Bool
+        package var returnedTagsMatch: Bool
         /// Requested tags that are missing or altered.
-        public var mismatchedTags: [String]
+        package var mismatchedTags: [String]
     }
 
     /// The SPC.
-    public var spc: SPCPart
+    package var spc: SPCPart
     /// The CKC, when one was given.
-    public var ckc: CKCPart?
+    package var ckc: CKCPart?
 
     /// Inspects a parsed SPC and, optionally, CKC bytes that answer it.
-    public init(spc: SPC, ckcBytes: [UInt8]? = nil) throws(FairPlayError) {
+    package init(spc: SPC, ckcBytes: [UInt8]? = nil) throws(FairPlayError) {
         self.spc = SPCPart(
             version: spc.header.version,
             certificateHash: Hex.encode(spc.header.certificateHash),
@@ -160,7 +160,7 @@ public struct InspectionReport: Sendable, Codable, Equatable {
     }
 
     /// The report as readable text.
-    public var text: String {
+    package var text: String {
         var lines = ["===== SPC =====",
                      "version \(spc.version), certificate hash \(spc.certificateHash), payload \(spc.payloadLength) bytes",
                      "asset ID \(spc.assetID)" + (spc.assetIDText.map { " (\"\($0)\")" } ?? "")]

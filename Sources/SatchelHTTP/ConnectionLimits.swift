@@ -51,7 +51,7 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// Raises the soft descriptor limit to the hard limit (at most `ceiling`), as servers do at start so the
     /// cap is not needlessly low. Returns the soft limit in force afterwards.
     @discardableResult
-    public static func raiseDescriptorLimit(ceiling: Int = 1 << 20) -> Int {
+    package static func raiseDescriptorLimit(ceiling: Int = 1 << 20) -> Int {
         var limit = rlimit()
         guard getrlimit(descriptorResource, &limit) == 0 else { return 0 }
         let wanted = min(limit.rlim_max, rlim_t(ceiling))

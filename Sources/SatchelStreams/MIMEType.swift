@@ -16,7 +16,7 @@ public enum MIMEType {
 
     /// The list of `--permitted-mime-types`: comma-separated types (`type/*` wildcards allowed); an empty
     /// text is the empty list, which turns the check off. A malformed entry is refused.
-    public static func parseList(_ text: String) throws(StreamError) -> [String] {
+    package static func parseList(_ text: String) throws(StreamError) -> [String] {
         let entries = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
         for entry in entries where entry.split(separator: "/", omittingEmptySubsequences: false).count != 2 || entry.contains(" ") {
             throw .invalidArgument("\"\(entry.prefix(60))\" is not a MIME type (type/subtype, type/* or */*)")

@@ -12,11 +12,11 @@ import Darwin
 /// and a child that inherited that mask would ignore SIGTERM and SIGALRM — and, when asked, in a process group of
 /// its own, so that stopping it stops whatever it started too. Never run through a shell: the arguments reach
 /// the program as they are.
-public final class ChildProcess: Sendable {
+package final class ChildProcess: Sendable {
     /// The process ID.
-    public let pid: pid_t
+    package let pid: pid_t
     /// The process group it leads, when it was started in one of its own.
-    public let group: pid_t?
+    package let group: pid_t?
     private let status = Locked<Int32?>(nil)
 
     private init(pid: pid_t, group: pid_t?) {
@@ -26,7 +26,7 @@ public final class ChildProcess: Sendable {
 
     /// Starts `executable` (a path, or a name looked up in `PATH`) with `arguments`, in `environment` (nil: this
     /// process's), in `directory` (nil: this one), with the given standard descriptors (nil: inherited).
-    public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
+    package static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
                              ownGroup: Bool = false, input: Int32? = nil, output: Int32? = nil,
                              error: Int32? = nil) throws(SystemError) -> ChildProcess {
         let argv = [executable] + arguments
@@ -42,11 +42,11 @@ public final class ChildProcess: Sendable {
     }
 
     /// A descriptor of `/dev/null`, open for the life of the process, for a child's discarded output.
-    public static let nullDevice: Int32 = open("/dev/null", O_RDWR | O_CLOEXEC)
+    package static let nullDevice: Int32 = open("/dev/null", O_RDWR | O_CLOEXEC)
 
     /// Waits for the process to end (blocking the calling thread); answers its status as a shell gives it: the
     /// exit code, or 128 + the number of the signal that ended it.
-    public func waitBlocking() -> Int32 {
+    package func waitBlocking() -> Int32 {
         if let known = status.current { return known }
         var raw: Int32 = 0
         while true {
@@ -62,7 +62,7 @@ public final class ChildProcess: Sendable {
 
     /// Waits for the process to end (blocking the calling thread); answers its status and its peak memory (maximum
     /// resident set, in kilobytes on Linux), as `wait4` reports them.
-    public func waitBlockingWithUsage() -> (status: Int32, peakKilobytes: Int) {
+    package func waitBlockingWithUsage() -> (status: Int32, peakKilobytes: Int) {
         var raw: Int32 = 0
         var usage = rusage()
         while true {
@@ -81,7 +81,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Waits for the process to end on a thread of its own (no cooperative thread is held); answers its status.
-    public func wait() async -> Int32 {
+    package func wait() async -> Int32 {
         await withCheckedContinuation { continuation in
             let thread = Thread { continuation.resume(returning: self.waitBlocking()) }
             thread.start()
@@ -90,7 +90,7 @@ public final class ChildProcess: Sendable {
 
     /// Sends `signal` to the process's group when it leads one (everything it started, also once the process
     /// itself has ended), else to the process while it runs.
-    public func signal(_ number: Int32) {
+    package func signal(_ number: Int32) {
         if let group {
             _ = kill(-group, number)
         } else if status.current == nil {
@@ -101,13 +101,13 @@ public final class ChildProcess: Sendable {
     /// Makes the process's group the foreground of the terminal on `fd` (a player that reads the keyboard gets
     /// it, and Ctrl-C), when this process's group holds it; nothing when `fd` is not a terminal or this process
     /// runs in the background.
-    public func takeTerminal(_ fd: Int32 = 0) {
+    package func takeTerminal(_ fd: Int32 = 0) {
         guard let group else { return }
         _ = satchel_hand_terminal(fd, getpgrp(), group)
     }
 
     /// Gives the terminal on `fd` back to this process's group, when the child's group holds it.
-    public func returnTerminal(_ fd: Int32 = 0) {
+    package func returnTerminal(_ fd: Int32 = 0) {
         guard let group else { return }
         _ = satchel_hand_terminal(fd, group, getpgrp())
     }

@@ -6,19 +6,19 @@ import SatchelBytes
 /// backslash outside quotes takes the next character — and nothing more: no variables, globs, pipes or `;`.
 /// Placeholders are then replaced inside each argument, so whatever a placeholder's value holds (quotes,
 /// blanks, `;`) stays inside the one argument it was put in.
-public struct CommandWords: Sendable, Equatable {
+package struct CommandWords: Sendable, Equatable {
     /// The arguments, the program first.
-    public let words: [String]
+    package let words: [String]
 
     /// Why a command line cannot be split.
-    public struct Malformed: ProblemConvertible, Equatable {
-        public let description: String
-        public var code: String { "malformed-command" }
-        public var httpStatus: Int { 400 }
+    package struct Malformed: ProblemConvertible, Equatable {
+        package let description: String
+        package var code: String { "malformed-command" }
+        package var httpStatus: Int { 400 }
     }
 
     /// Splits `line`; an empty line or an unterminated quote is refused.
-    public init(_ line: String) throws(Malformed) {
+    package init(_ line: String) throws(Malformed) {
         var words: [String] = []
         var word = ""
         var inWord = false
@@ -62,7 +62,7 @@ public struct CommandWords: Sendable, Equatable {
     }
 
     /// The arguments with every `placeholder` replaced by `value` (within the argument that holds it).
-    public func replacing(_ placeholder: String, with value: String) -> [String] {
+    package func replacing(_ placeholder: String, with value: String) -> [String] {
         words.map { $0.replacingOccurrences(of: placeholder, with: value) }
     }
 }

@@ -10,13 +10,13 @@ import Darwin
 /// (`path.1` becomes `path.2`, … up to `keep` old files; the oldest is deleted) and a new `path` starts.
 /// Lines are appended with `O_APPEND`, so several processes may share one file (each rotates on its own view
 /// of the size; a line is never split). Mode 0600: logs are the operator's.
-public final class RotatingLogFile: Sendable {
+package final class RotatingLogFile: Sendable {
     /// The file's path.
-    public let path: String
+    package let path: String
     /// Size at which the file rotates.
-    public let maxBytes: Int
+    package let maxBytes: Int
     /// Old files kept.
-    public let keep: Int
+    package let keep: Int
     /// The open file and its size as this process sees it.
     private struct State {
         var fd: Int32 = -1
@@ -26,7 +26,7 @@ public final class RotatingLogFile: Sendable {
     private let state = Locked(State())
 
     /// Opens (creating) `path` for appending.
-    public init(path: String, maxBytes: Int = 10 << 20, keep: Int = 5) throws(SystemError) {
+    package init(path: String, maxBytes: Int = 10 << 20, keep: Int = 5) throws(SystemError) {
         self.path = path
         self.maxBytes = max(maxBytes, 4096)
         self.keep = min(max(keep, 0), 100)
@@ -45,7 +45,7 @@ public final class RotatingLogFile: Sendable {
 
     /// Appends `line` and a newline, rotating first when the file would grow past ``maxBytes``.
     /// A write that fails is dropped (logging never stops the program).
-    public func append(_ line: String) {
+    package func append(_ line: String) {
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
         state.withLock { state in

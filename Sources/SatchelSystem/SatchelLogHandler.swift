@@ -4,18 +4,18 @@ import SatchelBytes
 
 /// Satchel's swift-log handler: one level chosen at run time, records redacted (``LogRedaction``), written
 /// to standard error and/or a ``RotatingLogFile``, and published to ``LogHub`` for subscribers.
-public struct SatchelLogHandler: LogHandler {
+package struct SatchelLogHandler: LogHandler {
     /// Where records go.
-    public struct Sinks: Sendable {
+    package struct Sinks: Sendable {
         /// Write lines to standard error.
-        public var standardError: Bool
+        package var standardError: Bool
         /// Append lines to this file.
-        public var file: RotatingLogFile?
+        package var file: RotatingLogFile?
         /// Publish records here.
-        public var hub: LogHub
+        package var hub: LogHub
 
         /// Sinks.
-        public init(standardError: Bool = true, file: RotatingLogFile? = nil, hub: LogHub = .shared) {
+        package init(standardError: Bool = true, file: RotatingLogFile? = nil, hub: LogHub = .shared) {
             self.standardError = standardError
             self.file = file
             self.hub = hub
@@ -25,25 +25,25 @@ public struct SatchelLogHandler: LogHandler {
     private let label: String
     private let sinks: Sinks
     /// The level below which nothing is recorded.
-    public var logLevel: Logger.Level
+    package var logLevel: Logger.Level
     /// Metadata attached to every record of this logger.
-    public var metadata: Logger.Metadata = [:]
+    package var metadata: Logger.Metadata = [:]
     /// Metadata provider (task-local metadata).
-    public var metadataProvider: Logger.MetadataProvider?
+    package var metadataProvider: Logger.MetadataProvider?
 
     /// A handler for `label`.
-    public init(label: String, level: Logger.Level, sinks: Sinks) {
+    package init(label: String, level: Logger.Level, sinks: Sinks) {
         self.label = label
         self.logLevel = level
         self.sinks = sinks
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let extra = event.metadata { merged.merge(extra) { $1 } }
@@ -57,13 +57,13 @@ public struct SatchelLogHandler: LogHandler {
 
     /// Makes every logger of the process a ``SatchelLogHandler`` at `level` writing to `sinks` (call once,
     /// at start; swift-log allows one bootstrap per process).
-    public static func bootstrap(level: Logger.Level, sinks: Sinks) {
+    package static func bootstrap(level: Logger.Level, sinks: Sinks) {
         LoggingSystem.bootstrap { label in SatchelLogHandler(label: label, level: level, sinks: sinks) }
     }
 
     /// The level asked for: `name` (a command-line option) if given, else `SATCHEL_LOG_LEVEL`, else `fallback`.
     /// An unknown name is an error that lists the valid ones.
-    public static func level(named name: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
+    package static func level(named name: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
                              fallback: Logger.Level = .info) throws(LogSettingError) -> Logger.Level {
         guard let text = name ?? environment["SATCHEL_LOG_LEVEL"], !text.isEmpty else { return fallback }
         guard let level = Logger.Level(name: text) else { throw LogSettingError(value: String(text.prefix(32))) }
@@ -72,15 +72,15 @@ public struct SatchelLogHandler: LogHandler {
 }
 
 /// A log level that is not one of swift-log's.
-public struct LogSettingError: ProblemConvertible, Equatable {
+package struct LogSettingError: ProblemConvertible, Equatable {
     /// The value given.
-    public var value: String
+    package var value: String
 
     /// The error for `value`.
-    public init(value: String) {
+    package init(value: String) {
         self.value = value
     }
-    public var code: String { "invalid-log-level" }
-    public var httpStatus: Int { 400 }
-    public var description: String { "unknown log level \"\(value)\" (trace, debug, info, notice, warning, error, critical)" }
+    package var code: String { "invalid-log-level" }
+    package var httpStatus: Int { 400 }
+    package var description: String { "unknown log level \"\(value)\" (trace, debug, info, notice, warning, error, critical)" }
 }
