@@ -45,11 +45,14 @@ let package = Package(
         .target(name: "SatchelBytes"),
         // Layer 0: media formats: ISO BMFF, MPEG-TS, H.264/AAC helpers, HLS, DASH, Smooth. Pure value logic.
         .target(name: "SatchelMedia", dependencies: ["SatchelBytes"]),
+        // Layer 0: AES-128-CTR in place with the processor's AES instructions (x86-64), where the AES of swift-crypto
+        // can only write a new buffer.
+        .target(name: "CSatchelCrypto"),
         // Layer 1: content encryption and decryption: AES-128, SAMPLE-AES, CENC cenc/cbcs, pssh, Clear Key.
         .target(
             name: "SatchelProtection",
             dependencies: [
-                "SatchelBytes", "SatchelMedia",
+                "SatchelBytes", "SatchelMedia", "CSatchelCrypto",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
@@ -283,7 +286,7 @@ let package = Package(
         .testTarget(name: "SatchelPackagerTests",
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelSystem", "SatchelTestSupport"],
                     exclude: ["check_manifests.py"]),
-        .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport"]),
+        .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport", "CSatchelCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
                                                              "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams"]),

@@ -104,8 +104,16 @@ struct PlaybackBenchmark {
         // (a first round on a cold server came out up to a third lower, for nginx and Satchel alike).
         for row in rows { _ = try wrk(row.url, seconds: 1) }
         var loads = Array(repeating: [Load](), count: rows.count)
+        // The proxy's own CPU time per request (this process's, user and system), wrk's share of the machine apart.
+        var cpu = Array(repeating: (seconds: 0.0, requests: 0.0), count: rows.count)
         for _ in 0..<rounds {
-            for (index, row) in rows.enumerated() { loads[index].append(try wrk(row.url)) }
+            for (index, row) in rows.enumerated() {
+                let before = Self.processCPU()
+                let load = try wrk(row.url)
+                cpu[index].seconds += Self.processCPU() - before
+                cpu[index].requests += load.requests * Double(seconds)
+                loads[index].append(load)
+            }
         }
         let reference = loads[0]
         for (index, row) in rows.enumerated() {
@@ -116,7 +124,8 @@ struct PlaybackBenchmark {
             }
             let shares = zip(loads[index], reference).map { $0.megabytes / max($1.megabytes, 0.001) * 100 }
             print(median.line(row.name) + String(format: "  %3.0f %% of nginx's MB/s", median.megabytes / max(Self.median(reference).megabytes, 0.001) * 100)
-                  + " (rounds: " + shares.map { String(format: "%.0f", $0) }.joined(separator: "/") + " %)")
+                  + " (rounds: " + shares.map { String(format: "%.0f", $0) }.joined(separator: "/") + " %)"
+                  + String(format: ", proxy CPU %.2f ms/request", cpu[index].seconds / max(cpu[index].requests, 1) * 1000))
         }
 
         // A player reading the whole 40 s asset (every playlist and segment, video and audio) as fast as it can;
@@ -173,6 +182,13 @@ struct PlaybackBenchmark {
         let megabytes = field("Transfer/sec:").map(Self.megabytes) ?? 0
         let p99 = field("99%").map(Self.milliseconds) ?? 0
         return Load(requests: requests, megabytes: megabytes, p99: p99)
+    }
+
+    /// CPU seconds this process has used (user and system).
+    static func processCPU() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// The load of the median round by MB/s.

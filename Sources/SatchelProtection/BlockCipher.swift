@@ -1,3 +1,4 @@
+import CSatchelCrypto
 import Crypto
 import CryptoExtras
 import Foundation
@@ -53,10 +54,23 @@ package enum BlockCipher {
         try inPlace(&bytes) { (buffer) throws(ProtectionError) in try ctr(buffer, range, key: key, counter: counter) }
     }
 
-    /// AES-CTR over `range` of `buffer`, in place.
-    static func ctr(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, key: SymmetricKey, counter: [UInt8]) throws(ProtectionError) {
+    /// AES-CTR over `range` of `buffer`, in place: with the processor's AES instructions where it has them
+    /// (`CSatchelCrypto`, no copy), else through swift-crypto (`accelerated` false: always swift-crypto).
+    static func ctr(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, key: SymmetricKey, counter: [UInt8],
+                    accelerated: Bool = true) throws(ProtectionError) {
         guard range.lowerBound >= 0, range.upperBound <= buffer.count else { throw .malformed("AES-CTR range \(range) outside \(buffer.count) bytes") }
+        guard counter.count == 16 else { throw .invalidLength(what: "AES-CTR counter block", expected: 16, actual: counter.count) }
         if range.isEmpty { return }
+        if accelerated, key.bitCount == 128, let base = buffer.baseAddress, satchel_aes128_ctr_available() != 0 {
+            let status = key.withUnsafeBytes { key in
+                counter.withUnsafeBufferPointer { counter in
+                    satchel_aes128_ctr_xor(key.baseAddress?.assumingMemoryBound(to: UInt8.self), counter.baseAddress,
+                                           base.assumingMemoryBound(to: UInt8.self) + range.lowerBound, range.count)
+                }
+            }
+            guard status == 0 else { throw .cryptoFailure("AES-CTR") }
+            return
+        }
         let result: Data
         do {
             result = try AES._CTR.encrypt(UnsafeRawBufferPointer(rebasing: buffer[range]), using: key, nonce: AES._CTR.Nonce(nonceBytes: counter))
