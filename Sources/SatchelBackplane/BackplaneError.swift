@@ -1,0 +1,51 @@
+import SatchelBytes
+
+/// Why the backplane refused or failed, with a stable code.
+public enum BackplaneError: ProblemConvertible, Equatable {
+    /// The request is malformed (a bad device name, a negative limit, …).
+    case badRequest(String)
+    /// No such device (or user).
+    case unknownDevice(String)
+    /// The device was remotely killed: it is refused from then on.
+    case deviceKilled(String)
+    /// Enabling this device would put its user over the limit of download-enabled devices.
+    case deviceLimitReached(user: String, limit: Int)
+    /// No such command for this device.
+    case unknownCommand(String)
+    /// The store failed.
+    case storage(String)
+
+    /// A stable identifier.
+    public var code: String {
+        switch self {
+        case .badRequest: return "backplane-bad-request"
+        case .unknownDevice: return "unknown-device"
+        case .deviceKilled: return "device-killed"
+        case .deviceLimitReached: return "device-limit-reached"
+        case .unknownCommand: return "unknown-command"
+        case .storage: return "backplane-storage"
+        }
+    }
+
+    /// 400 malformed, 404 unknown, 403 killed, 409 over the limit, 500 storage.
+    public var httpStatus: Int {
+        switch self {
+        case .badRequest: return 400
+        case .unknownDevice, .unknownCommand: return 404
+        case .deviceKilled: return 403
+        case .deviceLimitReached: return 409
+        case .storage: return 500
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case let .badRequest(reason): return "bad request: \(reason)"
+        case let .unknownDevice(device): return "no device \(device)"
+        case let .deviceKilled(device): return "device \(device) was remotely killed"
+        case let .deviceLimitReached(user, limit): return "device limit reached: user \(user) may have \(limit) download-enabled device\(limit == 1 ? "" : "s")"
+        case let .unknownCommand(id): return "no command \(id) for this device"
+        case let .storage(reason): return "backplane storage: \(reason)"
+        }
+    }
+}

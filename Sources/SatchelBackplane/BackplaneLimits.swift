@@ -1,0 +1,54 @@
+/// The backplane's limits (seed 003: "max number of download-enabled devices per user"; Satchel adds the assets a
+/// device may hold and the downloads an account may make). Nil: no limit.
+public struct BackplaneLimits: Codable, Sendable, Equatable {
+    /// Download-enabled devices per user.
+    public var maxDevices: Int?
+    /// Downloaded (or downloading) assets per device.
+    public var maxAssetsPerDevice: Int?
+    /// Downloads per account (every device of the user together).
+    public var maxDownloads: Int?
+
+    /// No limit at all.
+    public static let none = BackplaneLimits()
+
+    /// Limits; nil fields are no limit.
+    public init(maxDevices: Int? = nil, maxAssetsPerDevice: Int? = nil, maxDownloads: Int? = nil) {
+        self.maxDevices = maxDevices
+        self.maxAssetsPerDevice = maxAssetsPerDevice
+        self.maxDownloads = maxDownloads
+    }
+
+    /// The limits checked: none negative, none beyond a million.
+    public func validated() throws(BackplaneError) -> BackplaneLimits {
+        for (name, value) in [("max devices", maxDevices), ("max assets per device", maxAssetsPerDevice), ("max downloads", maxDownloads)] {
+            if let value, !(0...1_000_000).contains(value) { throw .badRequest("\(name) must be 0 to 1,000,000") }
+        }
+        return self
+    }
+
+    /// These limits with each field `other` sets put over them (a user's own limits over the global ones).
+    public func overridden(by other: BackplaneLimits?) -> BackplaneLimits {
+        guard let other else { return self }
+        return BackplaneLimits(maxDevices: other.maxDevices ?? maxDevices, maxAssetsPerDevice: other.maxAssetsPerDevice ?? maxAssetsPerDevice,
+                               maxDownloads: other.maxDownloads ?? maxDownloads)
+    }
+}
+
+/// The global limits and each user's own (a user's limit may be set before the user has any device).
+public struct LimitTable: Codable, Sendable, Equatable {
+    /// Every user's, unless the user has their own.
+    public var global: BackplaneLimits
+    /// By user: the fields set here replace the global ones for that user.
+    public var perUser: [String: BackplaneLimits]
+
+    /// A table.
+    public init(global: BackplaneLimits = .none, perUser: [String: BackplaneLimits] = [:]) {
+        self.global = global
+        self.perUser = perUser
+    }
+
+    /// The limits that hold for `user`.
+    public func limits(for user: String) -> BackplaneLimits {
+        global.overridden(by: perUser[user])
+    }
+}
