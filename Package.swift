@@ -64,8 +64,10 @@ let package = Package(
         .target(name: "SatchelSystem", dependencies: ["SatchelBytes", "CSatchelSystem", .product(name: "Logging", package: "swift-log")]),
         // Layer 1: opening a FluentKit database with its migrations (the key store and the download index).
         .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
-        // Layer 1: the backplane's rules: users and devices, limits, download permission, commands and settings. Pure.
-        .target(name: "SatchelBackplane", dependencies: ["SatchelBytes"]),
+        // Layer 2: the backplane: users and devices, limits, download permission, commands and settings — the rules pure,
+        // the store behind a protocol (FluentKit on SQLite or PostgreSQL).
+        .target(name: "SatchelBackplane", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"),
+                                                         .product(name: "SQLKit", package: "sql-kit")]),
         // Layer 1: one rights model, rights evaluation, the secure clock, license and time token formats. Pure.
         .target(name: "SatchelRights", dependencies: ["SatchelBytes", .product(name: "Crypto", package: "swift-crypto")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
@@ -289,7 +291,12 @@ let package = Package(
         .testTarget(name: "SatchelPackagerTests",
                     dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelPackager", "SatchelSystem", "SatchelTestSupport"],
                     exclude: ["check_manifests.py"]),
-        .testTarget(name: "SatchelBackplaneTests", dependencies: ["SatchelBackplane", "SatchelBytes"]),
+        .testTarget(name: "SatchelBackplaneTests", dependencies: ["SatchelBackplane", "SatchelBytes", "SatchelStorage", "SatchelTestSupport",
+                                                                .product(name: "FluentKit", package: "fluent-kit"),
+                                                                .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),
+                                                                .product(name: "FluentPostgresDriver", package: "fluent-postgres-driver"),
+                                                                .product(name: "SQLKit", package: "sql-kit"),
+                                                                .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport", "CSatchelCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",

@@ -1,0 +1,39 @@
+import Foundation
+
+/// Where the backplane keeps users, devices, grants and commands: the seam between the rules and a database
+/// (``FluentBackplaneStore`` on SQLite for one node, PostgreSQL for several). Every limit holds in the store itself,
+/// whatever the interleaving of requests across nodes.
+public protocol BackplaneStoring: Sendable {
+    /// Registers `device` for its user (or updates the name, platform and external ID of a device registered
+    /// already): a new device's toggle follows ``BackplaneRules/enrollment(enabledDevices:limits:)``.
+    func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration
+    /// The device `reference` names.
+    func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice
+    /// Every device, or a user's, in registration order (at most `limit`).
+    func devices(user: String?, limit: Int) async throws(BackplaneError) -> [BackplaneDevice]
+    /// Turns a device's downloading on (only within its user's limit) or off; the device is told by a command.
+    func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice
+    /// Sets the global limits (`user` nil) or a user's own.
+    func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError)
+    /// The global limits and every user's own.
+    func limits() async throws(BackplaneError) -> LimitTable
+    /// Whether the device may download `asset` (a grant is recorded when it may).
+    func permission(device: String, asset: String, downloadable: Bool) async throws(BackplaneError) -> DownloadPermission
+    /// Issues `action` to the device `reference` names: numbered after its last command; a wipe or a delete drops
+    /// the grants it covers, a kill also disables the device and refuses it from then on.
+    func issue(_ action: BackplaneCommand.Action, to reference: DeviceReference, at now: Date) async throws(BackplaneError) -> BackplaneCommand
+    /// The device's commands not yet acknowledged with a sequence above `after`, in order (at most `limit`).
+    func pending(device: String, after: Int64, limit: Int) async throws(BackplaneError) -> [BackplaneCommand]
+    /// Marks a command as acknowledged (delivered and applied); acknowledging again changes nothing.
+    func acknowledge(device: String, command: String) async throws(BackplaneError)
+    /// Records that the device synced at `now`.
+    func synced(device: String, at now: Date) async throws(BackplaneError)
+}
+
+/// A registration's outcome: the device as stored, and the notice for it (device limit reached, already registered).
+public struct BackplaneRegistration: Sendable, Equatable {
+    /// The device.
+    public var device: BackplaneDevice
+    /// The notice, when there is one.
+    public var notice: BackplaneNotice?
+}

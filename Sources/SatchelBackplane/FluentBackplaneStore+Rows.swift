@@ -1,0 +1,89 @@
+import FluentKit
+import Foundation
+import SQLKit
+import SatchelBytes
+
+extension FluentBackplaneStore {
+    /// The document that holds the global limits.
+    static let limitsDocument = "limits"
+
+    /// Takes the user's row (creating it), so that the user's counts do not move until this transaction ends.
+    static func lockUser(_ user: String, on database: any Database) async throws {
+        guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
+        try await sql.raw("INSERT INTO \(ident: BackplaneUserModel.schema) (user_id) VALUES (\(bind: user)) ON CONFLICT (user_id) DO NOTHING").run()
+        if sql.dialect.name == "postgresql" {
+            try await sql.raw("SELECT user_id FROM \(ident: BackplaneUserModel.schema) WHERE user_id = \(bind: user) FOR UPDATE").run()
+        }
+    }
+
+    /// The row of the device `reference` names.
+    static func model(_ reference: DeviceReference, on database: any Database) async throws -> BackplaneDeviceModel {
+        let found: BackplaneDeviceModel?
+        switch reference {
+        case let .device(id): found = try await BackplaneDeviceModel.find(id, on: database)
+        case let .external(id): found = try await BackplaneDeviceModel.query(on: database).filter(\.$externalID == id).first()
+        }
+        guard let found else { throw BackplaneError.unknownDevice(reference.description) }
+        return found
+    }
+
+    /// The global limits and every user's own.
+    static func limitTable(on database: any Database) async throws -> LimitTable {
+        let global = try await document(limitsDocument, as: BackplaneLimits.self, on: database) ?? .none
+        var perUser: [String: BackplaneLimits] = [:]
+        for row in try await BackplaneUserModel.query(on: database).all() {
+            let limits = BackplaneLimits(maxDevices: row.maxDevices, maxAssetsPerDevice: row.maxAssetsPerDevice, maxDownloads: row.maxDownloads)
+            if limits != .none, let id = row.id { perUser[id] = limits }
+        }
+        return LimitTable(global: global, perUser: perUser)
+    }
+
+    /// A stored document, or nil.
+    static func document<Value: Decodable>(_ name: String, as type: Value.Type, on database: any Database) async throws -> Value? {
+        guard let row = try await BackplaneDocumentModel.find(name, on: database) else { return nil }
+        return try JSONCoding.decoder().decode(type, from: Data(row.body.utf8))
+    }
+
+    /// Stores a document.
+    static func putDocument(_ name: String, _ value: some Encodable, on database: any Database) async throws {
+        let body = String(decoding: try JSONCoding.encoder().encode(value), as: UTF8.self)
+        if let row = try await BackplaneDocumentModel.find(name, on: database) {
+            row.body = body
+            try await row.save(on: database)
+        } else {
+            let row = BackplaneDocumentModel()
+            row.id = name
+            row.body = body
+            try await row.create(on: database)
+        }
+    }
+
+    /// Appends `action` to the device's commands (the user's row is held): numbered after the last, saved with the
+    /// device's row.
+    @discardableResult
+    static func append(_ action: BackplaneCommand.Action, to model: BackplaneDeviceModel, at now: Date, on database: any Database) async throws -> BackplaneCommand {
+        let command = BackplaneCommand(id: UUID().uuidString.lowercased(), sequence: model.nextSequence, issued: now, action: action)
+        model.nextSequence += 1
+        try await model.save(on: database)
+        let row = BackplaneCommandModel()
+        row.id = command.id
+        row.device = model.id ?? ""
+        row.sequence = command.sequence
+        row.body = String(decoding: try JSONCoding.encoder().encode(command), as: UTF8.self)
+        row.acknowledged = false
+        try await row.create(on: database)
+        return command
+    }
+
+    /// Runs `body` in a transaction: a ``BackplaneError`` thrown inside comes out as it is, any other failure as
+    /// `storage`, naming what could not be done.
+    func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (any Database) async throws -> T) async throws(BackplaneError) -> T {
+        do {
+            return try await databaseHandle.transaction { database in try await body(database) }
+        } catch let error as BackplaneError {
+            throw error
+        } catch {
+            throw .storage("cannot \(what): \(String(describing: error).prefix(200))")
+        }
+    }
+}

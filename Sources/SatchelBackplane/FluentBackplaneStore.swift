@@ -1,0 +1,172 @@
+import FluentKit
+import Foundation
+import SQLKit
+import SatchelBytes
+
+/// The backplane's store on a FluentKit database. Each change to a user's devices or grants first takes the user's
+/// row (`backplane_users`, created on first use): on PostgreSQL with `SELECT … FOR UPDATE`, so two nodes counting
+/// the same user's devices or downloads wait for each other and the limits hold whatever the interleaving; on SQLite
+/// the one writer does the same.
+public struct FluentBackplaneStore: BackplaneStoring {
+    let databaseHandle: any Database
+
+    /// A store on `database`, whose migrations include ``CreateBackplaneSchema``.
+    public init(database: any Database) {
+        databaseHandle = database
+    }
+
+    public func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration {
+        try await transaction("register the device") { database async throws in
+            try await Self.lockUser(device.user, on: database)
+            if let existing = try await BackplaneDeviceModel.find(device.deviceID, on: database) {
+                guard existing.state == BackplaneDevice.State.active.rawValue else { throw BackplaneError.deviceKilled(device.deviceID) }
+                guard existing.user == device.user else { throw BackplaneError.badRequest("the device is registered to another user") }
+                if !device.name.isEmpty { existing.name = device.name }
+                if !device.platform.isEmpty { existing.platform = device.platform }
+                if device.externalID != nil { existing.externalID = device.externalID }
+                try await existing.save(on: database)
+                return BackplaneRegistration(device: existing.value, notice: .alreadyRegistered)
+            }
+            let limits = try await Self.limitTable(on: database).limits(for: device.user)
+            let enabled = try await BackplaneDeviceModel.query(on: database).filter(\.$user == device.user).filter(\.$downloadEnabled == true)
+                .filter(\.$state == BackplaneDevice.State.active.rawValue).count()
+            let enrollment = BackplaneRules.enrollment(enabledDevices: enabled, limits: limits)
+            let model = BackplaneDeviceModel()
+            model.id = device.deviceID
+            model.user = device.user
+            model.externalID = device.externalID
+            model.name = device.name
+            model.platform = device.platform
+            model.downloadEnabled = enrollment.downloadEnabled
+            model.state = BackplaneDevice.State.active.rawValue
+            model.registered = device.registered
+            model.nextSequence = 1
+            try await model.create(on: database)
+            return BackplaneRegistration(device: model.value, notice: enrollment.notice)
+        }
+    }
+
+    public func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice {
+        try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value }
+    }
+
+    public func devices(user: String?, limit: Int) async throws(BackplaneError) -> [BackplaneDevice] {
+        try await transaction("list the devices") { database async throws in
+            var query = BackplaneDeviceModel.query(on: database)
+            if let user { query = query.filter(\.$user == user) }
+            return try await query.sort(\.$registered).sort(\.$id).limit(max(0, min(limit, 100_000))).all().map(\.value)
+        }
+    }
+
+    public func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice {
+        try await transaction("change the device's downloading") { database async throws in
+            let user = try await Self.model(reference, on: database).user
+            try await Self.lockUser(user, on: database)
+            let model = try await Self.model(reference, on: database)  // read again under the lock
+            let limits = try await Self.limitTable(on: database).limits(for: model.user)
+            let others = try await BackplaneDeviceModel.query(on: database).filter(\.$user == model.user).filter(\.$downloadEnabled == true)
+                .filter(\.$state == BackplaneDevice.State.active.rawValue).filter(\.$id != model.id ?? "").count()
+            let enabled = try BackplaneRules.downloadEnabled(wanted, device: model.value, otherEnabledDevices: others, limits: limits)
+            if enabled != model.downloadEnabled {
+                model.downloadEnabled = enabled
+                try await Self.append(.downloadEnabled(enabled), to: model, at: now, on: database)
+            }
+            return model.value
+        }
+    }
+
+    public func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError) {
+        let limits = try limits.validated()
+        try await transaction("set the limits") { database async throws in
+            guard let user else {
+                try await Self.putDocument(Self.limitsDocument, limits, on: database)
+                return
+            }
+            try await Self.lockUser(user, on: database)
+            guard let model = try await BackplaneUserModel.find(user, on: database) else { throw BackplaneError.storage("the user row is missing") }
+            model.maxDevices = limits.maxDevices
+            model.maxAssetsPerDevice = limits.maxAssetsPerDevice
+            model.maxDownloads = limits.maxDownloads
+            try await model.save(on: database)
+        }
+    }
+
+    public func limits() async throws(BackplaneError) -> LimitTable {
+        try await transaction("read the limits") { database async throws in try await Self.limitTable(on: database) }
+    }
+
+    public func permission(device: String, asset: String, downloadable: Bool) async throws(BackplaneError) -> DownloadPermission {
+        try await transaction("decide the permission") { database async throws in
+            let user = try await Self.model(.device(device), on: database).user
+            try await Self.lockUser(user, on: database)
+            let model = try await Self.model(.device(device), on: database)
+            let already = try await BackplaneGrantModel.query(on: database).filter(\.$device == device).filter(\.$asset == asset).count() > 0
+            let onDevice = try await BackplaneGrantModel.query(on: database).filter(\.$device == device).count()
+            let account = try await BackplaneGrantModel.query(on: database).filter(\.$user == user).count()
+            let answer = BackplaneRules.permission(device: model.value, alreadyGranted: already, downloadable: downloadable, assetsOnDevice: onDevice,
+                                                   accountDownloads: account, limits: try await Self.limitTable(on: database).limits(for: user))
+            if answer.isGranted, !already {
+                let grant = BackplaneGrantModel()
+                grant.id = UUID().uuidString.lowercased()
+                grant.device = device
+                grant.user = user
+                grant.asset = asset
+                grant.granted = Date()
+                try await grant.create(on: database)
+            }
+            return answer
+        }
+    }
+
+    public func issue(_ action: BackplaneCommand.Action, to reference: DeviceReference, at now: Date) async throws(BackplaneError) -> BackplaneCommand {
+        if case let .settings(settings) = action { _ = try settings.validated() }
+        if case .downloadEnabled = action { throw .badRequest("downloading is turned on or off through its own request (the limit applies)") }
+        return try await transaction("issue the command") { database async throws in
+            let user = try await Self.model(reference, on: database).user
+            try await Self.lockUser(user, on: database)
+            let model = try await Self.model(reference, on: database)
+            guard model.state == BackplaneDevice.State.active.rawValue else { throw BackplaneError.deviceKilled(model.id ?? "") }
+            let device = model.id ?? ""
+            switch action {
+            case let .deleteAsset(asset):
+                try await BackplaneGrantModel.query(on: database).filter(\.$device == device).filter(\.$asset == asset).delete()
+            case .wipe:
+                try await BackplaneGrantModel.query(on: database).filter(\.$device == device).delete()
+            case .kill:
+                try await BackplaneGrantModel.query(on: database).filter(\.$device == device).delete()
+                model.state = BackplaneDevice.State.killed.rawValue
+                model.downloadEnabled = false
+            case .downloadEnabled, .settings:
+                break
+            }
+            return try await Self.append(action, to: model, at: now, on: database)
+        }
+    }
+
+    public func pending(device: String, after: Int64, limit: Int) async throws(BackplaneError) -> [BackplaneCommand] {
+        try await transaction("read the commands") { database async throws in
+            let rows = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
+                .filter(\.$sequence > after).sort(\.$sequence).limit(max(0, min(limit, 10_000))).all()
+            return try rows.map { row throws in try JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(row.body.utf8)) }
+        }
+    }
+
+    public func acknowledge(device: String, command: String) async throws(BackplaneError) {
+        try await transaction("acknowledge the command") { database async throws in
+            guard let row = try await BackplaneCommandModel.find(command, on: database), row.device == device else {
+                throw BackplaneError.unknownCommand(command)
+            }
+            guard !row.acknowledged else { return }
+            row.acknowledged = true
+            try await row.save(on: database)
+        }
+    }
+
+    public func synced(device: String, at now: Date) async throws(BackplaneError) {
+        try await transaction("record the sync") { database async throws in
+            let model = try await Self.model(.device(device), on: database)
+            model.lastSync = now
+            try await model.save(on: database)
+        }
+    }
+}
