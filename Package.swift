@@ -264,7 +264,7 @@ let package = Package(
         // Fuzz targets (one per parser), the seeded mutator and a corpus from real packages: run in batches by the
         // tests, and for a count or a time by `SatchelBenchmarks fuzz` (scripts/fuzz).
         .target(name: "SatchelFuzzTargets", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelFairPlay", "SatchelPackager",
-                                                           "SatchelAgent", .product(name: "Crypto", package: "swift-crypto")],
+                                                           "SatchelAgent", "SatchelBackplane", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Tests/SatchelFuzzTargets"),
         .testTarget(
             name: "SatchelServerTests",

@@ -77,7 +77,9 @@ public struct FuzzCorpus: Sendable {
         """.utf8)
         corpus.tllvPayloads = [TLLVCodec.encode([TLLV(tag: TLLVTag(rawValue: 0x1bf7_f53b_3a8f_6fc1), value: [UInt8](repeating: 7, count: 16)),
                                                  TLLV(tag: TLLVTag(rawValue: 0x0000_0001_0000_0002), value: Array("payload".utf8))])]
-        corpus.jsonBodies = [Array(#"{"spc":"AAAA","assetId":"movie","kids":["0123"],"nested":{"a":[1,2.5,true,null,"x"]}}"#.utf8)]
+        corpus.jsonBodies = [Array(#"{"spc":"AAAA","assetId":"movie","kids":["0123"],"nested":{"a":[1,2.5,true,null,"x"]}}"#.utf8),
+                             // A backplane command as a device receives it.
+                             Array(#"{"id":"c1","sequence":2,"issued":"2027-01-15T08:00:01Z","kind":"settings","settings":{"expiryAfterPlay":60,"headroom":1024}}"#.utf8)]
         return corpus
     }
 }

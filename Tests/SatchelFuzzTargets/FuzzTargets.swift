@@ -1,6 +1,7 @@
 import Foundation
 import Crypto
 import SatchelAgent
+import SatchelBackplane
 import SatchelBytes
 import SatchelFairPlay
 import SatchelMedia
@@ -170,7 +171,12 @@ public enum FuzzTargets {
                 return opened
             },
             FuzzTarget(name: "json", seeds: corpus.jsonBodies) { bytes in
-                (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))) != nil
+                // A backplane command as the device reads it: typed errors only, and what decodes encodes back to itself.
+                if let command = try? JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(bytes)) {
+                    let again = try? JSONCoding.decoder().decode(BackplaneCommand.self, from: JSONCoding.encoder().encode(command))
+                    precondition(again == command, "a backplane command does not survive its own JSON form")
+                }
+                return (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))) != nil
             },
         ]
     }
