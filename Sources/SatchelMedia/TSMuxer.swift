@@ -182,65 +182,57 @@ public struct TSMuxer: Sendable {
         var counter = continuity[Int(stream.pid & 0x1FFF)]
         let discontinuity = takeDiscontinuity(stream.pid)
         let pcrBase: UInt64? = stream.pid == pcrPID ? pcr.map { UInt64(max($0, 0)) & 0x1_FFFF_FFFF } : nil
-        // Each packet: its 4-byte header and adaptation field assembled in `prefix` (on the stack), then its payload
-        // bytes appended straight from the PES header and the parts (one copy of the media, no per-packet allocation).
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Self.packetSize) { prefix in
-            prefix.initialize(repeating: 0xFF)
-            var cursor = PayloadCursor(header: headerBytes, parts: parts)
-            var offset = 0
-            var first = true
-            while offset < total {
-                let remaining = total - offset
-                var length = 4
-                let wantsAdaptation = first && (pcr != nil || randomAccess || discontinuity)
-                var adaptationLength = 0  // the adaptation field's bytes, its length byte included
-                if wantsAdaptation {
-                    var flags: UInt8 = (randomAccess ? 0x40 : 0) | (discontinuity ? 0x80 : 0)
-                    adaptationLength = 2
-                    if let base = pcrBase {
-                        flags |= 0x10
-                        prefix[6] = UInt8(truncatingIfNeeded: base >> 25)
-                        prefix[7] = UInt8(truncatingIfNeeded: base >> 17)
-                        prefix[8] = UInt8(truncatingIfNeeded: base >> 9)
-                        prefix[9] = UInt8(truncatingIfNeeded: base >> 1)
-                        prefix[10] = UInt8(truncatingIfNeeded: (base & 1) << 7 | 0x7E)
-                        prefix[11] = 0
-                        adaptationLength = 8
-                    }
-                    prefix[5] = flags
-                }
-                var capacity = 184 - adaptationLength
-                if remaining < capacity {
-                    // Stuff through the adaptation field so the packet is exactly 188 bytes.
-                    let stuffing = capacity - remaining
-                    if adaptationLength == 0 {
-                        if stuffing >= 2 { prefix[5] = 0 }
-                        adaptationLength = stuffing
-                    } else {
-                        adaptationLength += stuffing
-                    }
-                    capacity = remaining
-                }
-                let hasAdaptation = adaptationLength > 0
-                prefix[0] = 0x47
-                prefix[1] = UInt8((first ? 0x40 : 0) | UInt8(stream.pid >> 8))
-                prefix[2] = UInt8(stream.pid & 0xFF)
-                counter = (counter &+ 1) & 0x0F
-                prefix[3] = (hasAdaptation ? 0x30 : 0x10) | counter
-                if hasAdaptation {
-                    prefix[4] = UInt8(adaptationLength - 1)
-                    // Stuffing bytes (0xFF) after the fields written above.
-                    let fieldsEnd = wantsAdaptation ? (pcrBase != nil ? 12 : 6) : (adaptationLength >= 2 ? 6 : 5)
-                    if fieldsEnd < 4 + adaptationLength {
-                        for index in fieldsEnd..<(4 + adaptationLength) { prefix[index] = 0xFF }
-                    }
-                    length += adaptationLength
-                }
-                out.emit(UnsafeRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(prefix)[0..<length]))
-                cursor.copy(capacity, into: &out)
-                offset += capacity
-                first = false
+        // Each packet written where the output keeps it: its 4-byte header and adaptation field, then its payload bytes
+        // copied straight from the PES header and the parts (one copy of the media, no per-packet allocation).
+        var cursor = PayloadCursor(header: headerBytes, parts: parts)
+        var offset = 0
+        var first = true
+        while offset < total {
+            let remaining = total - offset
+            let wantsAdaptation = first && (pcr != nil || randomAccess || discontinuity)
+            var adaptationLength = 0  // the adaptation field's bytes, its length byte included
+            var flags: UInt8 = 0
+            if wantsAdaptation {
+                flags = (randomAccess ? 0x40 : 0) | (discontinuity ? 0x80 : 0) | (pcrBase != nil ? 0x10 : 0)
+                adaptationLength = pcrBase != nil ? 8 : 2
             }
+            var capacity = 184 - adaptationLength
+            if remaining < capacity {
+                // Stuff through the adaptation field so the packet is exactly 188 bytes.
+                adaptationLength += capacity - remaining
+                capacity = remaining
+            }
+            let (isFirst, packetCounter) = (first, (counter &+ 1) & 0x0F)
+            counter = packetCounter
+            out.packet { packet in
+                packet[0] = 0x47
+                packet[1] = UInt8((isFirst ? 0x40 : 0) | UInt8(stream.pid >> 8))
+                packet[2] = UInt8(stream.pid & 0xFF)
+                packet[3] = (adaptationLength > 0 ? 0x30 : 0x10) | packetCounter
+                var fieldsEnd = 4
+                if adaptationLength > 0 {
+                    packet[4] = UInt8(adaptationLength - 1)
+                    fieldsEnd = 5
+                    if adaptationLength >= 2 {
+                        packet[5] = flags
+                        fieldsEnd = 6
+                    }
+                    if wantsAdaptation, let base = pcrBase {
+                        packet[6] = UInt8(truncatingIfNeeded: base >> 25)
+                        packet[7] = UInt8(truncatingIfNeeded: base >> 17)
+                        packet[8] = UInt8(truncatingIfNeeded: base >> 9)
+                        packet[9] = UInt8(truncatingIfNeeded: base >> 1)
+                        packet[10] = UInt8(truncatingIfNeeded: (base & 1) << 7 | 0x7E)
+                        packet[11] = 0
+                        fieldsEnd = 12
+                    }
+                    // Stuffing bytes (0xFF) after the fields.
+                    for index in fieldsEnd..<(4 + adaptationLength) { packet[index] = 0xFF }
+                }
+                cursor.copy(into: UnsafeMutableRawBufferPointer(rebasing: packet[(4 + adaptationLength)...]))
+            }
+            offset += capacity
+            first = false
         }
         continuity[Int(stream.pid & 0x1FFF)] = counter
     }

@@ -3,6 +3,18 @@
 public protocol TSOutput {
     /// Appends `bytes`.
     mutating func emit(_ bytes: UnsafeRawBufferPointer)
+    /// Appends one transport packet that `write` fills: it is given the packet's 188 bytes and writes every one.
+    mutating func packet(_ write: (UnsafeMutableRawBufferPointer) -> Void)
+}
+
+extension TSOutput {
+    /// The packet made on the stack, then appended.
+    public mutating func packet(_ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        withUnsafeTemporaryAllocation(byteCount: TSMuxer.packetSize, alignment: 16) { packet in
+            write(packet)
+            emit(UnsafeRawBufferPointer(packet))
+        }
+    }
 }
 
 extension Array: TSOutput where Element == UInt8 {
@@ -30,14 +42,18 @@ public struct TSBufferOutput: TSOutput {
             overflowed = true
             return
         }
-        guard let base = bytes.baseAddress, let target = memory.baseAddress else { return }
-        if bytes.count <= 16 {
-            // A packet's header and adaptation field: a few bytes, cheaper stored one by one than through memmove.
-            for index in 0..<bytes.count { target.storeBytes(of: base.load(fromByteOffset: index, as: UInt8.self), toByteOffset: count + index, as: UInt8.self) }
-        } else {
-            (target + count).copyMemory(from: base, byteCount: bytes.count)
-        }
+        if let base = bytes.baseAddress, let target = memory.baseAddress { (target + count).copyMemory(from: base, byteCount: bytes.count) }
         count += bytes.count
+    }
+
+    /// The packet written straight into the memory, when it fits.
+    public mutating func packet(_ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        guard !overflowed, TSMuxer.packetSize <= memory.count - count else {
+            overflowed = true
+            return
+        }
+        write(UnsafeMutableRawBufferPointer(rebasing: memory[count..<(count + TSMuxer.packetSize)]))
+        count += TSMuxer.packetSize
     }
 }
 
@@ -56,24 +72,27 @@ struct PayloadCursor {
         self.parts = parts
     }
 
-    /// Appends the next `count` bytes (fewer when the bytes run out) to `out`.
-    mutating func copy<Output: TSOutput>(_ count: Int, into out: inout Output) {
-        var needed = count
-        while needed > 0 {
+    /// Copies the next `target.count` bytes (fewer when the bytes run out) to `target`; answers how many it copied.
+    @discardableResult
+    mutating func copy(into target: UnsafeMutableRawBufferPointer) -> Int {
+        guard let destination = target.baseAddress else { return 0 }
+        var done = 0
+        while done < target.count {
             if index < 0 {
-                let take = min(needed, header.count - offset), from = offset
-                header.withUnsafeBytes { out.emit(UnsafeRawBufferPointer(rebasing: $0[from..<(from + take)])) }
-                needed -= take
+                let take = min(target.count - done, header.count - offset), from = offset
+                header.withUnsafeBytes { if let source = $0.baseAddress { (destination + done).copyMemory(from: source + from, byteCount: take) } }
+                done += take
                 offset += take
                 if offset == header.count { (index, offset) = (0, 0) }
                 continue
             }
-            guard index < parts.count else { return }
-            let take = min(needed, parts[index].count - offset), from = offset
-            parts[index].withUnsafeBytes { out.emit(UnsafeRawBufferPointer(rebasing: $0[from..<(from + take)])) }
-            needed -= take
+            guard index < parts.count else { return done }
+            let take = min(target.count - done, parts[index].count - offset), from = offset
+            parts[index].withUnsafeBytes { if let source = $0.baseAddress { (destination + done).copyMemory(from: source + from, byteCount: take) } }
+            done += take
             offset += take
             if offset == parts[index].count { (index, offset) = (index + 1, 0) }
         }
+        return done
     }
 }
