@@ -18,8 +18,10 @@ extension TSOutput {
 }
 
 extension Array: TSOutput where Element == UInt8 {
-    /// Appends `bytes` to the array.
-    public mutating func emit(_ bytes: UnsafeRawBufferPointer) { append(contentsOf: bytes) }
+    /// Appends `bytes` to the array (as typed bytes: one memcpy, where a raw buffer would be walked byte by byte).
+    public mutating func emit(_ bytes: UnsafeRawBufferPointer) {
+        bytes.withMemoryRebound(to: UInt8.self) { append(contentsOf: $0) }
+    }
 }
 
 /// Packets written into memory the caller owns. A write that would run past its end is not made: it marks the
