@@ -28,6 +28,10 @@ public protocol BackplaneStoring: Sendable {
     func acknowledge(device: String, command: String) async throws(BackplaneError)
     /// Records that the device synced at `now`.
     func synced(device: String, at now: Date) async throws(BackplaneError)
+    /// The settings every device takes (seed 003: the global EAP/EAD defaults, and download rules).
+    func settings() async throws(BackplaneError) -> BackplaneSettings
+    /// Puts the fields `newer` sets over the settings, and answers the settings now in force.
+    func updateSettings(_ newer: BackplaneSettings) async throws(BackplaneError) -> BackplaneSettings
 }
 
 /// A registration's outcome: the device as stored, and the notice for it (device limit reached, already registered).

@@ -6,6 +6,8 @@ import SatchelBytes
 extension FluentBackplaneStore {
     /// The document that holds the global limits.
     static let limitsDocument = "limits"
+    /// The document that holds the settings every device takes.
+    static let settingsDocument = "settings"
 
     /// Takes the user's row (creating it), so that the user's counts do not move until this transaction ends.
     static func lockUser(_ user: String, on database: any Database) async throws {
@@ -13,6 +15,15 @@ extension FluentBackplaneStore {
         try await sql.raw("INSERT INTO \(ident: BackplaneUserModel.schema) (user_id) VALUES (\(bind: user)) ON CONFLICT (user_id) DO NOTHING").run()
         if sql.dialect.name == "postgresql" {
             try await sql.raw("SELECT user_id FROM \(ident: BackplaneUserModel.schema) WHERE user_id = \(bind: user) FOR UPDATE").run()
+        }
+    }
+
+    /// Takes the document `name`'s row (creating it empty), so that two changes of it go one after the other.
+    static func lockDocument(_ name: String, on database: any Database) async throws {
+        guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
+        try await sql.raw("INSERT INTO \(ident: BackplaneDocumentModel.schema) (name, body) VALUES (\(bind: name), '{}') ON CONFLICT (name) DO NOTHING").run()
+        if sql.dialect.name == "postgresql" {
+            try await sql.raw("SELECT name FROM \(ident: BackplaneDocumentModel.schema) WHERE name = \(bind: name) FOR UPDATE").run()
         }
     }
 

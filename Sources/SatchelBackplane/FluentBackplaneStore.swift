@@ -169,4 +169,21 @@ public struct FluentBackplaneStore: BackplaneStoring {
             try await model.save(on: database)
         }
     }
+
+    public func settings() async throws(BackplaneError) -> BackplaneSettings {
+        try await transaction("read the settings") { database async throws in
+            try await Self.document(Self.settingsDocument, as: BackplaneSettings.self, on: database) ?? BackplaneSettings()
+        }
+    }
+
+    public func updateSettings(_ newer: BackplaneSettings) async throws(BackplaneError) -> BackplaneSettings {
+        let newer = try newer.validated()
+        return try await transaction("change the settings") { database async throws in
+            try await Self.lockDocument(Self.settingsDocument, on: database)  // two changes at once: one after the other
+            let current = try await Self.document(Self.settingsDocument, as: BackplaneSettings.self, on: database) ?? BackplaneSettings()
+            let settings = current.updated(with: newer)
+            try await Self.putDocument(Self.settingsDocument, settings, on: database)
+            return settings
+        }
+    }
 }

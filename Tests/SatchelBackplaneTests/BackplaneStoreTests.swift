@@ -121,6 +121,20 @@ struct BackplaneStoreTests {
         await close()
     }
 
+    @Test("settings: none at first; each change puts only the fields it sets over what is in force; a zero window is refused and changes nothing", arguments: kinds)
+    func settings(kind: String) async throws {
+        let (stores, _, close) = try await Self.stores(kind)
+        let store = stores[0]
+        #expect(try await store.settings() == BackplaneSettings())
+        #expect(try await store.updateSettings(BackplaneSettings(expiryAfterDownload: 86_400, headroom: 1 << 30))
+                == BackplaneSettings(expiryAfterDownload: 86_400, headroom: 1 << 30))
+        #expect(try await store.updateSettings(BackplaneSettings(expiryAfterPlay: 7_200))
+                == BackplaneSettings(expiryAfterDownload: 86_400, expiryAfterPlay: 7_200, headroom: 1 << 30))
+        await #expect(throws: BackplaneError.self) { try await store.updateSettings(BackplaneSettings(expiryAfterDownload: 0)) }
+        #expect(try await store.settings() == BackplaneSettings(expiryAfterDownload: 86_400, expiryAfterPlay: 7_200, headroom: 1 << 30))
+        await close()
+    }
+
     @Test("two nodes on one PostgreSQL: 200 concurrent registrations and 200 concurrent permission requests for one user, spread over both, never pass the limits (exact counts in the database)")
     func twoNodes() async throws {
         guard Self.kinds.contains("postgres") else { return }
