@@ -81,15 +81,19 @@ extension HTTPServerBuilder {
 }
 
 /// One connection's state and deadline; used only on the connection's event loop. One timer at a time is
-/// armed for the current deadline; a transition only moves the deadline, and the timer, when it fires,
-/// closes the connection or re-arms itself for the deadline now in force (no timer churn per request).
+/// armed; a transition to a later deadline only moves the deadline, and the timer, when it fires, closes the
+/// connection or re-arms itself for the deadline now in force (no timer churn per request). A transition to an
+/// earlier deadline than the armed timer's (idle after a request whose body timer was armed) arms a timer for it:
+/// an idle connection is closed on time, not when a longer timer happens to fire.
 final class ConnectionWatch: @unchecked Sendable {
     let registry: ConnectionRegistry
     let channel: any Channel
     var admission = ConnectionRegistry.Admission.accept
     private(set) var activity = ConnectionRegistry.Activity.readingHead
     private var deadline: NIODeadline?
-    private var armed = false
+    /// When the timer now scheduled fires (nil: none is).
+    private var armedFor: NIODeadline?
+    private var timer: Scheduled<Void>?
     /// Bytes of the request body that arrived in the current window (``ConnectionLimits/bodyTimeout``).
     private var windowBytes = 0
     /// Answers 408 and closes, when a body is too slow (set by the request watcher, which can respond).
@@ -111,7 +115,7 @@ final class ConnectionWatch: @unchecked Sendable {
     /// The connection moves on: reading a head and idle have deadlines, busy has none.
     func enter(_ next: ConnectionRegistry.Activity) {
         activity = next
-        let now = NIODeadline.now()
+        let now = channel.eventLoop.now  // the loop's clock: the one its timers keep
         registry.update(id, next, now: now)
         let limit: Duration? = switch next {
         case .readingHead: registry.limits.headerTimeout
@@ -134,16 +138,20 @@ final class ConnectionWatch: @unchecked Sendable {
         if Double(windowBytes) >= Double(limits.bodyMinimumRate) * seconds { enter(.readingBody) }
     }
 
+    /// A timer for the deadline, unless one fires by then already. A deadline earlier than the armed timer's (idle
+    /// after a body's long one) gets a timer of its own: the earlier one is cancelled.
     private func arm() {
-        guard let deadline, !armed else { return }
-        armed = true
-        channel.eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.fire() }
+        guard let deadline else { return }
+        if let armedFor, armedFor <= deadline { return }
+        timer?.cancel()
+        armedFor = deadline
+        timer = channel.eventLoop.scheduleTask(deadline: deadline) { [weak self] in self?.fire() }
     }
 
     private func fire() {
-        armed = false
+        (armedFor, timer) = (nil, nil)
         guard let deadline else { return }  // busy now: the next transition arms a timer again
-        if NIODeadline.now() >= deadline {
+        if channel.eventLoop.now >= deadline {
             if activity == .readingBody, let bodyTimedOut {
                 self.deadline = nil
                 bodyTimedOut()
@@ -162,6 +170,8 @@ final class ConnectionWatch: @unchecked Sendable {
     /// The connection closed.
     func closed() {
         deadline = nil
+        timer?.cancel()
+        (armedFor, timer) = (nil, nil)
         registry.close(id)
     }
 }
