@@ -18,7 +18,7 @@ extension TSOutput {
 }
 
 extension Array: TSOutput where Element == UInt8 {
-    /// Appends `bytes` to the array (as typed bytes: one memcpy, where a raw buffer would be walked byte by byte).
+    /// Appends `bytes` to the array, as typed bytes.
     public mutating func emit(_ bytes: UnsafeRawBufferPointer) {
         bytes.withMemoryRebound(to: UInt8.self) { append(contentsOf: $0) }
     }
