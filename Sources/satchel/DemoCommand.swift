@@ -58,7 +58,7 @@ struct DemoCommand: SatchelAsyncCommand {
                                             "--demo-tokens", "demo", "--operator-key-file", operatorKey])
         let text = instructions(satchel: Self.binary, device: root.appendingPathComponent("device").path, operatorKey: operatorKey)
         // Printed once the port is bound: a demo that cannot listen prints no banner.
-        try await serve.run(whenListening: {
+        try await serve.run(whenListening: { _ in
             print(text)
             fflush(nil)  // every line out now: a pipe would hold them back
         })

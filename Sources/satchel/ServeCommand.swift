@@ -21,7 +21,7 @@ struct ServeCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve Satchel device licenses, FairPlay, Clear Key and AES-128 keys, and signed time.")
 
     @OptionGroup var store: StoreOptions
-    @Option(help: "Port (default: $SATCHEL_PORT or 8080).") var port: Int?
+    @Option(help: "Port (default: $SATCHEL_PORT or 8080); 0 takes any free port. The address listened on is printed once bound.") var port: Int?
     @Option(help: "A folder of packages to publish under /content/ as a CDN would (ranges, ETag, CORS; key files never).") var origin: String?
     @Option(help: "Address to listen on (default: $SATCHEL_BIND or 127.0.0.1).") var bind: String?
     @Option(name: .customLong("fps-certificate"), help: "FairPlay Application Certificate (DER); repeat for several.") var certificates: [String] = []
@@ -59,11 +59,15 @@ struct ServeCommand: SatchelAsyncCommand {
     }
 
     func execute() async throws {
-        try await run(whenListening: {})
+        try await run(whenListening: { url in
+            print("listening on \(url)")
+            fflush(nil)  // out now: a pipe would hold it back
+        })
     }
 
-    /// Serves until stopped; `whenListening` runs once the port is bound (what `satchel demo` prints waits for it).
-    func run(whenListening: @escaping @Sendable () -> Void) async throws {
+    /// Serves until stopped; `whenListening` runs once the port is bound, with the address listened on (what
+    /// `satchel demo` prints waits for it; with port 0 it names the port the system chose).
+    func run(whenListening: @escaping @Sendable (_ url: String) -> Void) async throws {
         let files: OriginFiles?
         do { files = try origin.map { try OriginFiles(folder: $0) } } catch { throw CLIError("--origin: \(error)") }
         try logging.bootstrap(fallback: .info)
@@ -103,8 +107,8 @@ struct ServeCommand: SatchelAsyncCommand {
         let service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
         let host = bind ?? environment["SATCHEL_BIND"] ?? "127.0.0.1"
         if demoTokens != nil, !["127.0.0.1", "::1", "localhost"].contains(host) { throw CLIError("--demo-tokens serves only on a loopback address") }
-        guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (1...65535).contains(port) else {
-            throw CLIError("the port must be 1 to 65535")
+        guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (0...65535).contains(port) else {
+            throw CLIError("the port must be 0 (any free port) to 65535")
         }
         ConnectionLimits.raiseDescriptorLimit()
         let limits = ConnectionLimits(headerTimeout: .milliseconds(Int(headerTimeout * 1000)), idleTimeout: .milliseconds(Int(idleTimeout * 1000)),
@@ -121,7 +125,9 @@ struct ServeCommand: SatchelAsyncCommand {
         let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
                                             services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger,
-                                            onServerRunning: { _ in whenListening() })
+                                            onServerRunning: { channel in
+                                                whenListening(Self.address(host: host, port: channel.localAddress?.port ?? port))
+                                            })
         logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")
         do {
             try await app.runService()
@@ -133,6 +139,11 @@ struct ServeCommand: SatchelAsyncCommand {
 }
 
 extension ServeCommand {
+    /// The address clients use: an IPv6 host in brackets.
+    static func address(host: String, port: Int) -> String {
+        host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+    }
+
     /// The one line a busy port gets.
     static func busy(host: String, port: Int) -> CLIError {
         CLIError("port \(port) on \(host) is already in use (another satchel serve or satchel demo?): stop it, or choose another with --port")

@@ -13,7 +13,8 @@ import Testing
     /// day ahead) and "clip" (offline, no dates at all).
     final class Server: @unchecked Sendable {
         let directory: URL
-        let port = 20_000 + Int.random(in: 0..<2000)
+        /// The port the first start was given by the system (`--port 0`); a restart listens on it again.
+        private(set) var port = 0
         var process: Process?
         /// More `satchel serve` arguments (FairPlay credentials).
         var serveArguments: [String] = []
@@ -55,19 +56,25 @@ import Testing
             return made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
+        /// Starts `satchel serve` and waits for the address it prints once bound; throws if it exits first.
         func start() async throws {
             let process = Process()
             process.executableURL = CLIRunner.binary
             process.arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)] + serveArguments
             process.standardError = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
+            let output = Pipe()
+            process.standardOutput = output
             try process.run()
             self.process = process
-            let port = port
-            try await TestMedia.offloaded {
-                for _ in 0..<100 where (try? RawConnection(port: port, timeout: 1)) == nil { Thread.sleep(forTimeInterval: 0.1) }
+            guard let bound = try await TestMedia.offloaded({ ListeningLine.port(from: output) }) else {
+                stop()
+                throw NotListening()
             }
+            port = bound
         }
+
+        /// `satchel serve` exited (a bad argument, a port taken on a restart) before it printed its address.
+        struct NotListening: Error {}
 
         func stop() {
             process?.terminate()

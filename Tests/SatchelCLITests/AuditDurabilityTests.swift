@@ -46,7 +46,7 @@ struct AuditDurabilityTests {
             wrk.body = '{"kids":["\(kid)"],"type":"temporary"}'
             wrk.headers["Content-Type"] = "application/json"
             """.write(to: script, atomically: true, encoding: .utf8)
-        let port = 18_000 + Int.random(in: 0..<2000)
+        var port = 0  // the system's choice on the first round; each later round listens on it again
         var deliveredTotal = 0
         for round in 1...5 {
             // Server and load at the lowest priority (nice execs the program: the PID is the server's), so the
@@ -54,15 +54,11 @@ struct AuditDurabilityTests {
             let server = Process()
             server.executableURL = nice
             server.arguments = ["-n", "19", binary.path, "serve", "--data-dir", data, "--port", String(port), "--insecure-no-entitlement"]
-            server.standardOutput = FileHandle.nullDevice
+            let listening = Pipe()
+            server.standardOutput = listening
             server.standardError = FileHandle.nullDevice
             try server.run()
-            var up = false
-            for _ in 0..<100 where !up {
-                Thread.sleep(forTimeInterval: 0.1)
-                up = (try? RawConnection(port: port, timeout: 1)) != nil
-            }
-            #expect(up, "round \(round): the server did not start")
+            port = try #require(ListeningLine.port(from: listening), "round \(round): the server did not start")
             let load = Process()
             load.executableURL = nice
             load.arguments = ["-n", "19", wrk.path, "-t2", "-c32", "-d3s", "-s", script.path, "http://127.0.0.1:\(port)/clearkey/license"]

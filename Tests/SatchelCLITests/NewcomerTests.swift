@@ -57,16 +57,17 @@ struct NewcomerTests {
         #expect(opened.status != 0 && opened.stderr.contains("holds the server's error answer, not a CKC: the token has expired"), "\(opened.stderr)")
 
         let binary = try #require(CLIRunner.binary)
-        let port = 19_000 + Int.random(in: 0..<1000)
         let data = dir.appendingPathComponent("data").path
         let first = Process()
         first.executableURL = binary
-        first.arguments = ["serve", "--data-dir", data, "--insecure-no-entitlement", "--port", String(port)]
+        first.arguments = ["serve", "--data-dir", data, "--insecure-no-entitlement", "--port", "0"]
         first.standardError = FileHandle.nullDevice
+        let listening = Pipe()
+        first.standardOutput = listening
         try first.run()
         defer { first.terminate() }
         try await TestMedia.offloaded {
-            for _ in 0..<100 where (try? RawConnection(port: port, timeout: 1)) == nil { Thread.sleep(forTimeInterval: 0.1) }
+            let port = try #require(ListeningLine.port(from: listening), "the first server prints the port it listens on")
             let second = try CLIRunner.run(["serve", "--data-dir", data, "--insecure-no-entitlement", "--port", String(port)])
             #expect(second.status != 0 && second.stderr.contains("port \(port) on 127.0.0.1 is already in use"), "\(second.stderr)")
             // A second demo on the busy port: one line naming the port and --port, no banner, nothing made.
