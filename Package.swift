@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/sql-kit.git", from: "3.30.0"),
         .package(url: "https://github.com/vapor/fluent-sqlite-driver.git", from: "4.9.0"),
         .package(url: "https://github.com/vapor/fluent-postgres-driver.git", from: "2.14.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
@@ -67,7 +68,9 @@ let package = Package(
         // Layer 2: the backplane: users and devices, limits, download permission, commands and settings — the rules pure,
         // the store behind a protocol (FluentKit on SQLite or PostgreSQL).
         .target(name: "SatchelBackplane", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"),
-                                                         .product(name: "SQLKit", package: "sql-kit")]),
+                                                         .product(name: "SQLKit", package: "sql-kit"),
+                                                         .product(name: "PostgresNIO", package: "postgres-nio"),
+                                                         .product(name: "Logging", package: "swift-log")]),
         // Layer 1: one rights model, rights evaluation, the secure clock, license and time token formats. Pure.
         .target(name: "SatchelRights", dependencies: ["SatchelBytes", .product(name: "Crypto", package: "swift-crypto")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
@@ -107,7 +110,7 @@ let package = Package(
         .target(
             name: "SatchelAgent",
             dependencies: [
-                "SatchelBytes", "SatchelProtection", "SatchelRights", "SatchelStorage", "SatchelStreams", "SatchelSystem",
+                "SatchelBytes", "SatchelProtection", "SatchelRights", "SatchelStorage", "SatchelStreams", "SatchelSystem", "SatchelBackplane",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "FluentKit", package: "fluent-kit"),
@@ -137,7 +140,8 @@ let package = Package(
         .target(
             name: "SatchelDevice",
             dependencies: [
-                "SatchelAgent", "SatchelBytes", "SatchelDownloads", "SatchelPlayback", "SatchelRights", "SatchelStreams", "SatchelSystem",
+                "SatchelAgent", "SatchelBackplane", "SatchelBytes", "SatchelDownloads", "SatchelPlayback", "SatchelRights", "SatchelStreams",
+                "SatchelSystem", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Layer 3: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):
@@ -164,7 +168,7 @@ let package = Package(
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelRights", "SatchelHTTP",
+                "SatchelBytes", "SatchelMedia", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelRights", "SatchelHTTP", "SatchelBackplane",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -198,6 +202,7 @@ let package = Package(
                 "SatchelProtection",
                 "SatchelPackager",
                 "SatchelLicensing",
+                "SatchelBackplane",
                 "SatchelServer",
                 "SatchelRights",
                 "SatchelAgent",
@@ -210,6 +215,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]

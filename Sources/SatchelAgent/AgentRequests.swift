@@ -1,4 +1,5 @@
 import Foundation
+import AsyncHTTPClient
 import NIOCore
 import SatchelBytes
 import SatchelRights
@@ -34,6 +35,30 @@ enum AgentRequests {
     /// the body and the request's nonce.
     static func signedPost(_ agent: isolated Agent, _ path: String, server: String, token: String?, timeout: TimeAmount = .seconds(30),
                     _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims) async throws(AgentError) -> (Data, String) {
+        try await signed(agent, server: server, timeout: timeout, claims) { client, request throws(AgentError) in
+            try await client.post(path, json: DeviceRequestEnvelope(request: request), token: token)
+        }
+    }
+
+    /// A GET of `path` with the signed request in the `Satchel-Device-Request` header (the backplane's sync).
+    static func signedGet(_ agent: isolated Agent, _ path: String, server: String, timeout: TimeAmount = .seconds(30)) async throws(AgentError) -> Data {
+        try await signed(agent, server: server, timeout: timeout, { registration, nonce, time in
+            DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
+        }) { client, request throws(AgentError) in
+            var get = HTTPClientRequest(url: client.url(path))
+            get.headers.add(name: deviceRequestHeader, value: request)
+            return try await client.send(get)
+        }.0
+    }
+
+    /// The header a GET carries its signed request in.
+    static let deviceRequestHeader = "Satchel-Device-Request"
+
+    /// Signs the claims `claims` makes (a fresh nonce, the server's time) and sends them with `send`; a `clock-skew`
+    /// refusal fetches the server's signed time and tries once more.
+    static func signed(_ agent: isolated Agent, server: String, timeout: TimeAmount,
+                       _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims,
+                       send: (LicenseServerClient, String) async throws(AgentError) -> Data) async throws(AgentError) -> (Data, String) {
         let registration = try agent.identity.registered()
         let client = try LicenseServerClient(server: server, timeout: timeout)
         var retried = false
@@ -41,7 +66,7 @@ enum AgentRequests {
             let nonce = Hex.encode(SecureRandom.bytes(16))
             let request = try sign(agent, claims(registration, nonce, try await AgentClock.requestTime(agent, server: server)))
             do {
-                return (try await client.post(path, json: DeviceRequestEnvelope(request: request), token: token), nonce)
+                return (try await send(client, request), nonce)
             } catch where error.problemType == "clock-skew" && !retried {
                 retried = true
                 _ = try await AgentClock.fetchTime(agent, server: server)
@@ -49,7 +74,7 @@ enum AgentRequests {
         }
     }
 
-    private static func sign(_ agent: isolated Agent, _ claims: DeviceRequestClaims) throws(AgentError) -> String {
+    static func sign(_ agent: isolated Agent, _ claims: DeviceRequestClaims) throws(AgentError) -> String {
         do { return try SignedToken.sign(claims, key: agent.identity.key) } catch { throw .storage("cannot sign with the device key") }
     }
 }

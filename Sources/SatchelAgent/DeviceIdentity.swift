@@ -58,6 +58,16 @@ public struct DeviceIdentity: Sendable {
         }
     }
 
+    /// Deletes the saved registration (the device key stays).
+    public func forget(dataDirectory: String) throws(AgentError) {
+        let path = (dataDirectory as NSString).appendingPathComponent(Self.registrationFile)
+        do {
+            if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+        } catch {
+            throw .storage("cannot remove the registration: \(error)")
+        }
+    }
+
     /// The key for HPKE (the same P-256 key).
     public var agreementKey: P256.KeyAgreement.PrivateKey {
         get throws(AgentError) {

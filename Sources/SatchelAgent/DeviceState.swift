@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SatchelBackplane
 import SatchelBytes
 import SatchelRights
 
@@ -19,6 +20,8 @@ struct DeviceState: Codable, Sendable, Equatable {
     var licenses: [String: InstalledLicense] = [:]
     /// Releases not yet delivered, oldest first.
     var owed: [OwedRelease] = []
+    /// What the backplane last told this device (nil: never synced, or lost with a state rebuilt).
+    var backplane: BackplaneStatus?
 
     /// One installed license as the sealed state vouches for it.
     struct InstalledLicense: Codable, Sendable, Equatable {

@@ -109,6 +109,12 @@ public struct CommandLedger: Codable, Sendable, Equatable {
         return due
     }
 
+    /// Takes up from `sequence` when the server says every command up to it is acknowledged (the device's record
+    /// was lost or is behind); never moves back.
+    public mutating func skip(through sequence: Int64) {
+        lastApplied = max(lastApplied, sequence)
+    }
+
     /// Records `command` as applied; only the next in order moves the ledger (false for any other).
     @discardableResult
     public mutating func applied(_ command: BackplaneCommand) -> Bool {

@@ -13,6 +13,8 @@ public protocol BackplaneStoring: Sendable {
     func devices(user: String?, limit: Int) async throws(BackplaneError) -> [BackplaneDevice]
     /// Turns a device's downloading on (only within its user's limit) or off; the device is told by a command.
     func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice
+    /// Every user known (with a device or limits of their own), in order of their names (at most `limit`).
+    func users(limit: Int) async throws(BackplaneError) -> [String]
     /// Sets the global limits (`user` nil) or a user's own.
     func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError)
     /// The global limits and every user's own.
@@ -24,6 +26,9 @@ public protocol BackplaneStoring: Sendable {
     func issue(_ action: BackplaneCommand.Action, to reference: DeviceReference, at now: Date) async throws(BackplaneError) -> BackplaneCommand
     /// The device's commands not yet acknowledged with a sequence above `after`, in order (at most `limit`).
     func pending(device: String, after: Int64, limit: Int) async throws(BackplaneError) -> [BackplaneCommand]
+    /// The sequence every command up to which is acknowledged (0: none issued, or the first not acknowledged yet): a
+    /// device whose own record of what it applied was lost takes up from there.
+    func acknowledgedThrough(device: String) async throws(BackplaneError) -> Int64
     /// Marks a command as acknowledged (delivered and applied); acknowledging again changes nothing.
     func acknowledge(device: String, command: String) async throws(BackplaneError)
     /// Records that the device synced at `now`.

@@ -27,6 +27,13 @@ extension FluentBackplaneStore {
         }
     }
 
+    /// On PostgreSQL, notifies the other nodes (``PostgresWakeListener``) of `payload` (`device:ID` or `settings`):
+    /// sent when the transaction commits, never for one rolled back. One node (SQLite) needs no notice.
+    static func notify(_ payload: String, on database: any Database) async throws {
+        guard let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql" else { return }
+        try await sql.raw("SELECT pg_notify(\(bind: BackplaneWakeHub.channel), \(bind: payload))").run()
+    }
+
     /// The row of the device `reference` names.
     static func model(_ reference: DeviceReference, on database: any Database) async throws -> BackplaneDeviceModel {
         let found: BackplaneDeviceModel?
@@ -83,6 +90,7 @@ extension FluentBackplaneStore {
         row.body = String(decoding: try JSONCoding.encoder().encode(command), as: UTF8.self)
         row.acknowledged = false
         try await row.create(on: database)
+        try await notify("device:" + row.device, on: database)
         return command
     }
 

@@ -75,6 +75,17 @@ public struct FluentBackplaneStore: BackplaneStoring {
         }
     }
 
+    public func users(limit: Int) async throws(BackplaneError) -> [String] {
+        try await transaction("list the users") { database async throws in
+            guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
+            let rows = try await sql.raw("""
+                SELECT user_id FROM \(ident: BackplaneUserModel.schema) UNION SELECT user_id FROM \(ident: BackplaneDeviceModel.schema)
+                ORDER BY user_id LIMIT \(bind: max(0, min(limit, 100_000)))
+                """).all()
+            return try rows.map { try $0.decode(column: "user_id", as: String.self) }
+        }
+    }
+
     public func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError) {
         let limits = try limits.validated()
         try await transaction("set the limits") { database async throws in
@@ -151,6 +162,15 @@ public struct FluentBackplaneStore: BackplaneStoring {
         }
     }
 
+    public func acknowledgedThrough(device: String) async throws(BackplaneError) -> Int64 {
+        try await transaction("read the acknowledgements") { database async throws in
+            let model = try await Self.model(.device(device), on: database)
+            let first = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
+                .sort(\.$sequence).first()
+            return (first?.sequence ?? model.nextSequence) - 1
+        }
+    }
+
     public func acknowledge(device: String, command: String) async throws(BackplaneError) {
         try await transaction("acknowledge the command") { database async throws in
             guard let row = try await BackplaneCommandModel.find(command, on: database), row.device == device else {
@@ -183,6 +203,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
             let current = try await Self.document(Self.settingsDocument, as: BackplaneSettings.self, on: database) ?? BackplaneSettings()
             let settings = current.updated(with: newer)
             try await Self.putDocument(Self.settingsDocument, settings, on: database)
+            try await Self.notify("settings", on: database)
             return settings
         }
     }

@@ -94,6 +94,8 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         case .headroom: return "headroom"
         case .maxDownloadedAssets: return "max-downloaded-assets"
         case .networkUnavailable: return "network-unavailable"
+        case .permissionRefused: return "permission-refused"
+        case .permissionPending: return "permission-pending"
         }
     }
 
@@ -122,6 +124,11 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     case maxDownloadedAssets(Int)
     /// Only a cellular network is available and `downloadOverCellular` is off, or there is no network.
     case networkUnavailable(NetworkType)
+    /// The backplane refused the download: its reason's stable code (`device-not-enabled`, `device-asset-limit`,
+    /// `account-download-limit`, `asset-not-downloadable`, `device-killed`) and text.
+    case permissionRefused(reason: String, detail: String)
+    /// The backplane could not be asked (seed 003's pending-on-permission): the asset waits and downloads nothing.
+    case permissionPending(String)
 
     /// True when retrying cannot help. Seed 003 names one such condition: a MIME type outside the permitted
     /// list. Every HTTP error is retried under the Rule of Threes (a 404 may be a CDN that has not got the
@@ -130,6 +137,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         switch self {
         case .mimeType: return true
         case let .license(_, _, retryable): return !retryable  // the license server said no: asking again says no again
+        case .permissionRefused: return true
         default: return false
         }
     }
@@ -143,7 +151,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     /// True for the rules (storage, headroom, asset count, network type): the asset waits, no retry is counted.
     public var isRuleLimit: Bool {
         switch self {
-        case .storageLimit, .headroom, .maxDownloadedAssets, .networkUnavailable: return true
+        case .storageLimit, .headroom, .maxDownloadedAssets, .networkUnavailable, .permissionPending: return true
         default: return false
         }
     }
@@ -163,6 +171,8 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         case let .headroom(free, headroom): return "headroom reached (\(free) bytes free, \(headroom) must stay free)"
         case let .maxDownloadedAssets(max): return "maxDownloadedAssets reached (\(max) assets downloaded)"
         case let .networkUnavailable(type): return type == .none ? "no network" : "only a cellular network and downloadOverCellular is off"
+        case let .permissionRefused(reason, detail): return "download permission refused (\(reason)): \(detail)"
+        case let .permissionPending(why): return "waiting for the backplane's download permission: \(why)"
         }
     }
 

@@ -22,3 +22,23 @@ public struct LifecycleService: Service {
 extension LifecycleService: CustomStringConvertible {
     public var description: String { name }
 }
+
+/// Runs a piece of work for as long as the server runs (a listener), cancelled when graceful shutdown begins.
+public struct BackgroundService: Service {
+    let name: String
+    let work: @Sendable () async -> Void
+
+    /// A service running `work` until shutdown.
+    public init(name: String, work: @escaping @Sendable () async -> Void) {
+        self.name = name
+        self.work = work
+    }
+
+    public func run() async throws {
+        try await cancelWhenGracefulShutdown { await work() }
+    }
+}
+
+extension BackgroundService: CustomStringConvertible {
+    public var description: String { name }
+}

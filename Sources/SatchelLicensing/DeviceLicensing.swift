@@ -137,6 +137,15 @@ public struct DeviceLicensing: Sendable {
         return try await sign(claims)
     }
 
+    /// Checks a signed device request for an endpoint other than licenses (the backplane's): this server's certificate,
+    /// the device's key, a fresh nonce dated within the allowed skew; with `token`, the token must be valid and its
+    /// subject the device's user (a device syncing in the background may call without one).
+    public func authenticate(_ request: String, token: String?) async throws(LicensingError) -> (claims: DeviceRequestClaims, device: DeviceRecord) {
+        var subject: String?
+        if let token { subject = try await service.entitlement(token).sub.value }
+        return try await verify(request, subject: subject)
+    }
+
     /// Checks a device request: the certificate is this server's, the device is registered with that key (and,
     /// when `subject` is given, to that user), and the request is signed by it.
     private func verify(_ request: String, subject: String?) async throws(LicensingError) -> (DeviceRequestClaims, DeviceRecord) {

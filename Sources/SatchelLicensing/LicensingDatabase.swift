@@ -16,8 +16,9 @@ public final class LicensingDatabase: Sendable {
     /// "sqlite" or "postgres".
     public let kind: String
 
-    /// Opens (and migrates) the database.
-    public init(dataDirectory: String, url: String?, logger: Logger = Logger(label: "satchel.licensing")) async throws(LicensingError) {
+    /// Opens (and migrates) the database; `more` are the migrations of other modules that keep tables in it (the
+    /// backplane's), run after the license service's own.
+    public init(dataDirectory: String, url: String?, more: [any Migration] = [], logger: Logger = Logger(label: "satchel.licensing")) async throws(LicensingError) {
         let configuration: DatabaseConfigurationFactory
         let id: DatabaseID
         if let url, url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
@@ -42,7 +43,8 @@ public final class LicensingDatabase: Sendable {
             (id, kind) = (.sqlite, "sqlite")
         }
         do {
-            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled()], logger: logger)
+            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled()] + more,
+                                             logger: logger)
             databases = store.databases
             database = store.database
         } catch {

@@ -8,26 +8,36 @@ public struct RegistrationRequest: Codable, Sendable, Equatable {
     public var name: String?
     /// The application's own device ID.
     public var externalID: String?
+    /// The device's platform (`linux`, `ios`, …), as the operator sees it.
+    public var platform: String?
 
     /// Creates a body.
-    public init(publicKey: PublicKeyJWK, name: String?, externalID: String?) {
+    public init(publicKey: PublicKeyJWK, name: String?, externalID: String?, platform: String? = nil) {
         self.publicKey = publicKey
         self.name = name
         self.externalID = externalID
+        self.platform = platform
     }
 }
 
-/// The answer to `POST /devices`: `{"deviceID", "certificate"}`.
+/// The answer to `POST /devices`: `{"deviceID", "certificate"}`, and — from a server with the backplane — whether the
+/// device may download and the backplane's notice (`device-limit-reached`, `already-registered`).
 public struct RegistrationAnswer: Codable, Sendable, Equatable {
     /// The device ID.
     public var deviceID: String
     /// The device certificate (a signed token).
     public var certificate: String
+    /// Whether the device may download (absent: the server has no backplane).
+    public var downloadEnabled: Bool?
+    /// The backplane's notice for this registration, by its stable code.
+    public var notice: String?
 
     /// Creates an answer.
-    public init(deviceID: String, certificate: String) {
+    public init(deviceID: String, certificate: String, downloadEnabled: Bool? = nil, notice: String? = nil) {
         self.deviceID = deviceID
         self.certificate = certificate
+        self.downloadEnabled = downloadEnabled
+        self.notice = notice
     }
 }
 

@@ -10,7 +10,7 @@ import SatchelLicensing
 /// What the operator dashboard reads and changes: its sessions, the license service's key store and audit, and
 /// the devices registered for Satchel licenses (absent: the devices page says so).
 public struct AdminConsole: Sendable {
-    let sessions: AdminSessions
+    public let sessions: AdminSessions
     let service: LicenseService
     let registry: DeviceRegistry?
 

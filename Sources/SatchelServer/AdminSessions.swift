@@ -64,6 +64,18 @@ public actor AdminSessions {
         return .signedIn(session)
     }
 
+    /// Whether `key`, an operator API request's bearer token from `address`, is the operator key: under the same budget
+    /// of failures as sign-ins (a refused key counts against it); nil when it is the key, else the refusal.
+    public func refusal(ofKey key: String, from address: String) -> AdminError? {
+        let current = now()
+        if let wait = throttle.retryAfter(address, at: current) { return .tooManyLogins(retryAfter: wait) }
+        guard ConstantTime.equals(Array(SHA256.hash(data: Array(key.utf8))), keyDigest) else {
+            throttle.failed(address, at: current)
+            return .wrongOperatorKey
+        }
+        return nil
+    }
+
     /// A new session when `key` is the operator key (no budget: for callers that hold the key already).
     public func logIn(key: String) -> Session? {
         guard ConstantTime.equals(Array(SHA256.hash(data: Array(key.utf8))), keyDigest) else { return nil }

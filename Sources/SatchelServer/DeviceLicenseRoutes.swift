@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBackplane
 import SatchelBytes
 import Hummingbird
 import Logging
@@ -12,6 +13,8 @@ import SatchelRights
 struct DeviceLicenseRoutes: RouteGroup {
     let licensing: DeviceLicensing
     let metrics: LicenseMetrics
+    /// Enrolls each device registered (absent: no backplane).
+    let backplane: BackplaneService?
     /// Renewal URLs are relative: the device resolves them against the server it asked.
     static let renewalPath = "/licenses/renew"
     /// A device request is a few kilobytes; more is refused before decoding.
@@ -22,7 +25,14 @@ struct DeviceLicenseRoutes: RouteGroup {
             let body = try await Self.decode(RegistrationRequest.self, request)
             let (device, certificate) = try await licensing.register(body.publicKey, token: request.bearerToken, name: body.name,
                                                                      externalID: body.externalID)
-            return try Response.json(RegistrationAnswer(deviceID: device.deviceID, certificate: certificate), status: .created)
+            var answer = RegistrationAnswer(deviceID: device.deviceID, certificate: certificate)
+            if let backplane {
+                if let platform = body.platform, platform.utf8.count > 64 { throw LicensingError.badRequest("platform is at most 64 bytes") }
+                let enrolled = try await backplane.enroll(device, platform: body.platform)
+                answer.downloadEnabled = enrolled.device.downloadEnabled
+                answer.notice = enrolled.notice?.rawValue
+            }
+            return try Response.json(answer, status: .created)
         }
         router.post("/licenses") { request, _ in
             let body = try await Self.decode(DeviceRequestEnvelope.self, request)

@@ -14,25 +14,26 @@ public struct LicenseServer: Sendable {
     /// registry's limits (timeouts and the connection cap; see ``ConnectionLimits``). `services` run and stop
     /// with the server (a ``LifecycleService`` that closes the database).
     /// `devices` serves registration, Satchel licenses and signed time (absent: those routes are not there);
+    /// `backplane` adds the backplane's device endpoints and, with an operator key, its operator API (`/backplane/…`);
     /// `origin` publishes a folder of packages under `/content/` (absent: no origin); `web` adds the browser player
     /// (`/play/{assetId}`, `/player/…`), the OpenAPI document (`/openapi.json`) and, with `admin`, the operator dashboard (`/admin`); `demoTokens` (for
     /// `satchel demo` only) gives tokens to anyone at `/demo/token/{assetId}`.
-    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
+    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, backplane: BackplaneService? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
                                    admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil,
                                    certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
                                    services: [any Service] = [],
                                    logger: Logger = Logger(label: "satchel.serve"),
                                    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) -> some ApplicationProtocol {
-        var builder = builder(service: service, devices: devices, origin: origin, web: web, admin: admin, demoTokens: demoTokens,
+        var builder = builder(service: service, devices: devices, backplane: backplane, origin: origin, web: web, admin: admin, demoTokens: demoTokens,
                               certificate: certificate, host: host, port: port, connections: connections, logger: logger)
         for service in services { builder.add(service: service) }
         return builder.build(onServerRunning: onServerRunning)
     }
 
-    /// The builder of ``application(service:devices:origin:web:admin:demoTokens:certificate:host:port:connections:services:logger:onServerRunning:)``
+    /// The builder of ``application(service:devices:backplane:origin:web:admin:demoTokens:certificate:host:port:connections:services:logger:onServerRunning:)``
     /// with the route groups its arguments ask for; its `router()` lists every route (the OpenAPI document is checked against them).
-    public static func builder(service: LicenseService, devices: DeviceLicensing? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
+    public static func builder(service: LicenseService, devices: DeviceLicensing? = nil, backplane: BackplaneService? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
                                admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil, certificate: [UInt8]?,
                                host: String = "127.0.0.1", port: Int = 8080,
                                connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
@@ -42,7 +43,11 @@ public struct LicenseServer: Sendable {
                                          metrics: PrometheusMetricsFactory(registry: metrics.registry), logger: logger)
         builder.add(ServiceRoutes(metrics: metrics))
         builder.add(LicenseRoutes(service: service, certificate: certificate, metrics: metrics, logger: logger))
-        if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics)) }
+        if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics, backplane: backplane)) }
+        if let backplane {
+            builder.add(BackplaneDeviceRoutes(backplane: backplane))
+            if let sessions = backplane.sessions { builder.add(BackplaneOperatorRoutes(backplane: backplane, sessions: sessions)) }
+        }
         if let origin { builder.add(OriginRoutes(files: origin)) }
         if let web { builder.add(PlayerRoutes(assets: web, origin: origin, tokenEndpoint: demoTokens == nil ? nil : DemoTokens.path)) }
         if let web { builder.add(OpenAPIRoute(document: web.openAPI)) }

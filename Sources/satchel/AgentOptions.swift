@@ -3,6 +3,7 @@ import Foundation
 import SatchelBytes
 import Logging
 import SatchelAgent
+import SatchelBackplane
 import SatchelRights
 
 /// `--data-dir` of the device agent (the download data directory when both are used) and its logging.
@@ -48,8 +49,9 @@ struct AgentOptions: ParsableArguments {
 
 /// `satchel agent`: the device's identity.
 struct AgentCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "agent", abstract: "The device agent: register this device with a license server.",
-                                                    subcommands: [Register.self])
+    static let configuration = CommandConfiguration(commandName: "agent",
+                                                    abstract: "The device agent: register this device with a license server, sync with its backplane.",
+                                                    subcommands: [Register.self, Sync.self, Listen.self])
 
     struct Register: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(commandName: "register",
@@ -61,8 +63,14 @@ struct AgentCommand: ParsableCommand {
         @Option(name: .customLong("external-id"), help: "The application's own ID for the device.") var externalID: String?
 
         func execute() async throws {
-            let id = try await agent.with { try await $0.register(server: server, token: token, name: name, externalID: externalID) }
+            let (id, status) = try await agent.with { agent in
+                (try await agent.register(server: server, token: token, name: name, externalID: externalID), try await agent.backplaneStatus())
+            }
             print(id)
+            if !status.downloadEnabled {
+                let notice = BackplaneNotice.deviceLimitReached
+                FileHandle.standardError.write(Data("satchel: notice: \(notice.rawValue): \(notice.text)\n".utf8))
+            }
         }
     }
 }

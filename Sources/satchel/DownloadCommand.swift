@@ -43,10 +43,11 @@ struct DownloadDirectoryOptions: ParsableArguments {
         configure(&configuration)
         // Tokens and header values are sealed with the device key of the data directory (made on first use).
         configuration.secrets = try DeviceSecretBox(dataDirectory: configuration.dataDirectory)
-        // The agent of the same data directory, when this device is registered there: the license step.
+        // The agent of the same data directory, when this device is registered there: the backplane's permission step,
+        // then the license step.
         let registered = FileManager.default.fileExists(atPath: (configuration.dataDirectory as NSString).appendingPathComponent("device.json"))
         let agent = registered ? try await Agent(dataDirectory: configuration.dataDirectory, logger: Logger(label: "satchel.agent")) : nil
-        let manager = try await DownloadManager(configuration: configuration, steps: agent.map { [LicenseStep(agent: $0)] } ?? [])
+        let manager = try await DownloadManager(configuration: configuration, steps: agent.map { [PermissionStep(agent: $0), LicenseStep(agent: $0)] } ?? [])
         do {
             let result = try await body(manager, agent)
             await manager.close()
@@ -135,14 +136,15 @@ struct DownloadRun: SatchelAsyncCommand {
             throw CLIError("--parallel and --max-parallel must be 1 to 256; sizes, delays and limits not negative (--low-speed-time 1 to 86400 s)")
         }
         let rules = DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max, headroom: headroom << 20)
-        let summary = try await directory.withManager({ configuration in
+        let summary = try await directory.withEngine({ configuration in
             configuration.rules = rules
             configuration.parallelism = parallel
             configuration.maxParallelism = max(maxParallel, parallel)
             configuration.retryDelay = .milliseconds(Int(retryDelay * 1000))
             configuration.passDelay = .milliseconds(Int(retryDelay * 2000))
             configuration.lowSpeed = LowSpeedLimit(bytesPerSecond: lowSpeedLimit, period: .seconds(lowSpeedTime))
-        }) { manager in
+        }) { manager, agent in
+            if let agent { try await BackplaneCommands.syncBeforeWork(agent, manager) }
             let events = manager.events()
             let printer = Task { await ProgressPrinter().consume(events) }
             let work = Task { await manager.run() }

@@ -6,7 +6,7 @@ struct SatchelCommand: AsyncParsableCommand {
         commandName: "satchel",
         abstract: "Satchel: package, protect, license, download and play protected video.",
         version: "0.1.0",
-        subcommands: [DemoCommand.self, ServeCommand.self, PackageCommand.self, KeysCommand.self, TokenCommand.self, FPSCommand.self, DownloadCommand.self, PlayCommand.self,
+        subcommands: [DemoCommand.self, ServeCommand.self, PackageCommand.self, KeysCommand.self, TokenCommand.self, FPSCommand.self, DownloadCommand.self, BackplaneOperatorCommand.self, PlayCommand.self,
                       AgentCommand.self, LicenseCommand.self, RightsCommand.self, LicensesCommand.self])
 }
 

@@ -3,6 +3,8 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
+import SatchelBackplane
 import SatchelBytes
 import SatchelFairPlay
 import SatchelHTTP
@@ -122,9 +124,17 @@ struct ServeCommand: SatchelAsyncCommand {
         if let path = operatorKeyFile ?? environment["SATCHEL_OPERATOR_KEY_FILE"] {
             admin = AdminConsole(sessions: try AdminSessions(operatorKey: try AdminSessions.operatorKey(file: path)), service: service, registry: registry)
         }
-        let app = LicenseServer.application(service: service, devices: devices, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
+        let hub = BackplaneWakeHub()
+        let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), hub: hub, licensing: devices,
+                                         sessions: admin?.sessions)
+        var lifecycle: [any Service] = []
+        if let url = store.resolvedDatabaseURL {  // other nodes' changes reach this node's streams
+            let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)
+            lifecycle.append(BackgroundService(name: "backplane listener") { await listener.run() })
+        }
+        let app = LicenseServer.application(service: service, devices: devices, backplane: backplane, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
-                                            services: [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger,
+                                            services: lifecycle + [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger,
                                             onServerRunning: { channel in
                                                 whenListening(Self.address(host: host, port: channel.localAddress?.port ?? port))
                                             })

@@ -3,6 +3,7 @@ import SatchelFairPlay
 typealias SatchelFairPlayHDCP = HDCPRequirement
 import ArgumentParser
 import Foundation
+import SatchelBackplane
 import SatchelLicensing
 
 /// `--data-dir`, `--database-url`, `--kek-file`: where keys live and how they are sealed.
@@ -21,15 +22,18 @@ struct StoreOptions: ParsableArguments {
     /// Opens the database and the key store. `readOnly` commands create nothing: a data directory that does
     /// not exist (with SQLite) is an error, not a new empty store with a new key-encryption key.
     func open(readOnly: Bool = false) async throws -> (KeyStore, LicensingDatabase) {
-        let url = databaseURL ?? ProcessInfo.processInfo.environment["SATCHEL_DATABASE_URL"]
+        let url = resolvedDatabaseURL
         if readOnly, url == nil { try Self.requireExisting(resolvedDataDirectory) }
         let (kek, created) = try KeyEncryptionKey.load(file: kekFile, dataDirectory: resolvedDataDirectory)
         if let created {
             FileHandle.standardError.write(Data("satchel: created a new key-encryption key in \(created); back it up: without it the stored keys cannot be opened\n".utf8))
         }
-        let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url)
+        let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url, more: [CreateBackplaneSchema()])
         return (FluentKeyStore(database: database.database, kek: kek), database)
     }
+
+    /// The database URL given (`--database-url` or `$SATCHEL_DATABASE_URL`), nil for SQLite.
+    var resolvedDatabaseURL: String? { databaseURL ?? ProcessInfo.processInfo.environment["SATCHEL_DATABASE_URL"] }
 
     /// Devices and their licenses, in the database `open` returned (the signing key sealed with the same KEK).
     func registry(_ database: LicensingDatabase) throws -> DeviceRegistry {

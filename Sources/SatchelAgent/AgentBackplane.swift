@@ -1,0 +1,122 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import SatchelBackplane
+import SatchelBytes
+import SatchelRights
+
+/// The agent's side of the backplane (seed 003's Download2Go Backplane): syncs (the commands after the last one
+/// applied, the toggle, the settings), acknowledgements recorded in the sealed state, download permission, and the
+/// server-sent event stream. Runs on the agent's isolation, except the stream's reading.
+enum AgentBackplane {
+    static func status(_ agent: isolated Agent) async throws(AgentError) -> BackplaneStatus {
+        try await agent.store.snapshot().state.backplane ?? BackplaneStatus()
+    }
+
+    /// Keeps what a registration's answer said of downloading (a server without the backplane says nothing); a new
+    /// registration starts a new ledger (its commands are numbered from 1 again).
+    static func enrolled(_ agent: isolated Agent, downloadEnabled: Bool?) async throws(AgentError) {
+        try await agent.store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
+            var status = BackplaneStatus()
+            status.downloadEnabled = downloadEnabled ?? true
+            state.backplane = status
+            return ((), [])
+        }
+    }
+
+    /// One sync: the server's answer, kept (toggle, settings, killed), and the commands due after the last applied.
+    static func sync(_ agent: isolated Agent) async throws(AgentError) -> BackplanePull {
+        let server = try agent.identity.registered().server
+        let before = try await status(agent)
+        let data = try await AgentRequests.signedGet(agent, "/backplane/sync?after=\(before.ledger.lastApplied)", server: server)
+        let answer = try Agent.decode(BackplaneSyncAnswer.self, data, what: "the backplane's sync")
+        guard answer.deviceID == (try agent.identity.registered().deviceID) else { throw .invalidAnswer("the sync is for another device") }
+        let wall = agent.clockReader.read().wall
+        let status = try await agent.store.change { (state, _) throws(AgentError) -> (BackplaneStatus, [LicenseStore.RowChange]) in
+            var status = state.backplane ?? BackplaneStatus()
+            status.ledger.skip(through: answer.acknowledged)
+            status.downloadEnabled = answer.downloadEnabled && answer.state == .active
+            status.settings = answer.settings
+            status.lastSync = wall
+            state.backplane = status
+            return (status, [])
+        }
+        return BackplanePull(answer: answer, due: status.ledger.due(answer.commands))
+    }
+
+    /// Acknowledges `command` to the server and records it applied (a command out of order is refused).
+    static func acknowledge(_ agent: isolated Agent, _ command: BackplaneCommand) async throws(AgentError) {
+        let server = try agent.identity.registered().server
+        let id = command.id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-"))) ?? command.id
+        _ = try await AgentRequests.signedPost(agent, "/backplane/commands/\(id)/ack", server: server, token: nil) { registration, nonce, time in
+            DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
+        }
+        try await record(agent, command)
+    }
+
+    /// Records `command` applied in the sealed state: the toggle and settings it carries, a kill.
+    static func record(_ agent: isolated Agent, _ command: BackplaneCommand) async throws(AgentError) {
+        try await agent.store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
+            var status = state.backplane ?? BackplaneStatus()
+            guard status.ledger.applied(command) else { return ((), []) }
+            switch command.action {
+            case let .downloadEnabled(enabled): status.downloadEnabled = enabled
+            case let .settings(settings): status.settings = status.settings.updated(with: settings)
+            case .kill:
+                status.killed = true
+                status.downloadEnabled = false
+            case .deleteAsset, .wipe: break
+            }
+            state.backplane = status
+            return ((), [])
+        }
+    }
+
+    /// Whether the backplane lets this device download `asset` (a grant is recorded there).
+    static func permission(_ agent: isolated Agent, asset: String) async throws(AgentError) -> BackplanePermissionAnswer {
+        let server = try agent.identity.registered().server
+        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/permissions", server: server, token: nil) { registration, nonce, time in
+            DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
+        }
+        let answer = try Agent.decode(BackplanePermissionAnswer.self, data, what: "the download permission")
+        guard answer.assetID == asset else { throw .invalidAnswer("the permission is for another asset") }
+        return answer
+    }
+
+    /// The stream's request: signed now, with the cursor.
+    static func streamRequest(_ agent: isolated Agent) async throws(AgentError) -> HTTPClientRequest {
+        let server = try agent.identity.registered().server
+        let after = try await status(agent).ledger.lastApplied
+        let claims = DeviceRequestClaims(certificate: try agent.identity.registered().certificate, nonce: Hex.encode(SecureRandom.bytes(16)),
+                                         time: try await AgentClock.requestTime(agent, server: server))
+        let client = try LicenseServerClient(server: server)
+        var request = HTTPClientRequest(url: client.url("/backplane/stream"))
+        request.headers.add(name: AgentRequests.deviceRequestHeader, value: try AgentRequests.sign(agent, claims))
+        request.headers.add(name: "Last-Event-ID", value: String(after))
+        request.headers.add(name: "Accept", value: "text/event-stream")
+        return request
+    }
+
+    /// Reads the device's event stream, calling `onEvent` for each event, until the server ends it, `onEvent` answers
+    /// false, `window` passes (the caller connects again), or it fails.
+    static func listen(_ agent: Agent, window: TimeAmount, onEvent: @Sendable (EventStreamParser.Event) async -> Bool) async throws(AgentError) {
+        let request = try await agent.backplaneStreamRequest()
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: window)
+            guard response.status == .ok else {
+                let body = try await response.body.collect(upTo: LicenseServerClient.maximumAnswer)
+                let problem = try? JSONCoding.decoder().decode(LicenseServerClient.ProblemBody.self, from: Data(body.readableBytesView))
+                throw AgentError.server(type: problem?.type.map(LicenseServerClient.slug) ?? "http-\(response.status.code)",
+                                        status: Int(response.status.code), detail: String((problem?.detail ?? response.status.reasonPhrase).prefix(300)))
+            }
+            var parser = EventStreamParser()
+            for try await chunk in response.body {
+                for event in parser.feed(chunk.readableBytesView) where !(await onEvent(event)) { return }
+            }
+        } catch let error as AgentError {
+            throw error
+        } catch {
+            throw .network("the backplane's stream: \(LicenseServerClient.reason(error))")
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import SatchelAgent
+import SatchelBackplane
+import SatchelDownloads
+
+/// The device side of the backplane (seed 003): a sync applies the commands due in the order issued, each once,
+/// and acknowledges each — a remote delete or wipe through the download engine (the store's one owner) and the
+/// agent (licenses released), a kill as a wipe and then the registration forgotten; the toggle and the settings
+/// are kept sealed by the agent. `listen` stays on the server's event stream and syncs whenever something arrives.
+public struct BackplaneSync: Sendable {
+    /// The device's agent.
+    public let agent: Agent
+    let downloads: DownloadManager?
+    let logger: Logger
+
+    /// Syncs `agent`'s device, removing assets through `downloads` (nil: this device downloads nothing).
+    public init(agent: Agent, downloads: DownloadManager?, logger: Logger = Logger(label: "satchel.backplane")) {
+        self.agent = agent
+        self.downloads = downloads
+        self.logger = logger
+    }
+
+    /// One sync: the commands applied, in order. A device killed by it ends unregistered.
+    @discardableResult
+    public func sync() async throws -> [BackplaneCommand] {
+        let pull = try await agent.backplaneSync()
+        var applied: [BackplaneCommand] = []
+        for command in pull.due {
+            try await apply(command)
+            if case .kill = command.action {
+                try await agent.acknowledge(command)
+                try await agent.unregister()
+                applied.append(command)
+                logger.notice("backplane: remote kill: the device's downloads and licenses are gone and it is unregistered")
+                return applied
+            }
+            try await agent.acknowledge(command)
+            applied.append(command)
+        }
+        return applied
+    }
+
+    /// Applies one command's effect on the device's store (acknowledging is the caller's).
+    func apply(_ command: BackplaneCommand) async throws {
+        switch command.action {
+        case let .deleteAsset(asset):
+            if let downloads {
+                for item in try await downloads.assets() where item.id == asset || item.options.license?.assetID == asset {
+                    try await downloads.remove(item.id)
+                }
+            }
+            if try await agent.licenses().contains(where: { $0.license.assetID == asset }) { _ = try await agent.release(asset: asset) }
+        case .wipe, .kill:
+            try await downloads?.deleteAll()
+            for asset in Set(try await agent.licenses().map(\.license.assetID)) { _ = try await agent.release(asset: asset) }
+        case .downloadEnabled, .settings:
+            break  // kept by the agent when acknowledged
+        }
+    }
+
+    /// Stays on the event stream, syncing at once and whenever an event arrives; reconnects with back-off (1 s
+    /// doubling to 60 s) until the task is cancelled or the device is killed. `onApplied` hears every command applied.
+    public func listen(onApplied: @Sendable ([BackplaneCommand]) async -> Void = { _ in }) async {
+        var delay: Duration = .seconds(1)
+        while !Task.isCancelled {
+            do {
+                await onApplied(try await sync())
+                if try await agent.backplaneStatus().killed { return }
+                try await agent.listenToBackplane { _ in
+                    do {
+                        await onApplied(try await sync())
+                    } catch {
+                        logger.warning("backplane: sync failed: \(error)")
+                    }
+                    return (try? await agent.backplaneStatus().killed) != true
+                }
+                delay = .seconds(1)
+            } catch {
+                if (try? await agent.backplaneStatus().killed) == true || (error as? AgentError) == .notRegistered { return }
+                logger.warning("backplane: not connected (trying again in \(delay)): \(error)")
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(60))
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import SatchelAgent
+import SatchelBackplane
+import SatchelDownloads
+
+/// The download engine's permission step (seed 003: before the engine starts an asset it asks the backplane): a
+/// refusal blocks the asset with the backplane's reason; a backplane that cannot be reached leaves the asset
+/// waiting (pending on permission), downloading nothing. A device the backplane disabled or killed (as its sealed
+/// state says) is refused without asking.
+public struct PermissionStep: DownloadStep {
+    let agent: Agent
+
+    /// The step for the engine of `agent`'s data directory.
+    public init(agent: Agent) {
+        self.agent = agent
+    }
+
+    public func prepare(_ asset: DownloadAsset) async throws(DownloadFailure) {
+        let id = asset.options.license?.assetID ?? asset.id
+        let answer: BackplanePermissionAnswer
+        do {
+            let status = try await agent.backplaneStatus()
+            if status.killed { throw DownloadFailure.permissionRefused(reason: PermissionRefusal.deviceKilled.rawValue, detail: PermissionRefusal.deviceKilled.text) }
+            answer = try await agent.downloadPermission(asset: id)
+        } catch let error as DownloadFailure {
+            throw error
+        } catch let error as AgentError {
+            if error.isRetryable { throw .permissionPending(error.description) }
+            if error.problemType == BackplaneError.deviceKilled("").code {
+                throw .permissionRefused(reason: PermissionRefusal.deviceKilled.rawValue, detail: PermissionRefusal.deviceKilled.text)
+            }
+            throw .permissionRefused(reason: error.problemType, detail: error.description)
+        } catch {
+            throw .permissionPending("\(error)")
+        }
+        guard answer.granted else {
+            let reason = answer.reason ?? .deviceNotEnabled
+            throw .permissionRefused(reason: reason.rawValue, detail: reason.text)
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import SatchelBackplane
+import SatchelBytes
+import SatchelHTTP
+import SatchelLicensing
+import SatchelRights
+
+/// The backplane's device endpoints (seed 003's Download2Go Backplane, over HTTP+JSON and server-sent events): every
+/// request signed by the device key with its server certificate, as device licenses are — in the body's `request`
+/// for a POST, in the `Satchel-Device-Request` header for a GET — and, when a bearer token comes with it, that
+/// token's user must be the device's.
+///
+/// - `GET /backplane/sync?after=N`: the commands after the N-th, the toggle, the settings and the server's time.
+/// - `POST /backplane/commands/{id}/ack`: a command applied.
+/// - `POST /backplane/permissions`: may this device download the asset its request names?
+/// - `GET /backplane/stream`: server-sent events — `command` (id: its sequence), `settings` — from the cursor
+///   (`Last-Event-ID`, else `after`), a comment every heartbeat while nothing happens.
+struct BackplaneDeviceRoutes: RouteGroup {
+    let backplane: BackplaneService
+    /// The header a GET carries its signed request in.
+    static let requestHeader = HTTPField.Name("Satchel-Device-Request")!
+    static let lastEventID = HTTPField.Name("Last-Event-ID")!
+
+    func register(on router: Router<SatchelRequestContext>) {
+        router.get("/backplane/sync") { request, _ in
+            let (_, device) = try await signedGet(request)
+            return try Response.json(try await backplane.sync(device, after: try Self.cursor(request)))
+        }
+        router.post("/backplane/commands/{id}/ack") { request, context in
+            let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
+            let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let id = try context.parameters.require("id")
+            try await backplane.store.acknowledge(device: device.deviceID, command: id)
+            return Response(status: .noContent)
+        }
+        router.post("/backplane/permissions") { request, _ in
+            let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
+            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            return try Response.json(try await backplane.permission(device, asset: claims.assetID ?? ""))
+        }
+        router.get("/backplane/stream") { request, _ in
+            let (_, device) = try await signedGet(request)
+            let after = try Self.cursor(request)
+            _ = try await backplane.sync(device, after: after)  // a killed device that has taken its kill is refused here
+            let stream = BackplaneEventStream(backplane: backplane, device: device.deviceID, after: after)
+            return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
+                            body: ResponseBody { writer in try await stream.run(&writer) })
+        }
+    }
+
+    private func signedGet(_ request: Request) async throws -> (DeviceRequestClaims, BackplaneDevice) {
+        guard let signed = request.headers[Self.requestHeader], signed.utf8.count <= DeviceLicenseRoutes.maximumBody else {
+            throw BackplaneError.badRequest("a device's GET carries its signed request in the Satchel-Device-Request header")
+        }
+        return try await backplane.device(signed: signed, token: request.bearerToken)
+    }
+
+    /// The sequence of the last command the device has: `Last-Event-ID`, else `?after=`, else 0.
+    static func cursor(_ request: Request) throws(BackplaneError) -> Int64 {
+        guard let text = request.headers[lastEventID] ?? request.uri.queryParameters.get("after") else { return 0 }
+        guard let value = Int64(text), value >= 0 else { throw .badRequest("the cursor (after, Last-Event-ID) is a command's sequence: 0 or more") }
+        return value
+    }
+}
+
+/// One device's server-sent events: the settings first, then every command after the cursor as it is issued (woken
+/// by the node's ``BackplaneWakeHub``; the store is read on each wake, so nothing is lost between wakes), and a
+/// comment line every heartbeat.
+struct BackplaneEventStream: Sendable {
+    let backplane: BackplaneService
+    let device: String
+    let after: Int64
+
+    private enum Event: Sendable { case wake(BackplaneWakeHub.Wake), heartbeat }
+
+    func run(_ writer: inout any ResponseBodyWriter) async throws {
+        let (wakes, cancel) = backplane.hub.subscribe(device: device)
+        defer { cancel() }
+        let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(8))
+        let heartbeat = backplane.heartbeat
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await wake in wakes { continuation.yield(.wake(wake)) }
+                continuation.finish()
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: heartbeat)
+                    continuation.yield(.heartbeat)
+                }
+            }
+            var cursor = after
+            try await writer.write(try Self.event("settings", id: nil, try await backplane.store.settings()))
+            cursor = try await sendCommands(after: cursor, &writer)
+            for await event in events {
+                switch event {
+                case .heartbeat:
+                    try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                case .wake(.settings):
+                    try await writer.write(try Self.event("settings", id: nil, try await backplane.store.settings()))
+                    cursor = try await sendCommands(after: cursor, &writer)
+                case .wake(.commands):
+                    cursor = try await sendCommands(after: cursor, &writer)
+                }
+            }
+            group.cancelAll()
+        }
+        try await writer.finish(nil)
+    }
+
+    /// Sends the commands after `cursor`; answers the new cursor.
+    private func sendCommands(after cursor: Int64, _ writer: inout any ResponseBodyWriter) async throws -> Int64 {
+        var cursor = cursor
+        for command in try await backplane.store.pending(device: device, after: cursor, limit: 500) {
+            try await writer.write(try Self.event("command", id: command.sequence, command))
+            cursor = command.sequence
+        }
+        return cursor
+    }
+
+    /// An event: `id:` (when given), `event:`, one `data:` line of JSON, a blank line.
+    static func event(_ name: String, id: Int64?, _ value: some Encodable) throws -> ByteBuffer {
+        let json = String(decoding: try JSONCoding.encoder().encode(value), as: UTF8.self)
+        return ByteBuffer(string: (id.map { "id: \($0)\n" } ?? "") + "event: \(name)\ndata: \(json)\n\n")
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Hummingbird
+import SatchelBackplane
+import SatchelBytes
+import SatchelHTTP
+
+/// The backplane's operator API, under `/backplane/operator/`: the operator key (`serve --operator-key-file`) as a
+/// bearer token, under the same budget of failures as dashboard sign-ins. A device is named by its device ID or
+/// `ext:EXTERNAL-ID`.
+///
+/// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET devices/{device}`,
+/// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
+/// `GET|PUT settings` (the fields given are put over those in force).
+struct BackplaneOperatorRoutes: RouteGroup {
+    let backplane: BackplaneService
+    let sessions: AdminSessions
+    static let base = "/backplane/operator"
+    /// The most devices or users one answer lists.
+    static let listLimit = 10_000
+
+    struct AssetBody: Codable { var assetID: String }
+    struct DevicesAnswer: Codable { var devices: [BackplaneDevice] }
+    struct UsersAnswer: Codable { var users: [BackplaneUser] }
+
+    func register(on router: Router<SatchelRequestContext>) {
+        let group = router.group(RouterPath(Self.base)).add(middleware: OperatorKeyMiddleware(sessions: sessions))
+        group.get("users") { _, _ in
+            let table = try await backplane.store.limits()
+            let devices = Dictionary(grouping: try await backplane.store.devices(user: nil, limit: Self.listLimit), by: \.user)
+            let users = try await backplane.store.users(limit: Self.listLimit).map {
+                BackplaneUser(user: $0, limits: table.limits(for: $0), ownLimits: table.perUser[$0], devices: devices[$0] ?? [])
+            }
+            return try Response.json(UsersAnswer(users: users))
+        }
+        group.get("users/{user}") { _, context in
+            try Response.json(try await backplane.user(try Self.parameter("user", context)))
+        }
+        group.get("limits") { _, _ in try Response.json(try await backplane.store.limits()) }
+        group.put("limits") { request, _ in
+            let body = try await Self.decode(BackplaneLimitsBody.self, request)
+            if let user = body.user, user.isEmpty || user.utf8.count > 200 { throw BackplaneError.badRequest("a user is 1 to 200 bytes") }
+            try await backplane.store.setLimits(body.limits, user: body.user)
+            return try Response.json(try await backplane.store.limits())
+        }
+        group.get("devices") { request, _ in
+            let user = request.uri.queryParameters.get("user")
+            return try Response.json(DevicesAnswer(devices: try await backplane.store.devices(user: user, limit: Self.listLimit)))
+        }
+        group.get("devices/{device}") { _, context in
+            try Response.json(try await backplane.store.device(try Self.reference(context)))
+        }
+        for (verb, enabled) in [("enable", true), ("disable", false)] {
+            group.post("devices/{device}/\(verb)") { _, context in
+                try Response.json(try await backplane.setDownloadEnabled(try Self.reference(context), enabled))
+            }
+        }
+        for (verb, action) in [("wipe", BackplaneCommand.Action.wipe), ("kill", .kill)] {
+            group.post("devices/{device}/\(verb)") { _, context in
+                try Response.json(try await backplane.issue(action, to: try Self.reference(context)), status: .created)
+            }
+        }
+        group.post("devices/{device}/delete-asset") { request, context in
+            let body = try await Self.decode(AssetBody.self, request)
+            guard !body.assetID.isEmpty, body.assetID.utf8.count <= 200 else { throw BackplaneError.badRequest("assetID is 1 to 200 bytes") }
+            return try Response.json(try await backplane.issue(.deleteAsset(body.assetID), to: try Self.reference(context)), status: .created)
+        }
+        group.get("settings") { _, _ in try Response.json(try await backplane.store.settings()) }
+        group.put("settings") { request, _ in
+            try Response.json(try await backplane.updateSettings(try await Self.decode(BackplaneSettings.self, request)))
+        }
+    }
+
+    static func parameter(_ name: String, _ context: SatchelRequestContext) throws -> String {
+        let raw = try context.parameters.require(name)
+        return raw.removingPercentEncoding ?? raw
+    }
+
+    static func reference(_ context: SatchelRequestContext) throws -> DeviceReference {
+        try DeviceReference(try parameter("device", context))
+    }
+
+    static func decode<Body: Decodable>(_ type: Body.Type, _ request: Request) async throws -> Body {
+        do {
+            return try await DeviceLicenseRoutes.decode(type, request)
+        } catch {
+            throw BackplaneError.badRequest("the body is not JSON of the documented shape")
+        }
+    }
+}
+
+/// Refuses an operator API request without the operator key as its bearer token (401; 429 once the budget of failed
+/// attempts from its address is spent).
+struct OperatorKeyMiddleware: RouterMiddleware {
+    let sessions: AdminSessions
+
+    func handle(_ request: Request, context: SatchelRequestContext,
+                next: (Request, SatchelRequestContext) async throws -> Response) async throws -> Response {
+        let address = context.channel.remoteAddress?.ipAddress ?? "unknown"
+        guard let key = request.bearerToken else { throw AdminError.wrongOperatorKey }
+        if let refusal = await sessions.refusal(ofKey: key, from: address) {
+            AdminRoutes.audit.notice("operator API refused: \(refusal.code)", metadata: ["address": .string(address)])
+            if case let .tooManyLogins(wait) = refusal {
+                throw Problem(status: .tooManyRequests, type: refusal.problemType, detail: refusal.problemDetail, headers: [.retryAfter: String(wait)])
+            }
+            throw refusal
+        }
+        return try await next(request, context)
+    }
+}

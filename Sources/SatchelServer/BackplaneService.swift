@@ -1,0 +1,108 @@
+import Foundation
+import SatchelBackplane
+import SatchelBytes
+import SatchelLicensing
+import SatchelRights
+
+/// The backplane as `satchel serve` runs it: the store, this node's streams, and the device licensing that signs
+/// devices in. Devices are enrolled when they register (`POST /devices`); one registered before the backplane
+/// existed is enrolled on its first backplane call.
+public struct BackplaneService: Sendable {
+    /// Users, devices, limits, grants and commands.
+    public let store: any BackplaneStoring
+    /// Wakes this node's device streams.
+    public let hub: BackplaneWakeHub
+    let licensing: DeviceLicensing
+    let sessions: AdminSessions?
+    /// How often a stream with nothing to send sends a comment, so idle proxies keep it open.
+    let heartbeat: Duration
+
+    /// The backplane over `store`, its devices signed in by `licensing`; `sessions` holds the operator key the
+    /// operator API takes as a bearer token (absent: no operator API).
+    public init(store: any BackplaneStoring, hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
+                heartbeat: Duration = .seconds(15)) {
+        self.store = store
+        self.hub = hub
+        self.licensing = licensing
+        self.sessions = sessions
+        self.heartbeat = heartbeat
+    }
+
+    var now: Date { licensing.service.clock.now }
+
+    /// Enrolls a device the license service just registered (again); answers the registration with its notice.
+    func enroll(_ record: DeviceRecord, platform: String?) async throws(BackplaneError) -> BackplaneRegistration {
+        let device = BackplaneDevice(deviceID: record.deviceID, user: record.subject, externalID: record.externalID, name: record.name ?? "",
+                                     platform: platform ?? "", downloadEnabled: true, registered: record.registeredAt)
+        let registration = try await store.register(device)
+        if let external = record.externalID, registration.device.externalID != external {
+            throw .badRequest("the external ID is another device's")
+        }
+        return registration
+    }
+
+    /// The device a signed request comes from (enrolled on its first call if it registered before the backplane).
+    func device(signed request: String, token: String?) async throws -> (claims: DeviceRequestClaims, device: BackplaneDevice) {
+        let (claims, record) = try await licensing.authenticate(request, token: token)
+        do {
+            return (claims, try await store.device(.device(record.deviceID)))
+        } catch BackplaneError.unknownDevice {
+            return (claims, try await enroll(record, platform: nil).device)
+        }
+    }
+
+    /// What a device learns at a sync: its commands after `after`, its toggle, the settings, the server's time. A killed
+    /// device may still sync (and acknowledge) until it has taken its kill; after that it is refused.
+    func sync(_ device: BackplaneDevice, after: Int64) async throws(BackplaneError) -> BackplaneSyncAnswer {
+        let commands = try await store.pending(device: device.deviceID, after: after, limit: 500)
+        if device.state == .killed, commands.isEmpty { throw .deviceKilled(device.deviceID) }
+        if device.state == .active { try await store.synced(device: device.deviceID, at: now) }
+        return BackplaneSyncAnswer(deviceID: device.deviceID, downloadEnabled: device.downloadEnabled, state: device.state, commands: commands,
+                                   acknowledged: try await store.acknowledgedThrough(device: device.deviceID), settings: try await store.settings(), serverTime: now)
+    }
+
+    /// Whether the device may download `asset`: an asset whose keys are here must allow offline licenses; an asset
+    /// without keys here (clear, or protected elsewhere) is downloadable.
+    func permission(_ device: BackplaneDevice, asset: String) async throws -> BackplanePermissionAnswer {
+        guard !asset.isEmpty, asset.utf8.count <= 200 else { throw BackplaneError.badRequest("assetID is 1 to 200 bytes") }
+        var downloadable = true
+        do {
+            downloadable = try await licensing.service.store.key(asset: asset).policy.offline
+        } catch LicensingError.unknownAsset {
+            downloadable = true
+        }
+        return BackplanePermissionAnswer(assetID: asset, permission: try await store.permission(device: device.deviceID, asset: asset,
+                                                                                               downloadable: downloadable))
+    }
+
+    /// Issues `action` to a device and wakes its stream on this node (other nodes: by the store's notification).
+    /// A kill also disables the device for licenses.
+    func issue(_ action: BackplaneCommand.Action, to reference: DeviceReference) async throws -> BackplaneCommand {
+        let command = try await store.issue(action, to: reference, at: now)
+        let device = try await store.device(reference)
+        if case .kill = action { _ = try await licensing.registry.setDisabled(device.deviceID, true) }
+        hub.wake(device: device.deviceID)
+        return command
+    }
+
+    /// Turns a device's downloading on or off, and wakes its stream.
+    func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool) async throws(BackplaneError) -> BackplaneDevice {
+        let device = try await store.setDownloadEnabled(reference, wanted, at: now)
+        hub.wake(device: device.deviceID)
+        return device
+    }
+
+    /// Puts `settings` over those in force, and wakes every stream.
+    func updateSettings(_ settings: BackplaneSettings) async throws(BackplaneError) -> BackplaneSettings {
+        let updated = try await store.updateSettings(settings)
+        hub.wakeAll()
+        return updated
+    }
+
+    /// A user: their devices and limits.
+    func user(_ user: String) async throws(BackplaneError) -> BackplaneUser {
+        let table = try await store.limits()
+        return BackplaneUser(user: user, limits: table.limits(for: user), ownLimits: table.perUser[user],
+                             devices: try await store.devices(user: user, limit: 10_000))
+    }
+}

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import SatchelBackplane
+import SatchelBytes
+
+extension BackplaneOperatorCommand {
+    struct Devices: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "devices", abstract: "Devices: list, show, enable or disable downloads, remote delete, wipe and kill.",
+            subcommands: [List.self, Show.self, Enable.self, Disable.self, Wipe.self, Kill.self, DeleteAsset.self])
+
+        struct List: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every device, or a user's.")
+            @Option(help: "Only this user's devices.") var user: String?
+            @OptionGroup var options: OperatorOptions
+            struct Answer: Codable { var devices: [BackplaneDevice] }
+
+            func execute() async throws {
+                let query = user.map { "?user=" + OperatorClient.segment($0) } ?? ""
+                let answer = try await options.client().call(.GET, "devices" + query, as: Answer.self)
+                try BackplaneOperatorCommand.output(answer.devices, json: options.json) {
+                    answer.devices.map(BackplaneOperatorCommand.line).joined(separator: "\n")
+                }
+            }
+        }
+
+        struct Show: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "show", abstract: "One device.")
+            @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                let answer = try await options.client().call(.GET, "devices/" + OperatorClient.segment(device), as: BackplaneDevice.self)
+                try BackplaneOperatorCommand.output(answer, json: options.json) { BackplaneOperatorCommand.line(answer) }
+            }
+        }
+
+        /// enable, disable, wipe, kill: a POST to `devices/{device}/{verb}`.
+        static func post<T: Codable>(_ verb: String, _ device: String, _ options: OperatorOptions, as type: T.Type) async throws -> T {
+            try await options.client().call(.POST, "devices/" + OperatorClient.segment(device) + "/" + verb, as: type)
+        }
+
+        struct Enable: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "enable", abstract: "Let the device download (only within its user's device limit).")
+            @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                let answer = try await Devices.post("enable", device, options, as: BackplaneDevice.self)
+                try BackplaneOperatorCommand.output(answer, json: options.json) { BackplaneOperatorCommand.line(answer) }
+            }
+        }
+
+        struct Disable: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "disable", abstract: "Stop the device downloading.")
+            @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                let answer = try await Devices.post("disable", device, options, as: BackplaneDevice.self)
+                try BackplaneOperatorCommand.output(answer, json: options.json) { BackplaneOperatorCommand.line(answer) }
+            }
+        }
+
+        struct Wipe: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "wipe", abstract: "Remote wipe: every download and license on the device is deleted.")
+            @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                let answer = try await Devices.post("wipe", device, options, as: BackplaneCommand.self)
+                try BackplaneOperatorCommand.output(answer, json: options.json) { "wipe issued to \(device) (command \(answer.sequence))" }
+            }
+        }
+
+        struct Kill: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "kill", abstract: "Remote kill: wipe the device and unregister it; its later calls are refused.")
+            @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                let answer = try await Devices.post("kill", device, options, as: BackplaneCommand.self)
+                try BackplaneOperatorCommand.output(answer, json: options.json) { "kill issued to \(device) (command \(answer.sequence))" }
+            }
+        }
+
+        struct DeleteAsset: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "delete-asset", abstract: "Remote delete: one asset's download and license on the device.")
+            @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
+            @Argument(help: "The asset ID.") var asset: String
+            @OptionGroup var options: OperatorOptions
+            struct Body: Codable { var assetID: String }
+
+            func execute() async throws {
+                let answer = try await options.client().call(.POST, "devices/" + OperatorClient.segment(device) + "/delete-asset", body: Body(assetID: asset),
+                                                             as: BackplaneCommand.self)
+                try BackplaneOperatorCommand.output(answer, json: options.json) { "delete-asset \(asset) issued to \(device) (command \(answer.sequence))" }
+            }
+        }
+    }
+}
