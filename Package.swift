@@ -169,6 +169,7 @@ let package = Package(
             name: "SatchelServer",
             dependencies: [
                 "SatchelBytes", "SatchelMedia", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelRights", "SatchelHTTP", "SatchelBackplane",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -277,7 +278,7 @@ let package = Package(
         .testTarget(
             name: "SatchelServerTests",
             dependencies: [
-                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer", "SatchelRights",
+                "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer", "SatchelRights", "SatchelBackplane",
                 "SatchelHTTP", "SatchelSystem", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -83,6 +83,11 @@ enum AgentBackplane {
         return answer
     }
 
+    static func unregister(_ agent: isolated Agent) throws(AgentError) {
+        try agent.identity.forget(dataDirectory: agent.dataDirectory)
+        agent.identity.registration = nil
+    }
+
     /// The stream's request: signed now, with the cursor.
     static func streamRequest(_ agent: isolated Agent) async throws(AgentError) -> HTTPClientRequest {
         let server = try agent.identity.registered().server
@@ -100,7 +105,7 @@ enum AgentBackplane {
     /// Reads the device's event stream, calling `onEvent` for each event, until the server ends it, `onEvent` answers
     /// false, `window` passes (the caller connects again), or it fails.
     static func listen(_ agent: Agent, window: TimeAmount, onEvent: @Sendable (EventStreamParser.Event) async -> Bool) async throws(AgentError) {
-        let request = try await agent.backplaneStreamRequest()
+        let request = try await streamRequest(agent)
         do {
             let response = try await HTTPClient.shared.execute(request, timeout: window)
             guard response.status == .ok else {

@@ -9,31 +9,6 @@ extension FluentBackplaneStore {
     /// The document that holds the settings every device takes.
     static let settingsDocument = "settings"
 
-    /// Takes the user's row (creating it), so that the user's counts do not move until this transaction ends.
-    static func lockUser(_ user: String, on database: any Database) async throws {
-        guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
-        try await sql.raw("INSERT INTO \(ident: BackplaneUserModel.schema) (user_id) VALUES (\(bind: user)) ON CONFLICT (user_id) DO NOTHING").run()
-        if sql.dialect.name == "postgresql" {
-            try await sql.raw("SELECT user_id FROM \(ident: BackplaneUserModel.schema) WHERE user_id = \(bind: user) FOR UPDATE").run()
-        }
-    }
-
-    /// Takes the document `name`'s row (creating it empty), so that two changes of it go one after the other.
-    static func lockDocument(_ name: String, on database: any Database) async throws {
-        guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
-        try await sql.raw("INSERT INTO \(ident: BackplaneDocumentModel.schema) (name, body) VALUES (\(bind: name), '{}') ON CONFLICT (name) DO NOTHING").run()
-        if sql.dialect.name == "postgresql" {
-            try await sql.raw("SELECT name FROM \(ident: BackplaneDocumentModel.schema) WHERE name = \(bind: name) FOR UPDATE").run()
-        }
-    }
-
-    /// On PostgreSQL, notifies the other nodes (``PostgresWakeListener``) of `payload` (`device:ID` or `settings`):
-    /// sent when the transaction commits, never for one rolled back. One node (SQLite) needs no notice.
-    static func notify(_ payload: String, on database: any Database) async throws {
-        guard let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql" else { return }
-        try await sql.raw("SELECT pg_notify(\(bind: BackplaneWakeHub.channel), \(bind: payload))").run()
-    }
-
     /// The row of the device `reference` names.
     static func model(_ reference: DeviceReference, on database: any Database) async throws -> BackplaneDeviceModel {
         let found: BackplaneDeviceModel?
@@ -90,7 +65,7 @@ extension FluentBackplaneStore {
         row.body = String(decoding: try JSONCoding.encoder().encode(command), as: UTF8.self)
         row.acknowledged = false
         try await row.create(on: database)
-        try await notify("device:" + row.device, on: database)
+        try await BackplaneRowLocks.notify("device:" + row.device, on: database)
         return command
     }
 

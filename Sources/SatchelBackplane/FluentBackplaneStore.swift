@@ -17,7 +17,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
 
     public func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration {
         try await transaction("register the device") { database async throws in
-            try await Self.lockUser(device.user, on: database)
+            try await BackplaneRowLocks.user(device.user, on: database)
             if let existing = try await BackplaneDeviceModel.find(device.deviceID, on: database) {
                 guard existing.state == BackplaneDevice.State.active.rawValue else { throw BackplaneError.deviceKilled(device.deviceID) }
                 guard existing.user == device.user else { throw BackplaneError.badRequest("the device is registered to another user") }
@@ -61,7 +61,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
     public func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice {
         try await transaction("change the device's downloading") { database async throws in
             let user = try await Self.model(reference, on: database).user
-            try await Self.lockUser(user, on: database)
+            try await BackplaneRowLocks.user(user, on: database)
             let model = try await Self.model(reference, on: database)  // read again under the lock
             let limits = try await Self.limitTable(on: database).limits(for: model.user)
             let others = try await BackplaneDeviceModel.query(on: database).filter(\.$user == model.user).filter(\.$downloadEnabled == true)
@@ -93,7 +93,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
                 try await Self.putDocument(Self.limitsDocument, limits, on: database)
                 return
             }
-            try await Self.lockUser(user, on: database)
+            try await BackplaneRowLocks.user(user, on: database)
             guard let model = try await BackplaneUserModel.find(user, on: database) else { throw BackplaneError.storage("the user row is missing") }
             model.maxDevices = limits.maxDevices
             model.maxAssetsPerDevice = limits.maxAssetsPerDevice
@@ -109,7 +109,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
     public func permission(device: String, asset: String, downloadable: Bool) async throws(BackplaneError) -> DownloadPermission {
         try await transaction("decide the permission") { database async throws in
             let user = try await Self.model(.device(device), on: database).user
-            try await Self.lockUser(user, on: database)
+            try await BackplaneRowLocks.user(user, on: database)
             let model = try await Self.model(.device(device), on: database)
             let already = try await BackplaneGrantModel.query(on: database).filter(\.$device == device).filter(\.$asset == asset).count() > 0
             let onDevice = try await BackplaneGrantModel.query(on: database).filter(\.$device == device).count()
@@ -134,7 +134,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
         if case .downloadEnabled = action { throw .badRequest("downloading is turned on or off through its own request (the limit applies)") }
         return try await transaction("issue the command") { database async throws in
             let user = try await Self.model(reference, on: database).user
-            try await Self.lockUser(user, on: database)
+            try await BackplaneRowLocks.user(user, on: database)
             let model = try await Self.model(reference, on: database)
             guard model.state == BackplaneDevice.State.active.rawValue else { throw BackplaneError.deviceKilled(model.id ?? "") }
             let device = model.id ?? ""
@@ -199,11 +199,11 @@ public struct FluentBackplaneStore: BackplaneStoring {
     public func updateSettings(_ newer: BackplaneSettings) async throws(BackplaneError) -> BackplaneSettings {
         let newer = try newer.validated()
         return try await transaction("change the settings") { database async throws in
-            try await Self.lockDocument(Self.settingsDocument, on: database)  // two changes at once: one after the other
+            try await BackplaneRowLocks.document(Self.settingsDocument, on: database)  // two changes at once: one after the other
             let current = try await Self.document(Self.settingsDocument, as: BackplaneSettings.self, on: database) ?? BackplaneSettings()
             let settings = current.updated(with: newer)
             try await Self.putDocument(Self.settingsDocument, settings, on: database)
-            try await Self.notify("settings", on: database)
+            try await BackplaneRowLocks.notify("settings", on: database)
             return settings
         }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import SatchelAgent
 import SatchelBackplane
+import SatchelBytes
 import SatchelDownloads
 
 /// The device side of the backplane (seed 003): a sync applies the commands due in the order issued, each once,
@@ -24,18 +25,18 @@ public struct BackplaneSync: Sendable {
     /// One sync: the commands applied, in order. A device killed by it ends unregistered.
     @discardableResult
     public func sync() async throws -> [BackplaneCommand] {
-        let pull = try await agent.backplaneSync()
+        let pull = try await agent.backplane.sync()
         var applied: [BackplaneCommand] = []
         for command in pull.due {
             try await apply(command)
             if case .kill = command.action {
-                try await agent.acknowledge(command)
-                try await agent.unregister()
+                try await agent.backplane.acknowledge(command)
+                try await agent.backplane.unregister()
                 applied.append(command)
                 logger.notice("backplane: remote kill: the device's downloads and licenses are gone and it is unregistered")
                 return applied
             }
-            try await agent.acknowledge(command)
+            try await agent.backplane.acknowledge(command)
             applied.append(command)
         }
         return applied
@@ -60,24 +61,31 @@ public struct BackplaneSync: Sendable {
     }
 
     /// Stays on the event stream, syncing at once and whenever an event arrives; reconnects with back-off (1 s
-    /// doubling to 60 s) until the task is cancelled or the device is killed. `onApplied` hears every command applied.
-    public func listen(onApplied: @Sendable ([BackplaneCommand]) async -> Void = { _ in }) async {
+    /// doubling to 60 s) until the task is cancelled or the device is killed. `onConnected` hears each connection's first
+    /// event (the settings the server sends first); `onApplied` every command applied.
+    public func listen(onConnected: @Sendable () async -> Void = {}, onApplied: @Sendable ([BackplaneCommand]) async -> Void = { _ in }) async {
         var delay: Duration = .seconds(1)
         while !Task.isCancelled {
             do {
                 await onApplied(try await sync())
-                if try await agent.backplaneStatus().killed { return }
-                try await agent.listenToBackplane { _ in
+                if try await agent.backplane.status().killed { return }
+                let first = Locked(true)
+                try await agent.backplane.listen { _ in
+                    let isFirst = first.withLock { value -> Bool in
+                        defer { value = false }
+                        return value
+                    }
+                    if isFirst { await onConnected() }
                     do {
                         await onApplied(try await sync())
                     } catch {
                         logger.warning("backplane: sync failed: \(error)")
                     }
-                    return (try? await agent.backplaneStatus().killed) != true
+                    return (try? await agent.backplane.status().killed) != true
                 }
                 delay = .seconds(1)
             } catch {
-                if (try? await agent.backplaneStatus().killed) == true || (error as? AgentError) == .notRegistered { return }
+                if (try? await agent.backplane.status().killed) == true || (error as? AgentError) == .notRegistered { return }
                 logger.warning("backplane: not connected (trying again in \(delay)): \(error)")
             }
             try? await Task.sleep(for: delay)

@@ -19,9 +19,9 @@ public struct PermissionStep: DownloadStep {
         let id = asset.options.license?.assetID ?? asset.id
         let answer: BackplanePermissionAnswer
         do {
-            let status = try await agent.backplaneStatus()
+            let status = try await agent.backplane.status()
             if status.killed { throw DownloadFailure.permissionRefused(reason: PermissionRefusal.deviceKilled.rawValue, detail: PermissionRefusal.deviceKilled.text) }
-            answer = try await agent.downloadPermission(asset: id)
+            answer = try await agent.backplane.permission(asset: id)
         } catch let error as DownloadFailure {
             throw error
         } catch let error as AgentError {

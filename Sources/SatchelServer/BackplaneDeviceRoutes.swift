@@ -29,10 +29,10 @@ struct BackplaneDeviceRoutes: RouteGroup {
             let (_, device) = try await signedGet(request)
             return try Response.json(try await backplane.sync(device, after: try Self.cursor(request)))
         }
-        router.post("/backplane/commands/{id}/ack") { request, context in
+        router.post("/backplane/commands/{commandId}/ack") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
             let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.require("commandId")
             try await backplane.store.acknowledge(device: device.deviceID, command: id)
             return Response(status: .noContent)
         }

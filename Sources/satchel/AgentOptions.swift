@@ -64,7 +64,7 @@ struct AgentCommand: ParsableCommand {
 
         func execute() async throws {
             let (id, status) = try await agent.with { agent in
-                (try await agent.register(server: server, token: token, name: name, externalID: externalID), try await agent.backplaneStatus())
+                (try await agent.register(server: server, token: token, name: name, externalID: externalID), try await agent.backplane.status())
             }
             print(id)
             if !status.downloadEnabled {

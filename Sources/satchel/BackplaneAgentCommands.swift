@@ -25,7 +25,7 @@ enum BackplaneCommands {
         } catch let error as AgentError where error.isRetryable {
             FileHandle.standardError.write(Data("satchel: notice: \(BackplaneNotice.communicationsFailure.rawValue): \(error.description)\n".utf8))
         }
-        let status = try await agent.backplaneStatus()
+        let status = try await agent.backplane.status()
         let refusal: PermissionRefusal? = status.killed ? .deviceKilled : status.downloadEnabled ? nil : .deviceNotEnabled
         if let refusal {
             FileHandle.standardError.write(Data("satchel: error: \(refusal.text) (\(refusal.rawValue)); nothing downloaded\n".utf8))
@@ -66,7 +66,7 @@ extension AgentCommand {
 
         func execute() async throws {
             let (applied, status) = try await BackplaneCommands.withDevice(agent) { sync in
-                (try await sync.sync(), try await sync.agent.backplaneStatus())
+                (try await sync.sync(), try await sync.agent.backplane.status())
             }
             if json {
                 try RightsReport.print(SyncReport(applied: applied, downloadEnabled: status.downloadEnabled, killed: status.killed, settings: status.settings))
@@ -99,10 +99,13 @@ extension AgentCommand {
         func execute() async throws {
             let killed = try await BackplaneCommands.withDevice(agent) { sync in
                 let work = Task {
-                    await sync.listen { applied in
+                    await sync.listen(onConnected: {
+                        print("listening: connected to the backplane")
+                        fflush(nil)
+                    }, onApplied: { applied in
                         for command in applied { print(BackplaneCommands.line(command)) }
                         fflush(nil)
-                    }
+                    })
                 }
                 let watcher = Task {
                     await SignalWatch.interrupted()
@@ -110,7 +113,7 @@ extension AgentCommand {
                 }
                 await work.value
                 watcher.cancel()
-                return (try? await sync.agent.backplaneStatus().killed) == true
+                return (try? await sync.agent.backplane.status().killed) == true
             }
             if killed {
                 FileHandle.standardError.write(Data("satchel: notice: \(BackplaneNotice.remoteKill.rawValue): \(BackplaneNotice.remoteKill.text)\n".utf8))

@@ -85,8 +85,10 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(name: .customLong("max-files"), help: "The most files the asset may have; a manifest listing more is refused (default 200000).") var maxFiles: Int?
     @Option(help: "Publish date (ISO 8601): hidden until then.") var publish: String?
     @Option(help: "Expiry date (ISO 8601, or YYYY-MM-DD).") var expiry: String?
-    @Option(name: .customLong("expiry-after-download"), help: "Seconds the asset stays after its download completes.") var expiryAfterDownload: UInt32?
-    @Option(name: .customLong("expiry-after-play"), help: "Seconds the asset stays after its first play.") var expiryAfterPlay: UInt32?
+    @Option(name: .customLong("expiry-after-download"),
+            help: "Seconds the asset stays after its download completes (default: the backplane's setting, once synced).") var expiryAfterDownload: UInt32?
+    @Option(name: .customLong("expiry-after-play"),
+            help: "Seconds the asset stays after its first play (default: the backplane's setting, once synced).") var expiryAfterPlay: UInt32?
     @Flag(help: "Acquire a persistent license when the download starts (the device must be registered in --data-dir: satchel agent register).")
     var license = false
     @Option(help: "With --license: the license server (default: the one the device registered with).") var server: String?
@@ -94,7 +96,7 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
 
     func execute() async throws {
-        let window = AvailabilityWindow(publishDate: try publish.map { try parseDate($0, option: "--publish") },
+        var window = AvailabilityWindow(publishDate: try publish.map { try parseDate($0, option: "--publish") },
                                         expiryDate: try expiry.map { try parseDate($0, option: "--expiry") },
                                         expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay)
         let options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
@@ -104,7 +106,14 @@ struct DownloadAdd: SatchelAsyncCommand {
                                       license: license ? LicenseRequest(server: server, token: token, assetID: licenseAsset) : nil)
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
         if !license, server != nil || token != nil || licenseAsset != nil { throw CLIError("--server, --token and --license-asset go with --license") }
-        let asset = try await directory.withManager { try await $0.add(url: url, id: id, options: options, window: window) }
+        let asset = try await directory.withEngine { manager, agent in
+            // The backplane's global defaults (seed 003: EAD and EAP "transmitted to all SDK instances") for what is not given.
+            if let defaults = try await agent?.backplane.status().settings {
+                window.expiryAfterDownload = window.expiryAfterDownload ?? defaults.expiryAfterDownload
+                window.expiryAfterPlay = window.expiryAfterPlay ?? defaults.expiryAfterPlay
+            }
+            return try await manager.add(url: url, id: id, options: options, window: window)
+        }
         print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
     }
 

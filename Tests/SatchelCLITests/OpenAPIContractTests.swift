@@ -81,13 +81,15 @@ import Testing
                 bearer = "${SATCHEL_CONTRACT_TOKEN}"
                 [auth.openapi.operatorSession]
                 api_key = "${SATCHEL_CONTRACT_SESSION}"
+                [auth.openapi.operatorKey]
+                bearer = "${SATCHEL_CONTRACT_OPERATOR_KEY}"
 
                 """.write(to: configuration, atomically: true, encoding: .utf8)
             return try ProcessRunner.run(tool, ["--config-file", configuration.path, "run", server.url + "/openapi.json",
                                                 "--max-examples", "25", "--seed", "1", "--no-color", "--generation-database", "none",
                                                 "--max-redirects", "0", "--request-timeout", "20", "--exclude-checks", "positive_data_acceptance",
                                                 "--report", "junit", "--report-junit-path", junit.path],
-                                         environment: ["SATCHEL_CONTRACT_TOKEN": token, "SATCHEL_CONTRACT_SESSION": session,
+                                         environment: ["SATCHEL_CONTRACT_TOKEN": token, "SATCHEL_CONTRACT_SESSION": session, "SATCHEL_CONTRACT_OPERATOR_KEY": Self.operatorKey,
                                                        "PYTHONPATH": Self.contract.path, "SCHEMATHESIS_HOOKS": "satchel_checks"],
                                          directory: server.directory)
         }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import SatchelBackplane
 import SatchelBytes
 import SatchelHTTP
 import SatchelLicensing
@@ -18,7 +19,7 @@ struct OpenAPIDocumentTests {
     /// The builder of a server with every part: devices, origin, player, dashboard and demo tokens.
     static func everything() async throws -> (ApplicationBuilder, LicensingDatabase, WebAssets) {
         let directory = try TestMedia.temporaryDirectory("openapi")
-        let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil)
+        let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil, more: [CreateBackplaneSchema()])
         let kek = try KeyEncryptionKey(SecretBytes.random(32))
         let service = LicenseService(store: FluentKeyStore(database: database.database, kek: kek), ksm: nil,
                                      verifier: try await EntitlementVerifier(hmacSecret: Array("a secret of thirty-two bytes at least!".utf8)))
@@ -26,7 +27,10 @@ struct OpenAPIDocumentTests {
         let web = try WebAssets()
         let admin = AdminConsole(sessions: try AdminSessions(operatorKey: SecretBytes(Array("an-operator-key-of-some-length".utf8))),
                                  service: service, registry: registry)
-        let builder = LicenseServer.builder(service: service, devices: DeviceLicensing(service: service, registry: registry),
+        let devices = DeviceLicensing(service: service, registry: registry)
+        let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), hub: BackplaneWakeHub(), licensing: devices,
+                                         sessions: admin.sessions)
+        let builder = LicenseServer.builder(service: service, devices: devices, backplane: backplane,
                                             origin: try OriginFiles(folder: directory.path), web: web, admin: admin,
                                             demoTokens: DemoTokens { _ in ("token", Date()) }, certificate: nil, port: 0)
         return (builder, database, web)

@@ -1,0 +1,34 @@
+import AsyncHTTPClient
+import NIOCore
+import SatchelBackplane
+
+/// An agent's side of the backplane, as an app calls it (`agent.backplane`): what the backplane last said (kept
+/// sealed), syncs, acknowledgements, download permission, the event stream, and the unregistering a kill asks for.
+public struct DeviceBackplane: Sendable {
+    let agent: Agent
+
+    /// What the backplane last told this device (kept sealed: an edit of the store does not change it).
+    public func status() async throws(AgentError) -> BackplaneStatus { try await AgentBackplane.status(agent) }
+
+    /// Syncs with the backplane: keeps its toggle and settings, and answers the commands to apply now, in order.
+    /// Apply each, then ``acknowledge(_:)`` it.
+    public func sync() async throws(AgentError) -> BackplanePull { try await AgentBackplane.sync(agent) }
+
+    /// Acknowledges an applied command to the backplane and records it (its toggle, settings or kill).
+    public func acknowledge(_ command: BackplaneCommand) async throws(AgentError) { try await AgentBackplane.acknowledge(agent, command) }
+
+    /// Asks the backplane whether this device may download `asset`.
+    public func permission(asset: String) async throws(AgentError) -> BackplanePermissionAnswer {
+        try await AgentBackplane.permission(agent, asset: asset)
+    }
+
+    /// Forgets the registration (a remote kill): the device's later calls need a new registration, which the
+    /// backplane refuses for a killed device.
+    public func unregister() async throws(AgentError) { try await AgentBackplane.unregister(agent) }
+
+    /// Reads the backplane's event stream until it ends, `window` passes or `onEvent` answers false, handing each
+    /// event to `onEvent`.
+    public func listen(window: TimeAmount = .minutes(5), onEvent: @Sendable (EventStreamParser.Event) async -> Bool) async throws(AgentError) {
+        try await AgentBackplane.listen(agent, window: window, onEvent: onEvent)
+    }
+}

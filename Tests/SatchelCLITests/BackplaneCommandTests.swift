@@ -1,0 +1,274 @@
+import Foundation
+import SatchelBytes
+import SatchelTestSupport
+import Testing
+
+/// The backplane end to end (seed 003's Download2Go Backplane, issue "The backplane"): a real `satchel serve`, real
+/// `satchel agent` processes and the download engine; the operator through `satchel backplane`.
+@Suite(.serialized) struct BackplaneCommandTests {
+    typealias Server = AgentCommandTests.Server
+
+    /// A server with an operator key, and the operator's command line against it.
+    final class World: @unchecked Sendable {
+        let server: Server
+        let key: String
+
+        init(_ name: String) async throws {
+            server = try Server(name)
+            key = server.directory.appendingPathComponent("operator.key").path
+            try (Base64URL.encode(SecureRandom.bytes(32)) + "\n").write(toFile: key, atomically: true, encoding: .utf8)
+            server.serveArguments = ["--operator-key-file", key]
+            try await server.start()
+        }
+
+        /// `satchel backplane ARGUMENTS --server … --operator-key-file …`.
+        func backplane(_ arguments: [String]) throws -> CLIRunner.Result {
+            try CLIRunner.run(["backplane"] + arguments + ["--server", server.url, "--operator-key-file", key])
+        }
+
+        /// `backplane devices list --json`, by device ID.
+        func devices() throws -> [String: [String: Any]] {
+            let listed = try backplane(["devices", "list", "--json"])
+            let array = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]], "\(listed.stderr)")
+            return Dictionary(uniqueKeysWithValues: array.compactMap { device in (device["deviceID"] as? String).map { ($0, device) } })
+        }
+
+        /// A device registered for `user` in its own data directory: its directory, ID and registration's stderr.
+        func device(_ name: String, user: String = "user-42", external: String? = nil) throws -> (directory: String, id: String, stderr: String) {
+            let directory = server.directory.appendingPathComponent(name).path
+            let registered = try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(subject: user), "--data-dir", directory]
+                                               + (external.map { ["--external-id", $0] } ?? []))
+            #expect(registered.status == 0, "\(registered.stderr)")
+            return (directory, registered.stdout.trimmingCharacters(in: .whitespacesAndNewlines), registered.stderr)
+        }
+    }
+
+    /// A 2-second MP4 on an origin: what the devices download.
+    static func origin(_ world: World) async throws -> TestOrigin {
+        try TestMedia.require("ffmpeg")
+        let site = world.server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let clip = try await TestMedia.offloaded { try TestMedia.make("backplane-clip", seconds: 2) }
+        try FileManager.default.copyItem(at: clip, to: site.appendingPathComponent("clip.mp4"))
+        return try await TestOrigin.start(root: site)
+    }
+
+    static func listJSON(_ directory: String) throws -> [[String: Any]] {
+        let listed = try CLIRunner.run(["download", "list", "--data-dir", directory, "--json"])
+        return try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]], "\(listed.stdout) \(listed.stderr)")
+    }
+
+    @Test("a device beyond its user's limit registers disabled with the notice and downloads nothing (exit 1, the reason said); the operator enables it once another is disabled; limits are per user")
+    func deviceLimit() async throws {
+        let world = try await World("backplane-limit")
+        defer { world.server.stop() }
+        let origin = try await Self.origin(world)
+        defer { origin.stop() }
+        try await TestMedia.offloaded {
+            #expect(try world.backplane(["limits", "set", "--max-devices", "1"]).status == 0)
+            #expect(try world.backplane(["limits", "set", "--user", "family", "--max-devices", "2"]).status == 0, "a user's limit before any device")
+            let first = try world.device("first")
+            #expect(!first.stderr.contains("device-limit-reached"), "\(first.stderr)")
+            let second = try world.device("second")
+            #expect(second.stderr.contains("device-limit-reached"), "the notice: \(second.stderr)")
+            var devices = try world.devices()
+            #expect(devices[first.id]?["downloadEnabled"] as? Bool == true && devices[second.id]?["downloadEnabled"] as? Bool == false)
+            #expect(devices[second.id]?["state"] as? String == "active" && devices[second.id]?["user"] as? String == "user-42")
+            // Two devices of "family" (its own limit of 2) are both enabled; a third is not.
+            let family = try (1...3).map { try world.device("family-\($0)", user: "family") }
+            devices = try world.devices()
+            #expect(family.map { devices[$0.id]?["downloadEnabled"] as? Bool } == [true, true, false])
+
+            #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", second.directory]).status == 0)
+            let refused = try CLIRunner.run(["download", "run", "--data-dir", second.directory])
+            #expect(refused.status == 1 && refused.stderr.contains("this device's downloads are disabled (device-not-enabled)"), "\(refused.stderr)")
+            #expect(try Self.listJSON(second.directory).first?["state"] as? String == "queued", "nothing downloaded")
+            #expect(!FileManager.default.fileExists(atPath: second.directory + "/assets/clip/clip.mp4"))
+
+            // Enabling the second is refused while the first holds the limit; disabling the first makes room.
+            let over = try world.backplane(["devices", "enable", second.id])
+            #expect(over.status != 0 && over.stderr.contains("device limit reached"), "\(over.stderr)")
+            #expect(try world.backplane(["devices", "disable", first.id]).status == 0)
+            #expect(try world.backplane(["devices", "enable", second.id]).status == 0)
+            let ran = try CLIRunner.run(["download", "run", "--data-dir", second.directory])
+            #expect(ran.status == 0, "the sync before work took the toggle: \(ran.stderr)")
+            #expect(try Self.listJSON(second.directory).first?["state"] as? String == "complete")
+            // The first, now disabled, syncs and refuses to download.
+            #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", first.directory]).status == 0)
+            let disabled = try CLIRunner.run(["download", "run", "--data-dir", first.directory])
+            #expect(disabled.status == 1 && disabled.stderr.contains("applied 1: download-enabled false"), "\(disabled.stderr)")
+        }
+    }
+
+    @Test("commands queued for an offline device arrive at its next sync in the order issued, each applied once; the server down is a communications failure and nothing is lost")
+    func queuedCommands() async throws {
+        let world = try await World("backplane-queue")
+        defer { world.server.stop() }
+        let origin = try await Self.origin(world)
+        defer { origin.stop() }
+        try await TestMedia.offloaded {
+            let device = try world.device("device", external: "tv-7")
+            for id in ["a", "b", "c"] {
+                #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", id, "--data-dir", device.directory]).status == 0)
+            }
+            #expect(try CLIRunner.run(["download", "run", "--data-dir", device.directory]).status == 0)
+            #expect(try world.backplane(["devices", "delete-asset", "ext:tv-7", "b"]).status == 0, "by external ID")
+            #expect(try world.backplane(["devices", "delete-asset", device.id, "a"]).status == 0)
+            world.server.stop()
+            let offline = try CLIRunner.run(["agent", "sync", "--data-dir", device.directory])
+            #expect(offline.status != 0 && offline.stderr.contains("cannot be reached"), "\(offline.stderr)")
+            #expect(try Self.listJSON(device.directory).count == 3, "nothing applied without the server")
+        }
+        try await world.server.start()
+        try await TestMedia.offloaded {
+            let device = world.server.directory.appendingPathComponent("device").path
+            let synced = try CLIRunner.run(["agent", "sync", "--data-dir", device])
+            #expect(synced.status == 0, "\(synced.stderr)")
+            let lines = synced.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.prefix(2) == ["applied 1: delete-asset b", "applied 2: delete-asset a"], "in order: \(synced.stdout)")
+            #expect(try Self.listJSON(device).compactMap { $0["id"] as? String } == ["c"])
+            let again = try CLIRunner.run(["agent", "sync", "--data-dir", device])
+            #expect(again.status == 0 && !again.stdout.contains("applied 1") && again.stdout.contains("0 commands applied"), "each once: \(again.stdout)")
+            let shown = try world.backplane(["devices", "show", "ext:tv-7", "--json"])
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any])
+            #expect(json["lastSync"] is String, "the sync is recorded: \(shown.stdout)")
+        }
+    }
+
+    @Test("a remote wipe reaches a listening agent at once and removes its downloads and licenses; a remote kill then unregisters it and its later calls are refused")
+    func wipeAndKill() async throws {
+        let world = try await World("backplane-wipe")
+        defer { world.server.stop() }
+        let origin = try await Self.origin(world)
+        defer { origin.stop() }
+        let device = try await TestMedia.offloaded { () throws -> (directory: String, id: String, stderr: String) in
+            let device = try world.device("device")
+            let acquired = try CLIRunner.run(["license", "acquire", "clip", "--token", try world.server.token(), "--data-dir", device.directory, "--persistent"])
+            #expect(acquired.status == 0, "\(acquired.stderr)")
+            #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", device.directory]).status == 0)
+            #expect(try CLIRunner.run(["download", "run", "--data-dir", device.directory]).status == 0)
+            return device
+        }
+        let listener = try LineReader(["agent", "listen", "--data-dir", device.directory])
+        defer { listener.stop() }
+        try await TestMedia.offloaded {
+            #expect(listener.wait(for: "listening: connected", seconds: 20), "\(listener.lines)")
+            let issued = Date()
+            #expect(try world.backplane(["devices", "wipe", device.id]).status == 0)
+            #expect(listener.wait(for: "applied 1: wipe", seconds: 10), "\(listener.lines)")
+            let elapsed = Date().timeIntervalSince(issued)
+            #expect(elapsed < 2, "pushed, not polled: \(elapsed) s from issue (CLI start included) to applied")
+            #expect(try Self.listJSON(device.directory).isEmpty, "the downloads are gone")
+            #expect(!FileManager.default.fileExists(atPath: device.directory + "/assets/clip"))
+            let rights = try CLIRunner.run(["rights", "clip", "--data-dir", device.directory, "--json"])
+            #expect(rights.stdout.contains("no-rights"), "the license is gone: \(rights.stdout)")
+
+            #expect(try world.backplane(["devices", "kill", device.id]).status == 0)
+            #expect(listener.wait(for: "applied 2: kill", seconds: 10), "\(listener.lines)")
+        }
+        let ended = try await TestMedia.offloaded { listener.waitForExit(seconds: 15) }
+        #expect(ended == 1, "listen ends with the kill, exit 1")
+        try await TestMedia.offloaded {
+            #expect(listener.stderr.contains("remote-kill"), "\(listener.stderr)")
+            let sync = try CLIRunner.run(["agent", "sync", "--data-dir", device.directory])
+            #expect(sync.status != 0 && sync.stderr.contains("no registered device"), "unregistered: \(sync.stderr)")
+            let again = try CLIRunner.run(["agent", "register", "--server", world.server.url, "--token", try world.server.token(), "--data-dir", device.directory])
+            #expect(again.status != 0 && again.stderr.contains("remotely killed"), "\(again.stderr)")
+            let acquire = try CLIRunner.run(["license", "acquire", "clip", "--token", try world.server.token(), "--data-dir", device.directory])
+            #expect(acquire.status != 0)
+            #expect(try world.devices()[device.id]?["state"] as? String == "killed")
+        }
+    }
+
+    @Test("settings pushed change a device's default availability window (EAD/EAP) for assets added after the sync; the operator API refuses a wrong key")
+    func settingsPushed() async throws {
+        let world = try await World("backplane-settings")
+        defer { world.server.stop() }
+        let origin = try await Self.origin(world)
+        defer { origin.stop() }
+        try await TestMedia.offloaded {
+            let device = try world.device("device")
+            let set = try world.backplane(["settings", "set", "--expiry-after-download", "7200", "--expiry-after-play", "600", "--json"])
+            #expect(set.status == 0 && set.stdout.contains("7200"), "\(set.stdout) \(set.stderr)")
+            let synced = try CLIRunner.run(["agent", "sync", "--data-dir", device.directory, "--json"])
+            #expect(synced.status == 0 && synced.stdout.contains("\"expiryAfterDownload\" : 7200"), "\(synced.stdout)")
+            #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", device.directory]).status == 0)
+            let listed = try Self.listJSON(device.directory)
+            let window = try #require(listed.first?["window"] as? [String: Any], "\(listed)")
+            #expect(window["expiryAfterDownload"] as? Int == 7200 && window["expiryAfterPlay"] as? Int == 600, "\(window)")
+            #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "own", "--expiry-after-download", "60",
+                                       "--data-dir", device.directory]).status == 0)
+            let own = try Self.listJSON(device.directory).first { $0["id"] as? String == "own" }?["window"] as? [String: Any]
+            #expect(own?["expiryAfterDownload"] as? Int == 60, "an asset's own window wins")
+
+            let wrong = server(world, key: "not-the-operator-key")
+            #expect(wrong.status != 0 && wrong.stderr.contains("not the operator key"), "\(wrong.stderr)")
+        }
+    }
+
+    private func server(_ world: World, key: String) -> CLIRunner.Result {
+        let file = world.server.directory.appendingPathComponent("wrong.key").path
+        try? key.write(toFile: file, atomically: true, encoding: .utf8)
+        return (try? CLIRunner.run(["backplane", "users", "list", "--server", world.server.url, "--operator-key-file", file]))
+            ?? CLIRunner.Result(status: -1, stdout: "", stderr: "")
+    }
+}
+
+/// A `satchel` process whose stdout lines are collected as they come.
+final class LineReader: @unchecked Sendable {
+    private let process = Process()
+    private let output = Pipe()
+    private let errors = Pipe()
+    private let collected = Locked<[String]>([])
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = try #require(CLIRunner.binary)
+        process.arguments = arguments
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let handle = output.fileHandleForReading, collected = collected
+        Thread.detachNewThread {
+            var line = [UInt8]()
+            while case let chunk = handle.availableData, !chunk.isEmpty {  // what has come (read(upToCount:) waits for the whole count)
+                for byte in chunk {
+                    if byte == UInt8(ascii: "\n") {
+                        let text = String(decoding: line, as: UTF8.self)
+                        collected.withLock { $0.append(text) }
+                        line = []
+                    } else {
+                        line.append(byte)
+                    }
+                }
+            }
+        }
+    }
+
+    var lines: [String] { collected.current }
+
+    /// Waits until a line containing `text` has come (true), or `seconds` pass (false).
+    func wait(for text: String, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if lines.contains(where: { $0.contains(text) }) { return true }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return lines.contains { $0.contains(text) }
+    }
+
+    /// The exit status once the process ends within `seconds` (nil: still running).
+    func waitForExit(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
+    var stderr: String { String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self) }
+
+    func stop() {
+        if process.isRunning {
+            process.interrupt()
+            process.waitUntilExit()
+        }
+    }
+}
