@@ -309,7 +309,7 @@ let package = Package(
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport", "CSatchelCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
-                                                             "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams"]),
+                                                             "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBytes
+import SatchelTestSupport
 import Testing
 @testable import SatchelBackplane
 
@@ -61,5 +62,74 @@ struct BackplaneCommandTests {
                 == #"{"granted":false,"reason":"device-asset-limit"}"#)
         #expect(Set(PermissionRefusal.allCases.map(\.rawValue)).count == PermissionRefusal.allCases.count)
         #expect(Set(BackplaneNotice.allCases.map(\.rawValue)).count == BackplaneNotice.allCases.count)
+    }
+}
+
+/// Server-sent events read from bytes, however they are cut (the device's side of `GET /backplane/stream`).
+@Suite("Backplane: the event stream's parser")
+struct EventStreamParserTests {
+    static let stream = Array("""
+        : heartbeat
+
+        event: settings
+        data: {"expiryAfterPlay":60}
+
+        id: 7\r
+        event: command\r
+        data: {"a":1}\r
+        data: {"b":2}\r
+        \r
+        id: 8\rdata: plain\r\r: end
+
+        """.utf8)
+
+    static let expected = [
+        EventStreamParser.Event(id: nil, name: "settings", data: #"{"expiryAfterPlay":60}"#),
+        EventStreamParser.Event(id: "7", name: "command", data: "{\"a\":1}\n{\"b\":2}"),
+        EventStreamParser.Event(id: "8", name: "message", data: "plain"),
+    ]
+
+    @Test("events with ids, names and several data lines, LF, CRLF and CR line ends, comments skipped, an event without data dropped")
+    func whole() {
+        var parser = EventStreamParser()
+        #expect(parser.feed(Self.stream) == Self.expected)
+        #expect(parser.feed(Array("event: empty\n\n".utf8)).isEmpty, "no data: nothing dispatched")
+        #expect(parser.feed(Array("data: x".utf8)).isEmpty, "not dispatched before its blank line")
+        #expect(parser.feed(Array("\n\n".utf8)) == [EventStreamParser.Event(id: "8", name: "message", data: "x")], "the last id holds")
+    }
+
+    @Test("cut at every byte, or at random places (seeded), the same events come out", arguments: [1, 2, 3, 5, 17])
+    func chunked(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var parser = EventStreamParser()
+        var events: [EventStreamParser.Event] = []
+        var index = 0
+        while index < Self.stream.count {
+            let length = seed == 1 ? 1 : Int.random(in: 1...9, using: &random)
+            events += parser.feed(Self.stream[index..<min(index + length, Self.stream.count)])
+            index += length
+        }
+        #expect(events == Self.expected)
+    }
+
+    @Test("a line longer than the limit is cut, not kept whole: memory stays bounded")
+    func longLine() {
+        var parser = EventStreamParser()
+        let events = parser.feed(Array("data: ".utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: EventStreamParser.maximumLine + 5000) + Array("\n\n".utf8))
+        #expect(events.count == 1 && events[0].data.utf8.count == EventStreamParser.maximumLine - 6)
+    }
+}
+
+@Suite("Backplane: the device's ledger taking up from the server")
+struct LedgerSkipTests {
+    @Test("a ledger lost (0) takes up from what the server says is acknowledged, and the next command is due; it never moves back")
+    func skip() {
+        let command = { (sequence: Int64) in BackplaneCommandTests.command(sequence) }
+        var ledger = CommandLedger()
+        #expect(ledger.due([command(5)]).isEmpty, "a gap: nothing due")
+        ledger.skip(through: 4)
+        #expect(ledger.due([command(5), command(6)]).map(\.sequence) == [5, 6])
+        ledger.skip(through: 2)
+        #expect(ledger.lastApplied == 4)
     }
 }

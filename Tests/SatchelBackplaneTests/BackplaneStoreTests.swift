@@ -102,9 +102,16 @@ struct BackplaneStoreTests {
         #expect(issued.map(\.sequence) == [1, 2, 3])
         #expect(try await store.pending(device: "k1", after: 0, limit: 10) == issued)
         #expect(try await store.pending(device: "k1", after: 1, limit: 10) == Array(issued[1...]))
+        #expect(try await store.acknowledgedThrough(device: "k1") == 0)
         try await store.acknowledge(device: "k1", command: issued[0].id)
         try await store.acknowledge(device: "k1", command: issued[0].id)
         #expect(try await store.pending(device: "k1", after: 0, limit: 10) == Array(issued[1...]))
+        #expect(try await store.acknowledgedThrough(device: "k1") == 1)
+        try await store.acknowledge(device: "k1", command: issued[2].id)
+        #expect(try await store.acknowledgedThrough(device: "k1") == 1, "up to the first not acknowledged")
+        try await store.acknowledge(device: "k1", command: issued[1].id)
+        #expect(try await store.acknowledgedThrough(device: "k1") == 3, "all of them: the last issued")
+        #expect(try await store.users(limit: 10) == ["alice"])
         await #expect(throws: BackplaneError.unknownCommand("nope")) { try await store.acknowledge(device: "k1", command: "nope") }
         await #expect(throws: BackplaneError.badRequest("downloading is turned on or off through its own request (the limit applies)")) {
             try await store.issue(.downloadEnabled(true), to: .device("k1"), at: Self.now)

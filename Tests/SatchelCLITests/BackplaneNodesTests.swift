@@ -1,0 +1,112 @@
+import Crypto
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import SatchelBytes
+import SatchelRights
+import SatchelTestSupport
+import Testing
+
+/// Two `satchel serve` nodes on one real PostgreSQL (issue "The backplane", scale-out): the limits are invariants of
+/// the database whatever the interleaving of requests over the nodes, and a command issued on one node reaches a device
+/// streaming from the other (PostgreSQL `LISTEN/NOTIFY`).
+@Suite(.serialized) struct BackplaneNodesTests {
+    /// A fresh database for this suite: scripts/test makes it anew for every run.
+    static func databaseURL() throws -> String {
+        try #require(ProcessInfo.processInfo.environment["SATCHEL_NODES_DATABASE_URL"],
+                     "PostgreSQL is required: set SATCHEL_NODES_DATABASE_URL to a new database, or run scripts/test, which makes one")
+    }
+
+    /// `psql` on `url`: the first column of the answer's first row.
+    static func sql(_ url: String, _ statement: String) throws -> String {
+        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["psql", url, "-tAc", statement])
+        #expect(result.status == 0, "\(result.stderr)")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// A POST of JSON; the status and the body.
+    static func post(_ url: String, _ body: some Encodable, bearer: String? = nil) async throws -> (status: Int, body: Data) {
+        var request = URLRequest(url: try #require(URL(string: url)))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        request.httpBody = try JSONCoding.encoder().encode(body)
+        request.timeoutInterval = 60
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    @Test("two nodes: 200 concurrent registrations and 200 concurrent permission requests for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A reaches an agent streaming from node B",
+          .timeLimit(.minutes(5)))
+    func twoNodes() async throws {
+        let url = try Self.databaseURL()
+        let first = try AgentCommandTests.Server("nodes-a"), second = try AgentCommandTests.Server("nodes-b")
+        let key = first.directory.appendingPathComponent("operator.key").path, kek = first.directory.appendingPathComponent("kek.key").path
+        try (Base64URL.encode(SecureRandom.bytes(32)) + "\n").write(toFile: key, atomically: true, encoding: .utf8)
+        try (Hex.encode(SecureRandom.bytes(32)) + "\n").write(toFile: kek, atomically: true, encoding: .utf8)
+        for server in [first, second] {
+            server.serveArguments = ["--database-url", url, "--kek-file", kek, "--operator-key-file", key]
+            try await server.start()  // one after the other: the first migrates the database
+        }
+        defer { first.stop(); second.stop() }
+        let operatorArguments: @Sendable (AgentCommandTests.Server) -> [String] = { ["--server", $0.url, "--operator-key-file", key] }
+        let limited = try CLIRunner.run(["backplane", "limits", "set", "--user", "crowd", "--max-devices", "5", "--max-downloads", "9"] + operatorArguments(first))
+        #expect(limited.status == 0, "\(limited.stderr)")
+
+        // 200 registrations at once, alternately through each node.
+        let token = try first.token(subject: "crowd")
+        let nodes = [first.url, second.url]
+        let registered = try await withThrowingTaskGroup(of: (P256.Signing.PrivateKey, RegistrationAnswer?).self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    let key = P256.Signing.PrivateKey()
+                    let answer = try await Self.post(nodes[index % 2] + "/devices", RegistrationRequest(publicKey: PublicKeyJWK(key.publicKey), name: "d\(index)",
+                                                                                                         externalID: nil), bearer: token)
+                    return (key, answer.status == 201 ? try JSONCoding.decoder().decode(RegistrationAnswer.self, from: answer.body) : nil)
+                }
+            }
+            var all: [(P256.Signing.PrivateKey, RegistrationAnswer?)] = []
+            for try await item in group { all.append(item) }
+            return all
+        }
+        #expect(registered.allSatisfy { $0.1 != nil }, "every registration answered 201")
+        #expect(registered.filter { $0.1?.downloadEnabled == true }.count == 5, "five enabled, the rest told device-limit-reached")
+        #expect(registered.filter { $0.1?.notice == "device-limit-reached" }.count == 195)
+        #expect(try Self.sql(url, "SELECT count(*) FROM backplane_devices WHERE user_id = 'crowd'") == "200")
+        #expect(try Self.sql(url, "SELECT count(*) FROM backplane_devices WHERE user_id = 'crowd' AND download_enabled") == "5")
+
+        // 200 permission requests at once (distinct assets, the five enabled devices, both nodes): nine grants.
+        let enabled = registered.compactMap { item in item.1.flatMap { $0.downloadEnabled == true ? (item.0, $0.certificate) : nil } }
+        let granted = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<200 {
+                let (deviceKey, certificate) = enabled[index % enabled.count]
+                group.addTask {
+                    let claims = DeviceRequestClaims(certificate: certificate, assetID: "asset-\(index)", nonce: Hex.encode(SecureRandom.bytes(16)), time: Date())
+                    let answer = try await Self.post(nodes[index % 2] + "/backplane/permissions", DeviceRequestEnvelope(request: try SignedToken.sign(claims, key: deviceKey)))
+                    #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+                    return (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["granted"] as? Bool == true
+                }
+            }
+            var count = 0
+            for try await answer in group where answer { count += 1 }
+            return count
+        }
+        #expect(granted == 9, "the account's nine downloads, no more")
+        #expect(try Self.sql(url, "SELECT count(*) FROM backplane_grants WHERE user_id = 'crowd'") == "9")
+
+        // An agent streaming from node B; the wipe issued on node A.
+        let device = second.directory.appendingPathComponent("device").path
+        let register = try CLIRunner.run(["agent", "register", "--server", second.url, "--token", try second.token(subject: "viewer"), "--data-dir", device])
+        #expect(register.status == 0, "\(register.stderr)")
+        let id = register.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let listener = try LineReader(["agent", "listen", "--data-dir", device])
+        defer { listener.stop() }
+        try await TestMedia.offloaded {
+            #expect(listener.wait(for: "listening: connected", seconds: 20), "\(listener.lines)")
+            let wiped = try CLIRunner.run(["backplane", "devices", "wipe", id] + operatorArguments(first))
+            #expect(wiped.status == 0, "\(wiped.stderr)")
+            #expect(listener.wait(for: "applied 1: wipe", seconds: 5), "the wipe crossed from node A to node B: \(listener.lines)")
+        }
+    }
+}
