@@ -52,10 +52,13 @@ public struct BackplaneService: Sendable {
     }
 
     /// What a device learns at a sync: its commands after `after`, its toggle, the settings, the server's time. A killed
-    /// device may still sync (and acknowledge) until it has taken its kill; after that it is refused.
+    /// device may still sync (and acknowledge) until it has acknowledged its kill; after that it is refused.
     func sync(_ device: BackplaneDevice, after: Int64) async throws(BackplaneError) -> BackplaneSyncAnswer {
         let commands = try await store.pending(device: device.deviceID, after: after, limit: 500)
-        if device.state == .killed, commands.isEmpty { throw .deviceKilled(device.deviceID) }
+        if device.state == .killed {
+            let unacknowledged = after == 0 ? commands : try await store.pending(device: device.deviceID, after: 0, limit: 500)
+            guard unacknowledged.contains(where: { $0.action == .kill }) else { throw .deviceKilled(device.deviceID) }
+        }
         if device.state == .active { try await store.synced(device: device.deviceID, at: now) }
         return BackplaneSyncAnswer(deviceID: device.deviceID, downloadEnabled: device.downloadEnabled, state: device.state, commands: commands,
                                    acknowledged: try await store.acknowledgedThrough(device: device.deviceID), settings: try await store.settings(), serverTime: now)

@@ -47,13 +47,14 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("operator-key-file"),
             help: "A file holding the operator key (16 bytes or more) that signs in to the dashboard at /admin; or $SATCHEL_OPERATOR_KEY_FILE. Without it there is no dashboard.")
     var operatorKeyFile: String?
+    @Option(name: .customLong("backplane-heartbeat"), help: .hidden) var heartbeat: Double = 15
     @Option(name: .customLong("token-issuer"), help: "Entitlement tokens must carry this iss (or $SATCHEL_TOKEN_ISSUER).") var issuer: String?
 
     func validate() throws {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
             throw ValidationError("give one --fps-private-key and one --fps-dask or --fps-ask per --fps-certificate")
         }
-        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1 else {
+        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1, (0.1...3600).contains(heartbeat) else {
             throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
         }
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
@@ -126,7 +127,7 @@ struct ServeCommand: SatchelAsyncCommand {
         }
         let hub = BackplaneWakeHub()
         let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), hub: hub, licensing: devices,
-                                         sessions: admin?.sessions)
+                                         sessions: admin?.sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
         var lifecycle: [any Service] = []
         if let url = store.resolvedDatabaseURL {  // other nodes' changes reach this node's streams
             let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)

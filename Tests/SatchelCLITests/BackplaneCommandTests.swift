@@ -13,11 +13,11 @@ import Testing
         let server: Server
         let key: String
 
-        init(_ name: String) async throws {
+        init(_ name: String, serveArguments: [String] = []) async throws {
             server = try Server(name)
             key = server.directory.appendingPathComponent("operator.key").path
             try (Base64URL.encode(SecureRandom.bytes(32)) + "\n").write(toFile: key, atomically: true, encoding: .utf8)
-            server.serveArguments = ["--operator-key-file", key]
+            server.serveArguments = ["--operator-key-file", key] + serveArguments
             try await server.start()
         }
 
@@ -214,15 +214,15 @@ import Testing
     }
 }
 
-/// A `satchel` process whose stdout lines are collected as they come.
+/// A `satchel` process (or another program) whose stdout lines are collected as they come.
 final class LineReader: @unchecked Sendable {
     private let process = Process()
     private let output = Pipe()
     private let errors = Pipe()
     private let collected = Locked<[String]>([])
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = try #require(CLIRunner.binary)
+    init(_ arguments: [String], program: URL? = nil) throws {
+        process.executableURL = try program ?? #require(CLIRunner.binary)
         process.arguments = arguments
         process.standardOutput = output
         process.standardError = errors
@@ -265,10 +265,12 @@ final class LineReader: @unchecked Sendable {
 
     var stderr: String { String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self) }
 
+    /// Interrupts the process (satchel stops on SIGINT); one still running two seconds later is killed (a program
+    /// started from a test may have inherited the test's blocked signals).
     func stop() {
-        if process.isRunning {
-            process.interrupt()
-            process.waitUntilExit()
-        }
+        guard process.isRunning else { return }
+        process.interrupt()
+        if waitForExit(seconds: 2) == nil { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 }
