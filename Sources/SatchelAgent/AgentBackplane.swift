@@ -9,6 +9,10 @@ import SatchelRights
 /// applied, the toggle, the settings), acknowledgements recorded in the sealed state, download permission, and the
 /// server-sent event stream. Runs on the agent's isolation, except the stream's reading.
 enum AgentBackplane {
+    /// A backplane call's deadline: a server that is down is said soon (AsyncHTTPClient retries a refused connection
+    /// until the deadline), and the engine's asset waits for its permission.
+    static let timeout: TimeAmount = .seconds(10)
+
     static func status(_ agent: isolated Agent) async throws(AgentError) -> BackplaneStatus {
         try await agent.store.snapshot().state.backplane ?? BackplaneStatus()
     }
@@ -28,7 +32,7 @@ enum AgentBackplane {
     static func sync(_ agent: isolated Agent) async throws(AgentError) -> BackplanePull {
         let server = try agent.identity.registered().server
         let before = try await status(agent)
-        let data = try await AgentRequests.signedGet(agent, "/backplane/sync?after=\(before.ledger.lastApplied)", server: server)
+        let data = try await AgentRequests.signedGet(agent, "/backplane/sync?after=\(before.ledger.lastApplied)", server: server, timeout: timeout)
         let answer = try Agent.decode(BackplaneSyncAnswer.self, data, what: "the backplane's sync")
         guard answer.deviceID == (try agent.identity.registered().deviceID) else { throw .invalidAnswer("the sync is for another device") }
         let wall = agent.clockReader.read().wall
@@ -48,7 +52,7 @@ enum AgentBackplane {
     static func acknowledge(_ agent: isolated Agent, _ command: BackplaneCommand) async throws(AgentError) {
         let server = try agent.identity.registered().server
         let id = command.id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-"))) ?? command.id
-        _ = try await AgentRequests.signedPost(agent, "/backplane/commands/\(id)/ack", server: server, token: nil) { registration, nonce, time in
+        _ = try await AgentRequests.signedPost(agent, "/backplane/commands/\(id)/ack", server: server, token: nil, timeout: timeout) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }
         try await record(agent, command)
@@ -75,7 +79,7 @@ enum AgentBackplane {
     /// Whether the backplane lets this device download `asset` (a grant is recorded there).
     static func permission(_ agent: isolated Agent, asset: String) async throws(AgentError) -> BackplanePermissionAnswer {
         let server = try agent.identity.registered().server
-        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/permissions", server: server, token: nil) { registration, nonce, time in
+        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/permissions", server: server, token: nil, timeout: timeout) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
         }
         let answer = try Agent.decode(BackplanePermissionAnswer.self, data, what: "the download permission")
@@ -86,6 +90,14 @@ enum AgentBackplane {
     static func unregister(_ agent: isolated Agent) throws(AgentError) {
         try agent.identity.forget(dataDirectory: agent.dataDirectory)
         agent.identity.registration = nil
+    }
+
+    /// Tells the backplane the device deleted `asset` (its grant is given back).
+    static func releasePermission(_ agent: isolated Agent, asset: String) async throws(AgentError) {
+        let server = try agent.identity.registered().server
+        _ = try await AgentRequests.signedPost(agent, "/backplane/permissions/release", server: server, token: nil, timeout: timeout) {
+            registration, nonce, time in DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
+        }
     }
 
     /// The stream's request: signed now, with the cursor.

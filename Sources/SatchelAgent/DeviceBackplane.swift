@@ -22,6 +22,10 @@ public struct DeviceBackplane: Sendable {
         try await AgentBackplane.permission(agent, asset: asset)
     }
 
+    /// Tells the backplane the device deleted `asset`, so that it counts no more against the device's and the
+    /// account's limits.
+    public func releasePermission(asset: String) async throws(AgentError) { try await AgentBackplane.releasePermission(agent, asset: asset) }
+
     /// Forgets the registration (a remote kill): the device's later calls need a new registration, which the
     /// backplane refuses for a killed device.
     public func unregister() async throws(AgentError) { try await AgentBackplane.unregister(agent) }

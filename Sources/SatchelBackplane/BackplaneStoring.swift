@@ -21,6 +21,8 @@ public protocol BackplaneStoring: Sendable {
     func limits() async throws(BackplaneError) -> LimitTable
     /// Whether the device may download `asset` (a grant is recorded when it may).
     func permission(device: String, asset: String, downloadable: Bool) async throws(BackplaneError) -> DownloadPermission
+    /// Gives back the device's grant for `asset` (the device deleted it): its asset and download counts go down.
+    func release(device: String, asset: String) async throws(BackplaneError)
     /// Issues `action` to the device `reference` names: numbered after its last command; a wipe or a delete drops
     /// the grants it covers, a kill also disables the device and refuses it from then on.
     func issue(_ action: BackplaneCommand.Action, to reference: DeviceReference, at now: Date) async throws(BackplaneError) -> BackplaneCommand

@@ -129,6 +129,14 @@ public struct FluentBackplaneStore: BackplaneStoring {
         }
     }
 
+    public func release(device: String, asset: String) async throws(BackplaneError) {
+        try await transaction("give back the grant") { database async throws in
+            let user = try await Self.model(.device(device), on: database).user
+            try await BackplaneRowLocks.user(user, on: database)
+            try await BackplaneGrantModel.query(on: database).filter(\.$device == device).filter(\.$asset == asset).delete()
+        }
+    }
+
     public func issue(_ action: BackplaneCommand.Action, to reference: DeviceReference, at now: Date) async throws(BackplaneError) -> BackplaneCommand {
         if case let .settings(settings) = action { _ = try settings.validated() }
         if case .downloadEnabled = action { throw .badRequest("downloading is turned on or off through its own request (the limit applies)") }

@@ -6,7 +6,7 @@ import SatchelDownloads
 /// The download engine's permission step (seed 003: before the engine starts an asset it asks the backplane): a
 /// refusal blocks the asset with the backplane's reason; a backplane that cannot be reached leaves the asset
 /// waiting (pending on permission), downloading nothing. A device the backplane disabled or killed (as its sealed
-/// state says) is refused without asking.
+/// state says) is refused without asking. A removed asset's grant is given back.
 public struct PermissionStep: DownloadStep {
     let agent: Agent
 
@@ -37,5 +37,10 @@ public struct PermissionStep: DownloadStep {
             let reason = answer.reason ?? .deviceNotEnabled
             throw .permissionRefused(reason: reason.rawValue, detail: reason.text)
         }
+    }
+
+    public func removed(_ asset: DownloadAsset) async {
+        // Its grant given back (best effort: offline, the grant stays until the operator's delete or wipe).
+        try? await agent.backplane.releasePermission(asset: asset.options.license?.assetID ?? asset.id)
     }
 }

@@ -7,6 +7,7 @@ import SatchelBytes
 import SatchelHTTP
 import SatchelLicensing
 import SatchelRights
+import ServiceLifecycle
 
 /// The backplane's device endpoints (seed 003's Download2Go Backplane, over HTTP+JSON and server-sent events): every
 /// request signed by the device key with its server certificate, as device licenses are — in the body's `request`
@@ -16,6 +17,7 @@ import SatchelRights
 /// - `GET /backplane/sync?after=N`: the commands after the N-th, the toggle, the settings and the server's time.
 /// - `POST /backplane/commands/{id}/ack`: a command applied.
 /// - `POST /backplane/permissions`: may this device download the asset its request names?
+/// - `POST /backplane/permissions/release`: the device deleted the asset its request names (its grant is given back).
 /// - `GET /backplane/stream`: server-sent events — `command` (id: its sequence), `settings` — from the cursor
 ///   (`Last-Event-ID`, else `after`), a comment every heartbeat while nothing happens.
 struct BackplaneDeviceRoutes: RouteGroup {
@@ -40,6 +42,13 @@ struct BackplaneDeviceRoutes: RouteGroup {
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
             let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
             return try Response.json(try await backplane.permission(device, asset: claims.assetID ?? ""))
+        }
+        router.post("/backplane/permissions/release") { request, _ in
+            let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
+            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            guard let asset = claims.assetID, !asset.isEmpty, asset.utf8.count <= 200 else { throw BackplaneError.badRequest("assetID is 1 to 200 bytes") }
+            try await backplane.store.release(device: device.deviceID, asset: asset)
+            return Response(status: .noContent)
         }
         router.get("/backplane/stream") { request, _ in
             let (_, device) = try await signedGet(request)
@@ -81,6 +90,17 @@ struct BackplaneEventStream: Sendable {
         defer { cancel() }
         let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(8))
         let heartbeat = backplane.heartbeat
+        // The server stopping ends the stream (its graceful shutdown would otherwise wait for the device to go away).
+        try await withGracefulShutdownHandler {
+            try await stream(wakes, continuation, events, heartbeat, &writer)
+        } onGracefulShutdown: {
+            continuation.finish()
+        }
+        try await writer.finish(nil)
+    }
+
+    private func stream(_ wakes: AsyncStream<BackplaneWakeHub.Wake>, _ continuation: AsyncStream<Event>.Continuation, _ events: AsyncStream<Event>,
+                        _ heartbeat: Duration, _ writer: inout any ResponseBodyWriter) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await wake in wakes { continuation.yield(.wake(wake)) }
@@ -108,7 +128,6 @@ struct BackplaneEventStream: Sendable {
             }
             group.cancelAll()
         }
-        try await writer.finish(nil)
     }
 
     /// Sends the commands after `cursor`; answers the new cursor.

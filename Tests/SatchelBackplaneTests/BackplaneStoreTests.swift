@@ -69,7 +69,7 @@ struct BackplaneStoreTests {
         await close()
     }
 
-    @Test("permission: granted within the device's and the account's limits, granted again for the same asset, refused with the reason at each limit; a delete or a wipe gives the grants back", arguments: kinds)
+    @Test("permission: granted within the device's and the account's limits, granted again for the same asset, refused with the reason at each limit; a delete, a wipe or the device's own deletion gives the grants back", arguments: kinds)
     func permissions(kind: String) async throws {
         let (stores, _, close) = try await Self.stores(kind)
         let store = stores[0]
@@ -88,6 +88,10 @@ struct BackplaneStoreTests {
         #expect(try await store.permission(device: "d2", asset: "m4", downloadable: true) == .granted, "the deleted asset's grant given back")
         _ = try await store.issue(.wipe, to: .device("d1"), at: Self.now)
         #expect(try await store.permission(device: "d1", asset: "m5", downloadable: true) == .granted)
+        #expect(try await store.permission(device: "d1", asset: "m6", downloadable: true) == .refused(.accountDownloadLimit))
+        try await store.release(device: "d1", asset: "m5")
+        try await store.release(device: "d1", asset: "m5")
+        #expect(try await store.permission(device: "d1", asset: "m6", downloadable: true) == .granted, "the device deleted m5 itself")
         await close()
     }
 

@@ -100,6 +100,30 @@ import Testing
         }
     }
 
+    @Test("the device's asset limit: a second asset is refused with the reason (blocked, nothing fetched); removing the first on the device gives its grant back and the second downloads")
+    func assetLimit() async throws {
+        let world = try await World("backplane-assets")
+        defer { world.server.stop() }
+        let origin = try await Self.origin(world)
+        defer { origin.stop() }
+        try await TestMedia.offloaded {
+            #expect(try world.backplane(["limits", "set", "--max-devices", "3", "--max-assets-per-device", "1"]).status == 0)
+            let device = try world.device("device")
+            for id in ["one", "two"] {
+                #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", id, "--data-dir", device.directory]).status == 0)
+            }
+            let run = try CLIRunner.run(["download", "run", "--data-dir", device.directory])
+            #expect(run.status == 1 && run.stderr.contains("download permission refused (device-asset-limit)"), "\(run.stderr)")
+            let states = Dictionary(uniqueKeysWithValues: try Self.listJSON(device.directory).map { ($0["id"] as? String ?? "", $0["state"] as? String ?? "") })
+            #expect(states == ["one": "complete", "two": "blocked"], "\(states)")
+            #expect(try CLIRunner.run(["download", "remove", "one", "--data-dir", device.directory]).status == 0)
+            #expect(try CLIRunner.run(["download", "clear-retries", "two", "--data-dir", device.directory]).status == 0)
+            let again = try CLIRunner.run(["download", "run", "--data-dir", device.directory])
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(try Self.listJSON(device.directory).first?["state"] as? String == "complete")
+        }
+    }
+
     @Test("commands queued for an offline device arrive at its next sync in the order issued, each applied once; the server down is a communications failure and nothing is lost")
     func queuedCommands() async throws {
         let world = try await World("backplane-queue")
