@@ -7,7 +7,8 @@ import Foundation
 import SatchelBytes
 import SatchelFairPlay
 
-// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [playback] [downloads] [--seconds N] [--parts] [--memory: playback's in-memory figures only]
+// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [playback] [downloads] [backplane] [--seconds N] [--parts] [--memory: playback's in-memory figures only]
+// `backplane` runs two PostgreSQL nodes too when SATCHEL_BENCH_DATABASE_URL names a database it may empty.
 // `downloads` also runs the emulated-link suite (root: a network namespace); `link [--rounds N]` runs that alone.
 // The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
@@ -15,6 +16,9 @@ import SatchelFairPlay
 
 setvbuf(stdout, nil, _IOLBF, 0)  // every line shows at once, also when piped, also if the run is cut short
 let arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "backplane-node" {  // one node of the backplane suite, in its own process
+    exit(await BackplaneNode.run(Array(arguments.dropFirst())))
+}
 if arguments.first == "download-child", arguments.count >= 4 {  // the download suites measure the engine in its own process
     let list = Array(arguments)  // download-child URL DIRECTORY PARALLEL [MAX-PARALLEL (default: PARALLEL, fixed)]
     let parallelism = Int(list[3]) ?? 16
@@ -26,7 +30,7 @@ func value(_ name: String) -> String? {
 }
 let seconds = value("--seconds").flatMap(Double.init) ?? 3
 let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil && $0 != value("--target") }
-let knownSuites: Set<String> = ["fairplay", "packaging", "server", "playback", "downloads", "link", "fuzz"]
+let knownSuites: Set<String> = ["fairplay", "packaging", "server", "playback", "downloads", "link", "fuzz", "backplane"]
 if arguments.contains("--help") || arguments.contains("-h") || !suites.allSatisfy(knownSuites.contains) {
     // An unknown name would otherwise fall through to the default run of every suite (tens of minutes).
     FileHandle.standardError.write(Data("usage: SatchelBenchmarks [\(knownSuites.sorted().joined(separator: "|"))]… [--seconds N] [--parts]\n".utf8))
@@ -67,6 +71,15 @@ if suites.isEmpty || suites.contains("server") {
         try await ServerBenchmark(seconds: max(Int(seconds), 3)).run()
     } catch {
         FileHandle.standardError.write(Data("server benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if suites.isEmpty || suites.contains("backplane") {
+    do {
+        try await BackplaneBenchmark(seconds: max(Int(seconds), 3)).run()
+    } catch {
+        FileHandle.standardError.write(Data("backplane benchmark failed: \(error)\n".utf8))
         exit(1)
     }
 }
