@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBackplane
 import Hummingbird
 import SatchelLicensing
 
@@ -92,15 +93,34 @@ struct AdminPages {
         guard let registry = console.registry else { return ["unavailable": true, "empty": true] }
         let devices = try await registry.devices(limit: 1000)
         let licenses = Dictionary(grouping: try await registry.licenses(limit: Self.chartLimit), by: \.deviceID)
+        let backplane = try await backplaneDevices()
         let rows: [[String: Any]] = devices.map { device in
             let own = licenses[device.deviceID] ?? []
             var row: [String: Any] = ["id": device.deviceID, "name": device.name ?? "—", "subject": device.subject,
                                       "registered": Self.time(device.registeredAt), "disabled": device.disabled, "licenses": own.count,
                                       "active": own.filter { $0.state != .released }.count, "offline": own.filter(\.persistent).count]
             if let external = device.externalID, !external.isEmpty { row["externalID"] = external }
+            if let known = backplane.devices[device.deviceID] {
+                row["killed"] = known.state == .killed
+                row["backplane"] = ["downloads": known.downloadEnabled, "killed": known.state == .killed,
+                                    "lastSync": known.lastSync.map(Self.time) ?? "never",
+                                    "limit": backplane.limits.limits(for: known.user).maxDevices.map { "\($0)" } ?? "no limit"] as [String: Any]
+            }
             return row
         }
-        return ["devices": rows, "count": rows.count, "empty": rows.isEmpty]
+        var values: [String: Any] = ["devices": rows, "count": rows.count, "empty": rows.isEmpty]
+        if console.backplane != nil {
+            values["hasBackplane"] = true
+            values["globalLimit"] = backplane.limits.global.maxDevices.map { "\($0)" } ?? "no limit"
+        }
+        return values
+    }
+
+    /// The backplane's devices by ID and its limits (empty without a backplane).
+    private func backplaneDevices() async throws -> (devices: [String: BackplaneDevice], limits: LimitTable) {
+        guard let store = console.backplane?.store else { return ([:], LimitTable()) }
+        let devices = try await store.devices(user: nil, limit: 1000)
+        return (Dictionary(devices.map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first }), try await store.limits())
     }
 
     /// What happened, newest first: licenses issued (the audit), devices registered, device licenses renewed and released.

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import SatchelBackplane
 import SatchelBytes
 import SatchelHTTP
 import SatchelLicensing
@@ -10,15 +11,19 @@ import SatchelLicensing
 /// What the operator dashboard reads and changes: its sessions, the license service's key store and audit, and
 /// the devices registered for Satchel licenses (absent: the devices page says so).
 public struct AdminConsole: Sendable {
+    /// The sessions, and the operator key they are signed into with.
     public let sessions: AdminSessions
     let service: LicenseService
     let registry: DeviceRegistry?
+    /// The backplane the devices page shows and acts through (absent: no downloads column, no remote wipe).
+    let backplane: BackplaneService?
 
-    /// A dashboard over `service` (and `registry`), signed into with the operator key `sessions` holds.
-    public init(sessions: AdminSessions, service: LicenseService, registry: DeviceRegistry?) {
+    /// A dashboard over `service` (and `registry`, and `backplane`), signed into with the operator key `sessions` holds.
+    public init(sessions: AdminSessions, service: LicenseService, registry: DeviceRegistry?, backplane: BackplaneService? = nil) {
         self.sessions = sessions
         self.service = service
         self.registry = registry
+        self.backplane = backplane
     }
 }
 
@@ -36,7 +41,11 @@ struct AdminRoutes: RouteGroup {
     static let audit = Logger(label: "satchel.audit")
 
     struct LoginForm: Decodable { var key: String }
-    struct ActionForm: Decodable { var csrf: String }
+    struct ActionForm: Decodable {
+        var csrf: String
+        /// The asset a remote delete names.
+        var asset: String?
+    }
 
     func register(on router: Router<SatchelRequestContext>) {
         WebAssets.serve(assets.admin, under: "/admin/static", what: "dashboard", on: router)
@@ -93,18 +102,35 @@ struct AdminRoutes: RouteGroup {
             try await signedPage(request, "admin-devices", "Devices") { try await AdminPages(console: console).devices() }
         }
         router.post("/admin/devices/{deviceId}/{action}") { request, context in
-            _ = try await checked(request, context)
+            let form = try await checkedForm(request, context).form
             guard let registry = console.registry else { throw Problem(status: .notFound, type: "not-found", detail: "this server registers no devices") }
             let device = context.parameters.get("deviceId") ?? ""
-            let disabled: Bool
-            switch context.parameters.get("action") {
-            case "disable": disabled = true
-            case "enable": disabled = false
-            default: throw Problem(status: .notFound, type: "not-found", detail: "a device is disabled or enabled")
+            let action = context.parameters.get("action") ?? ""
+            if let disabled = ["disable": true, "enable": false][action] {
+                // A killed device stays refused: its licenses are not enabled again.
+                if !disabled, let killed = try? await console.backplane?.store.device(.device(device)), killed.state == .killed {
+                    throw BackplaneError.deviceKilled(device)
+                }
+                guard try await registry.setDisabled(device, disabled) else {
+                    throw Problem(status: .notFound, type: "not-found", detail: "no device of this ID is registered")
+                }
+                return Self.redirect("/admin/devices")
             }
-            guard try await registry.setDisabled(device, disabled) else {
-                throw Problem(status: .notFound, type: "not-found", detail: "no device of this ID is registered")
+            guard let backplane = console.backplane else { throw Problem(status: .notFound, type: "not-found", detail: "this server has no backplane") }
+            let reference = try DeviceReference(device)
+            switch action {
+            case "downloads-on", "downloads-off": _ = try await backplane.setDownloadEnabled(reference, action == "downloads-on")
+            case "wipe": _ = try await backplane.issue(.wipe, to: reference)
+            case "kill": _ = try await backplane.issue(.kill, to: reference)
+            case "delete-asset":
+                guard let asset = form.asset?.trimmingCharacters(in: .whitespaces), !asset.isEmpty, asset.utf8.count <= 200 else {
+                    throw BackplaneError.badRequest("name the asset to delete (1 to 200 bytes)")
+                }
+                _ = try await backplane.issue(.deleteAsset(asset), to: reference)
+            default:
+                throw Problem(status: .notFound, type: "not-found", detail: "a device is disabled or enabled, its downloads turned on or off, wiped, killed, or an asset deleted on it")
             }
+            Self.audit.notice("dashboard: \(action) sent to a device", metadata: ["device": .string(device)])
             return Self.redirect("/admin/devices")
         }
         router.get("/admin/events") { request, _ in
@@ -120,10 +146,15 @@ struct AdminRoutes: RouteGroup {
 
     /// A form post's session, once its cookie and CSRF token are checked.
     private func checked(_ request: Request, _ context: SatchelRequestContext) async throws -> AdminSessions.Session {
+        try await checkedForm(request, context).session
+    }
+
+    /// A form post and its session, once its cookie and CSRF token are checked.
+    private func checkedForm(_ request: Request, _ context: SatchelRequestContext) async throws -> (session: AdminSessions.Session, form: ActionForm) {
         guard let session = await session(request) else { throw AdminError.notSignedIn }
         let form = try await Self.form(ActionForm.self, request, context)
         guard ConstantTime.equals(Array(form.csrf.utf8), Array(session.csrf.utf8)) else { throw AdminError.badCSRF }
-        return session
+        return (session, form)
     }
 
     /// A signed-in page: `values` plus what every page shows (navigation, the CSRF token of its forms).

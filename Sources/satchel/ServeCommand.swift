@@ -121,13 +121,14 @@ struct ServeCommand: SatchelAsyncCommand {
         let devices = DeviceLicensing(service: service, registry: registry)
         var web: WebAssets?
         do { web = try WebAssets() } catch { logger.warning("no browser player, no dashboard and no /openapi.json: \(error)") }
-        var admin: AdminConsole?
+        var sessions: AdminSessions?
         if let path = operatorKeyFile ?? environment["SATCHEL_OPERATOR_KEY_FILE"] {
-            admin = AdminConsole(sessions: try AdminSessions(operatorKey: try AdminSessions.operatorKey(file: path)), service: service, registry: registry)
+            sessions = try AdminSessions(operatorKey: try AdminSessions.operatorKey(file: path))
         }
         let hub = BackplaneWakeHub()
         let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), hub: hub, licensing: devices,
-                                         sessions: admin?.sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
+                                         sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
+        let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
         var lifecycle: [any Service] = []
         if let url = store.resolvedDatabaseURL {  // other nodes' changes reach this node's streams
             let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)

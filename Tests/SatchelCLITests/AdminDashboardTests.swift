@@ -135,6 +135,60 @@ import Testing
         await browser.quit()
     }
 
+    @Test("the devices page with the backplane: the user's download limit, downloads allowed and the last sync; Stop downloads, Delete asset, Wipe and Kill (confirmed) send their commands, which the device's next sync applies in order; screenshots")
+    func backplaneActions() async throws {
+        let (server, device) = try await Self.world()
+        defer { server.stop() }
+        let key = server.directory.appendingPathComponent("operator.key").path
+        #expect(try CLIRunner.run(["backplane", "limits", "set", "--max-devices", "2", "--server", server.url, "--operator-key-file", key]).status == 0)
+        #expect(try CLIRunner.run(["agent", "sync", "--data-dir", device]).status == 0)
+        let browser = try await WebDriver.start()
+        do {
+            try await Self.signIn(browser, server.url)
+            try await browser.open(server.url + "/admin/devices")
+            var page = try await Self.text(browser)
+            #expect(page.contains("at most 2 device(s) per user") && page.contains("limit 2") && page.contains(">allowed<"), "\(page.suffix(3000))")
+            #expect(!page.contains("synced never"), "the sync is shown")
+            try await browser.screenshot("admin-devices-backplane")
+            func click(_ label: String) async throws {
+                let script = "[...document.querySelectorAll('tr[data-device] button')].find(b => b.textContent.trim() === arguments[0]).click()"
+                try await browser.execute(script, [label])
+                _ = try await browser.wait(10, until: "return document.readyState === 'complete' && location.pathname === '/admin/devices'")
+            }
+            try await click("Stop downloads")
+            _ = try await browser.wait(10, until: "return document.body.textContent.includes('Allow downloads')")
+            try await browser.execute("document.querySelector('tr[data-device] input[name=asset]').value = 'movie'")
+            try await click("Delete asset")
+            try await browser.execute("setTimeout(() => [...document.querySelectorAll('tr[data-device] button')].find(b => b.textContent.trim() === 'Wipe').click(), 0)")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await browser.acceptAlert().contains("Wipe every download and license on laptop"))
+            _ = try await browser.wait(10, until: "return document.readyState === 'complete'")
+            let synced = try await TestMedia.offloaded { try CLIRunner.run(["agent", "sync", "--data-dir", device]) }
+            #expect(synced.stdout.split(separator: "\n").prefix(3) == ["applied 1: download-enabled false", "applied 2: delete-asset movie", "applied 3: wipe"],
+                    "\(synced.stdout) \(synced.stderr)")
+            try await browser.open(server.url + "/admin/devices")
+            try await browser.execute("setTimeout(() => [...document.querySelectorAll('tr[data-device] button')].find(b => b.textContent.trim() === 'Kill').click(), 0)")
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await browser.acceptAlert()
+            _ = try await browser.wait(10, until: "return document.body.textContent.includes('killed')")
+            page = try await Self.text(browser)
+            #expect(page.contains(">killed<") && !page.contains(">Wipe<") && !page.contains(">Enable<"), "a killed device has no more buttons")
+            let csrf = try await browser.execute("return document.querySelector('input[name=csrf]')?.value ?? ''") as? String ?? ""
+            let enabled = try await browser.executeAsync("""
+                const done = arguments[arguments.length - 1];
+                fetch('/admin/devices/' + document.querySelector('tr[data-device]').dataset.device + '/enable',
+                      { method: 'POST', body: new URLSearchParams({ csrf: arguments[0] }), redirect: 'manual' }).then(r => done(r.status));
+                """, [csrf]) as? Int
+            #expect(enabled == 403, "a killed device's licenses are not enabled again: \(String(describing: enabled))")
+            try await browser.screenshot("admin-devices-killed")
+        } catch {
+            _ = try? await browser.screenshot("admin-backplane-failed")
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
     @Test("refused: a form without the session cookie (401), with a wrong CSRF token (403), a page without a session (303 to the login); the cookie is HttpOnly, SameSite=Strict, Path=/admin; signing out ends the session")
     func refusals() async throws {
         let (server, _) = try await Self.world()
