@@ -126,6 +126,21 @@ struct ReadmeTests {
         let id = license.split(separator: " ")[1]
         #expect(result.stdout.contains("license \(id) for movie renewed"), "\(result.stdout)")
         #expect(result.stdout.contains("\(id)\t") && result.stdout.contains("\tuser-42\tmovie\trenewed\tpersistent"), "\(result.stdout)")
+        #expect(result.stdout.contains("listening: connected to the backplane\napplied 1: wipe"), "the wipe crossed the nodes: \(result.stdout)")
+    }
+
+    @Test("the backplane example runs as written: a limit and its notice, settings, a remote delete and wipe applied in order at the next sync, a kill, the other device enabled",
+          .timeLimit(.minutes(3)))
+    func backplaneExample() async throws {
+        for tool in ["curl", "openssl", "python3"] { try TestMedia.require(tool) }
+        Self.requireFree([8089], "backplane example")
+        let result = try await Self.run(try Self.block(after: "<!-- backplane -->"), label: "readme-backplane")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        #expect(result.stderr.contains("device-limit-reached"), "the tablet is past the limit: \(result.stderr.suffix(800))")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("applied 1: delete-asset movie") && lines.contains("applied 2: wipe") && lines.contains("applied 3: kill"), "\(result.stdout)")
+        #expect(lines.contains("phone killed: wiped and unregistered"))
+        #expect(lines.contains { $0.hasPrefix("user-42: max devices 1") && $0.contains("1 of 2 devices enabled") }, "\(result.stdout)")
     }
 
     @Test("the device agent's example (server, register, acquire, list, rights, use, renew, sync, release, licenses) runs as written",
