@@ -12,6 +12,8 @@ public enum BackplaneError: ProblemConvertible, Equatable {
     case deviceLimitReached(user: String, limit: Int)
     /// No such command for this device.
     case unknownCommand(String)
+    /// Another device has this external ID.
+    case externalIDTaken
     /// The store failed.
     case storage(String)
 
@@ -23,17 +25,18 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case .deviceKilled: return "device-killed"
         case .deviceLimitReached: return "device-limit-reached"
         case .unknownCommand: return "unknown-command"
+        case .externalIDTaken: return "external-id-taken"
         case .storage: return "backplane-storage"
         }
     }
 
-    /// 400 malformed, 404 unknown, 403 killed, 409 over the limit, 500 storage.
+    /// 400 malformed, 404 unknown, 403 killed, 409 over the limit or an external ID taken, 500 storage.
     public var httpStatus: Int {
         switch self {
         case .badRequest: return 400
         case .unknownDevice, .unknownCommand: return 404
         case .deviceKilled: return 403
-        case .deviceLimitReached: return 409
+        case .deviceLimitReached, .externalIDTaken: return 409
         case .storage: return 500
         }
     }
@@ -45,6 +48,7 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case let .deviceKilled(device): return "device \(device) was remotely killed"
         case let .deviceLimitReached(user, limit): return "device limit reached: user \(user) may have \(limit) download-enabled device\(limit == 1 ? "" : "s")"
         case let .unknownCommand(id): return "no command \(id) for this device"
+        case .externalIDTaken: return "another device has this external ID"
         case let .storage(reason): return "backplane storage: \(reason)"
         }
     }

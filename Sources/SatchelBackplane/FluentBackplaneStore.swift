@@ -18,6 +18,10 @@ public struct FluentBackplaneStore: BackplaneStoring {
     public func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration {
         try await transaction("register the device") { database async throws in
             try await BackplaneRowLocks.user(device.user, on: database)
+            if let external = device.externalID,
+               try await BackplaneDeviceModel.query(on: database).filter(\.$externalID == external).filter(\.$id != device.deviceID).count() > 0 {
+                throw BackplaneError.externalIDTaken
+            }
             if let existing = try await BackplaneDeviceModel.find(device.deviceID, on: database) {
                 guard existing.state == BackplaneDevice.State.active.rawValue else { throw BackplaneError.deviceKilled(device.deviceID) }
                 guard existing.user == device.user else { throw BackplaneError.badRequest("the device is registered to another user") }

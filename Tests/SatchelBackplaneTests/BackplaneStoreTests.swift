@@ -66,6 +66,8 @@ struct BackplaneStoreTests {
         #expect(try await store.pending(device: "a1", after: 0, limit: 10).map(\.action) == [.downloadEnabled(false)])
         #expect(try await store.devices(user: "alice", limit: 10).map(\.deviceID) == ["a1", "a2", "a3"])
         await #expect(throws: BackplaneError.unknownDevice("ext:nope")) { try await store.device(.external("nope")) }
+        await #expect(throws: BackplaneError.externalIDTaken, "another device's external ID") { try await store.register(Self.device("a9", external: "tv-1")) }
+        #expect(try await store.register(Self.device("a1", external: "tv-1")).notice == .alreadyRegistered, "its own again")
         await close()
     }
 
