@@ -35,53 +35,44 @@ extension BackplaneOperatorCommand {
             }
         }
 
-        /// enable, disable, wipe, kill: a POST to `devices/{device}/{verb}`.
-        static func post<T: Codable>(_ verb: String, _ device: String, _ options: OperatorOptions, as type: T.Type) async throws -> T {
-            try await options.client().call(.POST, "devices/" + OperatorClient.segment(device) + "/" + verb, as: type)
+        /// enable or disable: the device as it is now, printed.
+        static func toggle(_ verb: String, _ device: String, _ options: OperatorOptions) async throws {
+            let answer = try await options.client().call(.POST, "devices/" + OperatorClient.segment(device) + "/" + verb, as: BackplaneDevice.self)
+            try BackplaneOperatorCommand.output(answer, json: options.json) { BackplaneOperatorCommand.line(answer) }
+        }
+
+        /// wipe or kill: the command issued, printed.
+        static func command(_ verb: String, _ device: String, _ options: OperatorOptions) async throws {
+            let answer = try await options.client().call(.POST, "devices/" + OperatorClient.segment(device) + "/" + verb, as: BackplaneCommand.self)
+            try BackplaneOperatorCommand.output(answer, json: options.json) { "\(verb) issued to \(device) (command \(answer.sequence))" }
         }
 
         struct Enable: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "enable", abstract: "Let the device download (only within its user's device limit).")
             @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
             @OptionGroup var options: OperatorOptions
-
-            func execute() async throws {
-                let answer = try await Devices.post("enable", device, options, as: BackplaneDevice.self)
-                try BackplaneOperatorCommand.output(answer, json: options.json) { BackplaneOperatorCommand.line(answer) }
-            }
+            func execute() async throws { try await Devices.toggle("enable", device, options) }
         }
 
         struct Disable: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "disable", abstract: "Stop the device downloading.")
             @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
             @OptionGroup var options: OperatorOptions
-
-            func execute() async throws {
-                let answer = try await Devices.post("disable", device, options, as: BackplaneDevice.self)
-                try BackplaneOperatorCommand.output(answer, json: options.json) { BackplaneOperatorCommand.line(answer) }
-            }
+            func execute() async throws { try await Devices.toggle("disable", device, options) }
         }
 
         struct Wipe: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "wipe", abstract: "Remote wipe: every download and license on the device is deleted.")
             @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
             @OptionGroup var options: OperatorOptions
-
-            func execute() async throws {
-                let answer = try await Devices.post("wipe", device, options, as: BackplaneCommand.self)
-                try BackplaneOperatorCommand.output(answer, json: options.json) { "wipe issued to \(device) (command \(answer.sequence))" }
-            }
+            func execute() async throws { try await Devices.command("wipe", device, options) }
         }
 
         struct Kill: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "kill", abstract: "Remote kill: wipe the device and unregister it; its later calls are refused.")
             @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
             @OptionGroup var options: OperatorOptions
-
-            func execute() async throws {
-                let answer = try await Devices.post("kill", device, options, as: BackplaneCommand.self)
-                try BackplaneOperatorCommand.output(answer, json: options.json) { "kill issued to \(device) (command \(answer.sequence))" }
-            }
+            func execute() async throws { try await Devices.command("kill", device, options) }
         }
 
         struct DeleteAsset: SatchelAsyncCommand {
