@@ -178,6 +178,27 @@ public enum FuzzTargets {
                 }
                 return (try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))) != nil
             },
+            FuzzTarget(name: "event-stream", seeds: [Self.eventStream]) { bytes in
+                // The backplane's server-sent events as the device reads them, fed whole and cut in two: the same events.
+                var whole = EventStreamParser(), cut = EventStreamParser()
+                let events = whole.feed(bytes)
+                let middle = bytes.count / 2
+                precondition(cut.feed(bytes[..<middle]) + cut.feed(bytes[middle...]) == events, "the events depend on how the bytes were cut")
+                return !events.isEmpty
+            },
         ]
     }
+
+    /// A stream as `GET /backplane/stream` sends it: settings, a command, a heartbeat.
+    static let eventStream = Array("""
+        event: settings
+        data: {"expiryAfterPlay":60}
+
+        id: 3
+        event: command
+        data: {"id":"c3","sequence":3,"issued":"2027-01-15T08:00:01Z","kind":"wipe"}
+
+        : heartbeat
+
+        """.utf8)
 }

@@ -16,7 +16,7 @@ struct FuzzBatchTests {
     }()
 
     @Test("each target: 3,000 mutated inputs from real seeds, typed errors only, none slower than the hang limit",
-          arguments: ["hls-media", "hls-master", "dash", "xml-spans", "smooth", "mp4", "cenc-fragment", "ts", "tllv", "json", "sidx", "sealed-state"])
+          arguments: ["hls-media", "hls-master", "dash", "xml-spans", "smooth", "mp4", "cenc-fragment", "ts", "tllv", "json", "sidx", "sealed-state", "event-stream"])
     func batch(name: String) throws {
         let corpus = try #require(Self.corpus, "the seed corpus is made with ffmpeg and the packager")
         let target = try #require(FuzzTargets.all(corpus).first { $0.name == name })
