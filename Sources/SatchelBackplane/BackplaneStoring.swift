@@ -33,6 +33,10 @@ public protocol BackplaneStoring: Sendable {
     func acknowledgedThrough(device: String) async throws(BackplaneError) -> Int64
     /// Marks a command as acknowledged (delivered and applied); acknowledging again changes nothing.
     func acknowledge(device: String, command: String) async throws(BackplaneError)
+    /// A device's sync in one transaction: the device, its commands not yet acknowledged after `after` (at most
+    /// `limit`), the sequence every command up to which is acknowledged, the settings; an active device's sync is
+    /// recorded at `now`. A killed device is refused (`deviceKilled`) once it has acknowledged its kill.
+    func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer
     /// Records that the device synced at `now`.
     func synced(device: String, at now: Date) async throws(BackplaneError)
     /// The settings every device takes (seed 003: the global EAP/EAD defaults, and download rules).

@@ -194,6 +194,25 @@ public struct FluentBackplaneStore: BackplaneStoring {
         }
     }
 
+    public func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer {
+        try await transaction("read the device's sync") { database async throws in
+            let model = try await Self.model(.device(device), on: database)
+            let unacknowledged = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
+                .sort(\.$sequence).limit(max(0, min(limit, 10_000))).all()
+                .map { row throws in try JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(row.body.utf8)) }
+            let value = model.value
+            if value.state == .killed, !unacknowledged.contains(where: { $0.action == .kill }) { throw BackplaneError.deviceKilled(device) }
+            if value.state == .active {
+                model.lastSync = now
+                try await model.save(on: database)
+            }
+            let settings = try await Self.document(Self.settingsDocument, as: BackplaneSettings.self, on: database) ?? BackplaneSettings()
+            return BackplaneSyncAnswer(deviceID: device, downloadEnabled: value.downloadEnabled, state: value.state,
+                                       commands: unacknowledged.filter { $0.sequence > after },
+                                       acknowledged: (unacknowledged.first?.sequence ?? model.nextSequence) - 1, settings: settings, serverTime: now)
+        }
+    }
+
     public func synced(device: String, at now: Date) async throws(BackplaneError) {
         try await transaction("record the sync") { database async throws in
             let model = try await Self.model(.device(device), on: database)

@@ -28,8 +28,8 @@ struct BackplaneDeviceRoutes: RouteGroup {
 
     func register(on router: Router<SatchelRequestContext>) {
         router.get("/backplane/sync") { request, _ in
-            let (_, device) = try await signedGet(request)
-            return try Response.json(try await backplane.sync(device, after: try Self.cursor(request)))
+            let record = try await signedGet(request)
+            return try Response.json(try await backplane.sync(record, after: try Self.cursor(request)))
         }
         router.post("/backplane/commands/{commandId}/ack") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
@@ -51,20 +51,21 @@ struct BackplaneDeviceRoutes: RouteGroup {
             return Response(status: .noContent)
         }
         router.get("/backplane/stream") { request, _ in
-            let (_, device) = try await signedGet(request)
+            let record = try await signedGet(request)
             let after = try Self.cursor(request)
-            _ = try await backplane.sync(device, after: after)  // a killed device that has taken its kill is refused here
-            let stream = BackplaneEventStream(backplane: backplane, device: device.deviceID, after: after)
+            _ = try await backplane.sync(record, after: after)  // a killed device that has taken its kill is refused here
+            let stream = BackplaneEventStream(backplane: backplane, device: record.deviceID, after: after)
             return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
                             body: ResponseBody { writer in try await stream.run(&writer) })
         }
     }
 
-    private func signedGet(_ request: Request) async throws -> (DeviceRequestClaims, BackplaneDevice) {
+    /// The device a GET's signed request comes from.
+    private func signedGet(_ request: Request) async throws -> DeviceRecord {
         guard let signed = request.headers[Self.requestHeader], signed.utf8.count <= DeviceLicenseRoutes.maximumBody else {
             throw BackplaneError.badRequest("a device's GET carries its signed request in the Satchel-Device-Request header")
         }
-        return try await backplane.device(signed: signed, token: request.bearerToken)
+        return try await backplane.licensing.authenticate(signed, token: request.bearerToken).device
     }
 
     /// The sequence of the last command the device has: `Last-Event-ID`, else `?after=`, else 0.

@@ -47,17 +47,16 @@ public struct BackplaneService: Sendable {
         }
     }
 
-    /// What a device learns at a sync: its commands after `after`, its toggle, the settings, the server's time. A killed
-    /// device may still sync (and acknowledge) until it has acknowledged its kill; after that it is refused.
-    func sync(_ device: BackplaneDevice, after: Int64) async throws(BackplaneError) -> BackplaneSyncAnswer {
-        let commands = try await store.pending(device: device.deviceID, after: after, limit: 500)
-        if device.state == .killed {
-            let unacknowledged = after == 0 ? commands : try await store.pending(device: device.deviceID, after: 0, limit: 500)
-            guard unacknowledged.contains(where: { $0.action == .kill }) else { throw .deviceKilled(device.deviceID) }
+    /// What a device learns at a sync (one transaction): its commands after `after`, its toggle, the settings, the
+    /// server's time. A killed device may still sync (and acknowledge) until it has acknowledged its kill; after that
+    /// it is refused. A device registered before the backplane is enrolled first.
+    func sync(_ record: DeviceRecord, after: Int64) async throws(BackplaneError) -> BackplaneSyncAnswer {
+        do {
+            return try await store.syncView(device: record.deviceID, after: after, limit: 500, at: now)
+        } catch .unknownDevice {
+            _ = try await enroll(record, platform: nil)
+            return try await store.syncView(device: record.deviceID, after: after, limit: 500, at: now)
         }
-        if device.state == .active { try await store.synced(device: device.deviceID, at: now) }
-        return BackplaneSyncAnswer(deviceID: device.deviceID, downloadEnabled: device.downloadEnabled, state: device.state, commands: commands,
-                                   acknowledged: try await store.acknowledgedThrough(device: device.deviceID), settings: try await store.settings(), serverTime: now)
     }
 
     /// Whether the device may download `asset`: an asset whose keys are here must allow offline licenses; an asset

@@ -131,6 +131,17 @@ struct BackplaneStoreTests {
         await #expect(throws: BackplaneError.deviceKilled("k1")) { try await store.register(Self.device("k1")) }
         try await store.synced(device: "k1", at: Self.now)
         #expect(try await store.device(.device("k1")).lastSync == Self.now)
+        let view = try await store.syncView(device: "k1", after: 3, limit: 10, at: Self.now.addingTimeInterval(60))
+        #expect(view.commands == [kill] && view.acknowledged == 3 && view.state == .killed && !view.downloadEnabled, "the kill is still synced")
+        #expect(try await store.device(.device("k1")).lastSync == Self.now, "a killed device's sync is not recorded")
+        try await store.acknowledge(device: "k1", command: kill.id)
+        await #expect(throws: BackplaneError.deviceKilled("k1"), "refused once it took its kill") {
+            try await store.syncView(device: "k1", after: 0, limit: 10, at: Self.now)
+        }
+        _ = try await store.register(Self.device("k2"))
+        let fresh = try await store.syncView(device: "k2", after: 0, limit: 10, at: Self.now)
+        #expect(fresh.commands.isEmpty && fresh.acknowledged == 0 && fresh.state == .active)
+        #expect(try await store.device(.device("k2")).lastSync == Self.now, "an active device's sync is recorded")
         await close()
     }
 
