@@ -52,6 +52,8 @@ public struct DeviceRegistry: Sendable {
     private let database: any Database
     private let kek: KeyEncryptionKey
     private let signer = Locked<(kid: String, key: P256.Signing.PrivateKey)?>(nil)
+    /// When this process last forgot old nonces.
+    private let pruned = Locked(Date.distantPast)
 
     /// A registry over `database`; the signing key is sealed with `kek`.
     public init(database: any Database, kek: KeyEncryptionKey) {
@@ -144,22 +146,33 @@ public struct DeviceRegistry: Sendable {
     }
 
     /// Records a device request's nonce; throws `replayed` when this device used it before (while nonces
-    /// are kept: `retention`). Nonces older than that are forgotten here, so the table stays small.
+    /// are kept: `retention`). Nonces older than that are forgotten, at most once every ``noncePruning`` by this
+    /// process, so the table stays small without a delete at every request.
     public func consumeNonce(_ nonce: String, device: String, at now: Date, retention: TimeInterval) async throws(LicensingError) {
-        try await stored("forget old nonces") {
-            try await DeviceNonceModel.query(on: database).filter(\.$seenAt < now.addingTimeInterval(-retention)).delete()
+        let due = pruned.withLock { last -> Bool in
+            guard now.timeIntervalSince(last) >= Self.noncePruning || now < last else { return false }
+            last = now
+            return true
         }
-        let seen = try await stored("read nonces") {
-            try await DeviceNonceModel.query(on: database).filter(\.$deviceID == device).filter(\.$nonce == nonce).count()
+        if due {
+            try await stored("forget old nonces") {
+                try await DeviceNonceModel.query(on: database).filter(\.$seenAt < now.addingTimeInterval(-retention)).delete()
+            }
         }
-        guard seen == 0 else { throw .replayed("this request was already answered (its nonce was used before)") }
         do {
             try await DeviceNonceModel(deviceID: device, nonce: nonce, seenAt: now).create(on: database)
         } catch {
-            // The unique index: another server of a scale-out took the same request a moment ago.
-            throw .replayed("this request was already answered (its nonce was used before)")
+            // The unique index (this device used the nonce, here or on another server of a scale-out), or a failure.
+            let seen = try await stored("read nonces") {
+                try await DeviceNonceModel.query(on: database).filter(\.$deviceID == device).filter(\.$nonce == nonce).count()
+            }
+            guard seen == 0 else { throw .replayed("this request was already answered (its nonce was used before)") }
+            throw .storage("cannot record the request's nonce")
         }
     }
+
+    /// How often one process forgets old nonces.
+    static let noncePruning: TimeInterval = 30
 
     /// Every device license, newest first.
     public func licenses(limit: Int = 1000) async throws(LicensingError) -> [DeviceLicenseRecord] {
