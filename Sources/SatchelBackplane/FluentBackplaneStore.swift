@@ -176,10 +176,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
 
     public func acknowledgedThrough(device: String) async throws(BackplaneError) -> Int64 {
         try await transaction("read the acknowledgements") { database async throws in
-            let model = try await Self.model(.device(device), on: database)
-            let first = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
-                .sort(\.$sequence).first()
-            return (first?.sequence ?? model.nextSequence) - 1
+            try await BackplaneQueries.acknowledgedThrough(device: device, on: database)
         }
     }
 
@@ -196,20 +193,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
 
     public func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer {
         try await transaction("read the device's sync") { database async throws in
-            let model = try await Self.model(.device(device), on: database)
-            let unacknowledged = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
-                .sort(\.$sequence).limit(max(0, min(limit, 10_000))).all()
-                .map { row throws in try JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(row.body.utf8)) }
-            let value = model.value
-            if value.state == .killed, !unacknowledged.contains(where: { $0.action == .kill }) { throw BackplaneError.deviceKilled(device) }
-            if value.state == .active {
-                model.lastSync = now
-                try await model.save(on: database)
-            }
-            let settings = try await Self.document(Self.settingsDocument, as: BackplaneSettings.self, on: database) ?? BackplaneSettings()
-            return BackplaneSyncAnswer(deviceID: device, downloadEnabled: value.downloadEnabled, state: value.state,
-                                       commands: unacknowledged.filter { $0.sequence > after },
-                                       acknowledged: (unacknowledged.first?.sequence ?? model.nextSequence) - 1, settings: settings, serverTime: now)
+            try await BackplaneQueries.syncView(device: device, after: after, limit: limit, at: now, on: database)
         }
     }
 

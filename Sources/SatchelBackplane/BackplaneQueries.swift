@@ -1,0 +1,34 @@
+import FluentKit
+import Foundation
+import SatchelBytes
+
+/// The store's reads that answer a device (inside the store's transactions).
+enum BackplaneQueries {
+    /// A device's sync: the device, its commands not yet acknowledged after `after`, the acknowledged floor, the
+    /// settings; an active device's sync recorded; a killed device that has acknowledged its kill refused.
+    static func syncView(device: String, after: Int64, limit: Int, at now: Date, on database: any Database) async throws -> BackplaneSyncAnswer {
+        let model = try await FluentBackplaneStore.model(.device(device), on: database)
+        let unacknowledged = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
+            .sort(\.$sequence).limit(max(0, min(limit, 10_000))).all()
+            .map { row throws in try JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(row.body.utf8)) }
+        let value = model.value
+        if value.state == .killed, !unacknowledged.contains(where: { $0.action == .kill }) { throw BackplaneError.deviceKilled(device) }
+        if value.state == .active {
+            model.lastSync = now
+            try await model.save(on: database)
+        }
+        let settings = try await FluentBackplaneStore.document(FluentBackplaneStore.settingsDocument, as: BackplaneSettings.self, on: database)
+            ?? BackplaneSettings()
+        return BackplaneSyncAnswer(deviceID: device, downloadEnabled: value.downloadEnabled, state: value.state,
+                                   commands: unacknowledged.filter { $0.sequence > after },
+                                   acknowledged: (unacknowledged.first?.sequence ?? model.nextSequence) - 1, settings: settings, serverTime: now)
+    }
+
+    /// The sequence every command up to which is acknowledged.
+    static func acknowledgedThrough(device: String, on database: any Database) async throws -> Int64 {
+        let model = try await FluentBackplaneStore.model(.device(device), on: database)
+        let first = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
+            .sort(\.$sequence).first()
+        return (first?.sequence ?? model.nextSequence) - 1
+    }
+}
