@@ -99,7 +99,7 @@ public actor Agent {
                                                        serverKeys: keys, name: name, externalID: externalID)
         try identity.save(registration, dataDirectory: dataDirectory)
         identity.registration = registration
-        try await AgentBackplane.enrolled(self, downloadEnabled: answer.downloadEnabled)
+        try? await AgentBackplane.enrolled(self, downloadEnabled: answer.downloadEnabled)  // a store to restore: the next sync says it
         _ = try? await AgentClock.fetchTime(self, server: server)
         logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
         return answer.deviceID

@@ -64,10 +64,10 @@ struct AgentCommand: ParsableCommand {
 
         func execute() async throws {
             let (id, status) = try await agent.with { agent in
-                (try await agent.register(server: server, token: token, name: name, externalID: externalID), try await agent.backplane.status())
+                (try await agent.register(server: server, token: token, name: name, externalID: externalID), try? await agent.backplane.status())
             }
             print(id)
-            if !status.downloadEnabled {
+            if status?.downloadEnabled == false {
                 let notice = BackplaneNotice.deviceLimitReached
                 FileHandle.standardError.write(Data("satchel: notice: \(notice.rawValue): \(notice.text)\n".utf8))
             }
