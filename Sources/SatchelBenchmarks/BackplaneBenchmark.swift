@@ -57,16 +57,20 @@ struct BackplaneBenchmark {
             print("two nodes skipped: set SATCHEL_BENCH_DATABASE_URL to a PostgreSQL database the benchmark may empty")
             return
         }
-        guard Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) != nil else {
+        let empty = { Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) != nil }
+        guard empty() else {
             print("two nodes skipped: psql cannot empty \(URLComponents(string: url)?.path ?? "the database")")
             return
         }
+        let single = try await scenario(nodes: [try start(root.appendingPathComponent("pg-one").path, url: url)], root: root, label: "postgres-one")
+        report("1 node, PostgreSQL", single)
+        guard empty() else { throw BenchmarkError(message: "psql cannot empty the database again") }
         let first = try start(root.appendingPathComponent("pg-a").path, url: url)
         let second = try start(root.appendingPathComponent("pg-b").path, url: url)
         let two = try await scenario(nodes: [first, second], root: root, label: "postgres")
         report("2 nodes, PostgreSQL", two)
-        print(String(format: "two nodes / one node, sync: %.2f× (target ≥ 1.6×; both nodes and the load share this machine's %d cores)",
-                     two.syncRate / max(one.syncRate, 1), ProcessInfo.processInfo.activeProcessorCount))
+        print(String(format: "two nodes / one node, sync: %.2f× SQLite's, %.2f× PostgreSQL's (target ≥ 1.6×; the nodes, wrk and PostgreSQL share this machine's %d cores)",
+                     two.syncRate / max(one.syncRate, 1), two.syncRate / max(single.syncRate, 1), ProcessInfo.processInfo.activeProcessorCount))
     }
 
     func report(_ label: String, _ result: Result) {
