@@ -18,6 +18,8 @@ import Testing
         var process: Process?
         /// More `satchel serve` arguments (FairPlay credentials).
         var serveArguments: [String] = []
+        /// Run at the lowest priority (a load test: the tests beside it keep their share of the cores).
+        var lowPriority = false
         let jwks: URL
         let contentKey = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
 
@@ -59,8 +61,14 @@ import Testing
         /// Starts `satchel serve` and waits for the address it prints once bound; throws if it exits first.
         func start() async throws {
             let process = Process()
-            process.executableURL = CLIRunner.binary
-            process.arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)] + serveArguments
+            let arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)] + serveArguments
+            if lowPriority, let binary = CLIRunner.binary {  // nice execs the server: the process is the server's
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
+                process.arguments = ["-n", "19", binary.path] + arguments
+            } else {
+                process.executableURL = CLIRunner.binary
+                process.arguments = arguments
+            }
             process.standardError = FileHandle.nullDevice
             let output = Pipe()
             process.standardOutput = output
