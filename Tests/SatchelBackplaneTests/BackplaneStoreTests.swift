@@ -177,14 +177,14 @@ struct BackplaneStoreTests {
     }
 
     /// Requests in flight at once in the two-node race.
-    static let inFlight = 32
+    static let inFlight = 8
 
     @Test("two nodes on one PostgreSQL: 200 concurrent registrations and 200 concurrent permission requests for one user, spread over both, never pass the limits (exact counts in the database)")
     func twoNodes() async throws {
         guard Self.kinds.contains("postgres") else { return }
         try await Self.using("postgres", nodes: 2) { (stores, sql) async throws in
             try await stores[0].setLimits(BackplaneLimits(maxDevices: 3, maxDownloads: 7), user: "carol")
-            // 32 in flight at once: every pool's connections stay busy (they hold the user's row in turn), and none
+            // 8 in flight at once: every pool's connections stay busy (they hold the user's row in turn), and none
             // waits past the pool's request timeout on a loaded machine.
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<200 {

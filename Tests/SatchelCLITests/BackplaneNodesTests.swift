@@ -27,7 +27,7 @@ import Testing
 
     /// Requests in flight at once: enough to race over both nodes, few enough that the tests beside this one are not
     /// starved (the nodes run at the lowest priority too).
-    static let inFlight = 16
+    static let inFlight = 8
 
     /// A POST of JSON; the status and the body.
     static func post(_ url: String, _ body: some Encodable, bearer: String? = nil) async throws -> (status: Int, body: Data) {
@@ -41,7 +41,7 @@ import Testing
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
     }
 
-    @Test("two nodes: 200 registrations and 200 permission requests (16 at a time) for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A reaches an agent streaming from node B",
+    @Test("two nodes: 200 registrations and 200 permission requests (8 at a time) for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A reaches an agent streaming from node B",
           .timeLimit(.minutes(5)))
     func twoNodes() async throws {
         let url = try Self.databaseURL()
