@@ -35,7 +35,7 @@ public struct BackgroundService: Service {
     }
 
     public func run() async throws {
-        try await cancelWhenGracefulShutdown { await work() }
+        await cancelWhenGracefulShutdown { await work() }
     }
 }
 

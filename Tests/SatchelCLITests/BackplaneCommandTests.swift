@@ -246,7 +246,8 @@ final class LineReader: @unchecked Sendable {
     private let collected = Locked<[String]>([])
 
     init(_ arguments: [String], program: URL? = nil) throws {
-        process.executableURL = try program ?? #require(CLIRunner.binary)
+        let built = try #require(CLIRunner.binary, "the satchel binary was not built")
+        process.executableURL = program ?? built
         process.arguments = arguments
         process.standardOutput = output
         process.standardError = errors
