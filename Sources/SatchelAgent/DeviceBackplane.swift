@@ -26,6 +26,17 @@ public struct DeviceBackplane: Sendable {
     /// account's limits.
     public func releasePermission(asset: String) async throws(AgentError) { try await AgentBackplane.releasePermission(agent, asset: asset) }
 
+    /// Takes a concurrent-stream slot to play `asset` (refused, with the reason, when the account plays as many
+    /// streams as it may). Renew it well within its lease while playing; release it at the end.
+    public func acquireSlot(asset: String) async throws(AgentError) -> StreamSlotAnswer { try await AgentSlots.acquire(agent, asset: asset) }
+
+    /// Renews the slot `id` for another lease; `AgentError.server` with type `slot-lost` once its lease ended (take
+    /// a new slot then).
+    public func renewSlot(_ id: String) async throws(AgentError) -> StreamSlotAnswer { try await AgentSlots.renew(agent, slot: id) }
+
+    /// Frees the slot `id` (playback ended).
+    public func releaseSlot(_ id: String) async throws(AgentError) { try await AgentSlots.release(agent, slot: id) }
+
     /// Forgets the registration (a remote kill): the device's later calls need a new registration, which the
     /// backplane refuses for a killed device.
     public func unregister() async throws(AgentError) { try await AgentBackplane.unregister(agent) }

@@ -14,6 +14,8 @@ public enum BackplaneError: ProblemConvertible, Equatable {
     case unknownCommand(String)
     /// Another device has this external ID.
     case externalIDTaken
+    /// The stream slot's lease ended (or it was released): the device asks for a new slot.
+    case slotLost(String)
     /// The store failed.
     case storage(String)
 
@@ -26,17 +28,19 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case .deviceLimitReached: return "device-limit-reached"
         case .unknownCommand: return "unknown-command"
         case .externalIDTaken: return "external-id-taken"
+        case .slotLost: return "slot-lost"
         case .storage: return "backplane-storage"
         }
     }
 
-    /// 400 malformed, 404 unknown, 403 killed, 409 over the limit or an external ID taken, 500 storage.
+    /// 400 malformed, 404 unknown, 403 killed, 409 over the limit or an external ID taken, 410 a slot lost, 500 storage.
     public var httpStatus: Int {
         switch self {
         case .badRequest: return 400
         case .unknownDevice, .unknownCommand: return 404
         case .deviceKilled: return 403
         case .deviceLimitReached, .externalIDTaken: return 409
+        case .slotLost: return 410
         case .storage: return 500
         }
     }
@@ -49,6 +53,7 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case let .deviceLimitReached(user, limit): return "device limit reached: user \(user) may have \(limit) download-enabled device\(limit == 1 ? "" : "s")"
         case let .unknownCommand(id): return "no command \(id) for this device"
         case .externalIDTaken: return "another device has this external ID"
+        case let .slotLost(slot): return "stream slot \(slot) is no longer held (its lease ended, or it was released)"
         case let .storage(reason): return "backplane storage: \(reason)"
         }
     }

@@ -7,20 +7,24 @@ public struct BackplaneLimits: Codable, Sendable, Equatable {
     public var maxAssetsPerDevice: Int?
     /// Downloads per account (every device of the user together).
     public var maxDownloads: Int?
+    /// Streams an account plays at once (every device of the user together; seed 004's concurrent streams).
+    public var maxStreams: Int?
 
     /// No limit at all.
     public static let none = BackplaneLimits()
 
     /// Limits; nil fields are no limit.
-    public init(maxDevices: Int? = nil, maxAssetsPerDevice: Int? = nil, maxDownloads: Int? = nil) {
+    public init(maxDevices: Int? = nil, maxAssetsPerDevice: Int? = nil, maxDownloads: Int? = nil, maxStreams: Int? = nil) {
         self.maxDevices = maxDevices
         self.maxAssetsPerDevice = maxAssetsPerDevice
         self.maxDownloads = maxDownloads
+        self.maxStreams = maxStreams
     }
 
     /// The limits checked: none negative, none beyond a million.
     public func validated() throws(BackplaneError) -> BackplaneLimits {
-        for (name, value) in [("max devices", maxDevices), ("max assets per device", maxAssetsPerDevice), ("max downloads", maxDownloads)] {
+        for (name, value) in [("max devices", maxDevices), ("max assets per device", maxAssetsPerDevice), ("max downloads", maxDownloads),
+                              ("max streams", maxStreams)] {
             if let value, !(0...1_000_000).contains(value) { throw .badRequest("\(name) must be 0 to 1,000,000") }
         }
         return self
@@ -30,7 +34,7 @@ public struct BackplaneLimits: Codable, Sendable, Equatable {
     public func overridden(by other: BackplaneLimits?) -> BackplaneLimits {
         guard let other else { return self }
         return BackplaneLimits(maxDevices: other.maxDevices ?? maxDevices, maxAssetsPerDevice: other.maxAssetsPerDevice ?? maxAssetsPerDevice,
-                               maxDownloads: other.maxDownloads ?? maxDownloads)
+                               maxDownloads: other.maxDownloads ?? maxDownloads, maxStreams: other.maxStreams ?? maxStreams)
     }
 }
 

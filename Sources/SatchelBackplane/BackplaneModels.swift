@@ -10,6 +10,8 @@ final class BackplaneUserModel: Model, @unchecked Sendable {
     @OptionalField(key: "max_devices") var maxDevices: Int?
     @OptionalField(key: "max_assets_per_device") var maxAssetsPerDevice: Int?
     @OptionalField(key: "max_downloads") var maxDownloads: Int?
+    /// Added by ``AddStreamSlots``.
+    @OptionalField(key: "max_streams") var maxStreams: Int?
 
     init() {}
 }

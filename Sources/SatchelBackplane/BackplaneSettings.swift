@@ -13,16 +13,19 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
     public var headroom: Int64?
     /// Whether downloading over a cellular network is permitted.
     public var downloadOverCellular: Bool?
+    /// How long a stream slot's lease lasts, in seconds, unless the device renews it (nil: a minute).
+    public var streamLease: UInt32?
 
     /// Settings; nil fields are left as each device has them.
     public init(expiryAfterDownload: UInt32? = nil, expiryAfterPlay: UInt32? = nil, maxDownloadedAssets: Int? = nil,
-                maxStorageAllowed: Int64? = nil, headroom: Int64? = nil, downloadOverCellular: Bool? = nil) {
+                maxStorageAllowed: Int64? = nil, headroom: Int64? = nil, downloadOverCellular: Bool? = nil, streamLease: UInt32? = nil) {
         self.expiryAfterDownload = expiryAfterDownload
         self.expiryAfterPlay = expiryAfterPlay
         self.maxDownloadedAssets = maxDownloadedAssets
         self.maxStorageAllowed = maxStorageAllowed
         self.headroom = headroom
         self.downloadOverCellular = downloadOverCellular
+        self.streamLease = streamLease
     }
 
     /// The settings checked: windows of at least a second, counts and sizes not negative.
@@ -31,6 +34,7 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
         if let maxDownloadedAssets, maxDownloadedAssets < 0 { throw .badRequest("max downloaded assets cannot be negative") }
         if let maxStorageAllowed, maxStorageAllowed < 0 { throw .badRequest("max storage cannot be negative") }
         if let headroom, headroom < 0 { throw .badRequest("headroom cannot be negative") }
+        if let streamLease, !(1...86_400).contains(streamLease) { throw .badRequest("a stream lease is 1 second to 1 day") }
         return self
     }
 
@@ -39,6 +43,6 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
         BackplaneSettings(expiryAfterDownload: newer.expiryAfterDownload ?? expiryAfterDownload, expiryAfterPlay: newer.expiryAfterPlay ?? expiryAfterPlay,
                           maxDownloadedAssets: newer.maxDownloadedAssets ?? maxDownloadedAssets,
                           maxStorageAllowed: newer.maxStorageAllowed ?? maxStorageAllowed, headroom: newer.headroom ?? headroom,
-                          downloadOverCellular: newer.downloadOverCellular ?? downloadOverCellular)
+                          downloadOverCellular: newer.downloadOverCellular ?? downloadOverCellular, streamLease: newer.streamLease ?? streamLease)
     }
 }

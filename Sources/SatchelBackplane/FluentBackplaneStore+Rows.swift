@@ -25,7 +25,8 @@ extension FluentBackplaneStore {
         let global = try await document(limitsDocument, as: BackplaneLimits.self, on: database) ?? .none
         var perUser: [String: BackplaneLimits] = [:]
         for row in try await BackplaneUserModel.query(on: database).all() {
-            let limits = BackplaneLimits(maxDevices: row.maxDevices, maxAssetsPerDevice: row.maxAssetsPerDevice, maxDownloads: row.maxDownloads)
+            let limits = BackplaneLimits(maxDevices: row.maxDevices, maxAssetsPerDevice: row.maxAssetsPerDevice, maxDownloads: row.maxDownloads,
+                                         maxStreams: row.maxStreams)
             if limits != .none, let id = row.id { perUser[id] = limits }
         }
         return LimitTable(global: global, perUser: perUser)

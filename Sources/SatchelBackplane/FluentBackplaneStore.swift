@@ -102,6 +102,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
             model.maxDevices = limits.maxDevices
             model.maxAssetsPerDevice = limits.maxAssetsPerDevice
             model.maxDownloads = limits.maxDownloads
+            model.maxStreams = limits.maxStreams
             try await model.save(on: database)
         }
     }

@@ -20,12 +20,13 @@ enum BackplaneNode {
         var logger = Logger(label: "satchel.bench.node")
         logger.logLevel = .error
         do {
-            let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: [CreateBackplaneSchema()], logger: logger)
+            let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all, logger: logger)
             let kek = try KeyEncryptionKey(try SecretBytes(hex: kekHex, count: 32))
             let service = LicenseService(store: FluentKeyStore(database: database.database, kek: kek), ksm: nil, verifier: nil)
             let devices = DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek))
             let hub = BackplaneWakeHub()
-            let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), hub: hub, licensing: devices,
+            let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
+                                         hub: hub, licensing: devices,
                                              sessions: try AdminSessions(operatorKey: SecretBytes(Array(operatorKey.utf8))))
             var services: [any Service] = []
             if let url {

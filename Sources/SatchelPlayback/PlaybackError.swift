@@ -26,6 +26,9 @@ public enum PlaybackError: ProblemConvertible, Equatable {
     case originStatus(Int)
     /// The origin could not be reached, timed out, or cut the file short: 503, so the player asks again.
     case originUnreachable(String)
+    /// The account plays as many streams at once as it may (or the device may not stream): the reason's stable
+    /// code and its text.
+    case streamRefused(code: String, reason: String)
 
     public var httpStatus: Int {
         switch self {
@@ -39,6 +42,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .storage: return 500
         case let .originStatus(status): return (400...599).contains(status) ? status : 502
         case .originUnreachable: return 503
+        case .streamRefused: return 403
         }
     }
 
@@ -56,6 +60,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .storage: return "storage"
         case .originStatus: return "origin-status"
         case .originUnreachable: return "origin-unreachable"
+        case let .streamRefused(code, _): return code
         }
     }
 
@@ -72,6 +77,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case let .storage(reason): return "storage: \(reason)"
         case let .originStatus(status): return "the origin answered \(status)"
         case let .originUnreachable(reason): return reason
+        case let .streamRefused(_, reason): return "no stream slot: \(reason)"
         }
     }
 }

@@ -22,19 +22,24 @@ public actor PlaybackProxy {
     private let opener: SessionOpener
     private let context: SourceContext
     private let sessions = SessionTable()
+    private let slots: (any StreamSlots)?
+    /// Each session's stream slot keeper, by its token.
+    private var keepers: [String: SessionLeaseKeeper] = [:]
     private var task: Task<Void, any Error>?
     private var group: ServiceGroup?
     private var boundPort: Int?
     /// Events, in order.
     public nonisolated let events: AsyncStream<PlaybackEvent>
 
-    /// A proxy over `library`, with keys and rights from `rights` (the device agent; nil: clear content only).
-    public init(library: any PlaybackLibrary, rights: (any PlaybackRights)?, configuration: Configuration = Configuration(),
+    /// A proxy over `library`, with keys and rights from `rights` (the device agent; nil: clear content only), each
+    /// session taking a concurrent-stream slot from `slots` (nil: no stream limit).
+    public init(library: any PlaybackLibrary, rights: (any PlaybackRights)?, slots: (any StreamSlots)? = nil, configuration: Configuration = Configuration(),
                 logger: Logger = Logger(label: "satchel.playback")) throws(PlaybackError) {
         guard ["127.0.0.1", "::1", "localhost"].contains(configuration.host) else { throw .notLoopback(configuration.host) }
         guard (0...65_535).contains(configuration.port) else { throw .storage("the port must be 0 to 65535") }
         self.configuration = configuration
         self.logger = logger
+        self.slots = slots
         let (events, continuation) = AsyncStream.makeStream(of: PlaybackEvent.self, bufferingPolicy: .bufferingNewest(1024))
         self.events = events
         context = SourceContext(configuration: configuration, origin: OriginFetcher(slowest: configuration.originPace), events: EventSink(continuation))
@@ -85,15 +90,25 @@ public actor PlaybackProxy {
         group = nil
         await context.origin.shutdown()
         for session in sessions.remove() { context.events.report(.closed(asset: session.assetID)) }
+        for keeper in keepers.values { await keeper.end() }
+        keepers = [:]
         context.events.finish()
     }
 
     /// Opens a session for an asset of the library: its window must allow playback and, when it is protected, its
-    /// rights must be `valid` (the rights source registers the first use). The rights are those of `licenseAsset`,
-    /// else of the asset the library says it was licensed as, else of `assetID`. Answers the URL of its entry point.
+    /// rights must be `valid` (the rights source registers the first use), and a stream slot must be free. The rights
+    /// are those of `licenseAsset`, else of the asset the library says it was licensed as, else of `assetID`. Answers
+    /// the URL of its entry point.
     public func open(asset assetID: String, licenseAsset: String? = nil) async throws(PlaybackError) -> String {
         let port = try await start()
         let session = try await opener.open(assetID, licenseAsset: licenseAsset)
+        if let slots {
+            let lease = try await slots.acquire(asset: assetID)
+            let token = session.token
+            keepers[token] = SessionLeaseKeeper(lease: lease, asset: assetID, slots: slots) { [weak self] reason in
+                await self?.cut(token: token, reason: reason)
+            }
+        }
         sessions.insert(session)
         context.events.report(.opened(asset: assetID, cache: session.asset.cache))
         let host = configuration.host == "::1" ? "[::1]" : configuration.host
@@ -102,8 +117,20 @@ public actor PlaybackProxy {
     }
 
     /// Closes the session whose URL is `url` (its token stops working at once).
-    public func close(url: String) {
-        for session in sessions.remove(where: { url.contains("/\($0.token)/") }) { context.events.report(.closed(asset: session.assetID)) }
+    public func close(url: String) async {
+        for session in sessions.remove(where: { url.contains("/\($0.token)/") }) {
+            context.events.report(.closed(asset: session.assetID))
+            await keepers.removeValue(forKey: session.token)?.end()
+        }
+    }
+
+    /// Cuts a session whose stream slot was lost (its lease ended and the account's limit is reached).
+    private func cut(token: String, reason: String) {
+        keepers[token] = nil
+        for session in sessions.remove(where: { $0.token == token }) {
+            context.events.report(.willAbort(asset: session.assetID, reason: reason))
+            context.events.report(.closed(asset: session.assetID))
+        }
     }
 
     /// The number of open sessions.

@@ -18,6 +18,9 @@ import ServiceLifecycle
 /// - `POST /backplane/commands/{id}/ack`: a command applied.
 /// - `POST /backplane/permissions`: may this device download the asset its request names?
 /// - `POST /backplane/permissions/release`: the device deleted the asset its request names (its grant is given back).
+/// - `POST /backplane/slots`: a concurrent-stream slot to play the asset its request names (refused over the
+///   account's stream limit); `POST /backplane/slots/{id}/renew` renews its lease (410 once it ended);
+///   `POST /backplane/slots/{id}/release` frees it.
 /// - `GET /backplane/stream`: server-sent events — `command` (id: its sequence), `settings` — from the cursor
 ///   (`Last-Event-ID`, else `after`), a comment every heartbeat while nothing happens.
 struct BackplaneDeviceRoutes: RouteGroup {
@@ -48,6 +51,23 @@ struct BackplaneDeviceRoutes: RouteGroup {
             let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
             guard let asset = claims.assetID, !asset.isEmpty, asset.utf8.count <= 200 else { throw BackplaneError.badRequest("assetID is 1 to 200 bytes") }
             try await backplane.store.release(device: device.deviceID, asset: asset)
+            return Response(status: .noContent)
+        }
+        router.post("/backplane/slots") { request, _ in
+            let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
+            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            return try Response.json(try await backplane.slots.acquire(device: device.deviceID, asset: claims.assetID ?? "", at: backplane.now))
+        }
+        router.post("/backplane/slots/{slotId}/renew") { request, context in
+            let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
+            let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let slot = try context.parameters.require("slotId")
+            return try Response.json(try await backplane.slots.renew(device: device.deviceID, slot: slot, at: backplane.now))
+        }
+        router.post("/backplane/slots/{slotId}/release") { request, context in
+            let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
+            let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            try await backplane.slots.release(device: device.deviceID, slot: try context.parameters.require("slotId"))
             return Response(status: .noContent)
         }
         router.get("/backplane/stream") { request, _ in

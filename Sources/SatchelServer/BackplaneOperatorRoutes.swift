@@ -10,7 +10,7 @@ import SatchelHTTP
 ///
 /// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET devices/{device}`,
 /// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
-/// `GET|PUT settings` (the fields given are put over those in force).
+/// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held).
 struct BackplaneOperatorRoutes: RouteGroup {
     let backplane: BackplaneService
     let sessions: AdminSessions
@@ -21,6 +21,7 @@ struct BackplaneOperatorRoutes: RouteGroup {
     struct AssetBody: Codable { var assetID: String }
     struct DevicesAnswer: Codable { var devices: [BackplaneDevice] }
     struct UsersAnswer: Codable { var users: [BackplaneUser] }
+    struct SlotsAnswer: Codable { var slots: [StreamSlot] }
 
     func register(on router: Router<SatchelRequestContext>) {
         let group = router.group(RouterPath(Self.base)).add(middleware: OperatorKeyMiddleware(sessions: sessions))
@@ -63,6 +64,10 @@ struct BackplaneOperatorRoutes: RouteGroup {
             let body = try await Self.decode(AssetBody.self, request)
             guard !body.assetID.isEmpty, body.assetID.utf8.count <= 200 else { throw BackplaneError.badRequest("assetID is 1 to 200 bytes") }
             return try Response.json(try await backplane.issue(.deleteAsset(body.assetID), to: try Self.reference(context)), status: .created)
+        }
+        group.get("slots") { request, _ in
+            let user = request.uri.queryParameters.get("user")
+            return try Response.json(SlotsAnswer(slots: try await backplane.slots.slots(user: user, at: backplane.now, limit: Self.listLimit)))
         }
         group.get("settings") { _, _ in try Response.json(try await backplane.store.settings()) }
         group.put("settings") { request, _ in

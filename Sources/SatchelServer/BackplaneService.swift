@@ -10,6 +10,8 @@ import SatchelRights
 public struct BackplaneService: Sendable {
     /// Users, devices, limits, grants and commands.
     public let store: any BackplaneStoring
+    /// Concurrent-stream slots.
+    public let slots: any StreamSlotStoring
     /// Wakes this node's device streams.
     public let hub: BackplaneWakeHub
     let licensing: DeviceLicensing
@@ -17,11 +19,12 @@ public struct BackplaneService: Sendable {
     /// How often a stream with nothing to send sends a comment, so idle proxies keep it open.
     let heartbeat: Duration
 
-    /// The backplane over `store`, its devices signed in by `licensing`; `sessions` holds the operator key the
-    /// operator API takes as a bearer token (absent: no operator API).
-    public init(store: any BackplaneStoring, hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
+    /// The backplane over `store` and `slots`, its devices signed in by `licensing`; `sessions` holds the operator key
+    /// the operator API takes as a bearer token (absent: no operator API).
+    public init(store: any BackplaneStoring, slots: any StreamSlotStoring, hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
                 heartbeat: Duration = .seconds(15)) {
         self.store = store
+        self.slots = slots
         self.hub = hub
         self.licensing = licensing
         self.sessions = sessions

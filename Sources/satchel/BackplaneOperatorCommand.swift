@@ -9,7 +9,7 @@ struct BackplaneOperatorCommand: ParsableCommand {
         commandName: "backplane",
         abstract: "Users, devices, limits and settings of a running server's backplane (remote delete, wipe and kill).",
         discussion: "A device is named by its device ID or ext:EXTERNAL-ID. Every command takes --server URL and --operator-key-file FILE (or $SATCHEL_SERVER and $SATCHEL_OPERATOR_KEY); --json prints JSON.",
-        subcommands: [Users.self, Limits.self, Devices.self, Settings.self])
+        subcommands: [Users.self, Limits.self, Devices.self, Slots.self, Settings.self])
 
     /// Prints `value` as JSON, or `text` for people.
     static func output(_ value: some Encodable, json: Bool, _ text: () -> String) throws {
@@ -25,7 +25,8 @@ struct BackplaneOperatorCommand: ParsableCommand {
     /// One line for limits.
     static func line(_ limits: BackplaneLimits) -> String {
         func value(_ number: Int?) -> String { number.map(String.init) ?? "no limit" }
-        return "max devices \(value(limits.maxDevices)), max assets per device \(value(limits.maxAssetsPerDevice)), max downloads \(value(limits.maxDownloads))"
+        return "max devices \(value(limits.maxDevices)), max assets per device \(value(limits.maxAssetsPerDevice)), "
+            + "max downloads \(value(limits.maxDownloads)), max streams \(value(limits.maxStreams))"
     }
 
     struct Users: ParsableCommand {
@@ -61,19 +62,35 @@ struct BackplaneOperatorCommand: ParsableCommand {
     }
 
     struct Limits: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "limits", abstract: "The download limits, global or a user's.", subcommands: [Set.self])
+        static let configuration = CommandConfiguration(commandName: "limits", abstract: "The download and stream limits, global or a user's.",
+                                                        subcommands: [Set.self])
 
         struct Set: SatchelAsyncCommand {
-            static let configuration = CommandConfiguration(commandName: "set", abstract: "Set the global limits, or a user's own (--user); a user's may be set before they have a device.")
+            static let configuration = CommandConfiguration(
+                commandName: "set", abstract: "Set the global limits, or a user's own (--user); a user's may be set before they have a device.",
+                discussion: "The limits given change; the others stay as they are. A number, or none to remove the limit (a user's own: the global one holds again).")
             @Option(help: "The user (default: the global limits).") var user: String?
-            @Option(name: .customLong("max-devices"), help: "Download-enabled devices per user.") var maxDevices: Int
-            @Option(name: .customLong("max-assets-per-device"), help: "Downloaded assets per device.") var maxAssetsPerDevice: Int?
-            @Option(name: .customLong("max-downloads"), help: "Downloads per account.") var maxDownloads: Int?
+            @Option(name: .customLong("max-devices"), help: "Download-enabled devices per user.") var maxDevices: LimitArgument?
+            @Option(name: .customLong("max-assets-per-device"), help: "Downloaded assets per device.") var maxAssetsPerDevice: LimitArgument?
+            @Option(name: .customLong("max-downloads"), help: "Downloads per account.") var maxDownloads: LimitArgument?
+            @Option(name: .customLong("max-streams"), help: "Streams an account plays at once (every device together).") var maxStreams: LimitArgument?
             @OptionGroup var options: OperatorOptions
 
+            func validate() throws {
+                guard maxDevices != nil || maxAssetsPerDevice != nil || maxDownloads != nil || maxStreams != nil else {
+                    throw ValidationError("give at least one limit (see --help)")
+                }
+            }
+
             func execute() async throws {
-                let limits = BackplaneLimits(maxDevices: maxDevices, maxAssetsPerDevice: maxAssetsPerDevice, maxDownloads: maxDownloads)
-                let table = try await options.client().call(.PUT, "limits", body: BackplaneLimitsBody(user: user, limits: limits), as: LimitTable.self)
+                let client = try options.client()
+                let current = try await client.call(.GET, "limits", as: LimitTable.self)
+                var limits = user.map { current.perUser[$0] ?? .none } ?? current.global
+                if let maxDevices { limits.maxDevices = maxDevices.value }
+                if let maxAssetsPerDevice { limits.maxAssetsPerDevice = maxAssetsPerDevice.value }
+                if let maxDownloads { limits.maxDownloads = maxDownloads.value }
+                if let maxStreams { limits.maxStreams = maxStreams.value }
+                let table = try await client.call(.PUT, "limits", body: BackplaneLimitsBody(user: user, limits: limits), as: LimitTable.self)
                 try BackplaneOperatorCommand.output(table, json: options.json) {
                     "\(user ?? "global"): \(BackplaneOperatorCommand.line(user.map { table.limits(for: $0) } ?? table.global))"
                 }
@@ -92,16 +109,59 @@ struct BackplaneOperatorCommand: ParsableCommand {
             @Option(name: .customLong("max-storage"), help: "Bytes the downloads may use at most.") var maxStorage: Int64?
             @Option(help: "Bytes that stay free on the device.") var headroom: Int64?
             @Option(name: .customLong("download-over-cellular"), help: "true or false.") var downloadOverCellular: Bool?
+            @Option(name: .customLong("stream-lease"), help: "Seconds a stream slot is held unless its device renews it (default 60).") var streamLease: UInt32?
             @OptionGroup var options: OperatorOptions
 
             func execute() async throws {
                 let settings = BackplaneSettings(expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay,
                                                  maxDownloadedAssets: maxDownloadedAssets, maxStorageAllowed: maxStorage, headroom: headroom,
-                                                 downloadOverCellular: downloadOverCellular)
+                                                 downloadOverCellular: downloadOverCellular, streamLease: streamLease)
                 guard settings != BackplaneSettings() else { throw CLIError("give at least one setting (see --help)") }
                 let answer = try await options.client().call(.PUT, "settings", body: settings, as: BackplaneSettings.self)
                 try BackplaneOperatorCommand.output(answer, json: options.json) {
                     String(decoding: (try? JSONCoding.encoder(.pretty).encode(answer)) ?? Data(), as: UTF8.self)
+                }
+            }
+        }
+    }
+}
+
+/// A limit on the command line: a number, or `none` for no limit.
+struct LimitArgument: ExpressibleByArgument, Equatable {
+    /// The limit; nil: none.
+    let value: Int?
+
+    init?(argument: String) {
+        if argument == "none" {
+            value = nil
+        } else if let number = Int(argument), number >= 0 {
+            value = number
+        } else {
+            return nil
+        }
+    }
+
+    static var defaultCompletionKind: CompletionKind { .list(["none"]) }
+}
+
+extension BackplaneOperatorCommand {
+    struct Slots: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "slots", abstract: "The stream slots held now (streams playing).", subcommands: [List.self])
+
+        struct List: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every slot held, or a user's: device, asset, when the lease ends.")
+            @Option(help: "Only this user's slots.") var user: String?
+            @OptionGroup var options: OperatorOptions
+            struct Answer: Codable { var slots: [StreamSlot] }
+
+            func execute() async throws {
+                let query = user.map { "?user=" + OperatorClient.segment($0) } ?? ""
+                let answer = try await options.client().call(.GET, "slots" + query, as: Answer.self)
+                try BackplaneOperatorCommand.output(answer.slots, json: options.json) {
+                    answer.slots.isEmpty ? "no stream slot is held" : answer.slots.map {
+                        [$0.slotID, $0.user, $0.deviceID, $0.assetID, "since \(ISODate.string($0.acquired))", "lease ends \(ISODate.string($0.expires))"]
+                            .joined(separator: "\t")
+                    }.joined(separator: "\n")
                 }
             }
         }

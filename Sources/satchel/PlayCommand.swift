@@ -106,7 +106,8 @@ struct PlayCommand: SatchelAsyncCommand {
         let registered = await agent?.server
         let licenseServer = server ?? registered
         let hosts = (licenseServer.flatMap(PlaybackProxy.Configuration.licenseHost(of:)).map { [$0] } ?? []) + licenseHosts
-        let proxy = try PlaybackProxy(library: library, rights: agent,
+        // A registered device takes a stream slot from its backplane for the session (the account's stream limit).
+        let proxy = try PlaybackProxy(library: library, rights: agent, slots: agent.map(AgentStreamSlots.init),
                                       configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding,
                                                             languages: languages, licenseHosts: hosts, holdOff: .milliseconds(Int64(holdOff * 1000))),
                                       logger: Logger(label: "satchel.playback"))

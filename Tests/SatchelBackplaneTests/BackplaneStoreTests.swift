@@ -32,10 +32,10 @@ struct BackplaneStoreTests {
         let close: () async -> Void = { [opened] in for store in opened { await store.databases.shutdownAsync() } }
         do {
             guard let sql = opened[0].database as? any SQLDatabase else { throw BackplaneError.storage("not SQL") }
-            for table in ["backplane_documents", "backplane_commands", "backplane_grants", "backplane_devices", "backplane_users"] {
+            for table in ["backplane_slots", "backplane_documents", "backplane_commands", "backplane_grants", "backplane_devices", "backplane_users"] {
                 try await sql.raw("DROP TABLE IF EXISTS \(ident: table)").run()
             }
-            try await CreateBackplaneSchema().prepare(on: opened[0].database)
+            for migration in BackplaneMigrations.all { try await migration.prepare(on: opened[0].database).get() }
             return (opened.map { FluentBackplaneStore(database: $0.database) }, sql, close)
         } catch {
             await close()

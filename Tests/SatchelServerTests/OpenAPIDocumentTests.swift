@@ -19,7 +19,7 @@ struct OpenAPIDocumentTests {
     /// The builder of a server with every part: devices, origin, player, dashboard and demo tokens.
     static func everything() async throws -> (ApplicationBuilder, LicensingDatabase, WebAssets) {
         let directory = try TestMedia.temporaryDirectory("openapi")
-        let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil, more: [CreateBackplaneSchema()])
+        let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil, more: BackplaneMigrations.all)
         let kek = try KeyEncryptionKey(SecretBytes.random(32))
         let service = LicenseService(store: FluentKeyStore(database: database.database, kek: kek), ksm: nil,
                                      verifier: try await EntitlementVerifier(hmacSecret: Array("a secret of thirty-two bytes at least!".utf8)))
@@ -28,7 +28,8 @@ struct OpenAPIDocumentTests {
         let admin = AdminConsole(sessions: try AdminSessions(operatorKey: SecretBytes(Array("an-operator-key-of-some-length".utf8))),
                                  service: service, registry: registry)
         let devices = DeviceLicensing(service: service, registry: registry)
-        let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), hub: BackplaneWakeHub(), licensing: devices,
+        let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
+                                         hub: BackplaneWakeHub(), licensing: devices,
                                          sessions: admin.sessions)
         let builder = LicenseServer.builder(service: service, devices: devices, backplane: backplane,
                                             origin: try OriginFiles(folder: directory.path), web: web, admin: admin,

@@ -1,0 +1,80 @@
+import FluentKit
+import Foundation
+
+/// Where the backplane keeps stream slots: the seam between ``StreamSlotRules`` and a database. The account's stream
+/// limit holds in the store itself, across nodes, as the backplane's other limits do.
+public protocol StreamSlotStoring: Sendable {
+    /// Takes a slot for `device` to play `asset` when its account is under its stream limit (leases ended at `now`
+    /// are freed first).
+    func acquire(device: String, asset: String, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer
+    /// Renews the device's slot for another lease; `slotLost` when its lease already ended or it was released.
+    func renew(device: String, slot: String, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer
+    /// Releases the device's slot (releasing one already gone changes nothing).
+    func release(device: String, slot: String) async throws(BackplaneError)
+    /// The slots held at `now` (every account's, or `user`'s), oldest first, at most `limit`.
+    func slots(user: String?, at now: Date, limit: Int) async throws(BackplaneError) -> [StreamSlot]
+}
+
+/// The stream slots on a FluentKit database (the backplane's, migrated with ``BackplaneMigrations/all``). Taking and
+/// renewing a slot first take the user's row, as every change to the backplane's counted things does.
+public struct FluentStreamSlots: StreamSlotStoring {
+    let store: FluentBackplaneStore
+
+    /// The slots on `database`.
+    public init(database: any Database) {
+        store = FluentBackplaneStore(database: database)
+    }
+
+    public func acquire(device: String, asset: String, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer {
+        guard !asset.isEmpty, asset.utf8.count <= 200 else { throw .badRequest("assetID is 1 to 200 bytes") }
+        return try await store.transaction("take a stream slot") { database async throws in
+            let user = try await FluentBackplaneStore.model(.device(device), on: database).user
+            try await BackplaneRowLocks.user(user, on: database)
+            let model = try await FluentBackplaneStore.model(.device(device), on: database)
+            let lease = try await Self.lease(on: database)
+            try await BackplaneSlotModel.query(on: database).filter(\.$user == user).filter(\.$expires <= now).delete()
+            let held = try await BackplaneSlotModel.query(on: database).filter(\.$user == user).count()
+            let limits = try await FluentBackplaneStore.limitTable(on: database).limits(for: user)
+            if let refusal = StreamSlotRules.refusal(device: model.value, heldSlots: held, limits: limits) {
+                return StreamSlotAnswer(assetID: asset, refused: refusal, leaseSeconds: lease)
+            }
+            let slot = StreamSlot(slotID: UUID().uuidString.lowercased(), user: user, deviceID: device, assetID: asset, acquired: now,
+                                  expires: StreamSlotRules.leaseEnd(from: now, lease: lease))
+            try await BackplaneSlotModel(slot).create(on: database)
+            return StreamSlotAnswer(granted: slot, leaseSeconds: lease)
+        }
+    }
+
+    public func renew(device: String, slot: String, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer {
+        try await store.transaction("renew the stream slot") { database async throws in
+            let user = try await FluentBackplaneStore.model(.device(device), on: database).user
+            try await BackplaneRowLocks.user(user, on: database)
+            guard let row = try await BackplaneSlotModel.find(slot, on: database), row.device == device else { throw BackplaneError.slotLost(slot) }
+            let lease = try await Self.lease(on: database)
+            let renewed = try StreamSlotRules.renewed(row.value, at: now, lease: lease)
+            row.expires = renewed.expires
+            try await row.save(on: database)
+            return StreamSlotAnswer(granted: renewed, leaseSeconds: lease)
+        }
+    }
+
+    public func release(device: String, slot: String) async throws(BackplaneError) {
+        try await store.transaction("release the stream slot") { database async throws in
+            try await BackplaneSlotModel.query(on: database).filter(\.$id == slot).filter(\.$device == device).delete()
+        }
+    }
+
+    public func slots(user: String?, at now: Date, limit: Int) async throws(BackplaneError) -> [StreamSlot] {
+        try await store.transaction("list the stream slots") { database async throws in
+            var query = BackplaneSlotModel.query(on: database).filter(\.$expires > now)
+            if let user { query = query.filter(\.$user == user) }
+            return try await query.sort(\.$acquired).sort(\.$id).limit(max(0, min(limit, 100_000))).all().map(\.value)
+        }
+    }
+
+    /// The lease in force (the settings', else a minute).
+    static func lease(on database: any Database) async throws -> UInt32 {
+        let settings = try await FluentBackplaneStore.document(FluentBackplaneStore.settingsDocument, as: BackplaneSettings.self, on: database)
+        return settings?.streamLease ?? StreamSlotRules.defaultLease
+    }
+}
