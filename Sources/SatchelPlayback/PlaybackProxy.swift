@@ -101,9 +101,16 @@ public actor PlaybackProxy {
     /// the URL of its entry point.
     public func open(asset assetID: String, licenseAsset: String? = nil) async throws(PlaybackError) -> String {
         let port = try await start()
-        let session = try await opener.open(assetID, licenseAsset: licenseAsset)
+        // The slot first: a stream refused registers no use of the asset (its first use starts its play window).
+        let lease = try await slots?.acquire(asset: assetID)
+        let session: PlaybackSession
+        do {
+            session = try await opener.open(assetID, licenseAsset: licenseAsset)
+        } catch {
+            if let slots, let lease { await slots.release(lease) }
+            throw error
+        }
         if let slots {
-            let lease = try await slots.acquire(asset: assetID)
             let token = session.token
             keepers[token] = SessionLeaseKeeper(lease: lease, asset: assetID, slots: slots) { [weak self] reason in
                 await self?.cut(token: token, reason: reason)

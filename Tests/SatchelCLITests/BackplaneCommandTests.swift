@@ -290,6 +290,13 @@ final class LineReader: @unchecked Sendable {
 
     var stderr: String { String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self) }
 
+    /// Kills the process at once (SIGKILL): nothing it would do on the way out is done.
+    func vanish() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
     /// Interrupts the process (satchel stops on SIGINT); one still running two seconds later is killed (a program
     /// started from a test may have inherited the test's blocked signals).
     func stop() {
