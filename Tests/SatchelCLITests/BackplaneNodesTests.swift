@@ -41,7 +41,7 @@ import Testing
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
     }
 
-    @Test("two nodes: 200 registrations and 200 permission requests (8 at a time) for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A reaches an agent streaming from node B",
+    @Test("two nodes: 200 registrations, 200 permission requests and 200 stream slot requests (8 at a time) for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A reaches an agent streaming from node B",
           .timeLimit(.minutes(5)))
     func twoNodes() async throws {
         let url = try Self.databaseURL()
@@ -58,7 +58,7 @@ import Testing
         let operatorArguments: @Sendable (AgentCommandTests.Server) -> [String] = { ["--server", $0.url, "--operator-key-file", key] }
         // Blocking calls (processes) off the cooperative pool: the suites beside this one share its two threads.
         let limited = try await TestMedia.offloaded {
-            try CLIRunner.run(["backplane", "limits", "set", "--user", "crowd", "--max-devices", "5", "--max-downloads", "9"] + operatorArguments(first))
+            try CLIRunner.run(["backplane", "limits", "set", "--user", "crowd", "--max-devices", "5", "--max-downloads", "9", "--max-streams", "4"] + operatorArguments(first))
         }
         #expect(limited.status == 0, "\(limited.stderr)")
 
@@ -107,6 +107,26 @@ import Testing
         }
         #expect(granted == 9, "the account's nine downloads, no more")
         #expect(try await TestMedia.offloaded { try Self.sql(url, "SELECT count(*) FROM backplane_grants WHERE user_id = 'crowd'") } == "9")
+
+        // 200 stream slot requests at once (every device of the account, both nodes): four slots.
+        let devices = registered.compactMap { item in item.1.map { (item.0, $0.certificate) } }
+        let slots = try await withThrowingTaskGroup(of: Bool.self) { group in
+            var count = 0
+            for index in 0..<200 {
+                if index >= Self.inFlight, try await group.next() == true { count += 1 }
+                let (deviceKey, certificate) = devices[index % devices.count]
+                group.addTask {
+                    let claims = DeviceRequestClaims(certificate: certificate, assetID: "live", nonce: Hex.encode(SecureRandom.bytes(16)), time: Date())
+                    let answer = try await Self.post(nodes[index % 2] + "/backplane/slots", DeviceRequestEnvelope(request: try SignedToken.sign(claims, key: deviceKey)))
+                    #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+                    return (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["granted"] as? Bool == true
+                }
+            }
+            for try await answer in group where answer { count += 1 }
+            return count
+        }
+        #expect(slots == 4, "the account's four streams, no more")
+        #expect(try await TestMedia.offloaded { try Self.sql(url, "SELECT count(*) FROM backplane_slots WHERE user_id = 'crowd'") } == "4")
 
         // An agent streaming from node B; the wipe issued on node A.
         let device = second.directory.appendingPathComponent("device").path
