@@ -57,6 +57,12 @@ public enum StreamSlotRules {
     /// may not; else the account must be under its stream limit (nil: no limit). Nil: it may.
     public static func refusal(device: BackplaneDevice, heldSlots: Int, limits: BackplaneLimits) -> SlotRefusal? {
         guard device.state == .active else { return .deviceKilled }
+        return refusal(heldSlots: heldSlots, limits: limits)
+    }
+
+    /// Whether a holder that is not a backplane device (a FairPlay device by its HU) may take one more slot while
+    /// the account holds `heldSlots`: only under its stream limit. Nil: it may.
+    public static func refusal(heldSlots: Int, limits: BackplaneLimits) -> SlotRefusal? {
         if let most = limits.maxStreams, heldSlots >= most { return .streamLimit }
         return nil
     }

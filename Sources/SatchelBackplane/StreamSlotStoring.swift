@@ -9,6 +9,10 @@ public protocol StreamSlotStoring: Sendable {
     func acquire(device: String, asset: String, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer
     /// Renews the device's slot for another lease; `slotLost` when its lease already ended or it was released.
     func renew(device: String, slot: String, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer
+    /// Takes, or renews, the slot `slotID` for a holder that is not a backplane device (a FairPlay device by its HU:
+    /// seed 004 "Secure Lease"), for a lease of `seconds`: renewing a slot still held always succeeds; taking one is
+    /// refused over `user`'s stream limit.
+    func lease(slotID: String, user: String, holder: String, asset: String, seconds: UInt32, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer
     /// Releases the device's slot (releasing one already gone changes nothing).
     func release(device: String, slot: String) async throws(BackplaneError)
     /// The slots held at `now` (every account's, or `user`'s), oldest first, at most `limit`.
@@ -55,6 +59,31 @@ public struct FluentStreamSlots: StreamSlotStoring {
             row.expires = renewed.expires
             try await row.save(on: database)
             return StreamSlotAnswer(granted: renewed, leaseSeconds: lease)
+        }
+    }
+
+    public func lease(slotID: String, user: String, holder: String, asset: String, seconds: UInt32, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer {
+        guard !user.isEmpty, user.utf8.count <= 200, !asset.isEmpty, asset.utf8.count <= 200, seconds > 0 else {
+            throw .badRequest("a lease needs a user and an asset of 1 to 200 bytes, and a length")
+        }
+        return try await store.transaction("take the lease's stream slot") { database async throws in
+            try await BackplaneRowLocks.user(user, on: database)
+            let end = StreamSlotRules.leaseEnd(from: now, lease: seconds)
+            if let row = try await BackplaneSlotModel.find(slotID, on: database), row.user == user, row.value.isHeld(at: now) {
+                row.expires = max(row.expires, end)
+                try await row.save(on: database)
+                return StreamSlotAnswer(granted: row.value, leaseSeconds: seconds)
+            }
+            try await BackplaneSlotModel.query(on: database).filter(\.$user == user).filter(\.$expires <= now).delete()
+            try await BackplaneSlotModel.query(on: database).filter(\.$id == slotID).delete()  // another user's, or ended
+            let held = try await BackplaneSlotModel.query(on: database).filter(\.$user == user).count()
+            let limits = try await FluentBackplaneStore.limitTable(on: database).limits(for: user)
+            if let refusal = StreamSlotRules.refusal(heldSlots: held, limits: limits) {
+                return StreamSlotAnswer(assetID: asset, refused: refusal, leaseSeconds: seconds)
+            }
+            let slot = StreamSlot(slotID: slotID, user: user, deviceID: holder, assetID: asset, acquired: now, expires: end)
+            try await BackplaneSlotModel(slot).create(on: database)
+            return StreamSlotAnswer(granted: slot, leaseSeconds: seconds)
         }
     }
 

@@ -31,6 +31,8 @@ package struct DeviceSimulator: Sendable {
         package var returnTags: [TLLVTag]
         /// Transaction ID; nil omits the TLLV.
         package var transactionID: [UInt8]?
+        /// The device's anonymized ID (20 bytes); nil: a random one per SPC.
+        package var hu: [UInt8]?
 
         /// Options for a plain streaming request for `assetID`, with versions 1/1 and a transaction ID.
         package init(assetID: [UInt8], playbackState: MediaPlaybackState? = nil, capabilities: Capabilities? = nil,
@@ -128,7 +130,7 @@ package struct DeviceSimulator: Sendable {
         guard (2...200).contains(options.assetID.count) else { throw .invalidAssetIDLength(options.assetID.count) }
         if let versions = options.supportedVersions, versions.isEmpty { throw .missingVersionList }
         let sessionKey = SecretBytes.random(16)
-        let hu = SecureRandom.bytes(20), r1 = SecureRandom.bytes(44), integrity = SecureRandom.bytes(16)
+        let hu = options.hu.flatMap { $0.count == 20 ? $0 : nil } ?? SecureRandom.bytes(20), r1 = SecureRandom.bytes(44), integrity = SecureRandom.bytes(16)
         let r2 = SecureRandom.bytes(21), arSeed = SecureRandom.bytes(16)
         let dask = try dFunction.derivedApplicationSecret(r2: r2)
         let skIV = SecureRandom.bytes(16)

@@ -15,6 +15,10 @@ public struct LicenseService: Sendable {
 
     /// The clock for policy windows, token expiry and audit times.
     public let clock: any WallClock
+    /// Rental bindings and offline keys (nil: neither is kept; rentals play on any device).
+    public var fairPlayRecords: (any FairPlayRecording)?
+    /// Where a FairPlay lease takes its stream slot (nil: no stream limit on leases).
+    public var leaseSlots: (any LeaseSlots)?
 
     /// Creates the service.
     public init(store: any KeyStore, ksm: KeySecurityModule?, verifier: EntitlementVerifier?, clock: any WallClock = SystemClock()) {
@@ -32,6 +36,9 @@ public struct LicenseService: Sendable {
         public var assetID: String
         /// True when the SPC was a Sync SPC (recorded).
         public var wasSync: Bool
+        /// The content ID of the download's offline key (32 hex digits) when the CKC carries dual expiry (seed 004:
+        /// "the server should notify the app that the asset is using dual expiry"): the app may send Sync SPCs.
+        public var offlineContentID: String?
     }
 
     /// Verifies the token (or, in development mode, lets every request through as "anonymous").
@@ -64,7 +71,8 @@ public struct LicenseService: Sendable {
         guard let ksm else { throw LicensingError.configuration("FairPlay is not configured on this server (no --fps-certificate)") }
         let entitlement = try await entitlement(token)
         let now = clock.now
-        var chosen: StoredKey?
+        var chosen: (key: StoredKey, policy: AssetPolicy)?
+        let subject = entitlement.sub.value
         let response = try await ksm.process(bytes) { spc in
             let key = try await spcKey(spc.assetIDString ?? assetHint ?? Hex.encode(spc.assetID))
             try authorize(entitlement, key, now: now)
@@ -73,18 +81,38 @@ public struct LicenseService: Sendable {
                 policy.persist = false
                 policy.offlineContentID = nil
             }
-            chosen = key
+            // Dual expiry: a content ID of its own for each download, so that its Sync SPCs name it alone.
+            if policy.offlineContentID != nil { policy.offlineContentID = Hex.encode(SecureRandom.bytes(16)) }
+            if !spc.isSyncSPC { try await bind(spc, subject: subject, asset: key.assetID, policy: policy, now: now) }
+            chosen = (key, policy)
             return try policy.fairPlayPolicy(contentKey: key.key.key, iv: key.key.iv)
         }
-        guard let key = chosen else { throw LicensingError.configuration("the KSM answered without asking for a key") }
+        guard let (key, policy) = chosen else { throw LicensingError.configuration("the KSM answered without asking for a key") }
         let spc = response.spc
-        let subject = entitlement.sub.value
         if spc.isSyncSPC, let sync = spc.sync {
             try await store.recordSync(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
+            _ = try await fairPlayRecords?.synced(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
+        }
+        if let contentID = policy.offlineContentID {
+            try await fairPlayRecords?.recordOfflineKey(OfflineKeyRecord(contentID: contentID, assetID: key.assetID, subject: subject, device: Hex.encode(spc.session.hu),
+                                                                         issued: now, storageSeconds: policy.storageSeconds ?? 0,
+                                                                         playbackSeconds: policy.playbackSeconds ?? 0))
         }
         try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: subject,
                                       type: spc.isSyncSPC ? "fairplay-sync" : "fairplay", at: now)
-        return FairPlayLicense(ckc: response.ckc, assetID: key.assetID, wasSync: spc.isSyncSPC)
+        return FairPlayLicense(ckc: response.ckc, assetID: key.assetID, wasSync: spc.isSyncSPC, offlineContentID: policy.offlineContentID)
+    }
+
+    /// What a license binds before its CKC is made (seed 004 "Secure Lease", "Simultaneous Renting and Leasing"): a
+    /// combined rental and lease to the device that leased it first (another refused while the rental lasts), and a
+    /// lease to a stream slot of the account (taken or renewed; refused over its stream limit).
+    private func bind(_ spc: SPC, subject: String, asset: String, policy: AssetPolicy, now: Date) async throws {
+        let device = Hex.encode(spc.session.hu)
+        if FairPlayLeaseRules.bindsRental(leaseSeconds: policy.leaseSeconds, rentalSeconds: policy.rentalSeconds, toDevice: spc.streamingTarget != .avAdapter),
+           let rental = policy.rentalSeconds {
+            try await fairPlayRecords?.bindRental(subject: subject, asset: asset, device: device, until: now.addingTimeInterval(TimeInterval(rental)), at: now)
+        }
+        if let lease = policy.leaseSeconds { try await leaseSlots?.lease(subject: subject, device: device, asset: asset, seconds: lease, at: now) }
     }
 
     /// The key for an asset ID taken from an SPC. The ID was decrypted from the SPC, so an unknown one is

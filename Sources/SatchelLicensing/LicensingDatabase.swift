@@ -43,7 +43,8 @@ public final class LicensingDatabase: Sendable {
             (id, kind) = (.sqlite, "sqlite")
         }
         do {
-            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes()] + more,
+            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
+                                                                                       CreateFairPlayRecords()] + more,
                                              logger: logger)
             databases = store.databases
             database = store.database

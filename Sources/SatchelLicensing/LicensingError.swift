@@ -7,7 +7,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
     public var httpStatus: Int {
         switch self {
         case .missingEntitlement, .invalidEntitlement: return 401
-        case .notEntitled, .policyDenied, .deviceDisabled: return 403
+        case .notEntitled, .policyDenied, .deviceDisabled, .rentalBound, .streamLimit: return 403
         case .replayed, .keyHeld: return 409
         case .unknownAsset: return 404
         case .badRequest, .clockSkew: return 400
@@ -36,6 +36,11 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case keyHeld(keyID: String, asset: String)
     /// The operator disabled the device: it gets no new license and no renewal until enabled again.
     case deviceDisabled
+    /// A FairPlay rental plays on the device that leased it (seed 004 "Simultaneous Renting and Leasing"): another
+    /// device is refused until the rental ends.
+    case rentalBound
+    /// The account plays as many streams at once as it may (a FairPlay lease takes a stream slot).
+    case streamLimit
     /// The configuration is unusable (KEK, database, JWKS).
     case configuration(String)
     /// The store failed.
@@ -54,6 +59,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .clockSkew: return "clock-skew"
         case .keyHeld: return "key-held"
         case .deviceDisabled: return "device-disabled"
+        case .rentalBound: return "rental-bound-to-device"
+        case .streamLimit: return "stream-limit"
         case .configuration: return "configuration"
         case .storage: return "storage"
         }
@@ -71,6 +78,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case let .clockSkew(reason): return "the request's time is not the server's: \(reason)"
         case let .keyHeld(keyID, asset): return "key \(keyID) belongs to asset \(asset.prefix(200)): import it there, or move it with --reassign"
         case .deviceDisabled: return "this device has been disabled by the operator: it gets no new license or renewal"
+        case .rentalBound: return "this rental plays on the device that leased it until the rental ends"
+        case .streamLimit: return "this account plays as many streams at once as it may"
         case let .configuration(reason): return "configuration: \(reason)"
         case let .storage(reason): return "key store: \(reason)"
         }

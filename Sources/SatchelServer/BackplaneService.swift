@@ -33,6 +33,9 @@ public struct BackplaneService: Sendable {
 
     var now: Date { licensing.service.clock.now }
 
+    /// `slots` as the license service's ``LeaseSlots``: a FairPlay lease takes a stream slot of the account.
+    public static func leaseSlots(_ slots: any StreamSlotStoring) -> any LeaseSlots { BackplaneLeaseSlots(slots: slots) }
+
     /// Enrolls a device the license service just registered (again); answers the registration with its notice.
     func enroll(_ record: DeviceRecord, platform: String?) async throws(BackplaneError) -> BackplaneRegistration {
         let device = BackplaneDevice(deviceID: record.deviceID, user: record.subject, externalID: record.externalID, name: record.name ?? "",

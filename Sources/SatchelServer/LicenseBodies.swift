@@ -1,4 +1,5 @@
 import Foundation
+import SatchelLicensing
 import SatchelBytes
 
 /// `POST /fps/license` as JSON: `{"spc", "assetId", "token"}`, or Apple's `fairplay-streaming-request`.
@@ -50,6 +51,13 @@ struct AppleStreamingResponse: Encodable {
         var id: JSONValue?
         var uri: String?
         var ckc: String
+        /// Dual expiry: the download's content ID (the app may send Sync SPCs).
+        var offlineContentID: String?
+
+        enum CodingKeys: String, CodingKey {
+            case id, uri, ckc
+            case offlineContentID = "offline-content-id"
+        }
     }
 
     enum CodingKeys: String, CodingKey {
@@ -60,6 +68,16 @@ struct AppleStreamingResponse: Encodable {
 /// `{"ckc": base64}`.
 struct CKCAnswer: Encodable {
     var ckc: String
+    /// True when the CKC carries dual expiry (seed 004: the server tells the app, which cannot read the CKC).
+    var dualExpiry: Bool?
+    /// Dual expiry: the download's content ID, which its Sync SPCs carry back.
+    var offlineContentID: String?
+
+    init(_ license: LicenseService.FairPlayLicense) {
+        ckc = Data(license.ckc).base64EncodedString()
+        dualExpiry = license.offlineContentID == nil ? nil : true
+        offlineContentID = license.offlineContentID
+    }
 }
 
 /// The optional `token` member of a JSON body (the Clear Key request carries its own members beside it).

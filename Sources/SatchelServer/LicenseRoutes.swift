@@ -18,6 +18,8 @@ struct LicenseRoutes: RouteGroup {
                                                detail: "FairPlay is not configured on this server (no --fps-certificate)")
     /// The Clear Key answer's expiry (an HTTP date), for players that show it: the license JSON has no place for it.
     static let licenseExpires = HTTPField.Name("Satchel-License-Expires")!
+    /// Set when a CKC carries dual expiry: the download's content ID (the app may send Sync SPCs for it).
+    static let offlineContentID = HTTPField.Name("Satchel-Offline-Content-ID")!
     /// Refusals are logged at most this often (a flood of bad requests must not flood the log).
     let refusalLog = RateLimitedLog(perSecond: 10)
 
@@ -89,7 +91,7 @@ struct LicenseRoutes: RouteGroup {
             let fields = Self.formFields(String(decoding: bytes, as: UTF8.self))
             guard let spc = fields["spc"].flatMap(Self.base64) else { throw LicensingError.badRequest("form field \"spc\" (base64) is required") }
             let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: token(request, body: fields["token"]))
-            return try Response.json(CKCAnswer(ckc: Data(license.ckc).base64EncodedString()))
+            return Self.marked(try Response.json(CKCAnswer(license)), license)
         }
         if let first = bytes.first(where: { ![0x20, 0x0a, 0x0d, 0x09].contains($0) }), first == UInt8(ascii: "{") {
             guard let message = try? JSONCoding.decoder().decode(FairPlayLicenseRequest.self, from: Data(bytes)) else {
@@ -99,10 +101,18 @@ struct LicenseRoutes: RouteGroup {
             if let apple = message.appleRequest { return try await appleRequest(apple, token: bodyToken) }
             guard let spc = message.spc.flatMap(Self.base64) else { throw LicensingError.badRequest("\"spc\" (base64) is required") }
             let license = try await service.fairPlay(spc: spc, assetHint: message.assetId, token: bodyToken)
-            return try Response.json(CKCAnswer(ckc: Data(license.ckc).base64EncodedString()))
+            return Self.marked(try Response.json(CKCAnswer(license)), license)
         }
         let license = try await service.fairPlay(spc: bytes, token: request.bearerToken)
-        return Response.bytes(license.ckc, contentType: "application/octet-stream")
+        return Self.marked(Response.bytes(license.ckc, contentType: "application/octet-stream"), license)
+    }
+
+    /// `response` with the dual-expiry header when the license carries it.
+    static func marked(_ response: Response, _ license: LicenseService.FairPlayLicense) -> Response {
+        guard let contentID = license.offlineContentID else { return response }
+        var response = response
+        response.headers[offlineContentID] = contentID
+        return response
     }
 
     /// Apple's JSON protocol: `{"fairplay-streaming-request": {"version": 1, "streaming-keys": [{"id", "uri", "spc"}]}}`.
@@ -115,7 +125,7 @@ struct LicenseRoutes: RouteGroup {
             guard let spc = key.spc.flatMap(Self.base64) else { throw LicensingError.badRequest("each streaming key needs an \"spc\"") }
             let hint = key.uri.flatMap { URL(string: $0)?.host }
             let license = try await service.fairPlay(spc: spc, assetHint: hint, token: token)
-            answers.append(.init(id: key.id, uri: key.uri, ckc: Data(license.ckc).base64EncodedString()))
+            answers.append(.init(id: key.id, uri: key.uri, ckc: Data(license.ckc).base64EncodedString(), offlineContentID: license.offlineContentID))
         }
         return try Response.json(AppleStreamingResponse(response: .init(streamingKeys: answers)))
     }

@@ -107,7 +107,12 @@ struct ServeCommand: SatchelAsyncCommand {
         let (keyStore, database) = try await store.open()
         let ksm = credentials.isEmpty ? nil : KeySecurityModule(configuration: .init(credentials: credentials,
                                                                                                  requireOfflineKeyCapability: requireOfflineCapability))
-        let service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
+        var service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
+        // FairPlay: rentals bound to the device that leased them, each download's offline key, and leases taking
+        // stream slots of the account (the backplane's, in the same database).
+        let slots = FluentStreamSlots(database: database.database)
+        service.fairPlayRecords = FluentFairPlayRecords(database: database.database)
+        service.leaseSlots = BackplaneService.leaseSlots(slots)
         let host = bind ?? environment["SATCHEL_BIND"] ?? "127.0.0.1"
         if demoTokens != nil, !["127.0.0.1", "::1", "localhost"].contains(host) { throw CLIError("--demo-tokens serves only on a loopback address") }
         guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (0...65535).contains(port) else {
@@ -126,8 +131,7 @@ struct ServeCommand: SatchelAsyncCommand {
             sessions = try AdminSessions(operatorKey: try AdminSessions.operatorKey(file: path))
         }
         let hub = BackplaneWakeHub()
-        let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
-                                         hub: hub, licensing: devices,
+        let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: slots, hub: hub, licensing: devices,
                                          sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
         let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
         var lifecycle: [any Service] = []
