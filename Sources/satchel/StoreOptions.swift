@@ -60,7 +60,7 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("rental-seconds"), help: "Rental: validity after acquisition (FairPlay rental; Satchel licenses).") var rentalSeconds: UInt32?
     @Flag(help: "FairPlay keys may be persisted (needs --offline).") var persist = false
     @Option(name: .customLong("persist-seconds"), help: "Validity of a persisted FairPlay key.") var persistSeconds: UInt32?
-    @Option(name: .customLong("offline-content-id"), help: "Dual expiry: content ID (32 hex digits).") var offlineContentID: String?
+    @Option(name: .customLong("offline-content-id"), help: "Dual expiry on (32 hex digits; each download then gets a content ID of its own).") var offlineContentID: String?
     @Option(name: .customLong("storage-seconds"), help: "Dual expiry: storage duration.") var storageSeconds: UInt32?
     @Option(name: .customLong("playback-seconds"), help: "Playback window after first use (Satchel licenses; FairPlay dual expiry).") var playbackSeconds: UInt32?
     @Option(name: .customLong("renewal-seconds"), help: "Satchel licenses: renew this often (default: every half rental).") var renewalSeconds: UInt32?
