@@ -3,4 +3,7 @@ import SatchelBackplane
 extension Agent {
     /// This device's side of the backplane (sync, acknowledgements, permission, the event stream).
     public nonisolated var backplane: DeviceBackplane { DeviceBackplane(agent: self) }
+
+    /// What this device reports to the backplane (download, playback, license and command events), kept until sent.
+    public nonisolated var activity: DeviceActivity { DeviceActivity(agent: self) }
 }

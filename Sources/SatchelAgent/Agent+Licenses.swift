@@ -14,6 +14,7 @@ extension Agent {
         }
         let license = try await AgentRequests.install(self, answer, nonce: nonce, server: server, firstUse: nil)
         logger.info("license acquired", metadata: ["asset": .string(asset), "license": .string(license.licenseID)])
+        _ = try? await AgentActivity.record(self, .licenseAcquired, asset: asset, reason: persistent ? "persistent" : "streaming", seconds: nil, detail: nil)
         return license
     }
 
@@ -31,6 +32,7 @@ extension Agent {
         }
         let license = try await AgentRequests.install(self, answer, nonce: nonce, server: current.server, firstUse: current.firstUse)
         logger.info("license renewed", metadata: ["asset": .string(current.assetID), "license": .string(current.licenseID)])
+        _ = try? await AgentActivity.record(self, .licenseRenewed, asset: current.assetID, reason: nil, seconds: nil, detail: nil)
         return license
     }
 
@@ -47,6 +49,7 @@ extension Agent {
             if !state.owed.contains(where: { $0.licenseID == owed.licenseID }) { state.owed.append(owed) }
             return ((), [.delete(owed.licenseID)])
         }
+        _ = try? await AgentActivity.record(self, .licenseReleased, asset: license.assetID, reason: nil, seconds: nil, detail: nil)
         let delivered = try await AgentSync.deliverReleases(self)
         return delivered.contains(license.licenseID)
     }

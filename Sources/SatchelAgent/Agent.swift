@@ -43,6 +43,8 @@ public actor Agent {
     let logger: Logger
     /// Licenses already verified, by the digest of their signed text (a license never changes under its digest).
     var verified: [String: LicenseClaims] = [:]
+    /// The events waiting for the backplane (opened on first use).
+    var outbox: EventOutbox?
     private let continuation: AsyncStream<AgentEvent>.Continuation
     /// Events, in order.
     public nonisolated let events: AsyncStream<AgentEvent>
@@ -66,6 +68,7 @@ public actor Agent {
     /// Closes the store and ends the event stream.
     public func close() async {
         continuation.finish()
+        await outbox?.close()
         await store.close()
     }
 

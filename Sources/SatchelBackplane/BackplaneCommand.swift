@@ -38,6 +38,12 @@ public struct BackplaneCommand: Codable, Sendable, Equatable, Identifiable {
         }
     }
 
+    /// The asset the command names (a remote delete's).
+    public var asset: String? {
+        if case let .deleteAsset(asset) = action { return asset }
+        return nil
+    }
+
     /// A command.
     public init(id: String, sequence: Int64, issued: Date, action: Action) {
         self.id = id

@@ -15,10 +15,14 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
     public var downloadOverCellular: Bool?
     /// How long a stream slot's lease lasts, in seconds, unless the device renews it (nil: a minute).
     public var streamLease: UInt32?
+    /// The event kinds devices do not report (the mandatory ones cannot be turned off); an empty list turns every
+    /// kind on again.
+    public var disabledEvents: [DeviceEventKind]?
 
     /// Settings; nil fields are left as each device has them.
     public init(expiryAfterDownload: UInt32? = nil, expiryAfterPlay: UInt32? = nil, maxDownloadedAssets: Int? = nil,
-                maxStorageAllowed: Int64? = nil, headroom: Int64? = nil, downloadOverCellular: Bool? = nil, streamLease: UInt32? = nil) {
+                maxStorageAllowed: Int64? = nil, headroom: Int64? = nil, downloadOverCellular: Bool? = nil, streamLease: UInt32? = nil,
+                disabledEvents: [DeviceEventKind]? = nil) {
         self.expiryAfterDownload = expiryAfterDownload
         self.expiryAfterPlay = expiryAfterPlay
         self.maxDownloadedAssets = maxDownloadedAssets
@@ -26,6 +30,7 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
         self.headroom = headroom
         self.downloadOverCellular = downloadOverCellular
         self.streamLease = streamLease
+        self.disabledEvents = disabledEvents
     }
 
     /// The settings checked: windows of at least a second, counts and sizes not negative.
@@ -35,6 +40,9 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
         if let maxStorageAllowed, maxStorageAllowed < 0 { throw .badRequest("max storage cannot be negative") }
         if let headroom, headroom < 0 { throw .badRequest("headroom cannot be negative") }
         if let streamLease, !(1...86_400).contains(streamLease) { throw .badRequest("a stream lease is 1 second to 1 day") }
+        if let mandatory = disabledEvents?.first(where: \.isMandatory) {
+            throw .badRequest("\(mandatory.rawValue) cannot be turned off: download queued, started, completed, error, max errors reset and reset are always reported")
+        }
         return self
     }
 
@@ -43,6 +51,7 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
         BackplaneSettings(expiryAfterDownload: newer.expiryAfterDownload ?? expiryAfterDownload, expiryAfterPlay: newer.expiryAfterPlay ?? expiryAfterPlay,
                           maxDownloadedAssets: newer.maxDownloadedAssets ?? maxDownloadedAssets,
                           maxStorageAllowed: newer.maxStorageAllowed ?? maxStorageAllowed, headroom: newer.headroom ?? headroom,
-                          downloadOverCellular: newer.downloadOverCellular ?? downloadOverCellular, streamLease: newer.streamLease ?? streamLease)
+                          downloadOverCellular: newer.downloadOverCellular ?? downloadOverCellular, streamLease: newer.streamLease ?? streamLease,
+                          disabledEvents: newer.disabledEvents ?? disabledEvents)
     }
 }

@@ -26,6 +26,7 @@ enum BackplaneNode {
             let devices = DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek))
             let hub = BackplaneWakeHub()
             let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
+                                         events: FluentEventStore(database: try database.sql()),
                                          hub: hub, licensing: devices,
                                              sessions: try AdminSessions(operatorKey: SecretBytes(Array(operatorKey.utf8))))
             var services: [any Service] = []

@@ -22,24 +22,31 @@ public struct BackplaneSync: Sendable {
         self.logger = logger
     }
 
-    /// One sync: the commands applied, in order. A device killed by it ends unregistered.
+    /// One sync: the commands applied, in order, then the device's events sent (a failure to send them keeps them
+    /// for the next sync). A device killed by it ends unregistered.
     @discardableResult
     public func sync() async throws -> [BackplaneCommand] {
         let pull = try await agent.backplane.sync()
         var applied: [BackplaneCommand] = []
         for command in pull.due {
             try await apply(command)
+            try await agent.backplane.acknowledge(command)
+            applied.append(command)
+            _ = try? await agent.activity.record(.commandApplied, asset: command.asset, reason: command.action.kind)
             if case .kill = command.action {
-                try await agent.backplane.acknowledge(command)
+                await sendEvents()
                 try await agent.backplane.unregister()
-                applied.append(command)
                 logger.notice("backplane: remote kill: the device's downloads and licenses are gone and it is unregistered")
                 return applied
             }
-            try await agent.backplane.acknowledge(command)
-            applied.append(command)
         }
+        await sendEvents()
         return applied
+    }
+
+    /// Sends the events waiting; one that cannot be sent now waits for the next sync.
+    func sendEvents() async {
+        do { try await agent.activity.send() } catch { logger.info("backplane: events not sent now (kept for the next sync): \(error)") }
     }
 
     /// Applies one command's effect on the device's store (acknowledging is the caller's).
@@ -54,6 +61,7 @@ public struct BackplaneSync: Sendable {
             if try await agent.licenses().contains(where: { $0.license.assetID == asset }) { _ = try await agent.release(asset: asset) }
         case .wipe, .kill:
             try await downloads?.deleteAll()
+            _ = try? await agent.activity.record(.reset, reason: command.action.kind)
             for asset in Set(try await agent.licenses().map(\.license.assetID)) { _ = try await agent.release(asset: asset) }
         case .downloadEnabled, .settings:
             break  // kept by the agent when acknowledged

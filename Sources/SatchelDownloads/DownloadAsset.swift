@@ -162,6 +162,12 @@ public struct DownloadProgress: Sendable, Codable, Equatable {
 public enum DownloadEvent: Sendable, Equatable {
     /// The engine's status changed.
     case engineStatusChanged(EngineStatus)
+    /// An asset was added to the queue.
+    case added(assetID: String)
+    /// An asset was removed (its files and record deleted).
+    case removed(assetID: String)
+    /// An asset's retry count was cleared (a blocked asset is queued again).
+    case retriesCleared(assetID: String)
     /// An asset's state changed.
     case stateChanged(assetID: String, state: DownloadState)
     /// An asset's download started (or resumed).

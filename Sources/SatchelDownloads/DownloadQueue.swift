@@ -46,6 +46,7 @@ enum DownloadQueue {
             throw error
         }
         engine.emit(.queueChanged)
+        engine.emit(.added(assetID: id))
         engine.emit(.stateChanged(assetID: id, state: .queued))
         engine.wake()
         return asset
@@ -71,6 +72,7 @@ enum DownloadQueue {
                 asset.failure = nil
             }
         }
+        engine.emit(.retriesCleared(assetID: id))
         engine.emit(.queueChanged)
         engine.wake()
     }
@@ -87,6 +89,7 @@ enum DownloadQueue {
         try await engine.index.delete(id)
         if let found { for step in engine.steps { await step.removed(found) } }
         engine.usedBytes = nil
+        engine.emit(.removed(assetID: id))
         engine.emit(.queueChanged)
     }
 

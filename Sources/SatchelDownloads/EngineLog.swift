@@ -6,6 +6,12 @@ import Logging
 enum EngineLog {
     static func log(_ event: DownloadEvent, to logger: Logger) {
         switch event {
+        case let .added(id):
+            logger.info("asset added", metadata: ["asset": "\(id)"])
+        case let .removed(id):
+            logger.info("asset removed", metadata: ["asset": "\(id)"])
+        case let .retriesCleared(id):
+            logger.info("retry count cleared", metadata: ["asset": "\(id)"])
         case let .stateChanged(id, state):
             logger.debug("asset state", metadata: ["asset": "\(id)", "state": "\(state.rawValue)"])
         case let .started(id):

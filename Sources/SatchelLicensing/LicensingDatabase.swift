@@ -67,6 +67,12 @@ public final class LicensingDatabase: Sendable {
         }
     }
 
+    /// The handle as an SQL database (FluentKit's SQLite and PostgreSQL drivers both are).
+    public func sql() throws(LicensingError) -> any SQLDatabase {
+        guard let sql = database as? any SQLDatabase else { throw .configuration("the database does not speak SQL") }
+        return sql
+    }
+
     /// Closes every connection.
     public func shutdown() async {
         await databases.shutdownAsync()

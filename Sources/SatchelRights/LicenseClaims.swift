@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import SatchelBytes
 
 /// The claims of a device certificate: the server's statement that a device key belongs to a registered
 /// device of a user. Signed by the license server (``SignedToken``).
@@ -38,10 +40,13 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
     public var nonce: String
     /// The device's wall clock when it asked.
     public var time: Date
+    /// The SHA-256 (hex) of the payload the request carries beside it (``digest(of:)``): signing the digest signs
+    /// the payload.
+    public var bodyDigest: String?
 
     /// Creates claims.
     public init(certificate: String, assetID: String? = nil, keyIDs: [String]? = nil, licenseID: String? = nil,
-                persistent: Bool? = nil, nonce: String, time: Date) {
+                persistent: Bool? = nil, nonce: String, time: Date, bodyDigest: String? = nil) {
         self.certificate = certificate
         self.assetID = assetID
         self.keyIDs = keyIDs
@@ -49,6 +54,12 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
         self.persistent = persistent
         self.nonce = nonce
         self.time = time
+        self.bodyDigest = bodyDigest
+    }
+
+    /// The digest of a payload as ``bodyDigest`` carries it: SHA-256, lowercase hex.
+    public static func digest(of payload: String) -> String {
+        Hex.encode(Array(SHA256.hash(data: Array(payload.utf8))))
     }
 }
 

@@ -21,6 +21,7 @@ import ServiceLifecycle
 /// - `POST /backplane/slots`: a concurrent-stream slot to play the asset its request names (refused over the
 ///   account's stream limit); `POST /backplane/slots/{id}/renew` renews its lease (410 once it ended);
 ///   `POST /backplane/slots/{id}/release` frees it.
+/// - `POST /backplane/events`: a batch of the device's events (at most 500; one sent again is kept once).
 /// - `GET /backplane/stream`: server-sent events — `command` (id: its sequence), `settings` — from the cursor
 ///   (`Last-Event-ID`, else `after`), a comment every heartbeat while nothing happens.
 struct BackplaneDeviceRoutes: RouteGroup {
@@ -28,6 +29,8 @@ struct BackplaneDeviceRoutes: RouteGroup {
     /// The header a GET carries its signed request in.
     static let requestHeader = HTTPField.Name("Satchel-Device-Request")!
     static let lastEventID = HTTPField.Name("Last-Event-ID")!
+    /// The largest batch of events taken (500 events of the largest size fit).
+    static let maximumEventBody = 1 << 20
 
     func register(on router: Router<SatchelRequestContext>) {
         router.get("/backplane/sync") { request, _ in
@@ -69,6 +72,24 @@ struct BackplaneDeviceRoutes: RouteGroup {
             let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
             try await backplane.slots.release(device: device.deviceID, slot: try context.parameters.require("slotId"))
             return Response(status: .noContent)
+        }
+        router.post("/backplane/events") { request, _ in
+            let buffer: ByteBuffer
+            do { buffer = try await request.body.collect(upTo: Self.maximumEventBody) } catch {
+                throw BackplaneError.badRequest("a batch of events is at most \(Self.maximumEventBody) bytes")
+            }
+            guard let body = try? JSONCoding.decoder().decode(EventBatchEnvelope.self, from: Data(buffer.readableBytesView)) else {
+                throw BackplaneError.badRequest("the body is {\"request\", \"events\"}: a signed request and a JSON array of events")
+            }
+            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            guard claims.bodyDigest == DeviceRequestClaims.digest(of: body.events) else {
+                throw BackplaneError.badRequest("the events are not the ones the request signed (bodyDigest)")
+            }
+            guard let events = try? JSONCoding.decoder().decode([DeviceEvent].self, from: Data(body.events.utf8)) else {
+                throw BackplaneError.badRequest("events is a JSON array of events of the documented shape")
+            }
+            let recorded = try await backplane.events.record(events, device: device.deviceID, user: device.user, received: backplane.now)
+            return try Response.json(EventBatchAnswer(received: events.count, recorded: recorded))
         }
         router.get("/backplane/stream") { request, _ in
             let record = try await signedGet(request)

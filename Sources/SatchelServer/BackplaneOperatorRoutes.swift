@@ -10,7 +10,8 @@ import SatchelHTTP
 ///
 /// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET devices/{device}`,
 /// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
-/// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held).
+/// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held);
+/// `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device[&…]`.
 struct BackplaneOperatorRoutes: RouteGroup {
     let backplane: BackplaneService
     let sessions: AdminSessions
@@ -22,6 +23,8 @@ struct BackplaneOperatorRoutes: RouteGroup {
     struct DevicesAnswer: Codable { var devices: [BackplaneDevice] }
     struct UsersAnswer: Codable { var users: [BackplaneUser] }
     struct SlotsAnswer: Codable { var slots: [StreamSlot] }
+    struct EventsAnswer: Codable { var events: [RecordedEvent] }
+    struct CountsAnswer: Codable { var counts: [EventCount] }
 
     func register(on router: Router<SatchelRequestContext>) {
         let group = router.group(RouterPath(Self.base)).add(middleware: OperatorKeyMiddleware(sessions: sessions))
@@ -69,10 +72,44 @@ struct BackplaneOperatorRoutes: RouteGroup {
             let user = request.uri.queryParameters.get("user")
             return try Response.json(SlotsAnswer(slots: try await backplane.slots.slots(user: user, at: backplane.now, limit: Self.listLimit)))
         }
+        group.get("events") { request, _ in
+            let parameters = request.uri.queryParameters
+            let limit = try Self.limit(parameters.get("limit"))
+            return try Response.json(EventsAnswer(events: try await backplane.events.events(try Self.eventQuery(request), limit: limit)))
+        }
+        group.get("events/counts") { request, _ in
+            let by = request.uri.queryParameters.get("by") ?? "kind"
+            guard let grouping = EventGrouping(rawValue: by) else { throw BackplaneError.badRequest("by is kind, user, asset or device") }
+            return try Response.json(CountsAnswer(counts: try await backplane.events.counts(try Self.eventQuery(request), by: grouping, limit: Self.listLimit)))
+        }
         group.get("settings") { _, _ in try Response.json(try await backplane.store.settings()) }
         group.put("settings") { request, _ in
             try Response.json(try await backplane.updateSettings(try await Self.decode(BackplaneSettings.self, request)))
         }
+    }
+
+    /// The events a request's query selects: `device`, `user`, `kind`, `asset`, `since` and `until` (ISO 8601).
+    static func eventQuery(_ request: Request) throws(BackplaneError) -> EventQuery {
+        let parameters = request.uri.queryParameters
+        func date(_ name: String) throws(BackplaneError) -> Date? {
+            guard let text = parameters.get(name) else { return nil }
+            guard let date = ISODate.date(text) else { throw .badRequest("\(name) is an ISO 8601 date such as 2026-11-27T10:00:00Z") }
+            return date
+        }
+        var kind: DeviceEventKind?
+        if let text = parameters.get("kind") {
+            guard let known = DeviceEventKind(rawValue: text) else { throw .badRequest("kind is one of \(DeviceEventKind.allCases.map(\.rawValue).joined(separator: ", "))") }
+            kind = known
+        }
+        return EventQuery(device: parameters.get("device"), user: parameters.get("user"), kind: kind, asset: parameters.get("asset"),
+                          since: try date("since"), until: try date("until"))
+    }
+
+    /// `limit`: 1 to 10,000 (default 1,000).
+    static func limit(_ text: String?) throws(BackplaneError) -> Int {
+        guard let text else { return 1_000 }
+        guard let value = Int(text), (1...listLimit).contains(value) else { throw .badRequest("limit is 1 to \(listLimit)") }
+        return value
     }
 
     static func parameter(_ name: String, _ context: SatchelRequestContext) throws -> String {

@@ -19,10 +19,13 @@ enum BackplaneCommands {
 
     /// Before `download run` works: one sync (a backplane that cannot be reached is said, and the permission step
     /// then holds every asset); a device the backplane disabled or killed downloads nothing and exits 1 with the reason.
-    static func syncBeforeWork(_ agent: Agent, _ manager: DownloadManager) async throws {
+    /// Answers whether the backplane answered.
+    static func syncBeforeWork(_ agent: Agent, _ manager: DownloadManager) async throws -> Bool {
+        var reached = true
         do {
             for command in try await BackplaneSync(agent: agent, downloads: manager).sync() { FileHandle.standardError.write(Data("satchel: \(line(command))\n".utf8)) }
         } catch let error as AgentError where error.isRetryable {
+            reached = false
             FileHandle.standardError.write(Data("satchel: notice: \(BackplaneNotice.communicationsFailure.rawValue): \(error.description)\n".utf8))
         }
         let status = try await agent.backplane.status()
@@ -31,6 +34,7 @@ enum BackplaneCommands {
             FileHandle.standardError.write(Data("satchel: error: \(refusal.text) (\(refusal.rawValue)); nothing downloaded\n".utf8))
             throw ExitCode(1)
         }
+        return reached
     }
 
     /// Opens the agent and, when the data directory holds downloads, the engine; runs `body`.
@@ -42,12 +46,15 @@ enum BackplaneCommands {
             var configuration = DownloadManager.Configuration(dataDirectory: directory)
             configuration.secrets = try DeviceSecretBox(dataDirectory: directory)
             let manager = try await DownloadManager(configuration: configuration)
+            let reporting = EngineActivity.start(manager, agent: agent)
             do {
                 let value = try await body(BackplaneSync(agent: agent, downloads: manager))
                 await manager.close()
+                await reporting.value
                 return value
             } catch {
                 await manager.close()
+                await reporting.value
                 throw error
             }
         }

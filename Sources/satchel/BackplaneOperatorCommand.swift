@@ -9,7 +9,7 @@ struct BackplaneOperatorCommand: ParsableCommand {
         commandName: "backplane",
         abstract: "Users, devices, limits and settings of a running server's backplane (remote delete, wipe and kill).",
         discussion: "A device is named by its device ID or ext:EXTERNAL-ID. Every command takes --server URL and --operator-key-file FILE (or $SATCHEL_SERVER and $SATCHEL_OPERATOR_KEY); --json prints JSON.",
-        subcommands: [Users.self, Limits.self, Devices.self, Slots.self, Settings.self])
+        subcommands: [Users.self, Limits.self, Devices.self, Slots.self, Events.self, Settings.self])
 
     /// Prints `value` as JSON, or `text` for people.
     static func output(_ value: some Encodable, json: Bool, _ text: () -> String) throws {
@@ -110,12 +110,32 @@ struct BackplaneOperatorCommand: ParsableCommand {
             @Option(help: "Bytes that stay free on the device.") var headroom: Int64?
             @Option(name: .customLong("download-over-cellular"), help: "true or false.") var downloadOverCellular: Bool?
             @Option(name: .customLong("stream-lease"), help: "Seconds a stream slot is held unless its device renews it (default 60).") var streamLease: UInt32?
+            @Option(name: .customLong("disabled-events"),
+                    help: "Event kinds devices do not report, comma-separated (none: report every kind). Download queued, started, completed, error, max errors reset and reset are always reported.")
+            var disabledEvents: String?
             @OptionGroup var options: OperatorOptions
+
+            func validate() throws {
+                _ = try kinds()
+            }
+
+            /// `--disabled-events` as kinds.
+            func kinds() throws -> [DeviceEventKind]? {
+                guard let disabledEvents else { return nil }
+                if disabledEvents == "none" { return [] }
+                return try disabledEvents.split(separator: ",").map { name in
+                    let trimmed = name.trimmingCharacters(in: .whitespaces)
+                    guard let kind = DeviceEventKind(rawValue: trimmed) else {
+                        throw ValidationError("--disabled-events: \(trimmed.prefix(40)) is not an event kind (\(DeviceEventKind.allCases.map(\.rawValue).joined(separator: ", ")))")
+                    }
+                    return kind
+                }
+            }
 
             func execute() async throws {
                 let settings = BackplaneSettings(expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay,
                                                  maxDownloadedAssets: maxDownloadedAssets, maxStorageAllowed: maxStorage, headroom: headroom,
-                                                 downloadOverCellular: downloadOverCellular, streamLease: streamLease)
+                                                 downloadOverCellular: downloadOverCellular, streamLease: streamLease, disabledEvents: try kinds())
                 guard settings != BackplaneSettings() else { throw CLIError("give at least one setting (see --help)") }
                 let answer = try await options.client().call(.PUT, "settings", body: settings, as: BackplaneSettings.self)
                 try BackplaneOperatorCommand.output(answer, json: options.json) {

@@ -33,7 +33,7 @@ struct DownloadDirectoryOptions: ParsableArguments {
     /// ``withManager(readOnly:_:_:)`` that also hands `body` the agent of the data directory (nil when no
     /// device is registered there).
     func withEngine<T>(readOnly: Bool = false, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
-                       _ body: (DownloadManager, Agent?) async throws -> T) async throws -> T {
+                       afterClose: (Agent) async -> Void = { _ in }, _ body: (DownloadManager, Agent?) async throws -> T) async throws -> T {
         // First: the configuration's logger takes the handler bootstrapped here. The progress lines are the
         // command's own output; the engine's log goes to stderr only when asked.
         try logging.bootstrap(fallback: .critical)
@@ -48,16 +48,15 @@ struct DownloadDirectoryOptions: ParsableArguments {
         let registered = FileManager.default.fileExists(atPath: (configuration.dataDirectory as NSString).appendingPathComponent("device.json"))
         let agent = registered ? try await Agent(dataDirectory: configuration.dataDirectory, logger: Logger(label: "satchel.agent")) : nil
         let manager = try await DownloadManager(configuration: configuration, steps: agent.map { [PermissionStep(agent: $0), LicenseStep(agent: $0)] } ?? [])
-        do {
-            let result = try await body(manager, agent)
-            await manager.close()
-            await agent?.close()
-            return result
-        } catch {
-            await manager.close()
-            await agent?.close()
-            throw error
-        }
+        // A registered device reports the engine's events (queued, started, completed, …) to its backplane.
+        let reporting = agent.map { EngineActivity.start(manager, agent: $0) }
+        let result: Result<T, any Error>
+        do { result = .success(try await body(manager, agent)) } catch { result = .failure(error) }
+        await manager.close()
+        await reporting?.value  // every event the engine emitted is recorded
+        if let agent { await afterClose(agent) }
+        await agent?.close()
+        return try result.get()
     }
 }
 
@@ -145,6 +144,7 @@ struct DownloadRun: SatchelAsyncCommand {
             throw CLIError("--parallel and --max-parallel must be 1 to 256; sizes, delays and limits not negative (--low-speed-time 1 to 86400 s)")
         }
         let rules = DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max, headroom: headroom << 20)
+        let synced = Locked(false)
         let summary = try await directory.withEngine({ configuration in
             configuration.rules = rules
             configuration.parallelism = parallel
@@ -152,8 +152,14 @@ struct DownloadRun: SatchelAsyncCommand {
             configuration.retryDelay = .milliseconds(Int(retryDelay * 1000))
             configuration.passDelay = .milliseconds(Int(retryDelay * 2000))
             configuration.lowSpeed = LowSpeedLimit(bytesPerSecond: lowSpeedLimit, period: .seconds(lowSpeedTime))
+        }, afterClose: { agent in
+            // The run's events go at once when the backplane answered the sync before it (else at the next sync).
+            if synced.current { _ = try? await agent.activity.send() }
         }) { manager, agent in
-            if let agent { try await BackplaneCommands.syncBeforeWork(agent, manager) }
+            if let agent {
+                let reached = try await BackplaneCommands.syncBeforeWork(agent, manager)
+                synced.withLock { $0 = reached }
+            }
             let events = manager.events()
             let printer = Task { await ProgressPrinter().consume(events) }
             let work = Task { await manager.run() }

@@ -111,8 +111,13 @@ struct PlayCommand: SatchelAsyncCommand {
                                       configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding,
                                                             languages: languages, licenseHosts: hosts, holdOff: .milliseconds(Int64(holdOff * 1000))),
                                       logger: Logger(label: "satchel.playback"))
+        // A registered device reports its plays (start, and stop with the seconds played) to its backplane.
+        let activity = agent.map(PlaybackActivity.init)
         let events = Task {
-            for await event in proxy.events { FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8)) }
+            for await event in proxy.events {
+                FileHandle.standardError.write(Data("satchel: event: \(event.line)\n".utf8))
+                await activity?.observe(event)
+            }
         }
         defer { events.cancel() }
         let url: String

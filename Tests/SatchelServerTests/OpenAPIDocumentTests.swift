@@ -29,6 +29,7 @@ struct OpenAPIDocumentTests {
                                  service: service, registry: registry)
         let devices = DeviceLicensing(service: service, registry: registry)
         let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
+                                         events: FluentEventStore(database: try database.sql()),
                                          hub: BackplaneWakeHub(), licensing: devices,
                                          sessions: admin.sessions)
         let builder = LicenseServer.builder(service: service, devices: devices, backplane: backplane,

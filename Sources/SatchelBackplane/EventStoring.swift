@@ -1,0 +1,122 @@
+import FluentKit
+import Foundation
+import SQLKit
+
+/// Where the backplane keeps the devices' events: the seam between the routes and a database. An event reported
+/// twice (its answer lost, sent again) is kept once: a device's event ID is unique.
+public protocol EventStoring: Sendable {
+    /// Keeps `events` of `device` (of `user`), received at `received`; answers how many were new.
+    func record(_ events: [DeviceEvent], device: String, user: String, received: Date) async throws(BackplaneError) -> Int
+    /// The events `query` selects, newest first, at most `limit`.
+    func events(_ query: EventQuery, limit: Int) async throws(BackplaneError) -> [RecordedEvent]
+    /// How many events `query` selects, by `grouping`, most first.
+    func counts(_ query: EventQuery, by grouping: EventGrouping, limit: Int) async throws(BackplaneError) -> [EventCount]
+}
+
+/// The events in the backplane's database (SQLite or PostgreSQL): one multi-row insert per batch, conflicts on the
+/// device's event ID ignored.
+public struct FluentEventStore: EventStoring {
+    let sql: any SQLDatabase
+    static let table = "backplane_events"
+
+    /// The events on `database` (migrated with ``BackplaneMigrations/all``).
+    public init(database: any SQLDatabase) {
+        sql = database
+    }
+
+    public func record(_ events: [DeviceEvent], device: String, user: String, received: Date) async throws(BackplaneError) -> Int {
+        guard !events.isEmpty else { return 0 }
+        guard events.count <= EventRules.batchLimit else { throw .badRequest("a batch holds at most \(EventRules.batchLimit) events") }
+        for event in events { _ = try event.validated() }
+        let rows: [[any SQLExpression]] = events.map { event in
+            let values: [any Encodable & Sendable] = [device + ":" + event.eventID, device, user, event.kind.rawValue, event.assetID, event.reason,
+                                                      event.seconds, event.detail, event.time, received]
+            return values.map { SQLBind($0) }
+        }
+        do {
+            let inserted = try await sql.insert(into: Self.table)
+                .columns("record_id", "device_id", "user_id", "kind", "asset_id", "reason", "seconds", "detail", "at", "received_at")
+                .rows(rows)
+                .ignoringConflicts(with: "record_id")
+                .returning("record_id")
+                .all()
+            return inserted.count
+        } catch {
+            throw .storage("cannot keep the events: \(String(describing: error).prefix(200))")
+        }
+    }
+
+    public func events(_ query: EventQuery, limit: Int) async throws(BackplaneError) -> [RecordedEvent] {
+        do {
+            let rows = try await Self.filtered(sql.select().columns("*").from(Self.table), query)
+                .orderBy("at", .descending).orderBy("record_id").limit(max(0, min(limit, 100_000))).all()
+            return try rows.map { row in
+                let device = try row.decode(column: "device_id", as: String.self)
+                let record = try row.decode(column: "record_id", as: String.self)
+                let event = DeviceEvent(eventID: String(record.dropFirst(device.count + 1)),
+                                        kind: DeviceEventKind(rawValue: try row.decode(column: "kind", as: String.self)) ?? .downloadError,
+                                        time: try row.decode(column: "at", as: Date.self), assetID: try row.decode(column: "asset_id", as: String?.self),
+                                        reason: try row.decode(column: "reason", as: String?.self), seconds: try row.decode(column: "seconds", as: Double?.self),
+                                        detail: try row.decode(column: "detail", as: String?.self))
+                return RecordedEvent(event: event, deviceID: device, user: try row.decode(column: "user_id", as: String.self),
+                                     received: try row.decode(column: "received_at", as: Date.self))
+            }
+        } catch {
+            throw .storage("cannot read the events: \(String(describing: error).prefix(200))")
+        }
+    }
+
+    public func counts(_ query: EventQuery, by grouping: EventGrouping, limit: Int) async throws(BackplaneError) -> [EventCount] {
+        let column: any SQLExpression = switch grouping {
+        case .kind: SQLIdentifier("kind")
+        case .user: SQLIdentifier("user_id")
+        case .device: SQLIdentifier("device_id")
+        case .asset: SQLFunction("COALESCE", args: SQLIdentifier("asset_id"), SQLLiteral.string(""))
+        }
+        do {
+            let rows = try await Self.filtered(sql.select().column(SQLAlias(column, as: SQLIdentifier("group_key")))
+                .column(SQLAlias(SQLFunction("COUNT", args: SQLLiteral.all), as: SQLIdentifier("n"))).from(Self.table), query)
+                .groupBy(column).orderBy("n", .descending).orderBy("group_key").limit(max(0, min(limit, 100_000))).all()
+            return try rows.map { EventCount(grouping: grouping, key: try $0.decode(column: "group_key", as: String.self), count: try $0.decode(column: "n", as: Int.self)) }
+        } catch {
+            throw .storage("cannot count the events: \(String(describing: error).prefix(200))")
+        }
+    }
+
+    /// `select` narrowed by every field `query` sets.
+    static func filtered(_ select: SQLSelectBuilder, _ query: EventQuery) -> SQLSelectBuilder {
+        var select = select
+        if let device = query.device { select = select.where("device_id", .equal, device) }
+        if let user = query.user { select = select.where("user_id", .equal, user) }
+        if let kind = query.kind { select = select.where("kind", .equal, kind.rawValue) }
+        if let asset = query.asset { select = select.where("asset_id", .equal, asset) }
+        if let since = query.since { select = select.where("at", .greaterThanOrEqual, since) }
+        if let until = query.until { select = select.where("at", .lessThan, until) }
+        return select
+    }
+}
+
+/// The devices' events: their table and indexes (by time, by user and time, by kind and time).
+public struct AddDeviceEvents: AsyncMigration {
+    /// The migration.
+    public init() {}
+
+    public func prepare(on database: any Database) async throws {
+        try await database.schema(FluentEventStore.table)
+            .field("record_id", .string, .identifier(auto: false))
+            .field("device_id", .string, .required).field("user_id", .string, .required).field("kind", .string, .required)
+            .field("asset_id", .string).field("reason", .string).field("seconds", .double).field("detail", .string)
+            .field("at", .datetime, .required).field("received_at", .datetime, .required)
+            .create()
+        guard let sql = database as? any SQLDatabase else { return }
+        for (name, columns) in [("backplane_events_at", ["at"]), ("backplane_events_user_at", ["user_id", "at"]), ("backplane_events_kind_at", ["kind", "at"])] {
+            var index = sql.create(index: name).on(FluentEventStore.table)
+            for column in columns { index = index.column(column) }
+            try await index.run()
+        }
+    }
+
+    public func revert(on database: any Database) async throws {
+        try await database.schema(FluentEventStore.table).delete()
+    }
+}
