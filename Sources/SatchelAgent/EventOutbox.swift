@@ -46,7 +46,8 @@ final class EventOutbox: Sendable {
     /// Keeps `event` (a non-mandatory one is dropped when the outbox is full); answers whether it was kept.
     @discardableResult
     func add(_ event: DeviceEvent) async throws(AgentError) -> Bool {
-        let body = try LicenseStore.json(event)
+        guard let data = try? JSONCoding.encoder().encode(event) else { throw .storage("an event cannot be encoded") }
+        let body = String(decoding: data, as: UTF8.self)
         return try await locked { () async throws(AgentError) -> Bool in
             try await self.run("keep the event") { db in
                 if !event.kind.isMandatory, try await OutboxEventModel.query(on: db).count() >= Self.capacity { return false }
@@ -60,14 +61,20 @@ final class EventOutbox: Sendable {
         }
     }
 
-    /// The oldest events waiting, at most `limit`.
+    /// The oldest events waiting, at most `limit`. A row that does not read as an event (edited by hand) is removed,
+    /// so it never holds back the events after it.
     func pending(limit: Int) async throws(AgentError) -> [DeviceEvent] {
-        let rows = try await locked { () async throws(AgentError) -> [String] in
+        let rows = try await locked { () async throws(AgentError) -> [(String, String)] in
             try await self.run("read the events") { db in
-                try await OutboxEventModel.query(on: db).sort(\.$created).sort(\.$id).limit(limit).all().map(\.body)
+                try await OutboxEventModel.query(on: db).sort(\.$created).sort(\.$id).limit(limit).all().map { ($0.id ?? "", $0.body) }
             }
         }
-        return rows.compactMap { try? JSONCoding.decoder().decode(DeviceEvent.self, from: Data($0.utf8)) }
+        var events: [DeviceEvent] = [], unreadable: [String] = []
+        for (id, body) in rows {
+            if let event = try? JSONCoding.decoder().decode(DeviceEvent.self, from: Data(body.utf8)) { events.append(event) } else { unreadable.append(id) }
+        }
+        try await remove(unreadable)
+        return events
     }
 
     /// Removes the events the backplane has kept.
