@@ -83,29 +83,7 @@ public actor Agent {
     /// Registers the device key with the license server for the token's user; answers the device ID (the same
     /// one again when this device registers again).
     public func register(server: String, token: String, name: String? = nil, externalID: String? = nil) async throws(AgentError) -> String {
-        let client = try LicenseServerClient(server: server)
-        let keys = try Self.decode(PublicKeySet.self, try await client.get("/licenses/keys"), what: "the server's key set")
-        let answer = try Self.decode(RegistrationAnswer.self,
-                                     try await client.post("/devices", json: RegistrationRequest(publicKey: PublicKeyJWK(identity.key.publicKey),
-                                                                                              name: name, externalID: externalID), token: token),
-                                     what: "the registration")
-        let certificate: DeviceCertificateClaims
-        do {
-            certificate = try SignedToken.verify(answer.certificate, as: DeviceCertificateClaims.self, key: keys.key(for: answer.certificate))
-        } catch {
-            throw .invalidAnswer("the device certificate does not verify: \(error.description)")
-        }
-        guard certificate.key.fingerprint == PublicKeyJWK(identity.key.publicKey).fingerprint, certificate.deviceID == answer.deviceID else {
-            throw .invalidAnswer("the certificate is not for this device's key")
-        }
-        let registration = DeviceIdentity.Registration(deviceID: answer.deviceID, certificate: answer.certificate, server: server,
-                                                       serverKeys: keys, name: name, externalID: externalID)
-        try identity.save(registration, dataDirectory: dataDirectory)
-        identity.registration = registration
-        try? await AgentBackplane.enrolled(self, downloadEnabled: answer.downloadEnabled)  // a store to restore: the next sync says it
-        _ = try? await AgentClock.fetchTime(self, server: server)
-        logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
-        return answer.deviceID
+        try await AgentRegistration.register(self, server: server, token: token, name: name, externalID: externalID)
     }
 
     // MARK: Rights

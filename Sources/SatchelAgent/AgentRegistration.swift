@@ -1,0 +1,32 @@
+import Foundation
+import SatchelRights
+
+/// Registering the device with a license server, on the agent's isolation.
+enum AgentRegistration {
+    /// Registers the device key for the token's user; answers the device ID.
+    static func register(_ agent: isolated Agent, server: String, token: String, name: String?, externalID: String?) async throws(AgentError) -> String {
+        let client = try LicenseServerClient(server: server)
+        let keys = try Agent.decode(PublicKeySet.self, try await client.get("/licenses/keys"), what: "the server's key set")
+        let answer = try Agent.decode(RegistrationAnswer.self,
+                                      try await client.post("/devices", json: RegistrationRequest(publicKey: PublicKeyJWK(agent.identity.key.publicKey),
+                                                                                               name: name, externalID: externalID), token: token),
+                                      what: "the registration")
+        let certificate: DeviceCertificateClaims
+        do {
+            certificate = try SignedToken.verify(answer.certificate, as: DeviceCertificateClaims.self, key: keys.key(for: answer.certificate))
+        } catch {
+            throw .invalidAnswer("the device certificate does not verify: \(error.description)")
+        }
+        guard certificate.key.fingerprint == PublicKeyJWK(agent.identity.key.publicKey).fingerprint, certificate.deviceID == answer.deviceID else {
+            throw .invalidAnswer("the certificate is not for this device's key")
+        }
+        let registration = DeviceIdentity.Registration(deviceID: answer.deviceID, certificate: answer.certificate, server: server,
+                                                       serverKeys: keys, name: name, externalID: externalID)
+        try agent.identity.save(registration, dataDirectory: agent.dataDirectory)
+        agent.identity.registration = registration
+        try? await AgentBackplane.enrolled(agent, downloadEnabled: answer.downloadEnabled)  // a store to restore: the next sync says it
+        _ = try? await AgentClock.fetchTime(agent, server: server)
+        agent.logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
+        return answer.deviceID
+    }
+}
