@@ -129,7 +129,7 @@ struct ReadmeTests {
         #expect(result.stdout.contains("listening: connected to the backplane\napplied 1: wipe"), "the wipe crossed the nodes: \(result.stdout)")
     }
 
-    @Test("the backplane example runs as written: a limit and its notice, settings, a remote delete and wipe applied in order at the next sync, a kill, the other device enabled, a stream limit",
+    @Test("the backplane example runs as written: a limit and its notice, settings, a remote delete and wipe applied in order at the next sync, a kill, the other device enabled, a stream limit, the devices' events counted",
           .timeLimit(.minutes(3)))
     func backplaneExample() async throws {
         for tool in ["curl", "openssl", "python3"] { try TestMedia.require(tool) }
@@ -143,6 +143,7 @@ struct ReadmeTests {
         #expect(lines.contains { $0.hasPrefix("user-42: max devices 1") && $0.contains("max streams 2") && $0.contains("1 of 2 devices enabled") },
                 "\(result.stdout)")
         #expect(lines.contains("no stream slot is held"))
+        #expect(result.stdout.contains("\"kind\" : \"command-applied\""), "the phone reported the commands it applied: \(result.stdout)")
     }
 
     @Test("the device agent's example (server, register, acquire, list, rights, use, renew, sync, release, licenses) runs as written",
