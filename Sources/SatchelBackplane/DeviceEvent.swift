@@ -145,6 +145,8 @@ public enum EventGrouping: String, Codable, Sendable, CaseIterable {
     case asset
     /// By device.
     case device
+    /// By reason (a download error's code, a command's action).
+    case reason
 }
 
 /// A count of events: `[{"kind": …, "count": N}]` (the key named by the grouping).
@@ -176,7 +178,7 @@ extension EventCount: Codable {
         let container = try decoder.container(keyedBy: Key.self)
         count = try container.decode(Int.self, forKey: Key(stringValue: "count"))
         guard let grouping = EventGrouping.allCases.first(where: { container.contains(Key(stringValue: $0.rawValue)) }) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a count names kind, user, asset or device"))
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "a count names kind, user, asset, device or reason"))
         }
         self.grouping = grouping
         key = try container.decode(String.self, forKey: Key(stringValue: grouping.rawValue))

@@ -28,14 +28,16 @@ public struct FluentEventStore: EventStoring {
         guard !events.isEmpty else { return 0 }
         guard events.count <= EventRules.batchLimit else { throw .badRequest("a batch holds at most \(EventRules.batchLimit) events") }
         for event in events { _ = try event.validated() }
-        let rows: [[any SQLExpression]] = events.map { event in
+        // The order within a batch (the device's) is kept for events of one second: milliseconds of arrival, then place.
+        let base = Int64((received.timeIntervalSince1970 * 1000).rounded(.down)) * 1000
+        let rows: [[any SQLExpression]] = events.enumerated().map { index, event in
             let values: [any Encodable & Sendable] = [device + ":" + event.eventID, device, user, event.kind.rawValue, event.assetID, event.reason,
-                                                      event.seconds, event.detail, event.time, received]
+                                                      event.seconds, event.detail, event.time, received, base + Int64(index)]
             return values.map { SQLBind($0) }
         }
         do {
             let inserted = try await sql.insert(into: Self.table)
-                .columns("record_id", "device_id", "user_id", "kind", "asset_id", "reason", "seconds", "detail", "at", "received_at")
+                .columns("record_id", "device_id", "user_id", "kind", "asset_id", "reason", "seconds", "detail", "at", "received_at", "ordinal")
                 .rows(rows)
                 .ignoringConflicts(with: "record_id")
                 .returning("record_id")
@@ -49,7 +51,7 @@ public struct FluentEventStore: EventStoring {
     public func events(_ query: EventQuery, limit: Int) async throws(BackplaneError) -> [RecordedEvent] {
         do {
             let rows = try await Self.filtered(sql.select().columns("*").from(Self.table), query)
-                .orderBy("at", .descending).orderBy("record_id").limit(max(0, min(limit, 100_000))).all()
+                .orderBy("at", .descending).orderBy("ordinal", .descending).limit(max(0, min(limit, 100_000))).all()
             return try rows.map { row in
                 let device = try row.decode(column: "device_id", as: String.self)
                 let record = try row.decode(column: "record_id", as: String.self)
@@ -72,6 +74,7 @@ public struct FluentEventStore: EventStoring {
         case .user: SQLIdentifier("user_id")
         case .device: SQLIdentifier("device_id")
         case .asset: SQLFunction("COALESCE", args: SQLIdentifier("asset_id"), SQLLiteral.string(""))
+        case .reason: SQLFunction("COALESCE", args: SQLIdentifier("reason"), SQLLiteral.string(""))
         }
         do {
             let rows = try await Self.filtered(sql.select().column(SQLAlias(column, as: SQLIdentifier("group_key")))
@@ -106,7 +109,7 @@ public struct AddDeviceEvents: AsyncMigration {
             .field("record_id", .string, .identifier(auto: false))
             .field("device_id", .string, .required).field("user_id", .string, .required).field("kind", .string, .required)
             .field("asset_id", .string).field("reason", .string).field("seconds", .double).field("detail", .string)
-            .field("at", .datetime, .required).field("received_at", .datetime, .required)
+            .field("at", .datetime, .required).field("received_at", .datetime, .required).field("ordinal", .int64, .required)
             .create()
         guard let sql = database as? any SQLDatabase else { return }
         for (name, columns) in [("backplane_events_at", ["at"]), ("backplane_events_user_at", ["user_id", "at"]), ("backplane_events_kind_at", ["kind", "at"])] {

@@ -97,6 +97,7 @@ struct AdminPages {
         let rows: [[String: Any]] = devices.map { device in
             let own = licenses[device.deviceID] ?? []
             var row: [String: Any] = ["id": device.deviceID, "name": device.name ?? "—", "subject": device.subject,
+                                      "userHref": "/admin/users/" + AdminActivity.pathSegment(device.subject),
                                       "registered": Self.time(device.registeredAt), "disabled": device.disabled, "licenses": own.count,
                                       "active": own.filter { $0.state != .released }.count, "offline": own.filter(\.persistent).count]
             if let external = device.externalID, !external.isEmpty { row["externalID"] = external }
@@ -111,7 +112,8 @@ struct AdminPages {
         var values: [String: Any] = ["devices": rows, "count": rows.count, "empty": rows.isEmpty]
         if console.backplane != nil {
             values["hasBackplane"] = true
-            values["globalLimit"] = backplane.limits.global.maxDevices.map { "\($0)" } ?? "no limit"
+            values["globalLimit"] = backplane.limits.global.maxDevices.map { "at most \($0) download-enabled device(s) per user" }
+                ?? "no limit on download-enabled devices per user"
         }
         return values
     }

@@ -133,6 +133,21 @@ struct AdminRoutes: RouteGroup {
             Self.audit.notice("dashboard: \(action) sent to a device", metadata: ["device": .string(device)])
             return Self.redirect("/admin/devices")
         }
+        router.get("/admin/activity") { request, _ in
+            try await signedPage(request, "admin-activity", "Activity") {
+                guard let backplane = console.backplane else { return ["unavailable": true] }
+                return try await AdminActivity(backplane: backplane, now: console.service.clock.now).page()
+            }
+        }
+        router.get("/admin/users/{user}") { request, context in
+            let raw = context.parameters.get("user") ?? ""
+            let user = raw.removingPercentEncoding ?? raw
+            guard let backplane = console.backplane else { throw Problem(status: .notFound, type: "not-found", detail: "this server has no backplane") }
+            guard !user.isEmpty, user.utf8.count <= 200 else { throw BackplaneError.badRequest("a user is 1 to 200 bytes") }
+            return try await signedPage(request, "admin-user", "User \(user)") {
+                try await AdminActivity(backplane: backplane, now: console.service.clock.now).user(user)
+            }
+        }
         router.get("/admin/events") { request, _ in
             try await signedPage(request, "admin-events", "Events") { try await AdminPages(console: console).events() }
         }
@@ -165,7 +180,7 @@ struct AdminRoutes: RouteGroup {
         all["title"] = title
         all["csrf"] = session.csrf
         all["nav"] = [("/admin", "Overview"), ("/admin/assets", "Assets"), ("/admin/licenses", "Licenses"), ("/admin/devices", "Devices"),
-                      ("/admin/events", "Events")].map { ["href": $0.0, "label": $0.1, "current": $0.1 == title] as [String: Any] }
+                      ("/admin/activity", "Activity"), ("/admin/events", "Events")].map { ["href": $0.0, "label": $0.1, "current": $0.1 == title] as [String: Any] }
         return page(.ok, template, all)
     }
 

@@ -11,7 +11,7 @@ import SatchelHTTP
 /// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET devices/{device}`,
 /// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
 /// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held);
-/// `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device[&…]`.
+/// `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device|reason[&…]`.
 struct BackplaneOperatorRoutes: RouteGroup {
     let backplane: BackplaneService
     let sessions: AdminSessions
@@ -79,7 +79,7 @@ struct BackplaneOperatorRoutes: RouteGroup {
         }
         group.get("events/counts") { request, _ in
             let by = request.uri.queryParameters.get("by") ?? "kind"
-            guard let grouping = EventGrouping(rawValue: by) else { throw BackplaneError.badRequest("by is kind, user, asset or device") }
+            guard let grouping = EventGrouping(rawValue: by) else { throw BackplaneError.badRequest("by is kind, user, asset, device or reason") }
             return try Response.json(CountsAnswer(counts: try await backplane.events.counts(try Self.eventQuery(request), by: grouping, limit: Self.listLimit)))
         }
         group.get("settings") { _, _ in try Response.json(try await backplane.store.settings()) }

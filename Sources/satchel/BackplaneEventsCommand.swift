@@ -58,14 +58,14 @@ extension BackplaneOperatorCommand {
         }
 
         struct Counts: SatchelAsyncCommand {
-            static let configuration = CommandConfiguration(commandName: "counts", abstract: "How many events, by kind, user, asset or device, most first.")
-            @Option(help: "kind, user, asset or device.") var by = "kind"
+            static let configuration = CommandConfiguration(commandName: "counts", abstract: "How many events, by kind, user, asset, device or reason, most first.")
+            @Option(help: "kind, user, asset, device or reason.") var by = "kind"
             @OptionGroup var filters: Filters
             @OptionGroup var options: OperatorOptions
             struct Answer: Codable { var counts: [EventCount] }
 
             func validate() throws {
-                guard EventGrouping(rawValue: by) != nil else { throw ValidationError("--by is kind, user, asset or device") }
+                guard EventGrouping(rawValue: by) != nil else { throw ValidationError("--by is kind, user, asset, device or reason") }
             }
 
             func execute() async throws {

@@ -147,7 +147,7 @@ import Testing
             try await Self.signIn(browser, server.url)
             try await browser.open(server.url + "/admin/devices")
             var page = try await Self.text(browser)
-            #expect(page.contains("at most 2 device(s) per user") && page.contains("limit 2") && page.contains(">allowed<"), "\(page.suffix(3000))")
+            #expect(page.contains("at most 2 download-enabled device(s) per user") && page.contains("limit 2") && page.contains(">allowed<"), "\(page.suffix(3000))")
             #expect(!page.contains("synced never"), "the sync is shown")
             try await browser.screenshot("admin-devices-backplane")
             func click(_ label: String) async throws {
@@ -183,6 +183,57 @@ import Testing
             try await browser.screenshot("admin-devices-killed")
         } catch {
             _ = try? await browser.screenshot("admin-backplane-failed")
+            await browser.quit()
+            throw error
+        }
+        await browser.quit()
+    }
+
+    @Test("the activity page draws what devices reported (downloads completed and failed per hour, plays, top assets, errors by reason, users) and a user's page their devices' downloads, plays and licenses; screenshots")
+    func activity() async throws {
+        let (server, device) = try await Self.world()
+        defer { server.stop() }
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let clip = try await TestMedia.offloaded { try TestMedia.make("activity-clip", seconds: 2) }
+        for name in ["clip.mp4", "gone.mp4"] { try FileManager.default.copyItem(at: clip, to: site.appendingPathComponent(name)) }
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        try await TestMedia.offloaded {
+            for (id, file) in [("film", "clip.mp4"), ("gone", "gone.mp4")] {
+                #expect(try CLIRunner.run(["download", "add", origin.url(file), "--id", id, "--data-dir", device]).status == 0)
+            }
+            try FileManager.default.removeItem(at: site.appendingPathComponent("gone.mp4"))  // its download fails: 404
+            _ = try CLIRunner.run(["download", "run", "--data-dir", device, "--retry-delay", "0"])
+            let player = try LineReader(["play", "film", "--data-dir", device])
+            #expect(player.wait(for: "http://127.0.0.1:", seconds: 30))
+            player.stop()
+            #expect(try CLIRunner.run(["agent", "sync", "--data-dir", device]).status == 0)
+        }
+        let browser = try await WebDriver.start()
+        do {
+            try await Self.signIn(browser, server.url)
+            try await browser.open(server.url + "/admin/activity")
+            var page = try await Self.text(browser)
+            #expect(page.contains("aria-label=\"Downloads completed and failed per hour, last 24 hours\"") && page.contains("aria-label=\"Plays per hour, last 24 hours\""))
+            #expect(page.contains("1 completed") && page.contains("failed"), "the bars' tooltips count them: \(page.suffix(4000))")
+            let cells = "return [...document.querySelectorAll('tbody tr')].map(r => [...r.cells].map(c => c.textContent.trim()).join('|'))"
+            var rows = try await browser.execute(cells) as? [String] ?? []
+            #expect(rows.contains("film|1|1"), "film: one play, one download: \(rows)")
+            #expect(page.contains("<code>http-status</code>"), "the failure's reason")
+            #expect(page.contains("href=\"/admin/users/user-42\""))
+            try await browser.screenshot("admin-activity")
+            try await browser.open(server.url + "/admin/users/user-42")
+            page = try await Self.text(browser)
+            #expect(page.contains("<strong>laptop</strong>"), "the user's device")
+            rows = try await browser.execute(cells) as? [String] ?? []
+            let laptop = rows.first { $0.hasPrefix("laptop") }?.split(separator: "|").map(String.init) ?? []
+            #expect(laptop.count == 8 && laptop[2] == "1" && Int(laptop[3]) ?? 0 >= 3 && laptop[4] == "1" && laptop[5] == "2",
+                    "laptop: 1 download, its failed attempts (three passes or more), 1 play, 2 licenses: \(rows)")
+            #expect(page.contains("play-stop") && page.contains("download-error"))
+            try await browser.screenshot("admin-user")
+        } catch {
+            _ = try? await browser.screenshot("admin-activity-failed")
             await browser.quit()
             throw error
         }
