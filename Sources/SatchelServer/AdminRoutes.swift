@@ -142,10 +142,10 @@ struct AdminRoutes: RouteGroup {
         router.get("/admin/users/{user}") { request, context in
             let raw = context.parameters.get("user") ?? ""
             let user = raw.removingPercentEncoding ?? raw
-            guard let backplane = console.backplane else { throw Problem(status: .notFound, type: "not-found", detail: "this server has no backplane") }
-            guard !user.isEmpty, user.utf8.count <= 200 else { throw BackplaneError.badRequest("a user is 1 to 200 bytes") }
-            return try await signedPage(request, "admin-user", "User \(user)") {
-                try await AdminActivity(backplane: backplane, now: console.service.clock.now).user(user)
+            return try await signedPage(request, "admin-user", "User \(user.prefix(200))") {
+                guard let backplane = console.backplane else { throw Problem(status: .notFound, type: "not-found", detail: "this server has no backplane") }
+                guard !user.isEmpty, user.utf8.count <= 200 else { throw BackplaneError.badRequest("a user is 1 to 200 bytes") }
+                return try await AdminActivity(backplane: backplane, now: console.service.clock.now).user(user)
             }
         }
         router.get("/admin/events") { request, _ in

@@ -5,56 +5,58 @@ import Testing
 @Suite("satchel keys")
 struct KeysCommandTests {
     @Test("package --register (keys in the store only), key files beside the folder or at --keys-out, never inside; keys list, import (a key another asset holds moves only with --reassign), delete; the KEK file is 0600 and the key never printed")
-    func keys() throws {
-        let input = try TestMedia.make("cli-keys", seconds: 3)
-        let dir = try TestMedia.temporaryDirectory("cli-keys")
-        let data = dir.appendingPathComponent("data").path
-        let key = "00112233445566778899aabbccddeeff"
-        let packaged = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg").path, "--format", "cmaf",
-                                          "--scheme", "cenc", "--key-id", "0123456789abcdef0123456789abcdef", "--key", key,
-                                          "--register", "--asset-id", "film", "--data-dir", data, "--offline", "--lease-seconds", "60"])
-        #expect(packaged.status == 0, "\(packaged.stderr)")
-        #expect(packaged.stdout.contains("registered 1 key for asset film"))
-        // Registered keys are in the key store only: no key file, in the package or beside it.
-        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pkg.keys.json").path))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["data", "pkg"])
-        #expect(!(try FileManager.default.subpathsOfDirectory(atPath: dir.appendingPathComponent("pkg").path)).contains { $0.hasSuffix(".json") })
-        // Without --register the keys go beside the folder (mode 0600), or where --keys-out says, never inside the package.
-        let unregistered = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg2").path, "--format", "cmaf",
-                                              "--scheme", "cenc", "--key-id", "0123456789abcdef0123456789abcdef", "--key", key])
-        let keyFile = dir.appendingPathComponent("pkg2.keys.json").path
-        #expect(unregistered.status == 0 && unregistered.stdout.contains("keys in \(keyFile)"), "\(unregistered.stdout)")
-        #expect(try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int == 0o600)
-        let inside = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg3").path, "--format", "cmaf",
-                                        "--scheme", "cenc", "--keys-out", dir.appendingPathComponent("pkg3/keys.json").path])
-        #expect(inside.status != 0 && inside.stderr.contains("outside the package folder"), "\(inside.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pkg3").path))
-        let clearRegistered = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg4").path, "--format", "cmaf",
-                                                 "--register", "--data-dir", data])
-        #expect(clearRegistered.status != 0 && clearRegistered.stderr.contains("--register needs a protected --scheme"))
-        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pkg4").path), "refused before packaging")
-        #expect(try FileManager.default.attributesOfItem(atPath: data + "/kek.key")[.posixPermissions] as? Int == 0o600)
-        let list = try CLIRunner.run(["keys", "list", "--data-dir", data, "--json"])
-        #expect(list.status == 0 && list.stdout.contains("0123456789abcdef0123456789abcdef") && !list.stdout.contains(key))
-        // The same key ID for another asset: refused, naming the asset that holds it; moved only with --reassign (said).
-        let held = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data, "--not-after", "2030-01-01"])
-        #expect(held.status != 0 && held.stderr.contains("key 0123456789abcdef0123456789abcdef belongs to asset film") && held.stderr.contains("--reassign"),
-                "\(held.stderr)")
-        #expect(try CLIRunner.run(["keys", "list", "--data-dir", data]).stdout.contains("film\t"), "nothing moved")
-        let imported = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data, "--not-after", "2030-01-01",
-                                          "--reassign"])
-        #expect(imported.status == 0 && imported.stdout.contains("key 0123456789abcdef0123456789abcdef moved from asset film to film-2"),
-                "\(imported.stdout) \(imported.stderr)")
-        let again = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data])
-        #expect(again.status == 0 && !again.stdout.contains("moved"), "importing to the asset that holds it is a replacement")
-        let deleted = try CLIRunner.run(["keys", "delete", "film", "--data-dir", data])
-        #expect(deleted.status == 0)
-        let missing = try CLIRunner.run(["keys", "delete", "film", "--data-dir", data])
-        #expect(missing.status != 0 && missing.stderr.hasPrefix("satchel: error: no asset or key film"))
-        let badDate = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "x",
-                                         "--data-dir", data, "--not-after", "tomorrow"])
-        #expect(badDate.status != 0 && badDate.stderr.split(separator: "\n").count == 1)
-        let noJWKS = try CLIRunner.run(["serve", "--data-dir", data])
-        #expect(noJWKS.status != 0 && noJWKS.stderr.contains("--jwks"))
+    func keys() async throws {
+        try await TestMedia.offloaded {
+            let input = try TestMedia.make("cli-keys", seconds: 3)
+            let dir = try TestMedia.temporaryDirectory("cli-keys")
+            let data = dir.appendingPathComponent("data").path
+            let key = "00112233445566778899aabbccddeeff"
+            let packaged = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg").path, "--format", "cmaf",
+                                              "--scheme", "cenc", "--key-id", "0123456789abcdef0123456789abcdef", "--key", key,
+                                              "--register", "--asset-id", "film", "--data-dir", data, "--offline", "--lease-seconds", "60"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            #expect(packaged.stdout.contains("registered 1 key for asset film"))
+            // Registered keys are in the key store only: no key file, in the package or beside it.
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pkg.keys.json").path))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["data", "pkg"])
+            #expect(!(try FileManager.default.subpathsOfDirectory(atPath: dir.appendingPathComponent("pkg").path)).contains { $0.hasSuffix(".json") })
+            // Without --register the keys go beside the folder (mode 0600), or where --keys-out says, never inside the package.
+            let unregistered = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg2").path, "--format", "cmaf",
+                                                  "--scheme", "cenc", "--key-id", "0123456789abcdef0123456789abcdef", "--key", key])
+            let keyFile = dir.appendingPathComponent("pkg2.keys.json").path
+            #expect(unregistered.status == 0 && unregistered.stdout.contains("keys in \(keyFile)"), "\(unregistered.stdout)")
+            #expect(try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? Int == 0o600)
+            let inside = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg3").path, "--format", "cmaf",
+                                            "--scheme", "cenc", "--keys-out", dir.appendingPathComponent("pkg3/keys.json").path])
+            #expect(inside.status != 0 && inside.stderr.contains("outside the package folder"), "\(inside.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pkg3").path))
+            let clearRegistered = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("pkg4").path, "--format", "cmaf",
+                                                     "--register", "--data-dir", data])
+            #expect(clearRegistered.status != 0 && clearRegistered.stderr.contains("--register needs a protected --scheme"))
+            #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("pkg4").path), "refused before packaging")
+            #expect(try FileManager.default.attributesOfItem(atPath: data + "/kek.key")[.posixPermissions] as? Int == 0o600)
+            let list = try CLIRunner.run(["keys", "list", "--data-dir", data, "--json"])
+            #expect(list.status == 0 && list.stdout.contains("0123456789abcdef0123456789abcdef") && !list.stdout.contains(key))
+            // The same key ID for another asset: refused, naming the asset that holds it; moved only with --reassign (said).
+            let held = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data, "--not-after", "2030-01-01"])
+            #expect(held.status != 0 && held.stderr.contains("key 0123456789abcdef0123456789abcdef belongs to asset film") && held.stderr.contains("--reassign"),
+                    "\(held.stderr)")
+            #expect(try CLIRunner.run(["keys", "list", "--data-dir", data]).stdout.contains("film\t"), "nothing moved")
+            let imported = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data, "--not-after", "2030-01-01",
+                                              "--reassign"])
+            #expect(imported.status == 0 && imported.stdout.contains("key 0123456789abcdef0123456789abcdef moved from asset film to film-2"),
+                    "\(imported.stdout) \(imported.stderr)")
+            let again = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "film-2", "--data-dir", data])
+            #expect(again.status == 0 && !again.stdout.contains("moved"), "importing to the asset that holds it is a replacement")
+            let deleted = try CLIRunner.run(["keys", "delete", "film", "--data-dir", data])
+            #expect(deleted.status == 0)
+            let missing = try CLIRunner.run(["keys", "delete", "film", "--data-dir", data])
+            #expect(missing.status != 0 && missing.stderr.hasPrefix("satchel: error: no asset or key film"))
+            let badDate = try CLIRunner.run(["keys", "import", keyFile, "--asset-id", "x",
+                                             "--data-dir", data, "--not-after", "tomorrow"])
+            #expect(badDate.status != 0 && badDate.stderr.split(separator: "\n").count == 1)
+            let noJWKS = try CLIRunner.run(["serve", "--data-dir", data])
+            #expect(noJWKS.status != 0 && noJWKS.stderr.contains("--jwks"))
+        }
     }
 }

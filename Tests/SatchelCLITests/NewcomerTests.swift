@@ -25,12 +25,14 @@ struct NewcomerTests {
     }
 
     @Test("read-only commands with a data directory that does not exist say so and create nothing")
-    func readOnly() throws {
-        let missing = try TestMedia.temporaryDirectory("cli-readonly").appendingPathComponent("nothing-here")
-        for command in [["keys", "list"], ["download", "list"]] {
-            let result = try CLIRunner.run(command + ["--data-dir", missing.path])
-            #expect(result.status != 0 && result.stderr.contains("no data directory at \(missing.path)"), "\(command)")
-            #expect(!FileManager.default.fileExists(atPath: missing.path), "\(command) created nothing")
+    func readOnly() async throws {
+        try await TestMedia.offloaded {
+            let missing = try TestMedia.temporaryDirectory("cli-readonly").appendingPathComponent("nothing-here")
+            for command in [["keys", "list"], ["download", "list"]] {
+                let result = try CLIRunner.run(command + ["--data-dir", missing.path])
+                #expect(result.status != 0 && result.stderr.contains("no data directory at \(missing.path)"), "\(command)")
+                #expect(!FileManager.default.fileExists(atPath: missing.path), "\(command) created nothing")
+            }
         }
     }
 
@@ -109,28 +111,30 @@ struct NewcomerTests {
     }
 
     @Test("a misspelt subcommand or option is named first, with the nearest valid name, before anything the line lacks")
-    func misspellings() throws {
-        let cases: [([String], String)] = [
-            (["pakage", "in.mp4"], "unknown command 'pakage' for 'satchel'; did you mean 'package'?"),
-            (["download", "ad", "http://o/x.m3u8"], "unknown command 'ad' for 'satchel download'; did you mean 'add'?"),
-            (["package", "in.mp4", "--out", "o", "--formt", "cmaf"], "unknown option '--formt' for 'satchel package'; did you mean '--format'?"),
-            (["license", "acquire", "movie", "--tokn", "x"], "unknown option '--tokn' for 'satchel license acquire'; did you mean '--token'?"),
-            (["serve", "--data-dir=x", "--prot=8080"], "unknown option '--prot' for 'satchel serve'; did you mean '--port'?"),
-        ]
-        for (arguments, message) in cases {
-            let result = try CLIRunner.run(arguments)
-            #expect(result.status == 64 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
-            #expect(!result.stderr.contains("Missing"), "the misspelling comes first: \(result.stderr)")
+    func misspellings() async throws {
+        try await TestMedia.offloaded {
+            let cases: [([String], String)] = [
+                (["pakage", "in.mp4"], "unknown command 'pakage' for 'satchel'; did you mean 'package'?"),
+                (["download", "ad", "http://o/x.m3u8"], "unknown command 'ad' for 'satchel download'; did you mean 'add'?"),
+                (["package", "in.mp4", "--out", "o", "--formt", "cmaf"], "unknown option '--formt' for 'satchel package'; did you mean '--format'?"),
+                (["license", "acquire", "movie", "--tokn", "x"], "unknown option '--tokn' for 'satchel license acquire'; did you mean '--token'?"),
+                (["serve", "--data-dir=x", "--prot=8080"], "unknown option '--prot' for 'satchel serve'; did you mean '--port'?"),
+            ]
+            for (arguments, message) in cases {
+                let result = try CLIRunner.run(arguments)
+                #expect(result.status == 64 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
+                #expect(!result.stderr.contains("Missing"), "the misspelling comes first: \(result.stderr)")
+            }
+            // play's help names every kind of source it takes.
+            let help = try CLIRunner.run(["play", "--help"])
+            #expect(help.stdout.contains("HLS") && help.stdout.contains("DASH") && help.stdout.contains("Smooth Streaming"), "\(help.stdout)")
+            // A word nothing is near lists the commands; an option's value that looks like an option is a value.
+            let far = try CLIRunner.run(["zzzzzzzz"])
+            #expect(far.status == 64 && far.stderr.contains("the commands are ") && far.stderr.contains("package"), "\(far.stderr)")
+            let value = try CLIRunner.run(["fps", "simulate", "spc", "--asset-id", "--not-an-option", "--certificate", "/nonexistent", "--dask", CLIRunner.dask,
+                                           "--out", "/nonexistent/x", "--session", "/nonexistent/y"])
+            #expect(!value.stderr.contains("unknown option"), "\(value.stderr)")
         }
-        // play's help names every kind of source it takes.
-        let help = try CLIRunner.run(["play", "--help"])
-        #expect(help.stdout.contains("HLS") && help.stdout.contains("DASH") && help.stdout.contains("Smooth Streaming"), "\(help.stdout)")
-        // A word nothing is near lists the commands; an option's value that looks like an option is a value.
-        let far = try CLIRunner.run(["zzzzzzzz"])
-        #expect(far.status == 64 && far.stderr.contains("the commands are ") && far.stderr.contains("package"), "\(far.stderr)")
-        let value = try CLIRunner.run(["fps", "simulate", "spc", "--asset-id", "--not-an-option", "--certificate", "/nonexistent", "--dask", CLIRunner.dask,
-                                       "--out", "/nonexistent/x", "--session", "/nonexistent/y"])
-        #expect(!value.stderr.contains("unknown option"), "\(value.stderr)")
     }
 
     @Test("satchel play: an unknown asset lists the IDs there are; no rights says how to get a license; download IDs are read from the URL")

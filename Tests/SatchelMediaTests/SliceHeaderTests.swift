@@ -8,23 +8,25 @@ import Testing
 struct SliceHeaderTests {
     @Test("x264 slices (CABAC and CAVLC, with B-frames) parse to a header length inside every slice",
           arguments: [("cabac", ["-bf", "3"]), ("cavlc", ["-coder", "0", "-bf", "0"]), ("weighted", ["-bf", "2", "-weightp", "2"])])
-    func x264(name: String, options: [String]) throws {
-        let url = try TestMedia.make("slices-\(name)", seconds: 2, extra: options, audio: false)
-        let track = try #require(try MP4Demuxer.demux(try TestMedia.bytes(url)).first)
-        let configuration = try AVCDecoderConfiguration(track.codecConfiguration)
-        let context = try #require(H264SliceContext(configuration: configuration))
-        var parsed = 0
-        for sample in track.samples {
-            for unit in try NALUnit.splitLengthPrefixed(sample.data, lengthSize: configuration.lengthSize) where [1, 5].contains(NALUnit.h264Type(unit.first ?? 0)) {
-                let length = try #require(context.headerLength(ofSlice: unit), "every x264 slice header parses")
-                #expect(length >= 3 && length < unit.count && length <= 40, "header length \(length) of a \(unit.count)-byte slice")
-                // A window too short for the header is retried with a longer one, never misread.
-                #expect(context.headerLength(ofSlice: unit, prefixes: [2, 8, Int.max]) == length)
-                #expect(context.headerLength(ofSlice: unit, prefixes: [2]) == nil)
-                parsed += 1
+    func x264(name: String, options: [String]) async throws {
+        try await TestMedia.offloaded {
+            let url = try TestMedia.make("slices-\(name)", seconds: 2, extra: options, audio: false)
+            let track = try #require(try MP4Demuxer.demux(try TestMedia.bytes(url)).first)
+            let configuration = try AVCDecoderConfiguration(track.codecConfiguration)
+            let context = try #require(H264SliceContext(configuration: configuration))
+            var parsed = 0
+            for sample in track.samples {
+                for unit in try NALUnit.splitLengthPrefixed(sample.data, lengthSize: configuration.lengthSize) where [1, 5].contains(NALUnit.h264Type(unit.first ?? 0)) {
+                    let length = try #require(context.headerLength(ofSlice: unit), "every x264 slice header parses")
+                    #expect(length >= 3 && length < unit.count && length <= 40, "header length \(length) of a \(unit.count)-byte slice")
+                    // A window too short for the header is retried with a longer one, never misread.
+                    #expect(context.headerLength(ofSlice: unit, prefixes: [2, 8, Int.max]) == length)
+                    #expect(context.headerLength(ofSlice: unit, prefixes: [2]) == nil)
+                    parsed += 1
+                }
             }
+            #expect(parsed == track.samples.count)
         }
-        #expect(parsed == track.samples.count)
     }
 
     @Test("escaped lengths count emulation prevention bytes")

@@ -99,51 +99,53 @@ struct HLSDownloadPlannerTests {
 
     @Test("a package 'downloaded' by the plan plays from disk with the origin's packets (clear and AES-128 with keys)",
           arguments: [PackageScheme.clear, .aes128])
-    func endToEnd(scheme: PackageScheme) throws {
-        let input = try TestMedia.make("download-source", seconds: 6)
-        let dir = try TestMedia.temporaryDirectory("download-\(scheme.rawValue)")
-        let origin = dir.appendingPathComponent("origin")
-        let keyDirectory = dir.appendingPathComponent("origin/keys")
-        _ = try Packager(options: PackageOptions(inputs: [input.path], output: origin.path, format: .hlsTS, scheme: scheme,
-                                                 keyURI: "https://origin.example/asset/keys/{kid}.key", segmentDuration: 2)).run()
-        if scheme == .aes128 {
-            try FileManager.default.createDirectory(at: keyDirectory, withIntermediateDirectories: true)
-            for key in try KeyFile.read(origin.path + ".keys.json").contentKeys() {
-                try Data(key.key.bytes).write(to: keyDirectory.appendingPathComponent("\(key.keyID.hex).key"))
+    func endToEnd(scheme: PackageScheme) async throws {
+        try await TestMedia.offloaded {
+            let input = try TestMedia.make("download-source", seconds: 6)
+            let dir = try TestMedia.temporaryDirectory("download-\(scheme.rawValue)")
+            let origin = dir.appendingPathComponent("origin")
+            let keyDirectory = dir.appendingPathComponent("origin/keys")
+            _ = try Packager(options: PackageOptions(inputs: [input.path], output: origin.path, format: .hlsTS, scheme: scheme,
+                                                     keyURI: "https://origin.example/asset/keys/{kid}.key", segmentDuration: 2)).run()
+            if scheme == .aes128 {
+                try FileManager.default.createDirectory(at: keyDirectory, withIntermediateDirectories: true)
+                for key in try KeyFile.read(origin.path + ".keys.json").contentKeys() {
+                    try Data(key.key.bytes).write(to: keyDirectory.appendingPathComponent("\(key.keyID.hex).key"))
+                }
             }
-        }
-        // A fake origin: https://origin.example/asset/<path> is origin/<path>.
-        func fetch(_ url: String, _ range: DownloadResource.ByteRange?) throws -> Data {
-            let path = try #require(URL(string: url)?.path.replacingOccurrences(of: "/asset/", with: ""))
-            let data = try Data(contentsOf: origin.appendingPathComponent(path))
-            return range.map { data.subdata(in: $0.offset..<($0.offset + $0.length)) } ?? data
-        }
-        let masterURL = URL(string: "https://origin.example/asset/master.m3u8")!
-        let local = dir.appendingPathComponent("local")
-        let masterText = String(decoding: try fetch(masterURL.absoluteString, nil), as: UTF8.self)
-        let master = try HLSMasterPlaylist(parsing: masterText)
-        let selection = try HLSDownloadPlanner.select(master: master, url: masterURL, options: .init())
-        try write(HLSDownloadPlanner.rewriteMaster(masterText, selection: selection, url: masterURL), to: local.appendingPathComponent("master.m3u8"))
-        for playlistURL in selection.playlists {
-            let text = String(decoding: try fetch(playlistURL.absoluteString, nil), as: UTF8.self)
-            let (resources, rewritten) = try HLSDownloadPlanner.plan(mediaPlaylist: text, url: playlistURL, root: masterURL,
-                                                                     options: .init(includeEncryptionKeys: true))
-            try write(rewritten, to: local.appendingPathComponent(LocalPath.map(playlistURL, root: masterURL)))
-            for resource in resources {
-                let target = local.appendingPathComponent(resource.localPath)
-                try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-                try fetch(resource.url, resource.range).write(to: target)
+            // A fake origin: https://origin.example/asset/<path> is origin/<path>.
+            func fetch(_ url: String, _ range: DownloadResource.ByteRange?) throws -> Data {
+                let path = try #require(URL(string: url)?.path.replacingOccurrences(of: "/asset/", with: ""))
+                let data = try Data(contentsOf: origin.appendingPathComponent(path))
+                return range.map { data.subdata(in: $0.offset..<($0.offset + $0.length)) } ?? data
             }
+            let masterURL = URL(string: "https://origin.example/asset/master.m3u8")!
+            let local = dir.appendingPathComponent("local")
+            let masterText = String(decoding: try fetch(masterURL.absoluteString, nil), as: UTF8.self)
+            let master = try HLSMasterPlaylist(parsing: masterText)
+            let selection = try HLSDownloadPlanner.select(master: master, url: masterURL, options: .init())
+            try write(HLSDownloadPlanner.rewriteMaster(masterText, selection: selection, url: masterURL), to: local.appendingPathComponent("master.m3u8"))
+            for playlistURL in selection.playlists {
+                let text = String(decoding: try fetch(playlistURL.absoluteString, nil), as: UTF8.self)
+                let (resources, rewritten) = try HLSDownloadPlanner.plan(mediaPlaylist: text, url: playlistURL, root: masterURL,
+                                                                         options: .init(includeEncryptionKeys: true))
+                try write(rewritten, to: local.appendingPathComponent(LocalPath.map(playlistURL, root: masterURL)))
+                for resource in resources {
+                    let target = local.appendingPathComponent(resource.localPath)
+                    try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try fetch(resource.url, resource.range).write(to: target)
+                }
+            }
+            // The local copy plays offline (keys included) and decodes to the clear package's packets.
+            let clear = try Packager(options: PackageOptions(inputs: [input.path], output: dir.appendingPathComponent("clear").path,
+                                                             format: .hlsTS, scheme: .clear, segmentDuration: 2)).run()
+            for rendition in ["video_0", "audio_0"] {
+                let localHashes = try TestMedia.packetHashes(local.appendingPathComponent("\(rendition)/index.m3u8").path)
+                #expect(!localHashes.isEmpty)
+                #expect(localHashes == (try TestMedia.packetHashes(clear.output + "/\(rendition)/index.m3u8")), "\(rendition)")
+            }
+            #expect(!(try TestMedia.packetHashes(local.appendingPathComponent("master.m3u8").path)).isEmpty)
         }
-        // The local copy plays offline (keys included) and decodes to the clear package's packets.
-        let clear = try Packager(options: PackageOptions(inputs: [input.path], output: dir.appendingPathComponent("clear").path,
-                                                         format: .hlsTS, scheme: .clear, segmentDuration: 2)).run()
-        for rendition in ["video_0", "audio_0"] {
-            let localHashes = try TestMedia.packetHashes(local.appendingPathComponent("\(rendition)/index.m3u8").path)
-            #expect(!localHashes.isEmpty)
-            #expect(localHashes == (try TestMedia.packetHashes(clear.output + "/\(rendition)/index.m3u8")), "\(rendition)")
-        }
-        #expect(!(try TestMedia.packetHashes(local.appendingPathComponent("master.m3u8").path)).isEmpty)
     }
 
     func write(_ text: String, to url: URL) throws {
