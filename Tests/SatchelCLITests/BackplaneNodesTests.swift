@@ -41,6 +41,27 @@ import Testing
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
     }
 
+    /// 200 signed requests to `path` (8 in flight, alternately through each node), each from the next of `devices`, for
+    /// the asset `asset(index)`: how many answered granted (every one answers 200).
+    static func granted(_ nodes: [String], _ path: String, _ devices: [(P256.Signing.PrivateKey, String)],
+                        asset: @escaping @Sendable (Int) -> String) async throws -> Int {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            var count = 0
+            for index in 0..<200 {
+                if index >= Self.inFlight, try await group.next() == true { count += 1 }
+                let (deviceKey, certificate) = devices[index % devices.count]
+                group.addTask {
+                    let claims = DeviceRequestClaims(certificate: certificate, assetID: asset(index), nonce: Hex.encode(SecureRandom.bytes(16)), time: Date())
+                    let answer = try await Self.post(nodes[index % 2] + path, DeviceRequestEnvelope(request: try SignedToken.sign(claims, key: deviceKey)))
+                    #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
+                    return (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["granted"] as? Bool == true
+                }
+            }
+            for try await answer in group where answer { count += 1 }
+            return count
+        }
+    }
+
     @Test("two nodes: 200 registrations, 200 permission requests and 200 stream slot requests (8 at a time) for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A reaches an agent streaming from node B",
           .timeLimit(.minutes(5)))
     func twoNodes() async throws {
@@ -90,41 +111,13 @@ import Testing
 
         // 200 permission requests at once (distinct assets, the five enabled devices, both nodes): nine grants.
         let enabled = registered.compactMap { item in item.1.flatMap { $0.downloadEnabled == true ? (item.0, $0.certificate) : nil } }
-        let granted = try await withThrowingTaskGroup(of: Bool.self) { group in
-            var count = 0
-            for index in 0..<200 {
-                if index >= Self.inFlight, try await group.next() == true { count += 1 }
-                let (deviceKey, certificate) = enabled[index % enabled.count]
-                group.addTask {
-                    let claims = DeviceRequestClaims(certificate: certificate, assetID: "asset-\(index)", nonce: Hex.encode(SecureRandom.bytes(16)), time: Date())
-                    let answer = try await Self.post(nodes[index % 2] + "/backplane/permissions", DeviceRequestEnvelope(request: try SignedToken.sign(claims, key: deviceKey)))
-                    #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
-                    return (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["granted"] as? Bool == true
-                }
-            }
-            for try await answer in group where answer { count += 1 }
-            return count
-        }
+        let granted = try await Self.granted(nodes, "/backplane/permissions", enabled) { "asset-\($0)" }
         #expect(granted == 9, "the account's nine downloads, no more")
         #expect(try await TestMedia.offloaded { try Self.sql(url, "SELECT count(*) FROM backplane_grants WHERE user_id = 'crowd'") } == "9")
 
         // 200 stream slot requests at once (every device of the account, both nodes): four slots.
         let devices = registered.compactMap { item in item.1.map { (item.0, $0.certificate) } }
-        let slots = try await withThrowingTaskGroup(of: Bool.self) { group in
-            var count = 0
-            for index in 0..<200 {
-                if index >= Self.inFlight, try await group.next() == true { count += 1 }
-                let (deviceKey, certificate) = devices[index % devices.count]
-                group.addTask {
-                    let claims = DeviceRequestClaims(certificate: certificate, assetID: "live", nonce: Hex.encode(SecureRandom.bytes(16)), time: Date())
-                    let answer = try await Self.post(nodes[index % 2] + "/backplane/slots", DeviceRequestEnvelope(request: try SignedToken.sign(claims, key: deviceKey)))
-                    #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
-                    return (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["granted"] as? Bool == true
-                }
-            }
-            for try await answer in group where answer { count += 1 }
-            return count
-        }
+        let slots = try await Self.granted(nodes, "/backplane/slots", devices) { _ in "live" }
         #expect(slots == 4, "the account's four streams, no more")
         #expect(try await TestMedia.offloaded { try Self.sql(url, "SELECT count(*) FROM backplane_slots WHERE user_id = 'crowd'") } == "4")
 
