@@ -27,8 +27,10 @@ public struct DeviceLicensing: Sendable {
         self.registry = registry
     }
 
-    /// Registers a device key for the token's user; answers the device and its certificate.
+    /// Registers a device key for the token's user; answers the device and its certificate. An empty external ID is
+    /// none (it names no device of the app).
     public func register(_ key: PublicKeyJWK, token: String?, name: String?, externalID: String?) async throws(LicensingError) -> (device: DeviceRecord, certificate: String) {
+        let externalID = externalID.flatMap { $0.isEmpty ? nil : $0 }
         let entitlement = try await service.entitlement(token)
         do { _ = try key.signingKey() } catch { throw .badRequest(error.description) }
         for (field, value) in [("name", name), ("externalID", externalID)] where (value?.utf8.count ?? 0) > 200 {

@@ -53,8 +53,8 @@ import Testing
             _ = try await proxy.open(asset: "b")
         }
         #expect(await proxy.openSessions == 1)
-        try await Task.sleep(for: .milliseconds(1_500))
-        #expect(slots.log.current.contains("renew slot-1"), "\(slots.log.current)")
+        for _ in 0..<200 where !slots.log.current.contains("renew slot-1") { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(slots.log.current.contains("renew slot-1"), "renewed within its one-second lease: \(slots.log.current)")
         await proxy.close(url: first)
         #expect(slots.log.current.last == "release slot-1")
         _ = try await proxy.open(asset: "b")
