@@ -38,7 +38,8 @@ struct FairPlayLeaseTests {
                      records: records)
     }
 
-    static let phone = [UInt8](repeating: 0x11, count: 20), tablet = [UInt8](repeating: 0x22, count: 20)
+    // Random (a run of one digit would match the run of a test content key in the log scan).
+    static let phone = SecureRandom.bytes(20), tablet = SecureRandom.bytes(20)
 
     /// An SPC for the world's asset from the device `hu`, in playback state `state`.
     static func spc(_ setup: Setup, hu: [UInt8], state: PlaybackState = .readyToStart, sync: SyncInfo? = nil,
