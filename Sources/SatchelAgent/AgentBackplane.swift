@@ -19,10 +19,11 @@ enum AgentBackplane {
 
     /// Keeps what a registration's answer said of downloading (a server without the backplane says nothing); a new
     /// registration starts a new ledger (its commands are numbered from 1 again).
-    static func enrolled(_ agent: isolated Agent, downloadEnabled: Bool?) async throws(AgentError) {
+    static func enrolled(_ agent: isolated Agent, downloadEnabled: Bool?, notice: String?) async throws(AgentError) {
         try await agent.store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
             var status = BackplaneStatus()
             status.downloadEnabled = downloadEnabled ?? true
+            status.registrationNotice = notice.flatMap(BackplaneNotice.init(rawValue:))
             state.backplane = status
             return ((), [])
         }

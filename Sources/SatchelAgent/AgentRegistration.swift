@@ -24,7 +24,7 @@ enum AgentRegistration {
                                                        serverKeys: keys, name: name, externalID: externalID)
         try agent.identity.save(registration, dataDirectory: agent.dataDirectory)
         agent.identity.registration = registration
-        try? await AgentBackplane.enrolled(agent, downloadEnabled: answer.downloadEnabled)  // a store to restore: the next sync says it
+        try? await AgentBackplane.enrolled(agent, downloadEnabled: answer.downloadEnabled, notice: answer.notice)  // a store to restore: the next sync says it
         _ = try? await AgentClock.fetchTime(agent, server: server)
         agent.logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
         return answer.deviceID

@@ -15,6 +15,8 @@ public struct BackplaneStatus: Codable, Sendable, Equatable {
     public var killed = false
     /// When the device last synced.
     public var lastSync: Date?
+    /// What the backplane said when the device registered (device limit reached, already registered).
+    public var registrationNotice: BackplaneNotice?
 
     /// A device that never synced.
     public init() {}

@@ -67,8 +67,8 @@ struct AgentCommand: ParsableCommand {
                 (try await agent.register(server: server, token: token, name: name, externalID: externalID), try? await agent.backplane.status())
             }
             print(id)
-            if status?.downloadEnabled == false {
-                let notice = BackplaneNotice.deviceLimitReached
+            // What the backplane said: device-limit-reached, already-registered.
+            if let notice = status?.registrationNotice ?? (status?.downloadEnabled == false ? .deviceLimitReached : nil) {
                 FileHandle.standardError.write(Data("satchel: notice: \(notice.rawValue): \(notice.text)\n".utf8))
             }
         }

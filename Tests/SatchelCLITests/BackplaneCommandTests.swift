@@ -58,7 +58,7 @@ import Testing
         return try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]], "\(listed.stdout) \(listed.stderr)")
     }
 
-    @Test("a device beyond its user's limit registers disabled with the notice and downloads nothing (exit 1, the reason said); the operator enables it once another is disabled; limits are per user")
+    @Test("a device registered again is told already-registered; a device beyond its user's limit registers disabled with the notice and downloads nothing (exit 1, the reason said); the operator enables it once another is disabled; limits are per user")
     func deviceLimit() async throws {
         let world = try await World("backplane-limit")
         defer { world.server.stop() }
@@ -68,7 +68,9 @@ import Testing
             #expect(try world.backplane(["limits", "set", "--max-devices", "1"]).status == 0)
             #expect(try world.backplane(["limits", "set", "--user", "family", "--max-devices", "2"]).status == 0, "a user's limit before any device")
             let first = try world.device("first")
-            #expect(!first.stderr.contains("device-limit-reached"), "\(first.stderr)")
+            #expect(!first.stderr.contains("device-limit-reached") && !first.stderr.contains("notice"), "\(first.stderr)")
+            let again = try world.device("first")
+            #expect(again.id == first.id && again.stderr.contains("notice: already-registered"), "registered again: \(again.stderr)")
             let second = try world.device("second")
             #expect(second.stderr.contains("device-limit-reached"), "the notice: \(second.stderr)")
             var devices = try world.devices()
