@@ -31,4 +31,18 @@ enum BackplaneQueries {
             .sort(\.$sequence).first()
         return (first?.sequence ?? model.nextSequence) - 1
     }
+
+    /// Forgets a device (the user's row is held by the caller): its grants, commands and stream slots go with it, so
+    /// its place under the user's limits is free; a killed device stays on record (it stays refused).
+    static func delete(_ model: BackplaneDeviceModel, on database: any Database) async throws -> BackplaneDevice {
+        guard model.state == BackplaneDevice.State.active.rawValue, let device = model.id else {
+            throw BackplaneError.deviceKilled(model.id ?? "")
+        }
+        try await BackplaneGrantModel.query(on: database).filter(\.$device == device).delete()
+        try await BackplaneCommandModel.query(on: database).filter(\.$device == device).delete()
+        try await BackplaneSlotModel.query(on: database).filter(\.$device == device).delete()
+        let value = model.value
+        try await model.delete(on: database)
+        return value
+    }
 }

@@ -11,6 +11,9 @@ public protocol BackplaneStoring: Sendable {
     func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice
     /// Every device, or a user's, in registration order (at most `limit`).
     func devices(user: String?, limit: Int) async throws(BackplaneError) -> [BackplaneDevice]
+    /// Forgets an active device (its grants, commands and stream slots too), freeing its place under the user's
+    /// limits; it is enrolled anew if it calls again. A killed device is refused (`deviceKilled`): it stays on record.
+    func delete(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice
     /// Turns a device's downloading on (only within its user's limit) or off; the device is told by a command.
     func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice
     /// Every user known (with a device or limits of their own), in order of their names (at most `limit`).

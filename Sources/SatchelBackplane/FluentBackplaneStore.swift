@@ -62,6 +62,13 @@ public struct FluentBackplaneStore: BackplaneStoring {
         }
     }
 
+    public func delete(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice {
+        try await transaction("forget the device") { database async throws in
+            try await BackplaneRowLocks.user(try await Self.model(reference, on: database).user, on: database)
+            return try await BackplaneQueries.delete(try await Self.model(reference, on: database), on: database)
+        }
+    }
+
     public func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice {
         try await transaction("change the device's downloading") { database async throws in
             let user = try await Self.model(reference, on: database).user

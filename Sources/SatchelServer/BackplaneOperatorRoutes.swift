@@ -8,7 +8,7 @@ import SatchelHTTP
 /// bearer token, under the same budget of failures as dashboard sign-ins. A device is named by its device ID or
 /// `ext:EXTERNAL-ID`.
 ///
-/// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET devices/{device}`,
+/// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET|DELETE devices/{device}`,
 /// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
 /// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held);
 /// `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device|reason[&…]`.
@@ -52,6 +52,9 @@ struct BackplaneOperatorRoutes: RouteGroup {
         }
         group.get("devices/{device}") { _, context in
             try Response.json(try await backplane.store.device(try Self.reference(context)))
+        }
+        group.delete("devices/{device}") { _, context in
+            try Response.json(try await backplane.store.delete(try Self.reference(context)))
         }
         for (verb, enabled) in [("enable", true), ("disable", false)] {
             group.post("devices/{device}/\(verb)") { _, context in

@@ -6,8 +6,8 @@ import SatchelBytes
 extension BackplaneOperatorCommand {
     struct Devices: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "devices", abstract: "Devices: list, show, enable or disable downloads, remote delete, wipe and kill.",
-            subcommands: [List.self, Show.self, Enable.self, Disable.self, Wipe.self, Kill.self, DeleteAsset.self])
+            commandName: "devices", abstract: "Devices: list, show, enable or disable downloads, remote delete, wipe and kill, forget.",
+            subcommands: [List.self, Show.self, Enable.self, Disable.self, Wipe.self, Kill.self, DeleteAsset.self, Delete.self])
 
         struct List: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "list", abstract: "Every device, or a user's.")
@@ -45,6 +45,19 @@ extension BackplaneOperatorCommand {
         static func command(_ verb: String, _ device: String, _ options: OperatorOptions) async throws {
             let answer = try await options.client().call(.POST, "devices/" + OperatorClient.segment(device) + "/" + verb, as: BackplaneCommand.self)
             try BackplaneOperatorCommand.output(answer, json: options.json) { "\(verb) issued to \(device) (command \(answer.sequence))" }
+        }
+
+        struct Delete: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "delete", abstract: "Forget the device: its place under its user's limits is freed, its pending commands dropped.",
+                discussion: "A device that calls again is enrolled anew, under the limits. A killed device cannot be forgotten: it stays refused.")
+            @Argument(help: "A device ID or ext:EXTERNAL-ID.") var device: String
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                let answer = try await options.client().call(.DELETE, "devices/" + OperatorClient.segment(device), as: BackplaneDevice.self)
+                try BackplaneOperatorCommand.output(answer, json: options.json) { "forgot \(answer.deviceID) (\(answer.user))" }
+            }
         }
 
         struct Enable: SatchelAsyncCommand {

@@ -80,3 +80,34 @@ extension BackplaneStoreTests {
         }
     }
 }
+
+extension BackplaneStoreTests {
+    @Test("forgetting a device drops its grants, commands and stream slots and frees its place under the user's limits (registered again, it is enrolled anew); a killed device cannot be forgotten", arguments: BackplaneStoreTests.kinds)
+    func forget(kind: String) async throws {
+        try await BackplaneStoreTests.using(kind) { (stores, sql) async throws in
+            let store = stores[0], slots = Self.slots(stores)[0]
+            try await store.setLimits(BackplaneLimits(maxDevices: 1, maxStreams: 1), user: "alice")
+            _ = try await store.register(BackplaneStoreTests.device("laptop", user: "alice"))
+            #expect(try await store.register(BackplaneStoreTests.device("phone", user: "alice")).notice == .deviceLimitReached)
+            #expect(try await store.permission(device: "laptop", asset: "movie", downloadable: true).isGranted)
+            _ = try await store.issue(.deleteAsset("other"), to: .device("laptop"), at: Self.now)
+            #expect(try await slots.acquire(device: "laptop", asset: "movie", at: Self.now).granted)
+
+            let forgotten = try await store.delete(.device("laptop"))
+            #expect(forgotten.deviceID == "laptop" && forgotten.downloadEnabled)
+            await #expect(throws: BackplaneError.unknownDevice("laptop")) { try await store.device(.device("laptop")) }
+            for table in ["backplane_grants", "backplane_commands", "backplane_slots"] {
+                let rows = try await sql.raw("SELECT COUNT(*) AS n FROM \(ident: table) WHERE device_id = 'laptop'").all()
+                #expect(try rows.first?.decode(column: "n", as: Int.self) == 0, "\(table)")
+            }
+            #expect(try await slots.acquire(device: "phone", asset: "movie", at: Self.now).granted, "the stream slot it held is free")
+            #expect(try await store.setDownloadEnabled(.device("phone"), true, at: Self.now).downloadEnabled, "its place under the device limit is free")
+            #expect(try await store.register(BackplaneStoreTests.device("laptop", user: "alice")).notice == .deviceLimitReached, "enrolled anew, under the limit")
+
+            _ = try await store.issue(.kill, to: .device("phone"), at: Self.now)
+            await #expect(throws: BackplaneError.deviceKilled("phone")) { try await store.delete(.device("phone")) }
+            #expect(try await store.device(.device("phone")).state == .killed, "a killed device stays on record")
+            await #expect(throws: BackplaneError.unknownDevice("nobody")) { try await store.delete(.device("nobody")) }
+        }
+    }
+}

@@ -99,6 +99,12 @@ import Testing
             #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", first.directory]).status == 0)
             let disabled = try CLIRunner.run(["download", "run", "--data-dir", first.directory])
             #expect(disabled.status == 1 && disabled.stderr.contains("applied 1: download-enabled false"), "\(disabled.stderr)")
+            // Forgotten, the first leaves the list; when it syncs again it is enrolled anew.
+            let forgot = try world.backplane(["devices", "delete", first.id])
+            #expect(forgot.status == 0 && forgot.stdout.contains("forgot \(first.id)"), "\(forgot.stderr)")
+            #expect(try world.devices()[first.id] == nil)
+            #expect(try CLIRunner.run(["agent", "sync", "--data-dir", first.directory]).status == 0)
+            #expect(try world.devices()[first.id] != nil, "enrolled anew at its sync")
         }
     }
 
