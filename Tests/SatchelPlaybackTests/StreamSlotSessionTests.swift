@@ -46,7 +46,7 @@ import Testing
     @Test("a session takes a slot; the next over the limit does not open (the reason, and no session); closing one releases its slot and frees it; an open session renews its lease")
     func limit() async throws {
         let slots = Slots(free: 1)
-        let (proxy, rights) = try Self.proxy(slots)
+        let (proxy, _) = try Self.proxy(slots)
         defer { Task { await proxy.stop() } }
         let first = try await proxy.open(asset: "a")
         await #expect(throws: PlaybackError.streamRefused(code: "stream-limit", reason: "this account plays as many streams at once as it may")) {
