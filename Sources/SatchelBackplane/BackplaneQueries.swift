@@ -1,5 +1,6 @@
 import FluentKit
 import Foundation
+import SQLKit
 import SatchelBytes
 
 /// The store's reads that answer a device (inside the store's transactions).
@@ -30,6 +31,16 @@ enum BackplaneQueries {
         let first = try await BackplaneCommandModel.query(on: database).filter(\.$device == device).filter(\.$acknowledged == false)
             .sort(\.$sequence).first()
         return (first?.sequence ?? model.nextSequence) - 1
+    }
+
+    /// Every user known (with a device, or limits of their own), in order of their names, at most `limit`.
+    static func users(limit: Int, on database: any Database) async throws -> [String] {
+        guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
+        let rows = try await sql.raw("""
+            SELECT user_id FROM \(ident: BackplaneUserModel.schema) UNION SELECT user_id FROM \(ident: BackplaneDeviceModel.schema)
+            ORDER BY user_id LIMIT \(bind: max(0, min(limit, 100_000)))
+            """).all()
+        return try rows.map { try $0.decode(column: "user_id", as: String.self) }
     }
 
     /// Forgets a device (the user's row is held by the caller): its grants, commands and stream slots go with it, so

@@ -87,14 +87,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func users(limit: Int) async throws(BackplaneError) -> [String] {
-        try await transaction("list the users") { database async throws in
-            guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
-            let rows = try await sql.raw("""
-                SELECT user_id FROM \(ident: BackplaneUserModel.schema) UNION SELECT user_id FROM \(ident: BackplaneDeviceModel.schema)
-                ORDER BY user_id LIMIT \(bind: max(0, min(limit, 100_000)))
-                """).all()
-            return try rows.map { try $0.decode(column: "user_id", as: String.self) }
-        }
+        try await transaction("list the users") { database async throws in try await BackplaneQueries.users(limit: limit, on: database) }
     }
 
     public func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError) {
