@@ -81,8 +81,11 @@ public struct LicenseService: Sendable {
                 policy.persist = false
                 policy.offlineContentID = nil
             }
-            // Dual expiry: a content ID of its own for each download, so that its Sync SPCs name it alone.
-            if policy.offlineContentID != nil { policy.offlineContentID = Hex.encode(SecureRandom.bytes(16)) }
+            // Dual expiry: a content ID of its own for each download, so that its Sync SPCs name it alone (a Sync SPC's
+            // answer keeps the ID it names).
+            if policy.offlineContentID != nil {
+                policy.offlineContentID = Hex.encode(spc.isSyncSPC ? spc.sync?.contentID ?? SecureRandom.bytes(16) : SecureRandom.bytes(16))
+            }
             if !spc.isSyncSPC { try await bind(spc, subject: subject, asset: key.assetID, policy: policy, now: now) }
             chosen = (key, policy)
             return try policy.fairPlayPolicy(contentKey: key.key.key, iv: key.key.iv)
@@ -93,7 +96,7 @@ public struct LicenseService: Sendable {
             try await store.recordSync(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
             _ = try await fairPlayRecords?.synced(contentID: Hex.encode(sync.contentID), durationToExpiry: sync.durationToExpiry, subject: subject, at: now)
         }
-        if let contentID = policy.offlineContentID {
+        if let contentID = policy.offlineContentID, !spc.isSyncSPC {
             try await fairPlayRecords?.recordOfflineKey(OfflineKeyRecord(contentID: contentID, assetID: key.assetID, subject: subject, device: Hex.encode(spc.session.hu),
                                                                          issued: now, storageSeconds: policy.storageSeconds ?? 0,
                                                                          playbackSeconds: policy.playbackSeconds ?? 0))

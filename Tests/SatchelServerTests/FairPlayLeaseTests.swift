@@ -128,6 +128,8 @@ struct FairPlayLeaseTests {
         _ = try await setup.service.fairPlay(spc: try Self.spc(setup, hu: Self.phone, sync: SyncInfo(contentID: phoneID, durationToExpiry: 0)).spc, token: token)
         byID = Dictionary(uniqueKeysWithValues: try await setup.records.offlineKeys(subject: nil, limit: 10).map { ($0.contentID, $0) })
         #expect(byID[contentIDs[0]]?.state == .released && byID[contentIDs[1]]?.state == .active, "one download released, the other kept")
+        #expect(byID.count == 2, "a Sync SPC is no new download")
+        #expect(sync.offlineContentID == contentIDs[0], "a Sync SPC's answer keeps the content ID it names")
     }
 
     @Test("POST /fps/license says when the CKC uses dual expiry: the Satchel-Offline-Content-ID header (raw SPC) and dualExpiry with the content ID (JSON); a streaming key says nothing")
