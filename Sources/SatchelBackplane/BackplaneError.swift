@@ -16,6 +16,12 @@ public enum BackplaneError: ProblemConvertible, Equatable {
     case externalIDTaken
     /// The stream slot's lease ended (or it was released): the device asks for a new slot.
     case slotLost(String)
+    /// No such feed.
+    case unknownFeed(String)
+    /// A feed of this ID exists.
+    case feedExists(String)
+    /// The feed offers this asset already.
+    case feedItemExists(String)
     /// The store failed.
     case storage(String)
 
@@ -29,17 +35,20 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case .unknownCommand: return "unknown-command"
         case .externalIDTaken: return "external-id-taken"
         case .slotLost: return "slot-lost"
+        case .unknownFeed: return "unknown-feed"
+        case .feedExists: return "feed-exists"
+        case .feedItemExists: return "feed-item-exists"
         case .storage: return "backplane-storage"
         }
     }
 
-    /// 400 malformed, 404 unknown, 403 killed, 409 over the limit or an external ID taken, 410 a slot lost, 500 storage.
+    /// 400 malformed, 404 unknown, 403 killed, 409 over the limit or taken, 410 a slot lost, 500 storage.
     public var httpStatus: Int {
         switch self {
         case .badRequest: return 400
-        case .unknownDevice, .unknownCommand: return 404
+        case .unknownDevice, .unknownCommand, .unknownFeed: return 404
         case .deviceKilled: return 403
-        case .deviceLimitReached, .externalIDTaken: return 409
+        case .deviceLimitReached, .externalIDTaken, .feedExists, .feedItemExists: return 409
         case .slotLost: return 410
         case .storage: return 500
         }
@@ -53,6 +62,9 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case let .deviceLimitReached(user, limit): return "device limit reached: user \(user) may have \(limit) download-enabled device\(limit == 1 ? "" : "s")"
         case let .unknownCommand(id): return "no command \(id) for this device"
         case .externalIDTaken: return "another device has this external ID"
+        case let .unknownFeed(feed): return "no feed \(feed.prefix(100))"
+        case let .feedExists(feed): return "a feed \(feed.prefix(100)) exists already"
+        case let .feedItemExists(asset): return "the feed offers \(asset.prefix(200)) already"
         case let .slotLost(slot): return "stream slot \(slot) is no longer held (its lease ended, or it was released)"
         case let .storage(reason): return "backplane storage: \(reason)"
         }

@@ -27,6 +27,7 @@ enum BackplaneNode {
             let hub = BackplaneWakeHub()
             let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
                                          events: FluentEventStore(database: try database.sql()),
+                                         feeds: FluentFeedStore(database: database.database),
                                          hub: hub, licensing: devices,
                                              sessions: try AdminSessions(operatorKey: SecretBytes(Array(operatorKey.utf8))))
             var services: [any Service] = []

@@ -11,7 +11,7 @@ import SatchelHTTP
 /// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET|DELETE devices/{device}`,
 /// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
 /// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held);
-/// `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device|reason[&…]`.
+/// `GET|POST feeds`, `GET|POST feeds/{feed}/items[?after=N]`; `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device|reason[&…]`.
 struct BackplaneOperatorRoutes: RouteGroup {
     let backplane: BackplaneService
     let sessions: AdminSessions
@@ -25,6 +25,17 @@ struct BackplaneOperatorRoutes: RouteGroup {
     struct SlotsAnswer: Codable { var slots: [StreamSlot] }
     struct EventsAnswer: Codable { var events: [RecordedEvent] }
     struct CountsAnswer: Codable { var counts: [EventCount] }
+    struct FeedsAnswer: Codable { var feeds: [Feed] }
+    struct ItemsAnswer: Codable { var items: [FeedItem] }
+    struct FeedBody: Codable { var feedID: String; var title: String }
+    struct ItemBody: Codable {
+        var assetID: String
+        var url: String
+        var title: String?
+        var published: Date?
+        var expires: Date?
+        var metadata: [String: String]?
+    }
 
     func register(on router: Router<SatchelRequestContext>) {
         let group = router.group(RouterPath(Self.base)).add(middleware: OperatorKeyMiddleware(sessions: sessions))
@@ -75,6 +86,21 @@ struct BackplaneOperatorRoutes: RouteGroup {
             let user = request.uri.queryParameters.get("user")
             return try Response.json(SlotsAnswer(slots: try await backplane.slots.slots(user: user, at: backplane.now, limit: Self.listLimit)))
         }
+        group.get("feeds") { _, _ in try Response.json(FeedsAnswer(feeds: try await backplane.feeds.feeds(limit: Self.listLimit))) }
+        group.post("feeds") { request, _ in
+            let body = try await Self.decode(FeedBody.self, request)
+            return try Response.json(try await backplane.feeds.create(body.feedID, title: body.title, at: backplane.now), status: .created)
+        }
+        group.get("feeds/{feed}/items") { request, context in
+            let after = try Self.cursor(request.uri.queryParameters.get("after"))
+            return try Response.json(ItemsAnswer(items: try await backplane.feeds.items(feed: try Self.parameter("feed", context), after: after, limit: Self.listLimit)))
+        }
+        group.post("feeds/{feed}/items") { request, context in
+            let body = try await Self.decode(ItemBody.self, request)
+            let item = FeedItem(feedID: try Self.parameter("feed", context), assetID: body.assetID, url: body.url, title: body.title,
+                                published: body.published ?? backplane.now, expires: body.expires, metadata: body.metadata)
+            return try Response.json(try await backplane.feeds.add(item), status: .created)
+        }
         group.get("events") { request, _ in
             let parameters = request.uri.queryParameters
             let limit = try Self.limit(parameters.get("limit"))
@@ -106,6 +132,13 @@ struct BackplaneOperatorRoutes: RouteGroup {
         }
         return EventQuery(device: parameters.get("device"), user: parameters.get("user"), kind: kind, asset: parameters.get("asset"),
                           since: try date("since"), until: try date("until"))
+    }
+
+    /// `after`: an item's sequence, 0 or more (default 0).
+    static func cursor(_ text: String?) throws(BackplaneError) -> Int64 {
+        guard let text else { return 0 }
+        guard let value = Int64(text), value >= 0 else { throw .badRequest("after is an item's sequence: 0 or more") }
+        return value
     }
 
     /// `limit`: 1 to 10,000 (default 1,000).

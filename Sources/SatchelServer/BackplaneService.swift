@@ -14,6 +14,8 @@ public struct BackplaneService: Sendable {
     public let slots: any StreamSlotStoring
     /// The devices' events.
     public let events: any EventStoring
+    /// Feeds and their items.
+    public let feeds: any FeedStoring
     /// Wakes this node's device streams.
     public let hub: BackplaneWakeHub
     let licensing: DeviceLicensing
@@ -21,13 +23,15 @@ public struct BackplaneService: Sendable {
     /// How often a stream with nothing to send sends a comment, so idle proxies keep it open.
     let heartbeat: Duration
 
-    /// The backplane over `store`, `slots` and `events`, its devices signed in by `licensing`; `sessions` holds the operator key
+    /// The backplane over `store`, `slots`, `events` and `feeds`, its devices signed in by `licensing`; `sessions` holds the operator key
     /// the operator API takes as a bearer token (absent: no operator API).
-    public init(store: any BackplaneStoring, slots: any StreamSlotStoring, events: any EventStoring, hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
+    public init(store: any BackplaneStoring, slots: any StreamSlotStoring, events: any EventStoring, feeds: any FeedStoring,
+                hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
                 heartbeat: Duration = .seconds(15)) {
         self.store = store
         self.slots = slots
         self.events = events
+        self.feeds = feeds
         self.hub = hub
         self.licensing = licensing
         self.sessions = sessions

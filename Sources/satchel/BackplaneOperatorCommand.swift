@@ -9,7 +9,7 @@ struct BackplaneOperatorCommand: ParsableCommand {
         commandName: "backplane",
         abstract: "Users, devices, limits and settings of a running server's backplane (remote delete, wipe and kill).",
         discussion: "A device is named by its device ID or ext:EXTERNAL-ID. Every command takes --server URL and --operator-key-file FILE (or $SATCHEL_SERVER and $SATCHEL_OPERATOR_KEY); --json prints JSON.",
-        subcommands: [Users.self, Limits.self, Devices.self, Slots.self, Events.self, Settings.self])
+        subcommands: [Users.self, Limits.self, Devices.self, Slots.self, Events.self, Feeds.self, Settings.self])
 
     /// Prints `value` as JSON, or `text` for people.
     static func output(_ value: some Encodable, json: Bool, _ text: () -> String) throws {

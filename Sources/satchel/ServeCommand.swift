@@ -132,7 +132,8 @@ struct ServeCommand: SatchelAsyncCommand {
         }
         let hub = BackplaneWakeHub()
         let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: slots,
-                                         events: FluentEventStore(database: try database.sql()), hub: hub, licensing: devices,
+                                         events: FluentEventStore(database: try database.sql()),
+                                         feeds: FluentFeedStore(database: database.database), hub: hub, licensing: devices,
                                          sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
         let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
         var lifecycle: [any Service] = []

@@ -238,6 +238,33 @@ import Testing
         }
     }
 
+    @Test("feeds on the operator's command line: made, items added in order (a second feed of one ID and an asset twice refused with the reason), listed with their counts and items")
+    func feeds() async throws {
+        let world = try await World("backplane-feeds")
+        defer { world.server.stop() }
+        try await TestMedia.offloaded {
+            let made = try world.backplane(["feeds", "create", "news", "--title", "Evening news"])
+            #expect(made.status == 0 && made.stdout.contains("made feed news: Evening news"), "\(made.stderr)")
+            let again = try world.backplane(["feeds", "create", "news", "--title", "Again"])
+            #expect(again.status != 0 && again.stderr.contains("exists already"), "\(again.stderr)")
+            for (asset, day) in [("monday", "2026-11-23"), ("tuesday", "2026-11-24")] {
+                let added = try world.backplane(["feeds", "add-item", "news", "--asset-id", asset, "--url", "https://cdn.example/\(asset)/master.m3u8",
+                                                 "--title", asset.capitalized, "--published", day])
+                #expect(added.status == 0, "\(added.stderr)")
+            }
+            let twice = try world.backplane(["feeds", "add-item", "news", "--asset-id", "monday", "--url", "https://cdn.example/x.m3u8"])
+            #expect(twice.status != 0 && twice.stderr.contains("offers monday already"), "\(twice.stderr)")
+            let notURL = try world.backplane(["feeds", "add-item", "news", "--asset-id", "x", "--url", "file:///etc/passwd"])
+            #expect(notURL.status != 0 && notURL.stderr.contains("http or https URL"), "\(notURL.stderr)")
+            #expect(try world.backplane(["feeds", "list"]).stdout.contains("news\t2 items\tEvening news"))
+            let items = try world.backplane(["feeds", "items", "news", "--json"])
+            let array = try #require(try JSONSerialization.jsonObject(with: Data(items.stdout.utf8)) as? [[String: Any]], "\(items.stderr)")
+            #expect(array.map { $0["assetID"] as? String } == ["monday", "tuesday"] && array.map { $0["sequence"] as? Int } == [1, 2])
+            let unknown = try world.backplane(["feeds", "items", "sports"])
+            #expect(unknown.status != 0 && unknown.stderr.contains("no feed sports"), "\(unknown.stderr)")
+        }
+    }
+
     private func server(_ world: World, key: String) -> CLIRunner.Result {
         let file = world.server.directory.appendingPathComponent("wrong.key").path
         try? key.write(toFile: file, atomically: true, encoding: .utf8)

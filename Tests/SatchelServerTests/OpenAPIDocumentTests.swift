@@ -30,6 +30,7 @@ struct OpenAPIDocumentTests {
         let devices = DeviceLicensing(service: service, registry: registry)
         let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
                                          events: FluentEventStore(database: try database.sql()),
+                                         feeds: FluentFeedStore(database: database.database),
                                          hub: BackplaneWakeHub(), licensing: devices,
                                          sessions: admin.sessions)
         let builder = LicenseServer.builder(service: service, devices: devices, backplane: backplane,

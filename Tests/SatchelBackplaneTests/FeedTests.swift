@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import SatchelBackplane
+
+/// Feeds and the subscription quota (seed 003 "Subscriptions": `maximumSubscriptionItemsPerFeed`,
+/// `autodeleteOldItems`, the deferred notice) with values; the store on real databases.
+@Suite("Feeds and subscription rules")
+struct FeedRulesTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    static func item(_ asset: String, day: Int, expires: Int? = nil, sequence: Int64 = 0) -> FeedItem {
+        FeedItem(feedID: "news", sequence: sequence, assetID: asset, url: "https://cdn.example/\(asset).m3u8",
+                 published: now.addingTimeInterval(Double(day) * 86_400), expires: expires.map { now.addingTimeInterval(Double($0) * 86_400) })
+    }
+
+    static func held(_ asset: String, day: Int) -> HeldItem { HeldItem(assetID: asset, published: now.addingTimeInterval(Double(day) * 86_400)) }
+
+    @Test("no limit: every new item, newest first; items held already, repeated or expired are left out")
+    func unlimited() {
+        let plan = SubscriptionRules.plan(newItems: [Self.item("a", day: -3), Self.item("c", day: -1), Self.item("b", day: -2), Self.item("c", day: -1),
+                                                     Self.item("old", day: -9, expires: -1), Self.item("kept", day: -5)],
+                                          held: [Self.held("kept", day: -5)], maxItems: 0, autodelete: false, at: Self.now)
+        #expect(plan.enqueue.map(\.assetID) == ["c", "b", "a"] && plan.delete.isEmpty && plan.deferred.isEmpty)
+    }
+
+    @Test("a quota of 2 without autodelete: the newest new items fill it, the rest are deferred; held items count (a hand-enqueued one only when it belongs to the feed: the caller counts it)")
+    func quota() {
+        let new = [Self.item("a", day: -3), Self.item("b", day: -2), Self.item("c", day: -1)]
+        #expect(SubscriptionRules.plan(newItems: new, held: [], maxItems: 2, autodelete: false, at: Self.now)
+                == SubscriptionPlan(enqueue: [new[2], new[1]], deferred: [new[0]]))
+        #expect(SubscriptionRules.plan(newItems: new, held: [Self.held("x", day: -10)], maxItems: 2, autodelete: false, at: Self.now)
+                == SubscriptionPlan(enqueue: [new[2]], deferred: [new[1], new[0]]))
+        #expect(SubscriptionRules.plan(newItems: new, held: [Self.held("x", day: -10), Self.held("y", day: -9)], maxItems: 2, autodelete: false,
+                                       at: Self.now).deferred.count == 3)
+    }
+
+    @Test("a quota of 2 with autodelete: the oldest held items older than a new one are deleted to make room, oldest first; a new item older than everything held is deferred")
+    func autodelete() {
+        let new = [Self.item("b", day: -2), Self.item("c", day: -1)]
+        let plan = SubscriptionRules.plan(newItems: new, held: [Self.held("x", day: -10), Self.held("y", day: -9)], maxItems: 2, autodelete: true, at: Self.now)
+        #expect(plan == SubscriptionPlan(enqueue: [new[1], new[0]], delete: ["x", "y"]))
+        let older = SubscriptionRules.plan(newItems: [Self.item("ancient", day: -20)], held: [Self.held("x", day: -10), Self.held("y", day: -9)], maxItems: 2,
+                                           autodelete: true, at: Self.now)
+        #expect(older == SubscriptionPlan(deferred: [Self.item("ancient", day: -20)]))
+        let partly = SubscriptionRules.plan(newItems: [Self.item("c", day: -1), Self.item("mid", day: -8)],
+                                            held: [Self.held("x", day: -10)], maxItems: 1, autodelete: true, at: Self.now)
+        #expect(partly.enqueue.map(\.assetID) == ["c"] && partly.delete == ["x"] && partly.deferred.map(\.assetID) == ["mid"], "the room made is the newest's")
+    }
+
+    @Test("an item is refused for an empty or over-long asset ID, a URL that is not http(s), an expiry before publication, or too much metadata; a feed ID keeps to its characters")
+    func validation() throws {
+        #expect(try Self.item("a", day: 0).validated().assetID == "a")
+        for bad in [FeedItem(feedID: "news", assetID: "", url: "https://a/b", published: Self.now),
+                    FeedItem(feedID: "news", assetID: "a", url: "file:///etc/passwd", published: Self.now),
+                    FeedItem(feedID: "news", assetID: "a", url: "not a url", published: Self.now),
+                    Self.item("a", day: 0, expires: -1),
+                    FeedItem(feedID: "news", assetID: "a", url: "https://a/b", published: Self.now,
+                             metadata: Dictionary(uniqueKeysWithValues: (0..<33).map { ("k\($0)", "v") }))] {
+            #expect(throws: BackplaneError.self) { try bad.validated() }
+        }
+        #expect(try Feed.checked("news-2026.daily_1") == "news-2026.daily_1")
+        for bad in ["", "a/b", "../x", "new s", String(repeating: "x", count: 101)] { #expect(throws: BackplaneError.self) { try Feed.checked(bad) } }
+    }
+}
+
+extension BackplaneStoreTests {
+    @Test("feeds: made once (a second of the same ID is 409), items numbered in the order added, read after a cursor, an asset once per feed, an unknown feed 404", arguments: BackplaneStoreTests.kinds)
+    func feeds(kind: String) async throws {
+        try await BackplaneStoreTests.using(kind) { (stores, _) async throws in
+            let feeds = FluentFeedStore(database: stores[0].databaseHandle)
+            let made = try await feeds.create("news", title: "Evening news", at: Self.now)
+            #expect(made.feedID == "news" && made.items == 0)
+            await #expect(throws: BackplaneError.feedExists("news")) { try await feeds.create("news", title: "Again", at: Self.now) }
+            var items: [FeedItem] = []
+            for (index, asset) in ["monday", "tuesday", "wednesday"].enumerated() {
+                var item = FeedRulesTests.item(asset, day: index)
+                item.metadata = ["show": "news", "episode": String(index + 1)]
+                items.append(try await feeds.add(item))
+            }
+            #expect(items.map(\.sequence) == [1, 2, 3])
+            await #expect(throws: BackplaneError.feedItemExists("tuesday")) { try await feeds.add(FeedRulesTests.item("tuesday", day: 5)) }
+            #expect(try await feeds.items(feed: "news", after: 1, limit: 10) == Array(items.dropFirst()))
+            #expect(try await feeds.items(feed: "news", after: 0, limit: 10).first?.metadata == ["show": "news", "episode": "1"])
+            #expect(try await feeds.feeds(limit: 10).map(\.items) == [3])
+            await #expect(throws: BackplaneError.unknownFeed("sports")) { try await feeds.items(feed: "sports", after: 0, limit: 10) }
+            var stray = FeedRulesTests.item("x", day: 0)
+            stray.feedID = "sports"
+            await #expect(throws: BackplaneError.unknownFeed("sports")) { try await feeds.add(stray) }
+        }
+    }
+}
