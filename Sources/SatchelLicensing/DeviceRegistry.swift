@@ -1,6 +1,7 @@
 import Crypto
 import FluentKit
 import Foundation
+import SQLKit
 import SatchelBytes
 import SatchelRights
 import SatchelSystem
@@ -64,21 +65,32 @@ public struct DeviceRegistry: Sendable {
     /// The key licenses, certificates and times are signed with: made on first use, then read from the database.
     public func signingKey() async throws(LicensingError) -> (kid: String, key: P256.Signing.PrivateKey) {
         if let cached = signer.withLock({ $0 }) { return cached }
-        let existing = try await stored("read the license signing key") { try await SigningKeyModel.query(on: database).sort(\.$createdAt).first() }
-        if let existing, let kid = existing.id {
-            let raw = try kek.open(Array(existing.sealedKey), keyID: "signing:\(kid)")
-            guard let key = try? P256.Signing.PrivateKey(rawRepresentation: raw.bytes) else { throw .storage("the stored signing key is unusable") }
-            signer.withLock { $0 = (kid, key) }
-            return (kid, key)
+        // One key for every node: made under a lock that every node takes (PostgreSQL: an advisory lock held until
+        // the transaction ends; SQLite has one writer), so two nodes starting on a new database never make two.
+        let kek = kek
+        let (kid, sealed) = try await stored("read or make the license signing key") { () async throws -> (String, [UInt8]) in
+            try await database.transaction { database in
+                if let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql" {
+                    try await sql.raw("SELECT pg_advisory_xact_lock(\(bind: Self.signingKeyLock))").run()
+                }
+                if let existing = try await SigningKeyModel.query(on: database).sort(\.$createdAt).first(), let kid = existing.id {
+                    return (kid, Array(existing.sealedKey))
+                }
+                let key = P256.Signing.PrivateKey()
+                let kid = String(PublicKeyJWK(key.publicKey).fingerprint.prefix(16))
+                let sealed = try kek.seal(SecretBytes(Array(key.rawRepresentation)), keyID: "signing:\(kid)")
+                try await SigningKeyModel(id: kid, sealedKey: Data(sealed), createdAt: Date()).create(on: database)
+                return (kid, sealed)
+            }
         }
-        let key = P256.Signing.PrivateKey()
-        let kid = String(PublicKeyJWK(key.publicKey).fingerprint.prefix(16))
-        let sealed = try kek.seal(SecretBytes(Array(key.rawRepresentation)), keyID: "signing:\(kid)")
-        try await stored("store the license signing key") {
-            try await SigningKeyModel(id: kid, sealedKey: Data(sealed), createdAt: Date()).create(on: database)
-        }
-        return try await signingKey()  // another server may have made one at the same time: the oldest wins
+        let raw = try kek.open(sealed, keyID: "signing:\(kid)")
+        guard let key = try? P256.Signing.PrivateKey(rawRepresentation: raw.bytes) else { throw .storage("the stored signing key is unusable") }
+        signer.withLock { $0 = (kid, key) }
+        return (kid, key)
     }
+
+    /// The advisory lock every node takes to read or make the signing key (any constant every node agrees on).
+    static let signingKeyLock: Int64 = 0x5341_5443_4845_4C31
 
     /// Registers a device key for a user: the same key registered again by the same user keeps its device ID.
     public func register(_ key: PublicKeyJWK, subject: String, name: String?, externalID: String?, at now: Date) async throws(LicensingError) -> DeviceRecord {
