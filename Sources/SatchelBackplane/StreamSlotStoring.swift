@@ -36,9 +36,7 @@ public struct FluentStreamSlots: StreamSlotStoring {
             try await BackplaneRowLocks.user(user, on: database)
             let model = try await FluentBackplaneStore.model(.device(device), on: database)
             let lease = try await Self.lease(on: database)
-            try await BackplaneSlotModel.query(on: database).filter(\.$user == user).filter(\.$expires <= now).delete()
-            let held = try await BackplaneSlotModel.query(on: database).filter(\.$user == user).count()
-            let limits = try await FluentBackplaneStore.limitTable(on: database).limits(for: user)
+            let (held, limits) = try await Self.held(user: user, at: now, on: database)
             if let refusal = StreamSlotRules.refusal(device: model.value, heldSlots: held, limits: limits) {
                 return StreamSlotAnswer(assetID: asset, refused: refusal, leaseSeconds: lease)
             }
@@ -74,10 +72,8 @@ public struct FluentStreamSlots: StreamSlotStoring {
                 try await row.save(on: database)
                 return StreamSlotAnswer(granted: row.value, leaseSeconds: seconds)
             }
-            try await BackplaneSlotModel.query(on: database).filter(\.$user == user).filter(\.$expires <= now).delete()
             try await BackplaneSlotModel.query(on: database).filter(\.$id == slotID).delete()  // another user's, or ended
-            let held = try await BackplaneSlotModel.query(on: database).filter(\.$user == user).count()
-            let limits = try await FluentBackplaneStore.limitTable(on: database).limits(for: user)
+            let (held, limits) = try await Self.held(user: user, at: now, on: database)
             if let refusal = StreamSlotRules.refusal(heldSlots: held, limits: limits) {
                 return StreamSlotAnswer(assetID: asset, refused: refusal, leaseSeconds: seconds)
             }
@@ -99,6 +95,13 @@ public struct FluentStreamSlots: StreamSlotStoring {
             if let user { query = query.filter(\.$user == user) }
             return try await query.sort(\.$acquired).sort(\.$id).limit(max(0, min(limit, 100_000))).all().map(\.value)
         }
+    }
+
+    /// The slots `user` holds at `now` (ended leases freed first) and the user's limits; the user's row is held.
+    static func held(user: String, at now: Date, on database: any Database) async throws -> (held: Int, limits: BackplaneLimits) {
+        try await BackplaneSlotModel.query(on: database).filter(\.$user == user).filter(\.$expires <= now).delete()
+        let held = try await BackplaneSlotModel.query(on: database).filter(\.$user == user).count()
+        return (held, try await FluentBackplaneStore.limitTable(on: database).limits(for: user))
     }
 
     /// The lease in force (the settings', else a minute).
