@@ -47,7 +47,7 @@ public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
 /// A connection accepted and set up, waiting for the server's accept loop to serve it. When the loop stops first
 /// (the server's task cancelled while connections wait in its queue), the connection is released unserved and is
-/// closed here; NIO's own wrapper would stop the whole process instead (a writer released unfinished,
+/// closed here at once; NIO's own wrapper would stop the whole process instead (a writer released unfinished,
 /// apple/swift-nio#3481, swift-server/swift-http-server#137).
 public final class AcceptedConnection: ServerChildChannelValue {
     private let asyncChannel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
@@ -69,7 +69,11 @@ public final class AcceptedConnection: ServerChildChannelValue {
     deinit {
         guard !served.withLock({ $0 }) else { return }
         let unserved = asyncChannel
-        Task { try? await unserved.executeThenClose { _, _ in } }  // finishes its writer, then closes it
+        // Closed now, from whichever thread lets it go: the peer learns at once, even while every thread of the
+        // concurrency pool is busy (a loaded machine ran the task below 30 s late). The task then finishes the
+        // writer, which must not be released unfinished.
+        unserved.channel.close(promise: nil)
+        Task { try? await unserved.executeThenClose { _, _ in } }
     }
 }
 
