@@ -1,6 +1,8 @@
 import Foundation
 import AsyncHTTPClient
 import NIOCore
+import NIOHTTP1
+import SatchelBackplane
 import SatchelBytes
 import SatchelRights
 
@@ -40,14 +42,30 @@ enum AgentRequests {
         }
     }
 
-    /// A GET of `path` with the signed request in the `Satchel-Device-Request` header (the backplane's sync).
-    static func signedGet(_ agent: isolated Agent, _ path: String, server: String, timeout: TimeAmount = .seconds(30)) async throws(AgentError) -> Data {
+    /// A GET (or `method`) of `path` with the signed request in the `Satchel-Device-Request` header (the backplane's
+    /// sync).
+    static func signedGet(_ agent: isolated Agent, _ path: String, server: String, method: HTTPMethod = .GET,
+                          timeout: TimeAmount = .seconds(30)) async throws(AgentError) -> Data {
         try await signed(agent, server: server, timeout: timeout, { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }) { client, request throws(AgentError) in
             var get = HTTPClientRequest(url: client.url(path))
+            get.method = method
             get.headers.add(name: deviceRequestHeader, value: request)
             return try await client.send(get)
+        }.0
+    }
+
+    /// A POST of `body` as JSON text in a ``DeviceBodyEnvelope``, the signed request naming its digest.
+    static func signedBody(_ agent: isolated Agent, _ path: String, body: some Encodable, server: String,
+                           timeout: TimeAmount = .seconds(30)) async throws(AgentError) -> Data {
+        guard let data = try? JSONCoding.encoder().encode(body) else { throw .badRequest("the request cannot be encoded") }
+        let text = String(decoding: data, as: UTF8.self)
+        let digest = DeviceRequestClaims.digest(of: text)
+        return try await signed(agent, server: server, timeout: timeout, { registration, nonce, time in
+            DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time, bodyDigest: digest)
+        }) { client, request throws(AgentError) in
+            try await client.post(path, json: DeviceBodyEnvelope(request: request, body: text), token: nil)
         }.0
     }
 

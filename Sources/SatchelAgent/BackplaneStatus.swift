@@ -17,6 +17,8 @@ public struct BackplaneStatus: Codable, Sendable, Equatable {
     public var lastSync: Date?
     /// What the backplane said when the device registered (device limit reached, already registered).
     public var registrationNotice: BackplaneNotice?
+    /// The feeds the device follows, as the backplane last said (nil: none yet).
+    public var feeds: [String]?
 
     /// A device that never synced.
     public init() {}

@@ -37,6 +37,24 @@ public struct DeviceBackplane: Sendable {
     /// Frees the slot `id` (playback ended).
     public func releaseSlot(_ id: String) async throws(AgentError) { try await AgentSlots.release(agent, slot: id) }
 
+    /// Subscribes this device to a feed (seed 003 "Subscriptions"): its new items arrive at each sync. Subscribing
+    /// again changes the quota settings.
+    public func subscribe(_ request: SubscriptionRequest) async throws(AgentError) -> Subscription {
+        try await AgentSubscriptions.subscribe(agent, request)
+    }
+
+    /// Ends the subscription to `feed` (`AgentError.server` with type `not-subscribed` when there was none).
+    public func unsubscribe(feed: String) async throws(AgentError) { try await AgentSubscriptions.unsubscribe(agent, feed: feed) }
+
+    /// The device's subscriptions, as the backplane keeps them.
+    public func subscriptions() async throws(AgentError) -> [Subscription] { try await AgentSubscriptions.subscriptions(agent) }
+
+    /// Tells the backplane the last item applied of each feed and answers the items after them (and, with `since`,
+    /// the items published since then, listed). Apply the items, then sync again with them applied.
+    public func syncFeeds(_ request: SubscriptionSyncRequest) async throws(AgentError) -> SubscriptionSyncAnswer {
+        try await AgentSubscriptions.sync(agent, request)
+    }
+
     /// Forgets the registration (a remote kill): the device's later calls need a new registration, which the
     /// backplane refuses for a killed device.
     public func unregister() async throws(AgentError) { try await AgentBackplane.unregister(agent) }

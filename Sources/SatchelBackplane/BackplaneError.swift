@@ -22,6 +22,10 @@ public enum BackplaneError: ProblemConvertible, Equatable {
     case feedExists(String)
     /// The feed offers this asset already.
     case feedItemExists(String)
+    /// The device is not subscribed to this feed.
+    case notSubscribed(String)
+    /// The device follows as many feeds as it may.
+    case subscriptionLimit(Int)
     /// The store failed.
     case storage(String)
 
@@ -38,6 +42,8 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case .unknownFeed: return "unknown-feed"
         case .feedExists: return "feed-exists"
         case .feedItemExists: return "feed-item-exists"
+        case .notSubscribed: return "not-subscribed"
+        case .subscriptionLimit: return "subscription-limit"
         case .storage: return "backplane-storage"
         }
     }
@@ -46,9 +52,9 @@ public enum BackplaneError: ProblemConvertible, Equatable {
     public var httpStatus: Int {
         switch self {
         case .badRequest: return 400
-        case .unknownDevice, .unknownCommand, .unknownFeed: return 404
+        case .unknownDevice, .unknownCommand, .unknownFeed, .notSubscribed: return 404
         case .deviceKilled: return 403
-        case .deviceLimitReached, .externalIDTaken, .feedExists, .feedItemExists: return 409
+        case .deviceLimitReached, .externalIDTaken, .feedExists, .feedItemExists, .subscriptionLimit: return 409
         case .slotLost: return 410
         case .storage: return 500
         }
@@ -65,6 +71,8 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case let .unknownFeed(feed): return "no feed \(feed.prefix(100))"
         case let .feedExists(feed): return "a feed \(feed.prefix(100)) exists already"
         case let .feedItemExists(asset): return "the feed offers \(asset.prefix(200)) already"
+        case let .notSubscribed(feed): return "the device is not subscribed to \(feed.prefix(100))"
+        case let .subscriptionLimit(limit): return "a device follows at most \(limit) feeds"
         case let .slotLost(slot): return "stream slot \(slot) is no longer held (its lease ended, or it was released)"
         case let .storage(reason): return "backplane storage: \(reason)"
         }

@@ -52,6 +52,7 @@ enum BackplaneQueries {
         try await BackplaneGrantModel.query(on: database).filter(\.$device == device).delete()
         try await BackplaneCommandModel.query(on: database).filter(\.$device == device).delete()
         try await BackplaneSlotModel.query(on: database).filter(\.$device == device).delete()
+        try await BackplaneSubscriptionModel.query(on: database).filter(\.$device == device).delete()
         let value = model.value
         try await model.delete(on: database)
         return value

@@ -21,7 +21,7 @@ enum BackplaneRowLocks {
         }
     }
 
-    /// On PostgreSQL, notifies the other nodes (``PostgresWakeListener``) of `payload` (`device:ID` or `settings`):
+    /// On PostgreSQL, notifies the other nodes (``PostgresWakeListener``) of `payload` (``BackplaneWakeHub/wake(payload:)``):
     /// sent when the transaction commits, never for one rolled back. One node (SQLite) needs no notice.
     static func notify(_ payload: String, on database: any Database) async throws {
         guard let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql" else { return }

@@ -31,6 +31,14 @@ public enum DeviceEventKind: String, Codable, Sendable, CaseIterable {
     case licenseReleased = "license-released"
     /// A backplane command was applied (`reason`: its action).
     case commandApplied = "command-applied"
+    /// A feed's new item was enqueued by a subscription (`reason`: the feed).
+    case subscriptionAdded = "subscription-added"
+    /// A feed's item was deleted to make room for a newer one (`reason`: the feed).
+    case subscriptionReset = "subscription-reset"
+    /// A feed's new item was made but not downloaded: the feed's quota is full (`reason`: the feed).
+    case subscriptionDeferred = "subscription-deferred"
+    /// A subscriptions' sync ended (`detail`: what it added, deleted and deferred).
+    case subscriptionSynced = "subscription-synced"
 
     /// The events the seed says cannot be turned off: download queued, start, complete, error, max errors reset, reset.
     public var isMandatory: Bool {

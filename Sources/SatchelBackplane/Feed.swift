@@ -38,8 +38,9 @@ public struct FeedItem: Codable, Sendable, Equatable {
     public var sequence: Int64
     /// The asset ID it is downloaded as.
     public var assetID: String
-    /// Where to download it from (http or https).
-    public var url: String
+    /// Where to download it from (http or https); nil when the feed names the asset alone and the app's
+    /// subscription data source supplies the rest (seed 003's custom data source).
+    public var url: String?
     /// Its title.
     public var title: String?
     /// When it was published (newest first on the devices).
@@ -50,7 +51,7 @@ public struct FeedItem: Codable, Sendable, Equatable {
     public var metadata: [String: String]?
 
     /// An item.
-    public init(feedID: String, sequence: Int64 = 0, assetID: String, url: String, title: String? = nil, published: Date, expires: Date? = nil,
+    public init(feedID: String, sequence: Int64 = 0, assetID: String, url: String?, title: String? = nil, published: Date, expires: Date? = nil,
                 metadata: [String: String]? = nil) {
         self.feedID = feedID
         self.sequence = sequence
@@ -62,13 +63,11 @@ public struct FeedItem: Codable, Sendable, Equatable {
         self.metadata = metadata
     }
 
-    /// The item checked: an asset ID of 1 to 200 bytes, an http(s) URL of at most 4096 bytes, a title of at most
-    /// 500, an expiry after publication, at most 32 metadata values of 1 to 100 / at most 1000 bytes.
+    /// The item checked: an asset ID of 1 to 200 bytes, an http(s) URL of at most 4096 bytes (when there is one), a
+    /// title of at most 500, an expiry after publication, at most 32 metadata values of 1 to 100 / at most 1000 bytes.
     public func validated() throws(BackplaneError) -> FeedItem {
         guard !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("an item's assetID is 1 to 200 bytes") }
-        guard url.utf8.count <= 4096, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
-            throw .badRequest("an item's url is an http or https URL of at most 4096 bytes")
-        }
+        if let url, !Self.isDownloadURL(url) { throw .badRequest("an item's url is an http or https URL of at most 4096 bytes") }
         if let title, title.utf8.count > 500 { throw .badRequest("an item's title is at most 500 bytes") }
         if let expires, expires <= published { throw .badRequest("an item expires after it is published") }
         if let metadata {
@@ -77,6 +76,12 @@ public struct FeedItem: Codable, Sendable, Equatable {
             }
         }
         return self
+    }
+
+    /// Whether `url` is an http or https URL with a host, of at most 4096 bytes.
+    public static func isDownloadURL(_ url: String) -> Bool {
+        guard url.utf8.count <= 4096, let parsed = URL(string: url) else { return false }
+        return ["http", "https"].contains(parsed.scheme?.lowercased() ?? "") && parsed.host != nil
     }
 
     /// Whether the item is offered at `now` (an expired item is not downloaded).

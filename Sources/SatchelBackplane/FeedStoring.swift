@@ -12,6 +12,20 @@ public protocol FeedStoring: Sendable {
     func add(_ item: FeedItem) async throws(BackplaneError) -> FeedItem
     /// A feed's items after the `after`-th, in order, at most `limit`.
     func items(feed: String, after: Int64, limit: Int) async throws(BackplaneError) -> [FeedItem]
+    /// Subscribes `device` to a feed, or changes its quota settings when it is subscribed (`unknownFeed`,
+    /// `subscriptionLimit`).
+    func subscribe(device: String, _ request: SubscriptionRequest, at now: Date) async throws(BackplaneError) -> Subscription
+    /// Ends a subscription (`notSubscribed`).
+    func unsubscribe(device: String, feed: String) async throws(BackplaneError)
+    /// A device's subscriptions, by feed.
+    func subscriptions(device: String) async throws(BackplaneError) -> [Subscription]
+    /// A feed's subscribers, by device.
+    func subscribers(feed: String, limit: Int) async throws(BackplaneError) -> [Subscription]
+    /// Keeps the last item `device` applied of each feed (`applied`; never lowered), then answers each subscribed feed
+    /// with the items after it, in order, as many as an answer holds (`more` when others follow).
+    func deliver(device: String, applied: [String: Int64]) async throws(BackplaneError) -> [FeedDelivery]
+    /// The items published since `since`, newest first, of the device's feeds or of every feed (a forced sync's list).
+    func listing(device: String, since: Date, allFeeds: Bool) async throws(BackplaneError) -> [FeedItem]
 }
 
 /// The feeds in the backplane's database: an item is numbered under its feed's row (taken `FOR UPDATE` on
@@ -63,6 +77,7 @@ public struct FluentFeedStore: FeedStoring {
             model.nextSequence += 1
             try await model.save(on: database)
             try await BackplaneFeedItemModel(item).create(on: database)
+            try await BackplaneRowLocks.notify("feed:" + feed, on: database)
             return item
         }
     }
@@ -96,7 +111,7 @@ final class BackplaneFeedItemModel: Model, @unchecked Sendable {
     @Field(key: "feed_id") var feed: String
     @Field(key: "sequence") var sequence: Int64
     @Field(key: "asset_id") var asset: String
-    @Field(key: "url") var url: String
+    @OptionalField(key: "url") var url: String?
     @OptionalField(key: "title") var title: String?
     @Field(key: "published_at") var published: Date
     @OptionalField(key: "expires_at") var expires: Date?
@@ -135,7 +150,7 @@ public struct AddFeeds: AsyncMigration {
             .create()
         try await database.schema(BackplaneFeedItemModel.schema)
             .field("item_id", .string, .identifier(auto: false)).field("feed_id", .string, .required).field("sequence", .int64, .required)
-            .field("asset_id", .string, .required).field("url", .string, .required).field("title", .string)
+            .field("asset_id", .string, .required).field("url", .string).field("title", .string)
             .field("published_at", .datetime, .required).field("expires_at", .datetime).field("metadata", .string)
             .unique(on: "feed_id", "sequence").unique(on: "feed_id", "asset_id")
             .create()

@@ -8,40 +8,63 @@ import SatchelDownloads
 /// The device side of the backplane (seed 003): a sync applies the commands due in the order issued, each once,
 /// and acknowledges each — a remote delete or wipe through the download engine (the store's one owner) and the
 /// agent (licenses released), a kill as a wipe and then the registration forgotten; the toggle and the settings
-/// are kept sealed by the agent. `listen` stays on the server's event stream and syncs whenever something arrives.
+/// are kept sealed by the agent; the feeds the device follows deliver their new items (``SubscriptionSync``).
+/// `listen` stays on the server's event stream and syncs whenever something arrives.
 public struct BackplaneSync: Sendable {
     /// The device's agent.
     public let agent: Agent
     let downloads: DownloadManager?
+    let dataSource: any SubscriptionDataSource
     let logger: Logger
 
-    /// Syncs `agent`'s device, removing assets through `downloads` (nil: this device downloads nothing).
-    public init(agent: Agent, downloads: DownloadManager?, logger: Logger = Logger(label: "satchel.backplane")) {
+    /// Syncs `agent`'s device, removing and adding assets through `downloads` (nil: this device downloads nothing),
+    /// its feeds' items looked up through `dataSource`.
+    public init(agent: Agent, downloads: DownloadManager?, dataSource: any SubscriptionDataSource = FeedDataSource(),
+                logger: Logger = Logger(label: "satchel.backplane")) {
         self.agent = agent
         self.downloads = downloads
+        self.dataSource = dataSource
         self.logger = logger
     }
 
-    /// One sync: the commands applied, in order, then the device's events sent (a failure to send them keeps them
-    /// for the next sync). A device killed by it ends unregistered.
+    /// What one sync did.
+    public struct Report: Sendable {
+        /// The commands applied, in order.
+        public var applied: [BackplaneCommand] = []
+        /// What the subscriptions' sync did (nil: the device follows no feed, or downloads nothing).
+        public var subscriptions: SubscriptionReport?
+        /// Why the subscriptions' sync failed (it is tried again at the next sync).
+        public var subscriptionFailure: String?
+    }
+
+    /// One sync: the commands applied, in order, then the feeds' new items, then the device's events sent (a failure
+    /// to send them keeps them for the next sync). A device killed by it ends unregistered.
     @discardableResult
-    public func sync() async throws -> [BackplaneCommand] {
+    public func sync() async throws -> Report {
         let pull = try await agent.backplane.sync()
-        var applied: [BackplaneCommand] = []
+        var report = Report()
         for command in pull.due {
             try await apply(command)
             try await agent.backplane.acknowledge(command)
-            applied.append(command)
+            report.applied.append(command)
             _ = try? await agent.activity.record(.commandApplied, asset: command.asset, reason: command.action.kind)
             if case .kill = command.action {
                 await sendEvents()
                 try await agent.backplane.unregister()
                 logger.notice("backplane: remote kill: the device's downloads and licenses are gone and it is unregistered")
-                return applied
+                return report
+            }
+        }
+        if let downloads, !(try await agent.backplane.status().feeds ?? []).isEmpty {
+            do {
+                report.subscriptions = try await SubscriptionSync(agent: agent, downloads: downloads, dataSource: dataSource, logger: logger).run()
+            } catch {
+                report.subscriptionFailure = "\(error)"
+                logger.warning("backplane: the subscriptions' sync failed (tried again at the next sync): \(error)")
             }
         }
         await sendEvents()
-        return applied
+        return report
     }
 
     /// Sends the events waiting; one that cannot be sent now waits for the next sync.
@@ -70,12 +93,12 @@ public struct BackplaneSync: Sendable {
 
     /// Stays on the event stream, syncing at once and whenever an event arrives; reconnects with back-off (1 s
     /// doubling to 60 s) until the task is cancelled or the device is killed. `onConnected` hears each connection's first
-    /// event (the settings the server sends first); `onApplied` every command applied.
-    public func listen(onConnected: @Sendable () async -> Void = {}, onApplied: @Sendable ([BackplaneCommand]) async -> Void = { _ in }) async {
+    /// event (the settings the server sends first); `onSynced` what each sync did.
+    public func listen(onConnected: @Sendable () async -> Void = {}, onSynced: @Sendable (Report) async -> Void = { _ in }) async {
         var delay: Duration = .seconds(1)
         while !Task.isCancelled {
             do {
-                await onApplied(try await sync())
+                await onSynced(try await sync())
                 if try await agent.backplane.status().killed { return }
                 let first = Locked(true)
                 try await agent.backplane.listen { _ in
@@ -85,7 +108,7 @@ public struct BackplaneSync: Sendable {
                     }
                     if isFirst { await onConnected() }
                     do {
-                        await onApplied(try await sync())
+                        await onSynced(try await sync())
                     } catch {
                         logger.warning("backplane: sync failed: \(error)")
                     }

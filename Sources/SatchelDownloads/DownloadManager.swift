@@ -126,11 +126,11 @@ public actor DownloadManager {
 
     /// Enqueues an asset at the end of the queue. The URL is fetched and planned now, so live streams,
     /// unknown formats, unpermitted MIME types and unreachable manifests are refused here. Without `id`, the asset
-    /// is named from its URL (``DownloadNaming``).
+    /// is named from its URL (``DownloadNaming``). `paused`: made, but not downloaded until ``resume(_:)``.
     @discardableResult
     public func add(url: String, id: String? = nil, options: DownloadOptions = DownloadOptions(),
-                    window: AvailabilityWindow = AvailabilityWindow()) async throws(DownloadError) -> DownloadAsset {
-        try await DownloadQueue.add(self, url: url, id: id, options: options, window: window)
+                    window: AvailabilityWindow = AvailabilityWindow(), paused: Bool = false) async throws(DownloadError) -> DownloadAsset {
+        try await DownloadQueue.add(self, url: url, id: id, options: options, window: window, paused: paused)
     }
 
     /// Pauses one asset (stopping its download if it is the current one). Persists.

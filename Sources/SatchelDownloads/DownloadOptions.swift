@@ -26,6 +26,9 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     public var maxResources: Int?
     /// Acquire a persistent license for the asset when its download starts (the engine's license step).
     public var license: LicenseRequest?
+    /// The feed the asset belongs to: enqueued by a subscription, or named by the app (seed 003's `includeItem`). It
+    /// then counts toward that feed's quota and may be deleted to make room for a newer item.
+    public var feed: FeedMembership?
 
     /// The default cap on an asset's files (``PlanOptions/defaultMaxResources``).
     public static let defaultMaxResources = PlanOptions.defaultMaxResources
@@ -63,7 +66,8 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// Creates options.
     public init(maxBitrate: Int? = nil, maxVideoBitrate: Int? = nil, maxAudioBitrate: Int? = nil, languages: [String] = [],
                 includeEncryptionKeys: Bool = false, permittedMimeTypes: [String]? = nil, maxResources: Int? = nil,
-                headers: [String: String]? = nil, license: LicenseRequest? = nil) {
+                headers: [String: String]? = nil, license: LicenseRequest? = nil, feed: FeedMembership? = nil) {
+        self.feed = feed
         self.maxResources = maxResources
         self.license = license
         self.headers = headers
@@ -92,6 +96,29 @@ public struct LicenseRequest: Sendable, Codable, Equatable {
         self.server = server
         self.token = token
         self.assetID = assetID
+    }
+}
+
+/// An asset's place in a feed, with what the feed (or the app's data source) says of it.
+public struct FeedMembership: Sendable, Codable, Equatable {
+    /// The feed.
+    public var feedID: String
+    /// The item's asset ID in the feed (the download's ID when it is a valid one).
+    public var assetID: String
+    /// When the item was published (the oldest is deleted first to make room).
+    public var published: Date
+    /// Its title.
+    public var title: String?
+    /// The app's own values for it.
+    public var metadata: [String: String]?
+
+    /// A membership.
+    public init(feedID: String, assetID: String, published: Date, title: String? = nil, metadata: [String: String]? = nil) {
+        self.feedID = feedID
+        self.assetID = assetID
+        self.published = published
+        self.title = title
+        self.metadata = metadata
     }
 }
 

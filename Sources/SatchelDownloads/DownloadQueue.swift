@@ -5,7 +5,7 @@ import SatchelStreams
 /// the global switch, expiry). Runs on the engine's isolation: the run loop never sees half a change.
 enum DownloadQueue {
     static func add(_ engine: isolated DownloadManager, url: String, id: String?, options: DownloadOptions,
-                    window: AvailabilityWindow) async throws(DownloadError) -> DownloadAsset {
+                    window: AvailabilityWindow, paused: Bool) async throws(DownloadError) -> DownloadAsset {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
             throw .invalidArgument("not an http(s) URL: \(url)")
         }
@@ -34,7 +34,7 @@ enum DownloadQueue {
         } catch {
             throw .fetch(.network(url: url, message: String(describing: error)))
         }
-        let asset = DownloadAsset(id: id, url: url, state: .queued, isPaused: false, failure: nil, retryCount: 0, window: window,
+        let asset = DownloadAsset(id: id, url: url, state: .queued, isPaused: paused, failure: nil, retryCount: 0, window: window,
                                   options: options, plan: plan, addedAt: engine.environment.clock.now, completedAt: nil, firstPlayAt: nil,
                                   position: try await engine.index.nextPosition())
         // The plan goes into the asset's folder first (crash-safe); the index row that makes the asset exist follows.

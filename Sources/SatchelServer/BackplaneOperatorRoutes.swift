@@ -11,7 +11,8 @@ import SatchelHTTP
 /// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET|DELETE devices/{device}`,
 /// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
 /// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held);
-/// `GET|POST feeds`, `GET|POST feeds/{feed}/items[?after=N]`; `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device|reason[&…]`.
+/// `GET|POST feeds`, `GET|POST feeds/{feed}/items[?after=N]`, `GET feeds/{feed}/subscribers`;
+/// `GET events[?device=&user=&kind=&asset=&since=&until=&limit=]`, `GET events/counts?by=kind|user|asset|device|reason[&…]`.
 struct BackplaneOperatorRoutes: RouteGroup {
     let backplane: BackplaneService
     let sessions: AdminSessions
@@ -27,10 +28,11 @@ struct BackplaneOperatorRoutes: RouteGroup {
     struct CountsAnswer: Codable { var counts: [EventCount] }
     struct FeedsAnswer: Codable { var feeds: [Feed] }
     struct ItemsAnswer: Codable { var items: [FeedItem] }
+    struct SubscribersAnswer: Codable { var subscriptions: [Subscription] }
     struct FeedBody: Codable { var feedID: String; var title: String }
     struct ItemBody: Codable {
         var assetID: String
-        var url: String
+        var url: String?
         var title: String?
         var published: Date?
         var expires: Date?
@@ -99,7 +101,13 @@ struct BackplaneOperatorRoutes: RouteGroup {
             let body = try await Self.decode(ItemBody.self, request)
             let item = FeedItem(feedID: try Self.parameter("feed", context), assetID: body.assetID, url: body.url, title: body.title,
                                 published: body.published ?? backplane.now, expires: body.expires, metadata: body.metadata)
-            return try Response.json(try await backplane.feeds.add(item), status: .created)
+            let added = try await backplane.feeds.add(item)
+            backplane.hub.wake(feed: added.feedID)
+            return try Response.json(added, status: .created)
+        }
+        group.get("feeds/{feed}/subscribers") { _, context in
+            try Response.json(SubscribersAnswer(subscriptions: try await backplane.feeds.subscribers(feed: try Self.parameter("feed", context),
+                                                                                                  limit: Self.listLimit)))
         }
         group.get("events") { request, _ in
             let parameters = request.uri.queryParameters

@@ -46,6 +46,7 @@ public struct LicenseServer: Sendable {
         if let devices { builder.add(DeviceLicenseRoutes(licensing: devices, metrics: metrics, backplane: backplane)) }
         if let backplane {
             builder.add(BackplaneDeviceRoutes(backplane: backplane))
+            builder.add(BackplaneSubscriptionRoutes(backplane: backplane))
             if let sessions = backplane.sessions { builder.add(BackplaneOperatorRoutes(backplane: backplane, sessions: sessions)) }
         }
         if let origin { builder.add(OriginRoutes(files: origin)) }

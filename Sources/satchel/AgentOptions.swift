@@ -51,7 +51,7 @@ struct AgentOptions: ParsableArguments {
 struct AgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "agent",
                                                     abstract: "The device agent: register this device with a license server, sync with its backplane.",
-                                                    subcommands: [Register.self, Sync.self, Listen.self])
+                                                    subcommands: [Register.self, Sync.self, Listen.self, Subscribe.self, Unsubscribe.self, Subscriptions.self])
 
     struct Register: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(commandName: "register",

@@ -26,12 +26,12 @@ extension BackplaneOperatorCommand {
             static let configuration = CommandConfiguration(commandName: "add-item", abstract: "Add an item to a feed: subscribed devices download it.")
             @Argument(help: "The feed's ID.") var feed: String
             @Option(name: .customLong("asset-id"), help: "The asset ID devices download it as.") var assetID: String
-            @Option(help: "Where to download it from (http or https).") var url: String
+            @Option(help: "Where to download it from (http or https); without it, the devices' app supplies the URL (its subscription data source).") var url: String?
             @Option(help: "Its title.") var title: String?
             @Option(help: "When it was published (ISO 8601; default now).") var published: String?
             @Option(help: "When it stops being offered (ISO 8601).") var expires: String?
             @OptionGroup var options: OperatorOptions
-            struct Body: Codable { var assetID: String; var url: String; var title: String?; var published: Date?; var expires: Date? }
+            struct Body: Codable { var assetID: String; var url: String?; var title: String?; var published: Date?; var expires: Date? }
 
             func execute() async throws {
                 func date(_ text: String?, _ name: String) throws -> Date? {

@@ -93,6 +93,8 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(help: "With --license: the license server (default: the one the device registered with).") var server: String?
     @Option(help: "With --license: the entitlement token (kept with the asset, never printed).") var token: String?
     @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
+    @Option(help: "The feed the asset belongs to (with --id, its asset ID in the feed): it then counts toward that feed's quota on this device, and may be deleted to make room for newer items.")
+    var feed: String?
 
     func execute() async throws {
         var window = AvailabilityWindow(publishDate: try publish.map { try parseDate($0, option: "--publish") },
@@ -102,7 +104,9 @@ struct DownloadAdd: SatchelAsyncCommand {
                                       languages: languages, includeEncryptionKeys: includeKeys,
                                       permittedMimeTypes: try permittedMimeTypes.map(MIMEType.parseList), maxResources: maxFiles,
                                       headers: try DownloadOptions.parseHeaders(headers),
-                                      license: license ? LicenseRequest(server: server, token: token, assetID: licenseAsset) : nil)
+                                      license: license ? LicenseRequest(server: server, token: token, assetID: licenseAsset) : nil,
+                                      feed: feed.map { FeedMembership(feedID: $0, assetID: id ?? "", published: Date()) })
+        if feed != nil, id == nil { throw CLIError("--feed needs --id: the item's asset ID in the feed") }
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
         if !license, server != nil || token != nil || licenseAsset != nil { throw CLIError("--server, --token and --license-asset go with --license") }
         let asset = try await directory.withEngine { manager, agent in
