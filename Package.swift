@@ -255,7 +255,7 @@ let package = Package(
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
         .testTarget(name: "SatchelSystemTests", dependencies: ["SatchelSystem"]),
-        .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelBytes", "SatchelAgent", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
+        .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelBytes", "SatchelAgent", "SatchelBackplane", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "SatchelPlaybackTests", dependencies: ["SatchelSystem", "SatchelDevice", "SatchelRights", "SatchelStreams", "SatchelDownloads", "SatchelPlayback", "SatchelProtection", "SatchelPackager", "SatchelMedia", "SatchelTestSupport",
                                                                .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -313,8 +313,9 @@ let package = Package(
                                                                 .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport", "CSatchelCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
-        .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
-                                                             "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelDownloads", "SatchelBackplane", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
+                                                             "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams", .product(name: "Crypto", package: "swift-crypto"),
+                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

@@ -43,8 +43,9 @@ public actor Agent {
     let logger: Logger
     /// Licenses already verified, by the digest of their signed text (a license never changes under its digest).
     var verified: [String: LicenseClaims] = [:]
-    /// The events waiting for the backplane (opened on first use).
+    /// The events waiting for the backplane (opened on first use, once: `outboxOpening` while it opens).
     var outbox: EventOutbox?
+    var outboxOpening: Task<EventOutbox, any Error>?
     private let continuation: AsyncStream<AgentEvent>.Continuation
     /// Events, in order.
     public nonisolated let events: AsyncStream<AgentEvent>

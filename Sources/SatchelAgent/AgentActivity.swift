@@ -34,9 +34,21 @@ enum AgentActivity {
 
     static func outbox(_ agent: isolated Agent) async throws(AgentError) -> EventOutbox {
         if let outbox = agent.outbox { return outbox }
-        let opened = try await EventOutbox(dataDirectory: agent.dataDirectory, logger: agent.logger)
-        agent.outbox = opened
-        return opened
+        // Opened once: callers that come while it opens (the engine's events and a sync record at once) wait for it,
+        // rather than migrating the same file side by side (the loser failed, and its event was lost).
+        let opening = agent.outboxOpening ?? Task { [dataDirectory = agent.dataDirectory, logger = agent.logger] in
+            try await EventOutbox(dataDirectory: dataDirectory, logger: logger)
+        }
+        agent.outboxOpening = opening
+        do {
+            let opened = try await opening.value
+            if agent.outbox == nil { agent.outbox = opened }
+            agent.outboxOpening = nil
+            return opened
+        } catch {
+            agent.outboxOpening = nil
+            throw error as? AgentError ?? .storage("the events' outbox: \(error)")
+        }
     }
 
     static func record(_ agent: isolated Agent, _ kind: DeviceEventKind, asset: String?, reason: String?, seconds: Double?,

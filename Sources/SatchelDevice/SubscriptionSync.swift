@@ -87,13 +87,15 @@ public struct SubscriptionSync: Sendable {
     public func run(since: Date? = nil, allFeeds: Bool = false) async throws -> SubscriptionReport {
         var report = SubscriptionReport()
         var request = SubscriptionSyncRequest(since: since, allFeeds: allFeeds)
+        var waiting = Set<String>()  // feeds with an item that failed for now: left for the next sync
         for round in 0..<Self.rounds {
             let answer = try await agent.backplane.syncFeeds(request)
             if round == 0 { report.listing = answer.listing }
             var applied: [String: Int64] = [:]
-            for delivery in answer.feeds where !delivery.items.isEmpty {
-                let last = try await apply(delivery, at: answer.serverTime, &report)
+            for delivery in answer.feeds where !delivery.items.isEmpty && !waiting.contains(delivery.subscription.feedID) {
+                let (last, failed) = try await apply(delivery, at: answer.serverTime, &report)
                 if last > delivery.subscription.applied { applied[delivery.subscription.feedID] = last }
+                if failed { waiting.insert(delivery.subscription.feedID) }
             }
             // Nothing applied: nothing to tell (an item that failed for now comes again at the next sync).
             guard !applied.isEmpty else { break }
@@ -107,8 +109,8 @@ public struct SubscriptionSync: Sendable {
     }
 
     /// Applies one feed's items; answers the number of the last item applied (the items after a failure that may
-    /// pass are left for the next sync).
-    private func apply(_ delivery: FeedDelivery, at now: Date, _ report: inout SubscriptionReport) async throws -> Int64 {
+    /// pass are left for the next sync) and whether there was such a failure.
+    private func apply(_ delivery: FeedDelivery, at now: Date, _ report: inout SubscriptionReport) async throws -> (last: Int64, failed: Bool) {
         let subscription = delivery.subscription
         let feed = subscription.feedID
         let assets = try await downloads.assets()
@@ -163,7 +165,7 @@ public struct SubscriptionSync: Sendable {
             }
         }
         let last = delivery.items.map(\.sequence).max() ?? subscription.applied
-        return retryFrom.map { min(last, $0 - 1) } ?? last
+        return (retryFrom.map { min(last, $0 - 1) } ?? last, retryFrom != nil)
     }
 
     /// Enqueues (or makes paused) one item: its asset ID as the download's ID when it is a valid one.

@@ -7,7 +7,7 @@ extension BackplaneOperatorCommand {
     struct Feeds: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "feeds", abstract: "Feeds devices subscribe to: their items are downloaded by themselves.",
-            subcommands: [Create.self, AddItem.self, List.self, Items.self])
+            subcommands: [Create.self, AddItem.self, List.self, Items.self, Subscribers.self])
 
         struct Create: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "create", abstract: "Make a feed.")
@@ -70,6 +70,22 @@ extension BackplaneOperatorCommand {
                     answer.items.isEmpty ? "no items" : answer.items.map {
                         [String($0.sequence), $0.assetID, ISODate.string($0.published), $0.expires.map { "expires " + ISODate.string($0) } ?? "", $0.title ?? ""]
                             .joined(separator: "\t")
+                    }.joined(separator: "\n")
+                }
+            }
+        }
+
+        struct Subscribers: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "subscribers", abstract: "The devices following a feed: device, quota, last item applied.")
+            @Argument(help: "The feed's ID.") var feed: String
+            @OptionGroup var options: OperatorOptions
+            struct Answer: Codable { var subscriptions: [Subscription] }
+
+            func execute() async throws {
+                let answer = try await options.client().call(.GET, "feeds/" + OperatorClient.segment(feed) + "/subscribers", as: Answer.self)
+                try BackplaneOperatorCommand.output(answer.subscriptions, json: options.json) {
+                    answer.subscriptions.isEmpty ? "no subscribers" : answer.subscriptions.map {
+                        "\($0.deviceID)\t\($0.maxItems == 0 ? "no limit" : "at most \($0.maxItems)")\tapplied through item \($0.applied)"
                     }.joined(separator: "\n")
                 }
             }

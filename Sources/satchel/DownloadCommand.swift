@@ -230,6 +230,8 @@ struct DownloadList: SatchelAsyncCommand {
         var id: String, url: String, format: String, state: String, paused: Bool, retryCount: Int
         var failure: String?, path: String, progress: DownloadProgress?, window: AvailabilityWindow?
         var completedAt: Date?, firstPlayAt: Date?
+        /// The feed it belongs to, and its title there.
+        var feed: String?, title: String?
     }
 
     func execute() async throws {
@@ -239,7 +241,8 @@ struct DownloadList: SatchelAsyncCommand {
                 rows.append(Row(id: asset.id, url: asset.url, format: asset.plan.format.rawValue, state: asset.state.rawValue, paused: asset.isPaused,
                                 retryCount: asset.retryCount, failure: asset.failure?.description,
                                 path: manager.store.path(asset.id, asset.plan.mainPath), progress: try await manager.progress(asset.id),
-                                window: asset.window, completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt))
+                                window: asset.window, completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt,
+                                feed: asset.options.feed?.feedID, title: asset.options.feed?.title))
             }
             // A record that cannot be read is shown, never hidden: its files are still there.
             for record in try await manager.damagedAssets() {

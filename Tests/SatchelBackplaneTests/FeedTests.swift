@@ -89,3 +89,88 @@ extension BackplaneStoreTests {
         }
     }
 }
+
+extension BackplaneStoreTests {
+    @Test("subscriptions: a device subscribes once (again: its quota changes, its place kept), to a known feed, to at most 100; items delivered after the last applied, which is kept, never lowered and never past the feed's end; an unsubscribed feed delivers nothing; a forgotten device's subscriptions go", arguments: BackplaneStoreTests.kinds)
+    func subscriptions(kind: String) async throws {
+        try await BackplaneStoreTests.using(kind) { (stores, _) async throws in
+            let feeds = FluentFeedStore(database: stores[0].databaseHandle)
+            _ = try await stores[0].register(Self.device("d1"))
+            _ = try await feeds.create("news", title: "News", at: Self.now)
+            _ = try await feeds.create("sports", title: "Sports", at: Self.now)
+            await #expect(throws: BackplaneError.unknownFeed("films")) { try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "films"), at: Self.now) }
+            await #expect(throws: BackplaneError.self) { try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "news", maxItems: -1), at: Self.now) }
+            let first = try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "news", maxItems: 2, autodelete: false), at: Self.now)
+            #expect(first.applied == 0 && first.maxItems == 2 && !first.autodelete)
+            for (index, asset) in ["monday", "tuesday", "wednesday"].enumerated() { _ = try await feeds.add(FeedRulesTests.item(asset, day: index)) }
+
+            var delivered = try await feeds.deliver(device: "d1", applied: [:])
+            #expect(delivered.count == 1 && delivered[0].items.map(\.assetID) == ["monday", "tuesday", "wednesday"] && !delivered[0].more)
+            delivered = try await feeds.deliver(device: "d1", applied: ["news": 2])
+            #expect(delivered[0].items.map(\.assetID) == ["wednesday"] && delivered[0].subscription.applied == 2)
+            // Never lowered; a claim past the end is held to the last item, so the next item still comes.
+            #expect(try await feeds.deliver(device: "d1", applied: ["news": 1])[0].subscription.applied == 2)
+            #expect(try await feeds.deliver(device: "d1", applied: ["news": 99])[0].subscription.applied == 3)
+            _ = try await feeds.add(FeedRulesTests.item("thursday", day: 3))
+            #expect(try await feeds.deliver(device: "d1", applied: [:])[0].items.map(\.assetID) == ["thursday"])
+
+            // Subscribing again changes the quota and keeps the place.
+            let again = try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "news", maxItems: 5, autodelete: true), at: Self.now)
+            #expect(again.applied == 3 && again.maxItems == 5 && again.autodelete && again.created == first.created)
+            #expect(try await feeds.subscriptions(device: "d1").map(\.feedID) == ["news"])
+            #expect(try await feeds.subscribers(feed: "news", limit: 10).map(\.deviceID) == ["d1"])
+
+            // A listing: the items published since a date, of the feeds followed or of every feed; nothing applied.
+            var sport = FeedRulesTests.item("final", day: 4)
+            sport.feedID = "sports"
+            _ = try await feeds.add(sport)
+            let since = Self.now.addingTimeInterval(2 * 86_400)
+            #expect(try await feeds.listing(device: "d1", since: since, allFeeds: false).map(\.assetID) == ["thursday", "wednesday"])
+            #expect(try await feeds.listing(device: "d1", since: since, allFeeds: true).map(\.assetID) == ["final", "thursday", "wednesday"])
+            #expect(try await feeds.deliver(device: "d1", applied: [:]).map(\.subscription.feedID) == ["news"], "sports is listed, not delivered")
+
+            await #expect(throws: BackplaneError.notSubscribed("sports")) { try await feeds.unsubscribe(device: "d1", feed: "sports") }
+            try await feeds.unsubscribe(device: "d1", feed: "news")
+            #expect(try await feeds.deliver(device: "d1", applied: ["news": 4]).isEmpty)
+            #expect(try await feeds.subscriptions(device: "d1").isEmpty)
+
+            // At most 100 feeds; a forgotten device's subscriptions go with it.
+            for index in 0..<SubscriptionRequest.maximumFeeds {
+                _ = try await feeds.create("f\(index)", title: "F", at: Self.now)
+                _ = try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "f\(index)"), at: Self.now)
+            }
+            await #expect(throws: BackplaneError.subscriptionLimit(SubscriptionRequest.maximumFeeds)) {
+                try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "news"), at: Self.now)
+            }
+            _ = try await stores[0].delete(.device("d1"))
+            #expect(try await feeds.subscriptions(device: "d1").isEmpty)
+        }
+    }
+
+    @Test("a delivery holds at most 100 items of a feed and about 512 KB in all: the rest is marked more, and comes once the first are applied", arguments: BackplaneStoreTests.kinds)
+    func deliveryBudget(kind: String) async throws {
+        try await BackplaneStoreTests.using(kind) { (stores, _) async throws in
+            let feeds = FluentFeedStore(database: stores[0].databaseHandle)
+            _ = try await stores[0].register(Self.device("d1"))
+            _ = try await feeds.create("news", title: "News", at: Self.now)
+            _ = try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "news"), at: Self.now)
+            let metadata = Dictionary(uniqueKeysWithValues: (0..<8).map { ("k\($0)", String(repeating: "v", count: 1000)) })
+            for index in 0..<150 {
+                var item = FeedRulesTests.item("e\(index)", day: 0)
+                item.metadata = metadata
+                _ = try await feeds.add(item)
+            }
+            var applied: Int64 = 0
+            var rounds: [Int] = []
+            while true {
+                let delivery = try #require(try await feeds.deliver(device: "d1", applied: ["news": applied]).first)
+                #expect(delivery.items.map(\.sequence) == Array(applied + 1 ... applied + Int64(delivery.items.count)), "in order, none skipped")
+                rounds.append(delivery.items.count)
+                guard delivery.more else { break }
+                applied = try #require(delivery.items.last?.sequence)
+            }
+            #expect(rounds.reduce(0, +) == 150 && rounds.count >= 3, "\(rounds)")
+            #expect(rounds.allSatisfy { $0 <= 100 })
+        }
+    }
+}
