@@ -174,3 +174,35 @@ extension BackplaneStoreTests {
         }
     }
 }
+
+/// The wake hub's feeds: an item added wakes the streams of the devices that follow its feed, and only those.
+@Suite("Wake hub: feeds followed")
+struct FeedWakeTests {
+    /// The wakes `stream` holds now (it is finished first, so reading ends).
+    static func drained(_ stream: AsyncStream<BackplaneWakeHub.Wake>, cancel: @Sendable () -> Void) async -> [BackplaneWakeHub.Wake] {
+        cancel()
+        var wakes: [BackplaneWakeHub.Wake] = []
+        for await wake in stream { wakes.append(wake) }
+        return wakes
+    }
+
+    @Test("a feed's wake reaches the streams of the devices following it (by the store's notice too), not others; a subscriptions' notice wakes the device's streams to read them again; a device with no stream follows nothing")
+    func followers() async {
+        let hub = BackplaneWakeHub()
+        let (one, cancelOne) = hub.subscribe(device: "d1")
+        let (two, cancelTwo) = hub.subscribe(device: "d2")
+        hub.follow(device: "d1", feeds: ["news"])
+        hub.follow(device: "d2", feeds: ["sports"])
+        hub.follow(device: "d3", feeds: ["news"])  // no stream here: not kept
+        hub.wake(feed: "news")
+        hub.wake(payload: "feed:sports")
+        hub.wake(payload: "subscriptions:d1")
+        hub.wake(feed: "films")
+        #expect(await Self.drained(one, cancel: cancelOne) == [.feed("news"), .subscriptions])
+        #expect(await Self.drained(two, cancel: cancelTwo) == [.feed("sports")])
+        // Streams gone: their devices follow nothing here.
+        let (three, cancelThree) = hub.subscribe(device: "d1")
+        hub.wake(feed: "news")
+        #expect(await Self.drained(three, cancel: cancelThree).isEmpty, "d1's new stream has not said what it follows")
+    }
+}

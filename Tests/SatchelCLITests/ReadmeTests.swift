@@ -129,7 +129,7 @@ struct ReadmeTests {
         #expect(result.stdout.contains("listening: connected to the backplane\napplied 1: wipe"), "the wipe crossed the nodes: \(result.stdout)")
     }
 
-    @Test("the backplane example runs as written: a limit and its notice, settings, a remote delete and wipe applied in order at the next sync, a kill, the other device enabled, a stream limit, the devices' events counted",
+    @Test("the backplane example runs as written: a limit and its notice, settings, a remote delete and wipe applied in order at the next sync, a kill, the other device enabled, a stream limit, the devices' events counted, a feed followed",
           .timeLimit(.minutes(3)))
     func backplaneExample() async throws {
         for tool in ["curl", "openssl", "python3"] { try TestMedia.require(tool) }
@@ -144,6 +144,7 @@ struct ReadmeTests {
                 "\(result.stdout)")
         #expect(lines.contains("no stream slot is held"))
         #expect(result.stdout.contains("\"kind\" : \"command-applied\""), "the phone reported the commands it applied: \(result.stdout)")
+        #expect(lines.contains { $0.hasSuffix("\tat most 5\tapplied through item 0") }, "the tablet follows the feed: \(result.stdout)")
     }
 
     @Test("the device agent's example (server, register, acquire, list, rights, use, renew, sync, release, licenses) runs as written",
