@@ -50,14 +50,14 @@ enum BackplaneCommands {
         return reached
     }
 
-    /// Opens the agent and, when the data directory holds downloads or the device follows feeds, the engine (its
-    /// background loop running with `downloading`); runs `body`.
+    /// Opens the agent and, when the data directory holds downloads, the device follows feeds or `downloading` (its
+    /// background loop then running), the engine; runs `body`.
     static func withDevice<T>(_ options: AgentOptions, downloading: Bool = false, _ body: (BackplaneSync) async throws -> T) async throws -> T {
         let directory = options.dataDirectory
         let hasDownloads = FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("downloads.sqlite"))
         return try await options.with { agent in
             let follows = !((try? await agent.backplane.status().feeds) ?? []).isEmpty
-            guard hasDownloads || follows else { return try await body(BackplaneSync(agent: agent, downloads: nil)) }
+            guard downloading || hasDownloads || follows else { return try await body(BackplaneSync(agent: agent, downloads: nil)) }
             var configuration = DownloadManager.Configuration(dataDirectory: directory)
             configuration.secrets = try DeviceSecretBox(dataDirectory: directory)
             let manager = try await DownloadManager(configuration: configuration, steps: [PermissionStep(agent: agent), LicenseStep(agent: agent)])

@@ -62,7 +62,7 @@ import Testing
         }
     }
 
-    @Test("two nodes: 200 registrations, 200 permission requests and 200 stream slot requests (8 at a time) for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A reaches an agent streaming from node B",
+    @Test("two nodes: 200 registrations, 200 permission requests and 200 stream slot requests (8 at a time) for one user, spread over both, end at the limits exactly (counted in the database); a wipe issued on node A, and an item added there to a feed it follows, reach an agent streaming from node B",
           .timeLimit(.minutes(5)))
     func twoNodes() async throws {
         let url = try Self.databaseURL()
@@ -132,6 +132,12 @@ import Testing
         defer { listener.stop() }
         try await TestMedia.offloaded {
             #expect(listener.wait(for: "listening: connected", seconds: 20), "\(listener.lines)")
+            // A feed made on node A, followed through node B; an item added on node A reaches the listening device.
+            #expect(try CLIRunner.run(["backplane", "feeds", "create", "news", "--title", "News"] + operatorArguments(first)).status == 0)
+            let subscribed = try CLIRunner.run(["agent", "subscribe", "news", "--data-dir", device])
+            #expect(subscribed.status == 0, "\(subscribed.stderr)")
+            #expect(try CLIRunner.run(["backplane", "feeds", "add-item", "news", "--asset-id", "announced"] + operatorArguments(first)).status == 0)
+            #expect(listener.wait(for: "subscription: skipped announced", seconds: 5), "the item crossed from node A to node B: \(listener.lines)")
             let wiped = try CLIRunner.run(["backplane", "devices", "wipe", id] + operatorArguments(first))
             #expect(wiped.status == 0, "\(wiped.stderr)")
             #expect(listener.wait(for: "applied 1: wipe", seconds: 5), "the wipe crossed from node A to node B: \(listener.lines)")
