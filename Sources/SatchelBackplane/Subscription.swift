@@ -57,7 +57,7 @@ public struct SubscriptionRequest: Codable, Sendable, Equatable {
     }
 }
 
-/// `POST /backplane/subscriptions/sync`'s body: the last item the device applied of each feed (the backplane keeps
+/// `POST /backplane/feeds/sync`'s body: the last item the device applied of each feed (the backplane keeps
 /// the highest it was told), and, for a forced sync, the items published since a date — of the subscribed feeds,
 /// or of every feed — to list, not to download.
 public struct SubscriptionSyncRequest: Codable, Sendable, Equatable {
@@ -103,7 +103,7 @@ public struct FeedDelivery: Codable, Sendable, Equatable {
     }
 }
 
-/// `POST /backplane/subscriptions/sync`'s answer.
+/// `POST /backplane/feeds/sync`'s answer.
 public struct SubscriptionSyncAnswer: Codable, Sendable, Equatable {
     /// Each subscribed feed with the items new to the device.
     public var feeds: [FeedDelivery]

@@ -15,7 +15,7 @@ import SatchelRights
 ///   changes the quota settings.
 /// - `GET /backplane/subscriptions`: the device's subscriptions.
 /// - `DELETE /backplane/subscriptions/{feedId}`: unsubscribe.
-/// - `POST /backplane/subscriptions/sync`: the items new to the device, feed by feed, after the last it applied
+/// - `POST /backplane/feeds/sync`: the items new to the device, feed by feed, after the last it applied
 ///   (`{applied: {feed: N}}`, kept); with `since` (and `allFeeds`), the items published since then, listed.
 struct BackplaneSubscriptionRoutes: RouteGroup {
     let backplane: BackplaneService
@@ -37,7 +37,7 @@ struct BackplaneSubscriptionRoutes: RouteGroup {
             backplane.hub.wake(subscriptionsOf: device.deviceID)
             return Response(status: .noContent)
         }
-        router.post("/backplane/subscriptions/sync") { request, _ in
+        router.post("/backplane/feeds/sync") { request, _ in
             let (device, body) = try await signedBody(SubscriptionSyncRequest.self, request)
             let checked = try body.validated()
             let feeds = try await backplane.feeds.deliver(device: device.deviceID, applied: checked.applied)
