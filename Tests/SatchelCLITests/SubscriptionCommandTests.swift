@@ -27,14 +27,21 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
     }
 
-    @Test("a subscribed device's download run takes the feed's new items, newest first: a quota of 2 deletes the oldest to make room (autodelete), or defers the new item paused (no autodelete); an item added by hand to the feed counts; unsubscribed, nothing more comes; the notices are events the operator counts")
-    func downloadRun() async throws {
-        let world = try await World("subscriptions-run")
+    /// A server, an origin with a clip, and the feed `news`; `body` runs off the concurrency pool.
+    static func withFeed(_ name: String, _ body: @escaping @Sendable (World, TestOrigin) throws -> Void) async throws {
+        let world = try await World(name)
         defer { world.server.stop() }
         let origin = try await BackplaneCommandTests.origin(world)
         defer { origin.stop() }
         try await TestMedia.offloaded {
             #expect(try world.backplane(["feeds", "create", "news", "--title", "News"]).status == 0)
+            try body(world, origin)
+        }
+    }
+
+    @Test("a subscribed device's download run takes the feed's new items, newest first: a quota of 2 deletes the oldest to make room (autodelete), or defers the new item paused (no autodelete); an item added by hand to the feed counts; unsubscribed, nothing more comes; the notices are events the operator counts")
+    func downloadRun() async throws {
+        try await Self.withFeed("subscriptions-run") { world, origin in
             let device = try world.device("device")
             let unknown = try CLIRunner.run(["agent", "subscribe", "films", "--data-dir", device.directory])
             #expect(unknown.status != 0 && unknown.stderr.contains("no feed films"), "\(unknown.stderr)")
@@ -98,12 +105,8 @@ import Testing
 
     @Test("a forced sync lists the items published since a date — of the feeds followed, or of every feed — without downloading them")
     func forcedSync() async throws {
-        let world = try await World("subscriptions-forced")
-        defer { world.server.stop() }
-        let origin = try await BackplaneCommandTests.origin(world)
-        defer { origin.stop() }
-        try await TestMedia.offloaded {
-            for feed in ["news", "sports"] { #expect(try world.backplane(["feeds", "create", feed, "--title", feed]).status == 0) }
+        try await Self.withFeed("subscriptions-forced") { world, origin in
+            #expect(try world.backplane(["feeds", "create", "sports", "--title", "Sports"]).status == 0)
             let device = try world.device("device")
             try Self.add(world, origin, "old", day: "2026-10-01")
             try Self.add(world, origin, feed: "sports", "final", day: "2026-11-20")
@@ -122,12 +125,7 @@ import Testing
 
     @Test("a listening device downloads a feed's new item within seconds of its being added, without a download run")
     func listening() async throws {
-        let world = try await World("subscriptions-listen")
-        defer { world.server.stop() }
-        let origin = try await BackplaneCommandTests.origin(world)
-        defer { origin.stop() }
-        try await TestMedia.offloaded {
-            #expect(try world.backplane(["feeds", "create", "news", "--title", "News"]).status == 0)
+        try await Self.withFeed("subscriptions-listen") { world, origin in
             let device = try world.device("device")
             #expect(try CLIRunner.run(["agent", "subscribe", "news", "--data-dir", device.directory]).status == 0)
             let listener = try LineReader(["agent", "listen", "--data-dir", device.directory])
