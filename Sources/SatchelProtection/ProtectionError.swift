@@ -2,13 +2,15 @@ import SatchelBytes
 
 /// Why content could not be encrypted or decrypted. Never carries key material.
 public enum ProtectionError: ProblemConvertible, Equatable {
-    /// `invalid-length`, `malformed-protected-data`, `invalid-message` or `crypto-failure`.
+    /// `invalid-length`, `malformed-protected-data`, `invalid-message`, `crypto-failure`, `integrity` or `wrong-key`.
     public var code: String {
         switch self {
         case .invalidLength: return "invalid-length"
         case .malformed: return "malformed-protected-data"
         case .invalidMessage: return "invalid-message"
         case .cryptoFailure: return "crypto-failure"
+        case .integrity: return "integrity"
+        case .wrongKey: return "wrong-key"
         }
     }
 
@@ -29,6 +31,10 @@ public enum ProtectionError: ProblemConvertible, Equatable {
     case invalidMessage(String)
     /// The cipher failed.
     case cryptoFailure(String)
+    /// A protected file's chunk (its index; -1: the header) does not open: changed, moved, cut short or extended.
+    case integrity(chunk: Int)
+    /// The key does not open this protected file.
+    case wrongKey
 
     public var description: String {
         switch self {
@@ -36,6 +42,9 @@ public enum ProtectionError: ProblemConvertible, Equatable {
         case let .malformed(what): return "malformed protected data: \(what)"
         case let .invalidMessage(what): return "invalid message: \(what)"
         case let .cryptoFailure(what): return "cryptographic operation failed: \(what)"
+        case let .integrity(chunk):
+            return chunk < 0 ? "the protected file's header is damaged" : "chunk \(chunk) of the protected file is damaged (changed, moved, cut short or extended)"
+        case .wrongKey: return "the key does not open this protected file"
         }
     }
 }

@@ -23,6 +23,23 @@ public enum AtomicFile {
     /// `directoryPath` is used in messages only.
     public static func write<Bytes: Collection<UInt8>>(_ bytes: Bytes, name: String, in directory: Int32, directoryPath: String,
                                                        mode: mode_t = 0o644, replace: Bool = true) throws(SystemError) {
+        try write(name: name, in: directory, directoryPath: directoryPath, mode: mode, replace: replace) { (fd, target) throws(SystemError) in
+            try writeAll(fd, bytes, path: target)
+        }
+    }
+
+    /// Writes `path` with `mode` from `body`, which writes the content to the open file it is given (with
+    /// ``writeAll(_:_:path:)``) as it is made: a file too large for memory, still all or nothing.
+    public static func write(to path: String, mode: mode_t = 0o644, _ body: (Int32, String) throws(SystemError) -> Void) throws(SystemError) {
+        let (directory, name) = split(path)
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SystemError("open the directory", path: directory, errno: errno) }
+        defer { close(fd) }
+        try write(name: name, in: fd, directoryPath: directory, mode: mode, replace: true, body)
+    }
+
+    private static func write(name: String, in directory: Int32, directoryPath: String, mode: mode_t, replace: Bool,
+                              _ body: (Int32, String) throws(SystemError) -> Void) throws(SystemError) {
         let target = directoryPath + "/" + name
         var temporary = ""
         var fd: Int32 = -1
@@ -33,7 +50,7 @@ public enum AtomicFile {
         }
         guard fd >= 0 else { throw SystemError("create a file beside", path: target, errno: errno) }
         do throws(SystemError) {
-            try writeAll(fd, bytes, path: target)
+            try body(fd, target)
             try sync(fd, path: target)
             close(fd)
             fd = -1
