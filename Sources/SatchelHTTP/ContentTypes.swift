@@ -23,6 +23,11 @@ public enum ContentTypes {
         case "png": return "image/png"
         case "jpg", "jpeg": return "image/jpeg"
         case "svg": return "image/svg+xml"
+        case "pdf": return "application/pdf"
+        case "epub": return "application/epub+zip"
+        case "mp3": return "audio/mpeg"
+        case "txt": return "text/plain; charset=utf-8"
+        case "zip": return "application/zip"
         default: return "application/octet-stream"
         }
     }

@@ -11,10 +11,29 @@ import SatchelSystem
 /// Any file made a Satchel protected file (`ProtectedFileHeader`): read a chunk at a time, each sealed and written as
 /// it comes, the output replaced all at once (a crash leaves the old file or none, never a part).
 public enum FileProtector {
-    /// Protects `input` into `output` under `key` (its key ID in the header); answers the header written.
+    /// Protects `input` into `output` under `key` (its key ID in the header); answers the header written. With
+    /// `keyFile`, the key is written there too (mode 0600, as `satchel package` writes a package's keys), once the
+    /// output is in place.
     @discardableResult
-    public static func protect(input: String, output: String, keyID: KeyID, key: SecretBytes, contentType: String,
-                               chunkSize: Int = ProtectedFileHeader.defaultChunkSize, metadata: [String: String] = [:]) throws(PackagerError) -> ProtectedFileHeader {
+    public static func protect(input: String, output: String, key contentKey: ContentKey, contentType: String,
+                               chunkSize: Int = ProtectedFileHeader.defaultChunkSize, metadata: [String: String] = [:],
+                               keyFile: String? = nil) throws(PackagerError) -> ProtectedFileHeader {
+        let staged = try keyFile.map { path throws(PackagerError) in
+            try StagedKeyFile(KeyFile(scheme: "satchel-file", fairPlayURI: nil, keys: [(contentKey, 0)]), destination: path)
+        }
+        do {
+            let header = try protect(input: input, output: output, keyID: contentKey.keyID, key: contentKey.key, contentType: contentType,
+                                     chunkSize: chunkSize, metadata: metadata)
+            try staged?.commit()
+            return header
+        } catch {
+            staged?.discard()
+            throw error
+        }
+    }
+
+    private static func protect(input: String, output: String, keyID: KeyID, key: SecretBytes, contentType: String,
+                                chunkSize: Int, metadata: [String: String]) throws(PackagerError) -> ProtectedFileHeader {
         let fd = open(input, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .input(file: input, reason: String(cString: strerror(errno))) }
         defer { close(fd) }

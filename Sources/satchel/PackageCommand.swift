@@ -61,7 +61,14 @@ struct PackageCommand: SatchelAsyncCommand {
         guard register else { return }
         let asset = assetID ?? URL(fileURLWithPath: out).lastPathComponent
         guard let keys = try summary.keys?.contentKeys() else { throw CLIError("the package has no keys to register") }
-        let (keyStore, database) = try await store.open()
+        try await store.register(keys, asset: asset, policy: policy)
+    }
+}
+
+extension StoreOptions {
+    /// Imports `keys` for `asset` under `policy` into the key store (as `satchel keys import` would) and says so.
+    func register(_ keys: [ContentKey], asset: String, policy: PolicyOptions) async throws {
+        let (keyStore, database) = try await open()
         do {
             try await keyStore.importKeys(keys, assetID: asset, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy())
         } catch {

@@ -7,7 +7,7 @@ struct SatchelCommand: AsyncParsableCommand {
         abstract: "Satchel: package, protect, license, download and play protected video.",
         version: "0.1.0",
         subcommands: [DemoCommand.self, ServeCommand.self, PackageCommand.self, KeysCommand.self, TokenCommand.self, FPSCommand.self, DownloadCommand.self, BackplaneOperatorCommand.self, PlayCommand.self,
-                      AgentCommand.self, LicenseCommand.self, RightsCommand.self, LicensesCommand.self])
+                      AgentCommand.self, LicenseCommand.self, RightsCommand.self, LicensesCommand.self, ProtectCommand.self, OpenCommand.self])
 }
 
 /// `satchel fps`: FairPlay Streaming key server tools.

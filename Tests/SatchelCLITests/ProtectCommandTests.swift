@@ -1,0 +1,94 @@
+import Foundation
+import SatchelBytes
+import SatchelTestSupport
+import Testing
+
+/// `satchel protect` and `satchel open` (seed 002's protected files; issue "Protected files"): any file protected, read
+/// back with its key file or under a device's license, checked by a second implementation in Python.
+@Suite(.serialized) struct ProtectCommandTests {
+    static let opener = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Contract/protected_file.py").standardized.path
+
+    /// A 300 KB document of random bytes in a fresh folder.
+    static func document(_ name: String) throws -> (folder: URL, file: String, bytes: Data) {
+        let folder = try TestMedia.temporaryDirectory(name)
+        let bytes = Data(SecureRandom.bytes(300_000))
+        let file = folder.appendingPathComponent("book.pdf")
+        try bytes.write(to: file)
+        return (folder, file.path, bytes)
+    }
+
+    @Test("protect writes the file and its key beside it (0600); Python's cryptography opens it to the same bytes; open writes the plain file (0600) or stdout; a damaged chunk exits 1 having written nothing of it (with --out, nothing at all); a key file without the file's key is refused")
+    func protectAndOpen() throws {
+        try TestMedia.require("python3")
+        let (folder, file, bytes) = try Self.document("protect")
+        let out = folder.appendingPathComponent("book.pdf.satchel").path
+        let protected = try CLIRunner.run(["protect", file, "--out", out, "--title", "A book", "--chunk-size", "65536"])
+        #expect(protected.status == 0 && protected.stdout.contains("300000 bytes of application/pdf, 5 chunks"), "\(protected.stdout) \(protected.stderr)")
+        let keys = out + ".keys.json"
+        #expect(try FileManager.default.attributesOfItem(atPath: keys)[.posixPermissions] as? Int == 0o600)
+        let key = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: keys))) as? [String: Any])
+        let hex = try #require(((key["keys"] as? [[String: Any]])?.first?["key"]) as? String)
+        #expect(!protected.stdout.contains(hex) && !protected.stderr.contains(hex), "the key is never printed")
+
+        let python = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.opener, "open", out, hex])
+        #expect(python.status == 0 && Data(python.stdout.utf8).count > 0, "\(python.stderr)")
+        let pythonPlain = folder.appendingPathComponent("python.pdf").path
+        #expect(try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "python3 \"$0\" open \"$1\" \"$2\" > \"$3\"", Self.opener, out, hex, pythonPlain]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: pythonPlain)) == bytes, "the second implementation reads what Satchel wrote")
+
+        let plain = folder.appendingPathComponent("plain.pdf").path
+        let opened = try CLIRunner.run(["open", out, "--keys", keys, "--out", plain])
+        #expect(opened.status == 0, "\(opened.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
+        #expect(try FileManager.default.attributesOfItem(atPath: plain)[.posixPermissions] as? Int == 0o600)
+
+        // One byte of chunk 3 changed.
+        var damaged = try Data(contentsOf: URL(fileURLWithPath: out))
+        damaged[damaged.count - 100_000] ^= 0x40
+        let broken = folder.appendingPathComponent("broken.satchel").path
+        try damaged.write(to: URL(fileURLWithPath: broken))
+        let refused = try CLIRunner.run(["open", broken, "--keys", keys, "--out", folder.appendingPathComponent("broken.pdf").path])
+        #expect(refused.status == 1 && refused.stderr.contains("chunk 3 of the protected file is damaged"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("broken.pdf").path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.contains("opening") }, "no staged plain file left")
+        let streamed = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "\"$0\" open \"$1\" --keys \"$2\" | wc -c", try #require(CLIRunner.binary).path, broken, keys])
+        #expect(streamed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == String(3 * 65_536), "the three whole chunks before the damage, none of it")
+
+        // A key file for another key.
+        let other = folder.appendingPathComponent("other.satchel").path
+        #expect(try CLIRunner.run(["protect", file, "--out", other]).status == 0)
+        let wrong = try CLIRunner.run(["open", out, "--keys", other + ".keys.json"])
+        #expect(wrong.status != 0 && wrong.stderr.contains("holds no key"), "\(wrong.stderr)")
+        let neither = try CLIRunner.run(["open", out])
+        #expect(neither.status != 0 && neither.stderr.contains("--keys FILE or --data-dir DIR --asset-id ID"), "\(neither.stderr)")
+    }
+
+    @Test("protect --register puts the key in the key store under a policy; a device opens the file under its license, and not once the rental has ended or without a license")
+    func underALicense() async throws {
+        let server = try AgentCommandTests.Server("protect-license")
+        let (folder, file, bytes) = try Self.document("protect-license")
+        let out = folder.appendingPathComponent("book.satchel").path
+        let registered = try CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])
+        #expect(registered.status == 0 && registered.stdout.contains("registered 1 key for asset book"), "\(registered.stdout) \(registered.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out + ".keys.json"), "registered: no key file")
+        try await server.start()
+        defer { server.stop() }
+        try await TestMedia.offloaded {
+            let device = server.directory.appendingPathComponent("device").path
+            let token = try server.token()
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
+            let none = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book"])
+            #expect(none.status != 0 && Data(none.stdout.utf8).isEmpty, "no license: nothing opens: \(none.stderr)")
+            let acquired = try CLIRunner.run(["license", "acquire", "book", "--server", server.url, "--token", token, "--data-dir", device, "--persistent"])
+            #expect(acquired.status == 0, "\(acquired.stderr)")
+            let plain = folder.appendingPathComponent("plain.pdf").path
+            let opened = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", plain])
+            #expect(opened.status == 0, "\(opened.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
+            Thread.sleep(forTimeInterval: 5)
+            let ended = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", folder.appendingPathComponent("late.pdf").path])
+            #expect(ended.status != 0 && ended.stderr.contains("expired"), "\(ended.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("late.pdf").path))
+        }
+    }
+}
