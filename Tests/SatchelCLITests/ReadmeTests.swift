@@ -147,6 +147,12 @@ struct ReadmeTests {
         #expect(lines.contains { $0.hasSuffix("\tat most 5\tapplied through item 0") }, "the tablet follows the feed: \(result.stdout)")
     }
 
+    @Test("the protected-file example runs as written: a file protected, opened with its key file, the same bytes", .timeLimit(.minutes(2)))
+    func protectExample() async throws {
+        let result = try await Self.run(try Self.block(after: "<!-- protect -->"), label: "readme-protect")
+        #expect(result.status == 0 && result.stdout.contains("the same bytes"), "\(result.stdout) \(result.stderr.suffix(800))")
+    }
+
     @Test("the device agent's example (server, register, acquire, list, rights, use, renew, sync, release, licenses) runs as written",
           .timeLimit(.minutes(3)))
     func agentExample() async throws {
