@@ -35,6 +35,8 @@ enum PlaybackBody: Sendable {
     case origin(OriginFeed)
     /// `range` of a single media file's clear form, made from its stored bytes (disk or origin) as it is sent.
     case clearFile(SingleFileStream, range: ClosedRange<Int64>)
+    /// `range` of a protected file's plain bytes, the chunks it touches opened one after the other.
+    case protectedFile(ProtectedFileReader, range: ClosedRange<Int64>)
     /// Nothing (an empty file).
     case empty
 
@@ -60,6 +62,15 @@ enum PlaybackBody: Sendable {
             try await feed.write(to: &writer)
         case let .clearFile(stream, range):
             try await stream.write(range, to: &writer)
+        case let .protectedFile(reader, range):
+            let wanted = UInt64(range.lowerBound)..<UInt64(range.upperBound + 1)
+            guard let chunks = reader.chunks(for: wanted) else { return }
+            for index in chunks {
+                let plain = try await reader.chunk(index)
+                let start = index * UInt64(reader.header.chunkSize)
+                let from = Int(max(wanted.lowerBound, start) - start), to = Int(min(wanted.upperBound, start + UInt64(plain.count)) - start)
+                try await writer.write(ByteBuffer(bytes: plain[from..<to]))
+            }
         case let .clearTS(file, transport, from, head, done, failed):
             var transport = transport
             let (path, size) = (file.name, file.size)

@@ -34,10 +34,13 @@ final class PlaybackSession: Sendable {
     let singleFile: SingleFile?
     /// The clear form of that file, planned once.
     let fileStreams = SessionCache<SingleFileStream>()
+    /// A Satchel protected file (a document, not media) served as its plain bytes (nil: none).
+    let protectedFile: ProtectedFileReader?
 
     init(assetID: String, asset: PlayableAsset, mode: PlaybackMode, keys: [PlaybackKey], rights: SessionRights?, keepsManifest: Bool,
-         router: StreamRouter, singleFile: SingleFile? = nil) {
+         router: StreamRouter, singleFile: SingleFile? = nil, protectedFile: ProtectedFileReader? = nil) {
         self.singleFile = singleFile
+        self.protectedFile = protectedFile
         token = Base64URL.encode(SecureRandom.bytes(32))
         self.assetID = assetID
         self.asset = asset

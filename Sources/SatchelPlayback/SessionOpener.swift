@@ -84,6 +84,9 @@ struct SessionOpener: Sendable {
             size = expected
         }
         let read = try SessionFiles.reader(path, of: asset, origin: context.origin)
+        if size >= Int64(ProtectedFileHeader.magic.count), try await read(0, ProtectedFileHeader.magic.count) == ProtectedFileHeader.magic {
+            return try await openProtectedFile(assetID, asset, rightsAsset: rightsAsset, size: size, read: read)
+        }
         let head: MP4FileHead?
         do {
             head = try await MP4FileHead.read(size: size) { (offset, count) async throws(ProtectionError) -> [UInt8] in
@@ -109,6 +112,33 @@ struct SessionOpener: Sendable {
                                   decrypting: configuration.mode == .decrypt, keepsManifest: false, singleFile: single == nil ? nil : path)
         return PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights, keepsManifest: false,
                                router: router, singleFile: single)
+    }
+
+    /// A session over a Satchel protected file: its header read, its key taken from the rights (which must be valid
+    /// now), its plain bytes served by random access (only the chunks a range touches are read, from disk or the
+    /// origin). In pass-through, the file is served as stored.
+    private func openProtectedFile(_ assetID: String, _ asset: PlayableAsset, rightsAsset: String, size: Int64,
+                                   read: @escaping @Sendable (Int64, Int) async throws(PlaybackError) -> [UInt8]) async throws(PlaybackError) -> PlaybackSession {
+        let source = SessionByteSource(size: UInt64(size), read: read)
+        let path = asset.entry
+        let header: ProtectedFileHeader
+        do { header = try ProtectedFileHeader.parse(try await read(0, Int(min(size, Int64(ProtectedFileHeader.maximumLength))))) } catch let error as PlaybackError {
+            throw error
+        } catch { throw .invalidContent("\(path): \(error)") }
+        let (keys, sessionRights) = try await opening(true, rightsAsset)
+        var reader: ProtectedFileReader?
+        if configuration.mode == .decrypt {
+            guard let key = keys.first(where: { $0.keyID == header.keyID.hex }) else {
+                throw .invalidContent("\(path): the license holds no key \(header.keyID.hex), which the file needs")
+            }
+            do { reader = try await ProtectedFileReader.open(source, key: key.key) } catch let error as PlaybackError {
+                throw error
+            } catch { throw .invalidContent("\(path): \(error)") }
+        }
+        let router = StreamRouter(map: HLSAssetMap(playlists: [], segments: [:]), transcript: nil, forwarding: nil,
+                                  decrypting: configuration.mode == .decrypt, keepsManifest: false, singleFile: reader == nil ? nil : path)
+        return PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights, keepsManifest: false,
+                               router: router, protectedFile: reader)
     }
 
     /// The asset map of an HLS asset: its playlists read from memory or disk (a playlist that cannot be read is the

@@ -91,4 +91,63 @@ import Testing
             #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("late.pdf").path))
         }
     }
+
+    @Test("through the proxy: a protected PDF and EPUB on the origin are served as their plain bytes with their own type, length and ranges (curl and Python read ranges byte-identical to the originals, the origin asked only for the chunks needed); once the rental ended the session does not open")
+    func throughTheProxy() async throws {
+        try TestMedia.require("curl")
+        let server = try AgentCommandTests.Server("protect-play")
+        try await server.start()
+        defer { server.stop() }
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        let data = server.directory.appendingPathComponent("device").path
+        let pdf = Data(SecureRandom.bytes(700_000)), epub = Data(SecureRandom.bytes(150_001))
+        try await TestMedia.offloaded {
+            for (name, bytes, rental) in [("book.pdf", pdf, [String]()), ("novel.epub", epub, ["--rental-seconds", "4"])] {
+                let plain = server.directory.appendingPathComponent(name)
+                try bytes.write(to: plain)
+                let asset = String(name.split(separator: ".")[0])
+                let made = try CLIRunner.run(["protect", plain.path, "--out", site.appendingPathComponent(name + ".satchel").path, "--register",
+                                              "--asset-id", asset, "--data-dir", server.data, "--offline"] + rental)
+                #expect(made.status == 0, "\(made.stderr)")
+            }
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
+        }
+        let player = try await TestMedia.offloaded { try PlayCommandTests.Player([origin.url("book.pdf.satchel"), "--data-dir", data, "--token", try server.token(persistent: false, asset: "book")]) }
+        try await TestMedia.offloaded {
+            let whole = try PlayCommandTests.fetch(player.url)
+            #expect(whole.status == 200 && Data(whole.body) == pdf, "\(whole.status) \(whole.body.count)")
+            #expect(whole.headers["content-type"] == "application/pdf" && whole.headers["content-length"] == "700000", "\(whole.headers)")
+            let before = origin.log.count
+            let part = try PlayCommandTests.fetch(player.url, range: "bytes=65000-70000")
+            #expect(part.status == 206 && Data(part.body) == pdf[65000...70000] && part.headers["content-range"] == "bytes 65000-70000/700000")
+            let asked = origin.log.dropFirst(before)
+            #expect(!asked.isEmpty && asked.allSatisfy { $0.range != nil }, "the origin is read by range, never whole: \(asked.map(\.range))")
+            let python = """
+            import random, sys, urllib.request
+            url, original = sys.argv[1], open(sys.argv[2], "rb").read()
+            rng = random.Random(7)
+            for _ in range(40):
+                a = rng.randrange(len(original)); b = min(len(original) - 1, a + rng.randrange(200000))
+                got = urllib.request.urlopen(urllib.request.Request(url, headers={"Range": "bytes=%d-%d" % (a, b)})).read()
+                assert got == original[a:b + 1], (a, b)
+            print("ranges ok")
+            """
+            let ranges = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", python, player.url, server.directory.appendingPathComponent("book.pdf").path])
+            #expect(ranges.stdout.contains("ranges ok"), "\(ranges.stderr)")
+        }
+        _ = try await TestMedia.offloaded { player.stop() }
+
+        let novel = try await TestMedia.offloaded { try PlayCommandTests.Player([origin.url("novel.epub.satchel"), "--data-dir", data, "--token", try server.token(persistent: false, asset: "novel")]) }
+        try await TestMedia.offloaded {
+            let whole = try PlayCommandTests.fetch(novel.url)
+            #expect(Data(whole.body) == epub && whole.headers["content-type"] == "application/epub+zip", "\(whole.headers)")
+            _ = novel.stop()
+            Thread.sleep(forTimeInterval: 5)
+            let late = try CLIRunner.run(["play", origin.url("novel.epub.satchel"), "--data-dir", data, "--license-asset", "novel"])
+            #expect(late.status != 0 && late.stderr.contains("expired"), "the rental ended: \(late.stderr)")
+        }
+    }
 }

@@ -27,6 +27,12 @@ struct SingleFileSource: SegmentSource {
 
     func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
         let files = request.files
+        if let reader = files.session.protectedFile {
+            let size = Int64(reader.header.plainSize)
+            guard size > 0 else { return PlaybackResponse(body: .empty, contentType: reader.header.contentType, range: nil, size: 0) }
+            let range = try PlaybackResponse.range(request.range, size: size)
+            return PlaybackResponse(body: .protectedFile(reader, range: range ?? 0...(size - 1)), contentType: reader.header.contentType, range: range, size: size)
+        }
         let stream = try await files.session.fileStreams.value(for: path) { () async throws(PlaybackError) -> SingleFileStream in
             try await SingleFileStream.make(path, files)
         }
@@ -35,6 +41,24 @@ struct SingleFileSource: SegmentSource {
         let range = try PlaybackResponse.range(request.range, size: stream.size)
         return PlaybackResponse(body: .clearFile(stream, range: range ?? 0...(stream.size - 1)), contentType: contentType, range: range,
                                 size: stream.size)
+    }
+}
+
+/// A session's file read through its reader (disk or origin) as a protected file's byte source.
+struct SessionByteSource: ProtectedByteSource {
+    let total: UInt64
+    let read: @Sendable (Int64, Int) async throws(PlaybackError) -> [UInt8]
+
+    init(size: UInt64, read: @escaping @Sendable (Int64, Int) async throws(PlaybackError) -> [UInt8]) {
+        total = size
+        self.read = read
+    }
+
+    func size() async throws -> UInt64 { total }
+
+    func read(offset: UInt64, count: Int) async throws -> [UInt8] {
+        guard offset < total, count > 0 else { return [] }
+        return try await read(Int64(offset), Int(min(UInt64(count), total - offset)))
     }
 }
 
