@@ -21,6 +21,8 @@ final class OriginFetcher: Sendable {
         var length: Int64?
         /// The body as it arrives.
         var body: HTTPClientResponse.Body
+        /// The whole file's size a ranged answer gives (`Content-Range: bytes A-B/TOTAL`).
+        var total: Int64?
     }
 
     init(connectTimeout: Duration = .seconds(3), readTimeout: Duration = .seconds(10), slowest: OriginPace = OriginPace()) {
@@ -66,7 +68,8 @@ final class OriginFetcher: Sendable {
         if let range = file.range { request.headers.replaceOrAdd(name: "Range", value: "bytes=\(range.lowerBound)-\(range.upperBound)") }
         let expected: UInt = file.range == nil ? 200 : 206
         let response = try await send(request) { $0 == expected }
-        return Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body)
+        let total = response.headers.first(name: "content-range").flatMap { $0.split(separator: "/").last }.flatMap { Int64($0) }
+        return Answer(length: response.headers.first(name: "content-length").flatMap { Int64($0) }, body: response.body, total: total)
     }
 
     /// A request answered whole: the server's content type and body.

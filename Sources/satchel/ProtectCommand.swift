@@ -4,6 +4,7 @@ import SatchelAgent
 import SatchelBytes
 import SatchelHTTP
 import SatchelPackager
+import SatchelPlayback
 import SatchelProtection
 import SatchelSystem
 
@@ -57,7 +58,7 @@ struct OpenCommand: SatchelAsyncCommand {
         commandName: "open",
         abstract: "Decrypt a protected file to --out or stdout: its key from --keys, or from this device's license for --asset-id (only while the rights allow).",
         discussion: "Exit status: 0 when every chunk opened; 1 when one is damaged (nothing of it is written; with --out, nothing at all), the key is wrong, or the rights do not allow it.")
-    @Argument(help: "The protected file.") var file: String
+    @Argument(help: "The protected file: a path, or an http(s) URL (read by range: only what is needed is fetched).") var file: String
     @Option(help: "Where to write the plain bytes (default: stdout).") var out: String?
     @Option(help: "A key file (FILE.keys.json) holding the file's key.") var keys: String?
     @Option(name: .customLong("data-dir"), help: "The device agent's data directory: the key comes from its license for --asset-id.") var dataDirectory: String?
@@ -70,7 +71,17 @@ struct OpenCommand: SatchelAsyncCommand {
     }
 
     func execute() async throws {
-        let source = try LocalByteSource(path: file)
+        let remote = file.hasPrefix("http://") || file.hasPrefix("https://") ? OriginByteSource(url: file) : nil
+        do {
+            try await decrypt(try remote ?? LocalByteSource(path: file))
+        } catch {
+            await remote?.close()
+            throw error
+        }
+        await remote?.close()
+    }
+
+    private func decrypt(_ source: any ProtectedByteSource) async throws {
         let header = try ProtectedFileHeader.parse(try await source.read(offset: 0, count: ProtectedFileHeader.maximumLength))
         let key = try await self.key(for: header)
         let reader = try await ProtectedFileReader.open(source, key: key)

@@ -18,9 +18,14 @@ import Testing
     }
 
     @Test("protect writes the file and its key beside it (0600); Python's cryptography opens it to the same bytes; open writes the plain file (0600) or stdout; a damaged chunk exits 1 having written nothing of it (with --out, nothing at all); a key file without the file's key is refused")
-    func protectAndOpen() throws {
+    func protectAndOpen() async throws {
         try TestMedia.require("python3")
         let (folder, file, bytes) = try Self.document("protect")
+        let site = folder.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        try await TestMedia.offloaded {
         let out = folder.appendingPathComponent("book.pdf.satchel").path
         let protected = try CLIRunner.run(["protect", file, "--out", out, "--title", "A book", "--chunk-size", "65536"])
         #expect(protected.status == 0 && protected.stdout.contains("300000 bytes of application/pdf, 5 chunks"), "\(protected.stdout) \(protected.stderr)")
@@ -42,6 +47,14 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
         #expect(try FileManager.default.attributesOfItem(atPath: plain)[.posixPermissions] as? Int == 0o600)
 
+        // From an origin: read by range, only what is needed.
+        try FileManager.default.copyItem(atPath: out, toPath: site.appendingPathComponent("book.pdf.satchel").path)
+        let fromOrigin = folder.appendingPathComponent("origin.pdf").path
+        let remote = try CLIRunner.run(["open", origin.url("book.pdf.satchel"), "--keys", keys, "--out", fromOrigin])
+        #expect(remote.status == 0, "\(remote.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fromOrigin)) == bytes)
+        #expect(!origin.log.isEmpty && origin.log.allSatisfy { $0.range != nil }, "every read a range request")
+
         // One byte of chunk 3 changed.
         var damaged = try Data(contentsOf: URL(fileURLWithPath: out))
         damaged[damaged.count - 100_000] ^= 0x40
@@ -61,6 +74,7 @@ import Testing
         #expect(wrong.status != 0 && wrong.stderr.contains("holds no key"), "\(wrong.stderr)")
         let neither = try CLIRunner.run(["open", out])
         #expect(neither.status != 0 && neither.stderr.contains("--keys FILE or --data-dir DIR --asset-id ID"), "\(neither.stderr)")
+    }
     }
 
     @Test("protect --register puts the key in the key store under a policy; a device opens the file under its license, and not once the rental has ended or without a license")
