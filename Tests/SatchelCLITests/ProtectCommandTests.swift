@@ -26,83 +26,83 @@ import Testing
         let origin = try await TestOrigin.start(root: site)
         defer { origin.stop() }
         try await TestMedia.offloaded {
-        let out = folder.appendingPathComponent("book.pdf.satchel").path
-        let protected = try CLIRunner.run(["protect", file, "--out", out, "--title", "A book", "--chunk-size", "65536"])
-        #expect(protected.status == 0 && protected.stdout.contains("300000 bytes of application/pdf, 5 chunks"), "\(protected.stdout) \(protected.stderr)")
-        let keys = out + ".keys.json"
-        #expect(try FileManager.default.attributesOfItem(atPath: keys)[.posixPermissions] as? Int == 0o600)
-        let key = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: keys))) as? [String: Any])
-        let hex = try #require(((key["keys"] as? [[String: Any]])?.first?["key"]) as? String)
-        #expect(!protected.stdout.contains(hex) && !protected.stderr.contains(hex), "the key is never printed")
+            let out = folder.appendingPathComponent("book.pdf.satchel").path
+            let protected = try CLIRunner.run(["protect", file, "--out", out, "--title", "A book", "--chunk-size", "65536"])
+            #expect(protected.status == 0 && protected.stdout.contains("300000 bytes of application/pdf, 5 chunks"), "\(protected.stdout) \(protected.stderr)")
+            let keys = out + ".keys.json"
+            #expect(try FileManager.default.attributesOfItem(atPath: keys)[.posixPermissions] as? Int == 0o600)
+            let key = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: keys))) as? [String: Any])
+            let hex = try #require(((key["keys"] as? [[String: Any]])?.first?["key"]) as? String)
+            #expect(!protected.stdout.contains(hex) && !protected.stderr.contains(hex), "the key is never printed")
 
-        let python = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.opener, "open", out, hex])
-        #expect(python.status == 0 && Data(python.stdout.utf8).count > 0, "\(python.stderr)")
-        let pythonPlain = folder.appendingPathComponent("python.pdf").path
-        #expect(try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "python3 \"$0\" open \"$1\" \"$2\" > \"$3\"", Self.opener, out, hex, pythonPlain]).status == 0)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: pythonPlain)) == bytes, "the second implementation reads what Satchel wrote")
+            let python = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.opener, "open", out, hex])
+            #expect(python.status == 0 && Data(python.stdout.utf8).count > 0, "\(python.stderr)")
+            let pythonPlain = folder.appendingPathComponent("python.pdf").path
+            #expect(try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "python3 \"$0\" open \"$1\" \"$2\" > \"$3\"", Self.opener, out, hex, pythonPlain]).status == 0)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: pythonPlain)) == bytes, "the second implementation reads what Satchel wrote")
 
-        let plain = folder.appendingPathComponent("plain.pdf").path
-        let opened = try CLIRunner.run(["open", out, "--keys", keys, "--out", plain])
-        #expect(opened.status == 0, "\(opened.stderr)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
-        #expect(try FileManager.default.attributesOfItem(atPath: plain)[.posixPermissions] as? Int == 0o600)
-
-        // From an origin: read by range, only what is needed.
-        try FileManager.default.copyItem(atPath: out, toPath: site.appendingPathComponent("book.pdf.satchel").path)
-        let fromOrigin = folder.appendingPathComponent("origin.pdf").path
-        let remote = try CLIRunner.run(["open", origin.url("book.pdf.satchel"), "--keys", keys, "--out", fromOrigin])
-        #expect(remote.status == 0, "\(remote.stderr)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: fromOrigin)) == bytes)
-        #expect(!origin.log.isEmpty && origin.log.allSatisfy { $0.range != nil }, "every read a range request")
-
-        // One byte of chunk 3 changed.
-        var damaged = try Data(contentsOf: URL(fileURLWithPath: out))
-        damaged[damaged.count - 100_000] ^= 0x40
-        let broken = folder.appendingPathComponent("broken.satchel").path
-        try damaged.write(to: URL(fileURLWithPath: broken))
-        let refused = try CLIRunner.run(["open", broken, "--keys", keys, "--out", folder.appendingPathComponent("broken.pdf").path])
-        #expect(refused.status == 1 && refused.stderr.contains("chunk 3 of the protected file is damaged"), "\(refused.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("broken.pdf").path))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.contains("opening") }, "no staged plain file left")
-        let streamed = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "\"$0\" open \"$1\" --keys \"$2\" | wc -c", try #require(CLIRunner.binary).path, broken, keys])
-        #expect(streamed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == String(3 * 65_536), "the three whole chunks before the damage, none of it")
-
-        // A key file for another key.
-        let other = folder.appendingPathComponent("other.satchel").path
-        #expect(try CLIRunner.run(["protect", file, "--out", other]).status == 0)
-        let wrong = try CLIRunner.run(["open", out, "--keys", other + ".keys.json"])
-        #expect(wrong.status != 0 && wrong.stderr.contains("holds no key"), "\(wrong.stderr)")
-        let neither = try CLIRunner.run(["open", out])
-        #expect(neither.status != 0 && neither.stderr.contains("--keys FILE or --data-dir DIR --asset-id ID"), "\(neither.stderr)")
-    }
-    }
-
-    @Test("protect --register puts the key in the key store under a policy; a device opens the file under its license, and not once the rental has ended or without a license")
-    func underALicense() async throws {
-        let server = try AgentCommandTests.Server("protect-license")
-        let (folder, file, bytes) = try Self.document("protect-license")
-        let out = folder.appendingPathComponent("book.satchel").path
-        let registered = try CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])
-        #expect(registered.status == 0 && registered.stdout.contains("registered 1 key for asset book"), "\(registered.stdout) \(registered.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: out + ".keys.json"), "registered: no key file")
-        try await server.start()
-        defer { server.stop() }
-        try await TestMedia.offloaded {
-            let device = server.directory.appendingPathComponent("device").path
-            let token = try server.token()
-            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
-            let none = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book"])
-            #expect(none.status != 0 && Data(none.stdout.utf8).isEmpty, "no license: nothing opens: \(none.stderr)")
-            let acquired = try CLIRunner.run(["license", "acquire", "book", "--server", server.url, "--token", token, "--data-dir", device, "--persistent"])
-            #expect(acquired.status == 0, "\(acquired.stderr)")
             let plain = folder.appendingPathComponent("plain.pdf").path
-            let opened = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", plain])
+            let opened = try CLIRunner.run(["open", out, "--keys", keys, "--out", plain])
             #expect(opened.status == 0, "\(opened.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
-            Thread.sleep(forTimeInterval: 5)
-            let ended = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", folder.appendingPathComponent("late.pdf").path])
-            #expect(ended.status != 0 && ended.stderr.contains("expired"), "\(ended.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("late.pdf").path))
+            #expect(try FileManager.default.attributesOfItem(atPath: plain)[.posixPermissions] as? Int == 0o600)
+
+            // From an origin: read by range, only what is needed.
+            try FileManager.default.copyItem(atPath: out, toPath: site.appendingPathComponent("book.pdf.satchel").path)
+            let fromOrigin = folder.appendingPathComponent("origin.pdf").path
+            let remote = try CLIRunner.run(["open", origin.url("book.pdf.satchel"), "--keys", keys, "--out", fromOrigin])
+            #expect(remote.status == 0, "\(remote.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: fromOrigin)) == bytes)
+            #expect(!origin.log.isEmpty && origin.log.allSatisfy { $0.range != nil }, "every read a range request")
+
+            // One byte of chunk 3 changed.
+            var damaged = try Data(contentsOf: URL(fileURLWithPath: out))
+            damaged[damaged.count - 100_000] ^= 0x40
+            let broken = folder.appendingPathComponent("broken.satchel").path
+            try damaged.write(to: URL(fileURLWithPath: broken))
+            let refused = try CLIRunner.run(["open", broken, "--keys", keys, "--out", folder.appendingPathComponent("broken.pdf").path])
+            #expect(refused.status == 1 && refused.stderr.contains("chunk 3 of the protected file is damaged"), "\(refused.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("broken.pdf").path))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).allSatisfy { !$0.contains("opening") }, "no staged plain file left")
+            let streamed = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "\"$0\" open \"$1\" --keys \"$2\" | wc -c", try #require(CLIRunner.binary).path, broken, keys])
+            #expect(streamed.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == String(3 * 65_536), "the three whole chunks before the damage, none of it")
+
+            // A key file for another key.
+            let other = folder.appendingPathComponent("other.satchel").path
+            #expect(try CLIRunner.run(["protect", file, "--out", other]).status == 0)
+            let wrong = try CLIRunner.run(["open", out, "--keys", other + ".keys.json"])
+            #expect(wrong.status != 0 && wrong.stderr.contains("holds no key"), "\(wrong.stderr)")
+            let neither = try CLIRunner.run(["open", out])
+            #expect(neither.status != 0 && neither.stderr.contains("--keys FILE or --data-dir DIR --asset-id ID"), "\(neither.stderr)")
+        }
+        }
+
+        @Test("protect --register puts the key in the key store under a policy; a device opens the file under its license, and not once the rental has ended or without a license")
+        func underALicense() async throws {
+            let server = try AgentCommandTests.Server("protect-license")
+            let (folder, file, bytes) = try Self.document("protect-license")
+            let out = folder.appendingPathComponent("book.satchel").path
+            let registered = try CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])
+            #expect(registered.status == 0 && registered.stdout.contains("registered 1 key for asset book"), "\(registered.stdout) \(registered.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out + ".keys.json"), "registered: no key file")
+            try await server.start()
+            defer { server.stop() }
+            try await TestMedia.offloaded {
+                let device = server.directory.appendingPathComponent("device").path
+                let token = try server.token()
+                #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
+                let none = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book"])
+                #expect(none.status != 0 && Data(none.stdout.utf8).isEmpty, "no license: nothing opens: \(none.stderr)")
+                let acquired = try CLIRunner.run(["license", "acquire", "book", "--server", server.url, "--token", token, "--data-dir", device, "--persistent"])
+                #expect(acquired.status == 0, "\(acquired.stderr)")
+                let plain = folder.appendingPathComponent("plain.pdf").path
+                let opened = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", plain])
+                #expect(opened.status == 0, "\(opened.stderr)")
+                #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
+                Thread.sleep(forTimeInterval: 5)
+                let ended = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", folder.appendingPathComponent("late.pdf").path])
+                #expect(ended.status != 0 && ended.stderr.contains("expired"), "\(ended.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("late.pdf").path))
         }
     }
 
