@@ -18,7 +18,7 @@ struct PlayCommand: SatchelAsyncCommand {
         commandName: "play",
         abstract: "Serve a downloaded asset, or an online HLS, DASH or Smooth Streaming source, to a player through the loopback playback proxy (decrypted unless --passthrough).")
 
-    @Argument(help: "The asset ID (as `download add` named it, see `satchel download list`), or the URL of an HLS playlist, a DASH MPD or a Smooth Streaming manifest to play online.")
+    @Argument(help: "The asset ID (as `download add` named it, see `satchel download list`), the URL of an HLS playlist, a DASH MPD, a Smooth Streaming manifest or a file to play online, or the path of a local file (a protected file).")
     var asset: String
     @OptionGroup var directory: DownloadDirectoryOptions
     @Option(help: "The proxy's port on 127.0.0.1 (0: any free port).") var port = 0
@@ -50,6 +50,13 @@ struct PlayCommand: SatchelAsyncCommand {
     /// True when the argument is a URL to play online.
     var isOnline: Bool { asset.hasPrefix("http://") || asset.hasPrefix("https://") }
 
+    /// True when the argument is a file on disk (a protected file, a media file) rather than a downloaded asset's ID.
+    var isLocalFile: Bool {
+        var directory: ObjCBool = false
+        return !isOnline && (asset.contains("/") || asset.hasSuffix(".satchel")) && FileManager.default.fileExists(atPath: asset, isDirectory: &directory)
+            && !directory.boolValue
+    }
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
         guard holdOff.isFinite, (0...600).contains(holdOff) else { throw ValidationError("--hold-off is 0 to 600 seconds") }
@@ -67,6 +74,13 @@ struct PlayCommand: SatchelAsyncCommand {
     func execute() async throws {
         let originHeaders = try DownloadOptions.parseHeaders(headers)
         let status = try await directory.withEngine(readOnly: !isOnline) { manager, agent -> Int32 in
+            if isLocalFile {
+                // A local file's rights: the license asset named, else the token's, else its name without `.satchel`.
+                let name = URL(fileURLWithPath: asset).lastPathComponent
+                let claimed = token.flatMap(Agent.assetID(inToken:)).flatMap { $0 == "*" ? nil : $0 }
+                let rights = licenseAsset ?? claimed ?? (name.hasSuffix(".satchel") ? String(name.dropLast(".satchel".count)) : name)
+                return try await serve(LocalFileLibrary(path: asset), assetID: rights, licenseAsset: rights, agent: agent)
+            }
             guard isOnline, let url = URL(string: asset) else {
                 guard let known = try? await manager.asset(asset) else {
                     let ids = ((try? await manager.assets()) ?? []).map(\.id)

@@ -164,4 +164,44 @@ import Testing
             #expect(late.status != 0 && late.stderr.contains("expired"), "the rental ended: \(late.stderr)")
         }
     }
+
+    @Test("a protected file is downloaded like any single file, with its license, and plays from the download as its plain bytes; a local copy plays by its path")
+    func downloadedAndLocal() async throws {
+        try TestMedia.require("curl")
+        let server = try AgentCommandTests.Server("protect-download")
+        try await server.start()
+        defer { server.stop() }
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        let origin = try await TestOrigin.start(root: site)
+        defer { origin.stop() }
+        try await TestMedia.offloaded {
+            let bytes = Data(SecureRandom.bytes(200_000))
+            let plain = server.directory.appendingPathComponent("book.pdf")
+            try bytes.write(to: plain)
+            let made = try CLIRunner.run(["protect", plain.path, "--out", site.appendingPathComponent("book.pdf.satchel").path, "--register",
+                                          "--asset-id", "book", "--data-dir", server.data, "--offline"])
+            #expect(made.status == 0, "\(made.stderr)")
+            let data = server.directory.appendingPathComponent("device").path
+            let token = try server.token()
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+            let added = try CLIRunner.run(["download", "add", origin.url("book.pdf.satchel"), "--id", "book", "--license", "--token", token, "--data-dir", data])
+            #expect(added.status == 0, "\(added.stderr)")
+            let ran = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(ran.status == 0, "\(ran.stderr)")
+            let fromDownload = server.directory.appendingPathComponent("from-download.pdf").path
+            let played = try CLIRunner.run(["play", "book", "--data-dir", data, "--exec", "curl -sf {url} -o \(fromDownload)"])
+            #expect(played.status == 0, "\(played.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: fromDownload)) == bytes)
+
+            let copy = server.directory.appendingPathComponent("shelf")
+            try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(at: site.appendingPathComponent("book.pdf.satchel"), to: copy.appendingPathComponent("book.pdf.satchel"))
+            let fromPath = server.directory.appendingPathComponent("from-path.pdf").path
+            let local = try CLIRunner.run(["play", copy.appendingPathComponent("book.pdf.satchel").path, "--license-asset", "book", "--data-dir", data,
+                                           "--exec", "curl -sf {url} -o \(fromPath)"])
+            #expect(local.status == 0, "\(local.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: fromPath)) == bytes)
+        }
+    }
 }
