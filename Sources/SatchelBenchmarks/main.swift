@@ -7,7 +7,7 @@ import Foundation
 import SatchelBytes
 import SatchelFairPlay
 
-// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [playback] [downloads] [backplane] [events] [--seconds N] [--parts] [--memory: playback's in-memory figures only]
+// Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [playback] [downloads] [backplane] [events] [files] [--seconds N] [--parts] [--memory: playback's in-memory figures only] [--megabytes N: files' size, default 1024]
 // `backplane` and `events` run two PostgreSQL nodes too when SATCHEL_BENCH_DATABASE_URL names a database they may empty.
 // `downloads` also runs the emulated-link suite (root: a network namespace); `link [--rounds N]` runs that alone.
 // The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
@@ -30,7 +30,7 @@ func value(_ name: String) -> String? {
 }
 let seconds = value("--seconds").flatMap(Double.init) ?? 3
 let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil && $0 != value("--target") }
-let knownSuites: Set<String> = ["fairplay", "packaging", "server", "playback", "downloads", "link", "fuzz", "backplane", "events"]
+let knownSuites: Set<String> = ["fairplay", "packaging", "server", "playback", "downloads", "link", "fuzz", "backplane", "events", "files"]
 if arguments.contains("--help") || arguments.contains("-h") || !suites.allSatisfy(knownSuites.contains) {
     // An unknown name would otherwise fall through to the default run of every suite (tens of minutes).
     FileHandle.standardError.write(Data("usage: SatchelBenchmarks [\(knownSuites.sorted().joined(separator: "|"))]… [--seconds N] [--parts]\n".utf8))
@@ -89,6 +89,15 @@ if suites.isEmpty || suites.contains("events") {
         try await EventsBenchmark(seconds: max(Int(seconds), 3)).run()
     } catch {
         FileHandle.standardError.write(Data("events benchmark failed: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if suites.isEmpty || suites.contains("files") {
+    do {
+        try await ProtectedFileBenchmark(megabytes: value("--megabytes").flatMap(Int.init) ?? 1024).run()
+    } catch {
+        FileHandle.standardError.write(Data("protected file benchmark failed: \(error)\n".utf8))
         exit(1)
     }
 }
