@@ -186,8 +186,40 @@ public enum FuzzTargets {
                 precondition(cut.feed(bytes[..<middle]) + cut.feed(bytes[middle...]) == events, "the events depend on how the bytes were cut")
                 return !events.isEmpty
             },
+            FuzzTarget(name: "protected-file", seeds: [Self.protectedFile]) { bytes in
+                // A protected file opened as a reader would: typed errors only, and only the file as written opens (a
+                // changed file that opened would be a forgery: the run stops on it).
+                guard let header = try? ProtectedFileHeader.parse(bytes), (try? header.verify(Self.fileKey)) != nil,
+                      UInt64(bytes.count) == header.fileSize else { return false }
+                for index in 0..<header.chunkCount {
+                    let start = Int(header.offset(ofChunk: index)), length = header.plainLength(ofChunk: index) + ProtectedFileHeader.tagLength
+                    guard (try? ProtectedChunks.open(Array(bytes[start..<(start + length)]), index: index, header: header, key: Self.fileKey)) != nil else {
+                        return false
+                    }
+                }
+                precondition(bytes == Self.protectedFile, "a changed protected file opened")
+                return true
+            },
         ]
     }
+
+    /// The key of ``protectedFile``.
+    static let fileKey = SecretBytes(Array(0..<16))
+
+    /// A protected file of three 1 KiB chunks (the last shorter), with a title.
+    static let protectedFile: [UInt8] = {
+        let plain = (0..<2500).map { UInt8(truncatingIfNeeded: $0 * 31) }
+        guard let keyID = try? KeyID(hex: "00112233445566778899aabbccddeeff"),
+              let header = try? ProtectedFileHeader(keyID: keyID, noncePrefix: Array(repeating: 5, count: 7), chunkSize: 1024, plainSize: 2500,
+                                                    contentType: "application/pdf", metadata: ["title": "Fuzz"]).sealed(with: fileKey) else { return [] }
+        var file = header.bytes()
+        for index in 0..<header.chunkCount {
+            let start = Int(index) * 1024
+            file += (try? ProtectedChunks.seal(Array(plain[start..<(start + header.plainLength(ofChunk: index))]), index: index, header: header,
+                                               key: fileKey)) ?? []
+        }
+        return file
+    }()
 
     /// A stream as `GET /backplane/stream` sends it: settings, a command, a heartbeat.
     static let eventStream = Array("""
