@@ -146,6 +146,9 @@ struct PlayCommand: SatchelAsyncCommand {
             }
             throw error
         }
+        if let warning = SystemProxyCheck.warning(environment: ProcessInfo.processInfo.environment) {
+            FileHandle.standardError.write(Data("satchel: warning: \(warning)\n".utf8))
+        }
         FileHandle.standardOutput.write(Data((url + "\n").utf8))  // unbuffered: a script reads it at once
         let status: Int32
         if let exec {

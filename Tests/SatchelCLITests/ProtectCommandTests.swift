@@ -198,9 +198,12 @@ import Testing
             try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
             try FileManager.default.copyItem(at: site.appendingPathComponent("book.pdf.satchel"), to: copy.appendingPathComponent("book.pdf.satchel"))
             let fromPath = server.directory.appendingPathComponent("from-path.pdf").path
-            let local = try CLIRunner.run(["play", copy.appendingPathComponent("book.pdf.satchel").path, "--license-asset", "book", "--data-dir", data,
-                                           "--exec", "curl -sf {url} -o \(fromPath)"])
+            // Under a system proxy that would capture loopback: said before the URL, the proxy's credentials never printed.
+            let local = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["http_proxy=http://user:secret@proxy.invalid:3128", "no_proxy=",
+                                              try #require(CLIRunner.binary).path, "play", copy.appendingPathComponent("book.pdf.satchel").path,
+                                              "--license-asset", "book", "--data-dir", data, "--exec", "curl --noproxy * -sf {url} -o \(fromPath)"])
             #expect(local.status == 0, "\(local.stderr)")
+            #expect(local.stderr.contains("warning: http_proxy is set and no_proxy does not cover 127.0.0.1") && !local.stderr.contains("secret"), "\(local.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: fromPath)) == bytes)
         }
     }

@@ -139,4 +139,17 @@ import Testing
         }
         _ = try PlaybackProxy(library: Nothing(), rights: nil, configuration: .init(host: "::1"))
     }
+
+    @Test("a system HTTP proxy that would capture the loopback URL is said, naming the variable and never its value; no_proxy covering 127.0.0.1 silences it")
+    func systemProxy() {
+        #expect(SystemProxyCheck.warning(environment: [:]) == nil)
+        let warned = SystemProxyCheck.warning(environment: ["HTTP_PROXY": "http://user:secret@proxy.example:3128"])
+        #expect(warned?.contains("HTTP_PROXY is set") == true && warned?.contains("no_proxy=127.0.0.1") == true && warned?.contains("secret") == false)
+        #expect(SystemProxyCheck.warning(environment: ["http_proxy": "http://p:3128", "no_proxy": "example.com, 127.0.0.1"]) == nil)
+        #expect(SystemProxyCheck.warning(environment: ["http_proxy": "http://p:3128", "NO_PROXY": "*"]) == nil)
+        #expect(SystemProxyCheck.warning(environment: ["all_proxy": "socks5://p:1080", "no_proxy": "127.0.0.0/8"]) == nil)
+        #expect(SystemProxyCheck.warning(environment: ["http_proxy": "http://p:3128", "no_proxy": "localhost,example.com"]) != nil,
+                "localhost is a name: a player asking for 127.0.0.1 still goes to the proxy")
+        #expect(SystemProxyCheck.warning(environment: ["http_proxy": ""]) == nil)
+    }
 }
