@@ -54,6 +54,11 @@ extension Agent {
         return delivered.contains(license.licenseID)
     }
 
+    /// Removes every installed license at once (seed 000 §4.3, the DRM store reset): each becomes a release owed to
+    /// its server, delivered at the next sync; nothing is asked of the server now. Answers the assets whose licenses went.
+    @discardableResult
+    public func reset() async throws(AgentError) -> [String] { try await AgentSync.reset(self) }
+
     /// Contacts the server: its signed statement of this device's licenses (which restores a store that could not
     /// be believed, and removes licenses it holds released), its time (which can restore trust in the clock), the
     /// releases owed, and the renewals due (with `token`).

@@ -81,6 +81,28 @@ enum AgentSync {
     }
 
     /// Delivers owed releases; answers the license IDs the server took.
+    /// Every installed license removed in one change of the store, each now a release owed to its server.
+    static func reset(_ agent: isolated Agent) async throws(AgentError) -> [String] {
+        let snapshot = try await agent.store.snapshot()
+        let installed = agent.installed(snapshot)
+        let now = agent.clockReader.read().wall
+        try await agent.store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
+            var rows: [LicenseStore.RowChange] = []
+            for license in installed {
+                state.licenses[license.licenseID] = nil
+                if !state.owed.contains(where: { $0.licenseID == license.licenseID }) {
+                    state.owed.append(OwedRelease(licenseID: license.licenseID, assetID: license.assetID, server: license.server, owedSince: now, attempts: 0))
+                }
+                rows.append(.delete(license.licenseID))
+            }
+            // Rows the sealed state no longer vouches for go too: the store is empty of licenses after a reset.
+            for id in snapshot.rows.keys where !installed.contains(where: { $0.licenseID == id }) { rows.append(.delete(id)) }
+            return ((), rows)
+        }
+        for license in installed { _ = try? await AgentActivity.record(agent, .licenseReleased, asset: license.assetID, reason: "reset", seconds: nil, detail: nil) }
+        return installed.map(\.assetID)
+    }
+
     static func deliverReleases(_ agent: isolated Agent) async throws(AgentError) -> [String] {
         var delivered: [String] = []
         for owed in try await agent.store.snapshot().state.owed {

@@ -9,7 +9,7 @@ import SatchelRights
 struct LicenseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "license", abstract: "The device's licenses: acquire, list, use, renew, release, sync; request (FairPlay, Clear Key, AES-128 as a player would).",
-        subcommands: [Acquire.self, List.self, Use.self, Renew.self, Release.self, Sync.self, LicenseRequestCommand.self])
+        subcommands: [Acquire.self, List.self, Use.self, Renew.self, Release.self, Reset.self, Sync.self, LicenseRequestCommand.self])
 
     struct Acquire: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(commandName: "acquire", abstract: "Acquire and store a license for an asset.")
@@ -75,6 +75,19 @@ struct LicenseCommand: ParsableCommand {
         func execute() async throws {
             let delivered = try await agent.with { try await $0.release(asset: assetID) }
             print(delivered ? "\(assetID): license released" : "\(assetID): license deleted; the release is owed and will be delivered at the next contact")
+        }
+    }
+
+    struct Reset: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset",
+            abstract: "Remove every license of this device at once; their releases are delivered at the next sync (satchel license sync).")
+        @OptionGroup var agent: AgentOptions
+
+        func execute() async throws {
+            let assets = try await agent.with { try await $0.reset() }
+            print(assets.isEmpty ? "no licenses to remove"
+                  : "removed \(assets.count) license\(assets.count == 1 ? "" : "s") (\(Set(assets).sorted().joined(separator: ", "))); their releases are owed and delivered at the next sync")
         }
     }
 

@@ -215,6 +215,38 @@ import Testing
         }
     }
 
+    @Test("the DRM store reset (seed 000 §4.3): every license removed at once, offline; their releases owed, listed as pending, and delivered at the next sync, which the server records")
+    func reset() async throws {
+        let server = try Server("reset")
+        try await server.start()
+        defer { server.stop() }
+        let device = server.directory.appendingPathComponent("device").path
+        try await TestMedia.offloaded {
+            let token = try server.token()
+            #expect(try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
+            for asset in ["clip", "movie"] {
+                #expect(try Self.satchel(["license", "acquire", asset, "--token", token, "--data-dir", device, "--persistent"]).status == 0)
+            }
+        }
+        server.stop()
+        try await TestMedia.offloaded {
+            let reset = try Self.satchel(["license", "reset", "--data-dir", device])
+            #expect(reset.status == 0 && reset.stdout.contains("removed 2 licenses (clip, movie)"), "\(reset.stdout) \(reset.stderr)")
+            for asset in ["clip", "movie"] { #expect(try Self.satchel(["license", "use", asset, "--data-dir", device]).status != 0, "\(asset) is gone") }
+            let list = try Self.json("{\"l\":" + (try Self.satchel(["license", "list", "--data-dir", device, "--json"]).stdout) + "}")
+            let rows = try #require(list["l"] as? [[String: Any]])
+            #expect(rows.count == 2 && rows.allSatisfy { $0["pendingRelease"] as? Bool == true }, "\(rows)")
+            #expect(try Self.satchel(["license", "reset", "--data-dir", device]).stdout.contains("no licenses to remove"))
+        }
+        try await server.start()
+        try await TestMedia.offloaded {
+            let synced = try Self.satchel(["license", "sync", "--data-dir", device])
+            #expect(synced.status == 0 && synced.stdout.contains("releases delivered 2, still owed 0"), "\(synced.stdout) \(synced.stderr)")
+            let licenses = try Self.satchel(["licenses", "--data-dir", server.data]).stdout
+            #expect(licenses.contains("\tclip\treleased") && licenses.contains("\tmovie\treleased"), "\(licenses)")
+        }
+    }
+
     @Test("the secure clock under faketime: forward past the end is expired; back two days is untrusted for dated rights only; real time again is valid after sync")
     func secureClock() async throws {
         let server = try Server("clock")
