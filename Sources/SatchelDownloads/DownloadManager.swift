@@ -136,6 +136,12 @@ public actor DownloadManager {
     /// Pauses one asset (stopping its download if it is the current one). Persists.
     public func pause(_ id: String) async throws(DownloadError) { try await DownloadQueue.pause(self, id) }
 
+    /// Moves an asset to place `index` of the queue (0: first; past the end: last). Persists.
+    public func move(_ id: String, to index: Int) async throws(DownloadError) { try await DownloadQueue.move(self, id, to: index) }
+
+    /// Changes an asset's availability window, applied at once (an asset past its new end expires now). Persists.
+    public func setWindow(_ id: String, _ window: AvailabilityWindow) async throws(DownloadError) { try await DownloadQueue.setWindow(self, id, window) }
+
     /// Resumes a paused asset.
     public func resume(_ id: String) async throws(DownloadError) { try await DownloadQueue.resume(self, id) }
 

@@ -29,6 +29,10 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// The feed the asset belongs to: enqueued by a subscription, or named by the app (seed 003's `includeItem`). It
     /// then counts toward that feed's quota and may be deleted to make room for a newer item.
     public var feed: FeedMembership?
+    /// The app's description of the asset (seed 003's per-asset metadata), stored and returned as given.
+    public var description: String?
+    /// The app's own values for the asset (seed 003's `userInfo`), stored and returned as given.
+    public var userInfo: [String: JSONValue]?
 
     /// The default cap on an asset's files (``PlanOptions/defaultMaxResources``).
     public static let defaultMaxResources = PlanOptions.defaultMaxResources

@@ -93,6 +93,30 @@ enum DownloadQueue {
         engine.emit(.queueChanged)
     }
 
+    /// Moves `id` to place `index` of the queue (0: first; past the end: last); the others keep their order.
+    static func move(_ engine: isolated DownloadManager, _ id: String, to index: Int) async throws(DownloadError) {
+        guard index >= 0 else { throw .invalidArgument("a place in the queue is 0 or more") }
+        var order = try await engine.index.all()
+        guard let from = order.firstIndex(where: { $0.id == id }) else { throw .notFound(id) }
+        order.insert(order.remove(at: from), at: min(index, order.count))
+        for (position, var asset) in order.enumerated() where asset.position != position {
+            asset.position = position
+            try await engine.index.update(asset)
+        }
+        engine.emit(.queueChanged)
+        engine.wake()
+    }
+
+    /// Gives `id` a new availability window, applied at once: past its new end, it expires now (files deleted).
+    static func setWindow(_ engine: isolated DownloadManager, _ id: String, _ window: AvailabilityWindow) async throws(DownloadError) {
+        try await update(engine, id) { $0.window = window }
+        if let asset = try await engine.index.find(id), QueuePolicy.hasExpired(asset, at: engine.environment.clock.now) {
+            _ = try await expire(engine, [id])
+        }
+        engine.emit(.queueChanged)
+        engine.wake()
+    }
+
     static func setEnabled(_ engine: isolated DownloadManager, _ value: Bool) async throws(DownloadError) {
         try await engine.index.setSetting("enabled", value ? "true" : "false")
         engine.enabled = value

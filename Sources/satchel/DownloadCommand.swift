@@ -13,7 +13,7 @@ struct DownloadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "download",
         abstract: "Download HLS, DASH, Smooth Streaming and single files for offline playback.",
-        subcommands: [DownloadAdd.self, DownloadRun.self, DownloadList.self, DownloadPause.self, DownloadResume.self, DownloadRemove.self,
+        subcommands: [DownloadAdd.self, DownloadRun.self, DownloadList.self, DownloadPause.self, DownloadResume.self, DownloadRemove.self, DownloadMove.self, DownloadWindow.self,
                       DownloadFlush.self, DownloadEnable.self, DownloadDisable.self, DownloadClearRetries.self, DownloadUpdateURL.self])
 }
 
@@ -95,18 +95,30 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
     @Option(help: "The feed the asset belongs to (with --id, its asset ID in the feed): it then counts toward that feed's quota on this device, and may be deleted to make room for newer items.")
     var feed: String?
+    @Option(help: "A description of the asset, kept with it and shown by download list.") var description: String?
+    @Option(name: .customLong("user-info"), help: "The app's own values for the asset: a JSON object, kept with it and shown by download list --json.")
+    var userInfo: String?
+    @Option(help: "Its place in the queue (0: first; default: last).") var position: Int?
 
     func execute() async throws {
         var window = AvailabilityWindow(publishDate: try publish.map { try parseDate($0, option: "--publish") },
                                         expiryDate: try expiry.map { try parseDate($0, option: "--expiry") },
                                         expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay)
-        let options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
+        var options = DownloadOptions(maxBitrate: maxBitrate, maxVideoBitrate: maxVideoBitrate, maxAudioBitrate: maxAudioBitrate,
                                       languages: languages, includeEncryptionKeys: includeKeys,
                                       permittedMimeTypes: try permittedMimeTypes.map(MIMEType.parseList), maxResources: maxFiles,
                                       headers: try DownloadOptions.parseHeaders(headers),
                                       license: license ? LicenseRequest(server: server, token: token, assetID: licenseAsset) : nil,
                                       feed: feed.map { FeedMembership(feedID: $0, assetID: id ?? "", published: Date()) })
         if feed != nil, id == nil { throw CLIError("--feed needs --id: the item's asset ID in the feed") }
+        if let position, position < 0 { throw CLIError("--position is 0 or more") }
+        options.description = description
+        if let userInfo {
+            guard userInfo.utf8.count <= 16_384, let values = try? JSONCoding.decoder().decode([String: JSONValue].self, from: Data(userInfo.utf8)) else {
+                throw CLIError("--user-info is a JSON object of at most 16 KiB, such as {\"season\": 2}")
+            }
+            options.userInfo = values
+        }
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
         if !license, server != nil || token != nil || licenseAsset != nil { throw CLIError("--server, --token and --license-asset go with --license") }
         let asset = try await directory.withEngine { manager, agent in
@@ -115,7 +127,9 @@ struct DownloadAdd: SatchelAsyncCommand {
                 window.expiryAfterDownload = window.expiryAfterDownload ?? defaults.expiryAfterDownload
                 window.expiryAfterPlay = window.expiryAfterPlay ?? defaults.expiryAfterPlay
             }
-            return try await manager.add(url: url, id: id, options: options, window: window)
+            let added = try await manager.add(url: url, id: id, options: options, window: window)
+            if let position { try await manager.move(added.id, to: position) }
+            return added
         }
         print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
     }
@@ -232,6 +246,8 @@ struct DownloadList: SatchelAsyncCommand {
         var completedAt: Date?, firstPlayAt: Date?
         /// The feed it belongs to, and its title there.
         var feed: String?, title: String?
+        /// The app's description and values.
+        var description: String?, userInfo: [String: JSONValue]?
     }
 
     func execute() async throws {
@@ -242,7 +258,8 @@ struct DownloadList: SatchelAsyncCommand {
                                 retryCount: asset.retryCount, failure: asset.failure?.description,
                                 path: manager.store.path(asset.id, asset.plan.mainPath), progress: try await manager.progress(asset.id),
                                 window: asset.window, completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt,
-                                feed: asset.options.feed?.feedID, title: asset.options.feed?.title))
+                                feed: asset.options.feed?.feedID, title: asset.options.feed?.title, description: asset.options.description,
+                                userInfo: asset.options.userInfo))
             }
             // A record that cannot be read is shown, never hidden: its files are still there.
             for record in try await manager.damagedAssets() {

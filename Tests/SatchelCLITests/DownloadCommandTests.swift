@@ -73,6 +73,45 @@ struct DownloadCommandTests {
         #expect(missing.status == 1 && missing.stderr == "satchel: error: no asset with ID a\n")
     }
 
+    @Test("the queue API (seed 003 \"Enqueue\"): a description and the app's values kept and returned; added at a place, moved, listed in queue order; the window changed after enqueue, applied at once (past its end: expired, files gone)")
+    func queueAPI() async throws {
+        let (origin, directory) = try await Self.origin(seconds: 2)
+        defer { origin.stop() }
+        let data = directory.appendingPathComponent("data").path
+        let url = origin.url("asset/master.m3u8")
+        for id in ["a", "b", "c"] { #expect(try await Self.run(["download", "add", url, "--data-dir", data, "--id", id]).status == 0) }
+        let pilot = try await Self.run(["download", "add", url, "--data-dir", data, "--id", "pilot", "--position", "0", "--description", "The pilot",
+                                        "--user-info", #"{"season": 2, "tags": ["new"]}"#])
+        #expect(pilot.status == 0, "\(pilot.stderr)")
+        var rows = try await Self.list(data)
+        #expect(rows.map { $0["id"] as? String } == ["pilot", "a", "b", "c"], "inserted first")
+        #expect(rows[0]["description"] as? String == "The pilot")
+        let info = try #require(rows[0]["userInfo"] as? [String: Any])
+        #expect(info["season"] as? Int == 2 && (info["tags"] as? [String]) == ["new"])
+        let notObject = try await Self.run(["download", "add", url, "--data-dir", data, "--id", "x", "--user-info", "[1]"])
+        #expect(notObject.status != 0 && notObject.stderr.contains("--user-info is a JSON object"), "\(notObject.stderr)")
+
+        #expect(try await Self.run(["download", "move", "c", "--to", "1", "--data-dir", data]).status == 0)
+        #expect(try await Self.run(["download", "move", "pilot", "--to", "99", "--data-dir", data]).status == 0)
+        #expect(try await Self.list(data).map { $0["id"] as? String } == ["c", "a", "b", "pilot"], "c to place 1, then the pilot past the end")
+        let missing = try await Self.run(["download", "move", "nope", "--to", "0", "--data-dir", data])
+        #expect(missing.status != 0 && missing.stderr.contains("no asset with ID nope"))
+
+        #expect(try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0"]).status == 0)
+        let later = try await Self.run(["download", "window", "a", "--expiry", "2099-01-01", "--expiry-after-play", "3600", "--data-dir", data])
+        #expect(later.status == 0 && later.stdout.contains("a: window changed; complete"), "\(later.stdout) \(later.stderr)")
+        rows = try await Self.list(data)
+        let window = try #require(rows.first { $0["id"] as? String == "a" }?["window"] as? [String: Any])
+        #expect(window["expiryAfterPlay"] as? Int == 3600 && window["expiryDate"] != nil, "\(window)")
+        let ended = try await Self.run(["download", "window", "b", "--expiry", "2020-01-01", "--data-dir", data])
+        #expect(ended.status == 0 && ended.stdout.contains("b: window changed; expired"), "applied at once: \(ended.stdout) \(ended.stderr)")
+        #expect(try await Self.list(data).first { $0["id"] as? String == "b" }?["state"] as? String == "expired")
+        #expect(try TestMedia.files(under: URL(fileURLWithPath: data).appendingPathComponent("assets/b")).filter { $0.hasSuffix(".ts") }.isEmpty, "its files are gone")
+        let cleared = try await Self.run(["download", "window", "a", "--expiry", "none", "--data-dir", data])
+        #expect(cleared.status == 0)
+        #expect((try await Self.list(data).first { $0["id"] as? String == "a" }?["window"] as? [String: Any])?["expiryDate"] == nil)
+    }
+
     @Test("`download pause` and `download disable` from another process stop a running `download run` within a second or two")
     func crossProcess() async throws {
         let (origin, directory) = try await Self.origin(seconds: 10, size: "640x360")
