@@ -113,6 +113,9 @@ public struct DownloadAsset: Sendable, Codable, Equatable {
     public var firstPlayAt: Date?
     /// Position in the queue.
     public var position: Int
+    /// The bytes its plan will fetch, when every file's size was known when it was planned (the index keeps this
+    /// beside a light plan: the queue's rules read it without the plan).
+    public var plannedBytes: Int64? = nil
 }
 
 /// Progress of one asset: bytes, a fraction, and seed 000's durations.

@@ -92,6 +92,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         case .cancelled: return "cancelled"
         case .storageLimit: return "storage-limit"
         case .headroom: return "headroom"
+        case .doesNotFit: return "does-not-fit"
         case .maxDownloadedAssets: return "max-downloaded-assets"
         case .networkUnavailable: return "network-unavailable"
         case .permissionRefused: return "permission-refused"
@@ -120,6 +121,9 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     case storageLimit(usedBytes: Int64, limit: Int64)
     /// The rule `headroom` would be crossed.
     case headroom(freeBytes: Int64, headroom: Int64)
+    /// The asset, whole, would cross `maxStorageAllowed` or the headroom (seed 003: checked before it starts): it
+    /// needs `neededBytes`, the rules leave `availableBytes`.
+    case doesNotFit(neededBytes: Int64, availableBytes: Int64)
     /// The rule `maxDownloadedAssets` is reached.
     case maxDownloadedAssets(Int)
     /// Only a cellular network is available and `downloadOverCellular` is off, or there is no network.
@@ -151,7 +155,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     /// True for the rules (storage, headroom, asset count, network type): the asset waits, no retry is counted.
     public var isRuleLimit: Bool {
         switch self {
-        case .storageLimit, .headroom, .maxDownloadedAssets, .networkUnavailable, .permissionPending: return true
+        case .storageLimit, .headroom, .doesNotFit, .maxDownloadedAssets, .networkUnavailable, .permissionPending: return true
         default: return false
         }
     }
@@ -169,6 +173,8 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         case .cancelled: return "cancelled"
         case let .storageLimit(used, limit): return "maxStorageAllowed reached (\(used) of \(limit) bytes used)"
         case let .headroom(free, headroom): return "headroom reached (\(free) bytes free, \(headroom) must stay free)"
+        case let .doesNotFit(needed, available):
+            return "the asset does not fit: it needs \(needed) bytes and maxStorageAllowed and the headroom leave \(available)"
         case let .maxDownloadedAssets(max): return "maxDownloadedAssets reached (\(max) assets downloaded)"
         case let .networkUnavailable(type): return type == .none ? "no network" : "only a cellular network and downloadOverCellular is off"
         case let .permissionRefused(reason, detail): return "download permission refused (\(reason)): \(detail)"

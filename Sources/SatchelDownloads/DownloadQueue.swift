@@ -36,7 +36,7 @@ enum DownloadQueue {
         }
         let asset = DownloadAsset(id: id, url: url, state: .queued, isPaused: paused, failure: nil, retryCount: 0, window: window,
                                   options: options, plan: plan, addedAt: engine.environment.clock.now, completedAt: nil, firstPlayAt: nil,
-                                  position: try await engine.index.nextPosition())
+                                  position: try await engine.index.nextPosition(), plannedBytes: plan.expectedBytes.map(Int64.init))
         // The plan goes into the asset's folder first (crash-safe); the index row that makes the asset exist follows.
         do { try engine.store.writePlan(id, plan) } catch { throw .storage(error.description) }
         do {

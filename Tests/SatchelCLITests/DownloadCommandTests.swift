@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelPackager
 import SatchelTestSupport
 import Testing
@@ -110,6 +111,24 @@ struct DownloadCommandTests {
         let cleared = try await Self.run(["download", "window", "a", "--expiry", "none", "--data-dir", data])
         #expect(cleared.status == 0)
         #expect((try await Self.list(data).first { $0["id"] as? String == "a" }?["window"] as? [String: Any])?["expiryDate"] == nil)
+    }
+
+    @Test("storage before starting (seed 003): an asset larger than --max-storage allows does not start — nothing downloaded, it waits with does-not-fit in download list — and downloads once the rule allows it")
+    func wholeItemMustFit() async throws {
+        let (origin, directory) = try await Self.origin(seconds: 1)
+        defer { origin.stop() }
+        try Data(SecureRandom.bytes(3 << 20)).write(to: directory.appendingPathComponent("site/big.mp4"))
+        let data = directory.appendingPathComponent("data").path
+        #expect(try await Self.run(["download", "add", origin.url("big.mp4"), "--id", "big", "--data-dir", data]).status == 0)
+        let held = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0", "--max-storage", "2"])
+        #expect(held.status == 3, "it waits: \(held.stderr)")
+        let row = try #require(try await Self.list(data).first)
+        #expect(row["state"] as? String == "waiting" && (row["failure"] as? String)?.contains("does not fit: it needs 3145728 bytes") == true, "\(row)")
+        #expect(!origin.log.contains { $0.path.hasSuffix("big.mp4") && $0.range != nil } && (try? TestMedia.files(under: URL(fileURLWithPath: data).appendingPathComponent("assets/big")).filter { !$0.hasPrefix(".satchel") }.isEmpty) ?? true,
+                "nothing of it downloaded")
+        let ran = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0", "--max-storage", "4"])
+        #expect(ran.status == 0, "\(ran.stderr)")
+        #expect(try await Self.list(data).first?["state"] as? String == "complete")
     }
 
     @Test("`download pause` and `download disable` from another process stop a running `download run` within a second or two")
