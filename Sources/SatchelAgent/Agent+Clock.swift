@@ -15,8 +15,12 @@ extension Agent {
     /// The rights of `asset`'s newest license that the store vouches for, with the secure clock, for a playback
     /// session to evaluate in memory before every segment.
     public func grant(asset: String) async throws(AgentError) -> PlaybackGrant {
-        let snapshot = try await store.snapshot()
-        let clock = try await AgentClock.observe(self, clockReader.read(), in: snapshot)
+        var snapshot = try await store.snapshot()
+        var clock = try await AgentClock.observe(self, clockReader.read(), in: snapshot)
+        if !clock.trusted, await AgentClock.restoreTrust(self) {
+            snapshot = try await store.snapshot()
+            clock = try await AgentClock.observe(self, clockReader.read(), in: snapshot)
+        }
         guard let license = newest(asset, in: snapshot) else {
             return PlaybackGrant(rights: nil, usage: RightsUsage(acquired: .distantPast), clock: clock)
         }

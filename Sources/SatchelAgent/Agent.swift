@@ -46,6 +46,9 @@ public actor Agent {
     /// The events waiting for the backplane (opened on first use, once: `outboxOpening` while it opens).
     var outbox: EventOutbox?
     var outboxOpening: Task<EventOutbox, any Error>?
+    /// After a failed attempt to restore the clock's trust: the boot-clock time before which none is made, and the
+    /// back-off that set it.
+    var trustRetry: (after: TimeInterval, backOff: TimeInterval)?
     private let continuation: AsyncStream<AgentEvent>.Continuation
     /// Events, in order.
     public nonisolated let events: AsyncStream<AgentEvent>

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import SatchelBytes
 import SatchelRights
 
@@ -15,7 +16,32 @@ enum AgentClock {
     /// time; the clock is stored again when its trust changed or its mark moved on by a minute.
     static func trustedNow(_ agent: isolated Agent, _ snapshot: LicenseStore.Snapshot) async throws(AgentError) -> Date? {
         let reading = agent.clockReader.read()
-        return try await observe(agent, reading, in: snapshot).now(reading)
+        let clock = try await observe(agent, reading, in: snapshot)
+        guard !clock.trusted, await restoreTrust(agent) else { return clock.now(reading) }
+        let again = agent.clockReader.read()
+        return try await observe(agent, again, in: try await agent.store.snapshot()).now(again)
+    }
+
+    /// The first back-off after a failed attempt to restore trust, and the longest.
+    static let trustBackOff: ClosedRange<TimeInterval> = 15...600
+
+    /// With the clock untrusted, asks the license server for its signed time (seed 000 §5.4.2: the agent contacts a
+    /// trusted date automatically when it is used): one attempt with a short timeout; after a failure, none again
+    /// until a back-off (15 s doubling to 10 min, by the boot clock) has passed. Answers whether the server's time came.
+    static func restoreTrust(_ agent: isolated Agent) async -> Bool {
+        guard let server = agent.identity.registration?.server else { return false }
+        let boot = agent.clockReader.read().boot
+        if let retry = agent.trustRetry, boot < retry.after { return false }
+        do {
+            try await fetchTime(agent, server: server, timeout: .seconds(2))
+            agent.trustRetry = nil
+            return true
+        } catch {
+            let backOff = agent.trustRetry.map { min($0.backOff * 2, trustBackOff.upperBound) } ?? trustBackOff.lowerBound
+            agent.trustRetry = (boot + backOff, backOff)
+            agent.logger.info("the device clock stays untrusted: the license server's time could not be fetched (tried again in \(Int(backOff)) s): \(error)")
+            return false
+        }
     }
 
     /// The secure clock of `snapshot` after `reading` (a rollback is reported once), stored again when its trust
@@ -50,10 +76,10 @@ enum AgentClock {
 
     /// The server's signed time, anchoring the secure clock.
     @discardableResult
-    static func fetchTime(_ agent: isolated Agent, server: String) async throws(AgentError) -> Date {
+    static func fetchTime(_ agent: isolated Agent, server: String, timeout: TimeAmount = .seconds(10)) async throws(AgentError) -> Date {
         let registration = try agent.identity.registered()
         let nonce = Hex.encode(SecureRandom.bytes(16))
-        let client = try LicenseServerClient(server: server, timeout: .seconds(10))
+        let client = try LicenseServerClient(server: server, timeout: timeout)
         let answer = try Agent.decode(TimeAnswer.self, try await client.get("/time?nonce=\(nonce)"), what: "the time")
         let reading = agent.clockReader.read()
         let claims: SignedTimeClaims
