@@ -17,6 +17,16 @@ import Testing
         return (folder, file.path, bytes)
     }
 
+    /// A license server and an origin serving its `site` folder (empty).
+    static func servedSite(_ name: String) async throws -> (server: AgentCommandTests.Server, site: URL, origin: TestOrigin) {
+        try TestMedia.require("curl")
+        let server = try AgentCommandTests.Server(name)
+        try await server.start()
+        let site = server.directory.appendingPathComponent("site")
+        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
+        return (server, site, try await TestOrigin.start(root: site))
+    }
+
     @Test("protect writes the file and its key beside it (0600); Python's cryptography opens it to the same bytes; open writes the plain file (0600) or stdout; a damaged chunk exits 1 having written nothing of it (with --out, nothing at all); a key file without the file's key is refused")
     func protectAndOpen() async throws {
         try TestMedia.require("python3")
@@ -75,47 +85,41 @@ import Testing
             let neither = try CLIRunner.run(["open", out])
             #expect(neither.status != 0 && neither.stderr.contains("--keys FILE or --data-dir DIR --asset-id ID"), "\(neither.stderr)")
         }
-        }
+    }
 
-        @Test("protect --register puts the key in the key store under a policy; a device opens the file under its license, and not once the rental has ended or without a license")
-        func underALicense() async throws {
-            let server = try AgentCommandTests.Server("protect-license")
-            let (folder, file, bytes) = try Self.document("protect-license")
-            let out = folder.appendingPathComponent("book.satchel").path
-            let registered = try CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])
-            #expect(registered.status == 0 && registered.stdout.contains("registered 1 key for asset book"), "\(registered.stdout) \(registered.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: out + ".keys.json"), "registered: no key file")
-            try await server.start()
-            defer { server.stop() }
-            try await TestMedia.offloaded {
-                let device = server.directory.appendingPathComponent("device").path
-                let token = try server.token()
-                #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
-                let none = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book"])
-                #expect(none.status != 0 && Data(none.stdout.utf8).isEmpty, "no license: nothing opens: \(none.stderr)")
-                let acquired = try CLIRunner.run(["license", "acquire", "book", "--server", server.url, "--token", token, "--data-dir", device, "--persistent"])
-                #expect(acquired.status == 0, "\(acquired.stderr)")
-                let plain = folder.appendingPathComponent("plain.pdf").path
-                let opened = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", plain])
-                #expect(opened.status == 0, "\(opened.stderr)")
-                #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
-                Thread.sleep(forTimeInterval: 5)
-                let ended = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", folder.appendingPathComponent("late.pdf").path])
-                #expect(ended.status != 0 && ended.stderr.contains("expired"), "\(ended.stderr)")
-                #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("late.pdf").path))
+    @Test("protect --register puts the key in the key store under a policy; a device opens the file under its license, and not once the rental has ended or without a license")
+    func underALicense() async throws {
+        let server = try AgentCommandTests.Server("protect-license")
+        let (folder, file, bytes) = try Self.document("protect-license")
+        let out = folder.appendingPathComponent("book.satchel").path
+        let registered = try CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])
+        #expect(registered.status == 0 && registered.stdout.contains("registered 1 key for asset book"), "\(registered.stdout) \(registered.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out + ".keys.json"), "registered: no key file")
+        try await server.start()
+        defer { server.stop() }
+        try await TestMedia.offloaded {
+            let device = server.directory.appendingPathComponent("device").path
+            let token = try server.token()
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
+            let none = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book"])
+            #expect(none.status != 0 && Data(none.stdout.utf8).isEmpty, "no license: nothing opens: \(none.stderr)")
+            let acquired = try CLIRunner.run(["license", "acquire", "book", "--server", server.url, "--token", token, "--data-dir", device, "--persistent"])
+            #expect(acquired.status == 0, "\(acquired.stderr)")
+            let plain = folder.appendingPathComponent("plain.pdf").path
+            let opened = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", plain])
+            #expect(opened.status == 0, "\(opened.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: plain)) == bytes)
+            Thread.sleep(forTimeInterval: 5)
+            let ended = try CLIRunner.run(["open", out, "--data-dir", device, "--asset-id", "book", "--out", folder.appendingPathComponent("late.pdf").path])
+            #expect(ended.status != 0 && ended.stderr.contains("expired"), "\(ended.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("late.pdf").path))
         }
     }
 
     @Test("through the proxy: a protected PDF and EPUB on the origin are served as their plain bytes with their own type, length and ranges (curl and Python read ranges byte-identical to the originals, the origin asked only for the chunks needed); once the rental ended the session does not open")
     func throughTheProxy() async throws {
-        try TestMedia.require("curl")
-        let server = try AgentCommandTests.Server("protect-play")
-        try await server.start()
-        defer { server.stop() }
-        let site = server.directory.appendingPathComponent("site")
-        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
-        let origin = try await TestOrigin.start(root: site)
-        defer { origin.stop() }
+        let (server, site, origin) = try await Self.servedSite("protect-play")
+        defer { server.stop(); origin.stop() }
         let data = server.directory.appendingPathComponent("device").path
         let pdf = Data(SecureRandom.bytes(700_000)), epub = Data(SecureRandom.bytes(150_001))
         try await TestMedia.offloaded {
@@ -167,14 +171,8 @@ import Testing
 
     @Test("a protected file is downloaded like any single file, with its license, and plays from the download as its plain bytes; a local copy plays by its path")
     func downloadedAndLocal() async throws {
-        try TestMedia.require("curl")
-        let server = try AgentCommandTests.Server("protect-download")
-        try await server.start()
-        defer { server.stop() }
-        let site = server.directory.appendingPathComponent("site")
-        try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
-        let origin = try await TestOrigin.start(root: site)
-        defer { origin.stop() }
+        let (server, site, origin) = try await Self.servedSite("protect-download")
+        defer { server.stop(); origin.stop() }
         try await TestMedia.offloaded {
             let bytes = Data(SecureRandom.bytes(200_000))
             let plain = server.directory.appendingPathComponent("book.pdf")
