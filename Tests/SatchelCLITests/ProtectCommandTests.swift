@@ -62,6 +62,7 @@ import Testing
             let fromOrigin = folder.appendingPathComponent("origin.pdf").path
             let remote = try CLIRunner.run(["open", origin.url("book.pdf.satchel"), "--keys", keys, "--out", fromOrigin])
             #expect(remote.status == 0, "\(remote.stderr)")
+            try #require(FileManager.default.fileExists(atPath: fromOrigin), "no plain file: status \(remote.status), \(remote.stdout) \(remote.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: fromOrigin)) == bytes)
             #expect(!origin.log.isEmpty && origin.log.allSatisfy { $0.range != nil }, "every read a range request")
 
