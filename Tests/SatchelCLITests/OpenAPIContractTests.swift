@@ -83,6 +83,10 @@ import Testing
                 api_key = "${SATCHEL_CONTRACT_SESSION}"
                 [auth.openapi.operatorKey]
                 bearer = "${SATCHEL_CONTRACT_OPERATOR_KEY}"
+                # More stateful scenarios than the other phases' examples: they are quick, and with 70 operations
+                # 25 could miss every link (the document's links then go untested).
+                [phases.stateful]
+                generation.max-examples = 150
 
                 """.write(to: configuration, atomically: true, encoding: .utf8)
             return try ProcessRunner.run(tool, ["--config-file", configuration.path, "run", server.url + "/openapi.json",
