@@ -123,6 +123,23 @@ public actor PlaybackProxy {
         return "http://\(host):\(port)/\(session.token)/\(Self.encodedPath(entry))"
     }
 
+    /// What the content of the open session at `url` is, with the output controls its license demands (nil: no
+    /// such session).
+    public func info(url: String) -> ContentInfo? {
+        guard let session = sessions.all.first(where: { url.contains("/\($0.token)/") }) else { return nil }
+        var info = session.content
+        info.outputControls = session.rights?.outputControls
+        return info
+    }
+
+    /// What an asset's content is — protected or not, its schemes, its audio tracks — learned as a session would
+    /// open, without rights or keys: asked before any license is needed (seed 000 §5.3.2a). No session is left open.
+    public func inspect(asset assetID: String, licenseAsset: String? = nil) async throws(PlaybackError) -> ContentInfo {
+        var inspector = opener
+        inspector.inspecting = true
+        return try await inspector.open(assetID, licenseAsset: licenseAsset).content
+    }
+
     /// Closes the session whose URL is `url` (its token stops working at once).
     public func close(url: String) async {
         for session in sessions.remove(where: { url.contains("/\($0.token)/") }) {

@@ -36,9 +36,12 @@ final class PlaybackSession: Sendable {
     let fileStreams = SessionCache<SingleFileStream>()
     /// A Satchel protected file (a document, not media) served as its plain bytes (nil: none).
     let protectedFile: ProtectedFileReader?
+    /// What the content is (protected, its schemes, its audio tracks), found as the session opened.
+    let content: ContentInfo
 
     init(assetID: String, asset: PlayableAsset, mode: PlaybackMode, keys: [PlaybackKey], rights: SessionRights?, keepsManifest: Bool,
-         router: StreamRouter, singleFile: SingleFile? = nil, protectedFile: ProtectedFileReader? = nil) {
+         router: StreamRouter, singleFile: SingleFile? = nil, protectedFile: ProtectedFileReader? = nil, content: ContentInfo = ContentInfo(protected: false)) {
+        self.content = content
         self.singleFile = singleFile
         self.protectedFile = protectedFile
         token = Base64URL.encode(SecureRandom.bytes(32))

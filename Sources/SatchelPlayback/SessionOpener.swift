@@ -10,6 +10,8 @@ struct SessionOpener: Sendable {
     let library: any PlaybackLibrary
     let rights: (any PlaybackRights)?
     let context: SourceContext
+    /// Opens to learn what the content is, without rights or keys (nothing is served from such a session).
+    var inspecting = false
 
     var configuration: PlaybackProxy.Configuration { context.configuration }
 
@@ -53,8 +55,10 @@ struct SessionOpener: Sendable {
         }
         let router = StreamRouter(map: map, transcript: transcript, forwarding: forwarding, decrypting: configuration.mode == .decrypt,
                                   keepsManifest: keepsManifest)
+        let content = ContentInfo(protected: isProtected, drm: keepsManifest ? (isProtected ? ["cenc"] : []) : ContentInfo.schemes(of: map),
+                                  audioTracks: keepsManifest ? [] : ContentInfo.audioTracks(master: entryText))
         let session = PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights,
-                                      keepsManifest: keepsManifest, router: router)
+                                      keepsManifest: keepsManifest, router: router, content: content)
         if let transcript {
             // SegmentBase representations: their indexes are read now, through the session (disk, else origin).
             let files = SessionFiles(session: session, context: context)
@@ -66,7 +70,7 @@ struct SessionOpener: Sendable {
     /// The keys (when decrypting) and the rights of protected content: it opens only with rights valid now, in
     /// either mode. Clear content has neither.
     private func opening(_ isProtected: Bool, _ rightsAsset: String) async throws(PlaybackError) -> ([PlaybackKey], SessionRights?) {
-        guard isProtected else { return ([], nil) }
+        guard isProtected, !inspecting else { return ([], nil) }
         guard let rights else { throw .notPlayable(.noRights) }
         let opened = try await rights.playbackKeys(asset: rightsAsset)
         let held = try await SessionRights.taking(rightsAsset, from: rights, holdOff: configuration.holdOff)
@@ -111,7 +115,7 @@ struct SessionOpener: Sendable {
         let router = StreamRouter(map: HLSAssetMap(playlists: [], segments: [:]), transcript: nil, forwarding: nil,
                                   decrypting: configuration.mode == .decrypt, keepsManifest: false, singleFile: single == nil ? nil : path)
         return PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights, keepsManifest: false,
-                               router: router, singleFile: single)
+                               router: router, singleFile: single, content: ContentInfo(protected: isProtected, drm: isProtected ? ["cenc"] : []))
     }
 
     /// A session over a Satchel protected file: its header read, its key taken from the rights (which must be valid
@@ -127,7 +131,7 @@ struct SessionOpener: Sendable {
         } catch { throw .invalidContent("\(path): \(error)") }
         let (keys, sessionRights) = try await opening(true, rightsAsset)
         var reader: ProtectedFileReader?
-        if configuration.mode == .decrypt {
+        if configuration.mode == .decrypt, !inspecting {
             guard let key = keys.first(where: { $0.keyID == header.keyID.hex }) else {
                 throw .invalidContent("\(path): the license holds no key \(header.keyID.hex), which the file needs")
             }
@@ -138,7 +142,7 @@ struct SessionOpener: Sendable {
         let router = StreamRouter(map: HLSAssetMap(playlists: [], segments: [:]), transcript: nil, forwarding: nil,
                                   decrypting: configuration.mode == .decrypt, keepsManifest: false, singleFile: reader == nil ? nil : path)
         return PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights, keepsManifest: false,
-                               router: router, protectedFile: reader)
+                               router: router, protectedFile: reader, content: ContentInfo(protected: true, drm: ["satchel-file"]))
     }
 
     /// The asset map of an HLS asset: its playlists read from memory or disk (a playlist that cannot be read is the

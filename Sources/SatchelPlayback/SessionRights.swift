@@ -39,6 +39,9 @@ final class SessionRights: Sendable {
         state = Locked(State(grant: grant, changeCount: changeCount, takenAt: .now))
     }
 
+    /// What the license demands of the outputs (nil: no rights).
+    var outputControls: OutputControls? { state.withLock { $0.grant.rights?.output } }
+
     /// The rights of `asset` as `source` holds them now.
     static func taking(_ asset: String, from source: any PlaybackRights, holdOff: Duration) async throws(PlaybackError) -> SessionRights {
         let count = source.changeCount

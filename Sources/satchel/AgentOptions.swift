@@ -89,6 +89,8 @@ struct RightsReport: Encodable {
     var licenseID: String?
     var firstUse: Date?
     var pendingRelease: Bool
+    /// What the license demands of the outputs (HDCP, AirPlay, external displays, analog).
+    var outputControls: OutputControls?
 
     init(asset: String, evaluation: RightsEvaluation, license: StoredLicense?, pendingRelease: Bool = false) {
         self.asset = asset
@@ -103,6 +105,7 @@ struct RightsReport: Encodable {
         licenseID = license?.licenseID
         firstUse = license?.firstUse
         self.pendingRelease = pendingRelease
+        outputControls = license?.rights.output
     }
 
     /// One line for people.

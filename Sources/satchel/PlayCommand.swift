@@ -6,6 +6,7 @@ import SatchelRights
 import SatchelStreams
 import Logging
 import SatchelAgent
+import SatchelBytes
 import SatchelDownloads
 import SatchelPlayback
 import SatchelSystem
@@ -43,6 +44,8 @@ struct PlayCommand: SatchelAsyncCommand {
     var licenseHosts: [String] = []
     @Option(name: .customLong("language"), help: "An audio language wanted (repeatable): picks the rendition of an online source and of a DASH source played as HLS.")
     var languages: [String] = []
+    @Flag(help: "Print, as the first line, a JSON object: url (null when playback is refused), protected, drm, audioTracks, outputControls.")
+    var json = false
     @Option(name: .customLong("hold-off"),
             help: "Seconds a player's request waits when the rights end mid-play, for a renewal or a new license (0: refused at once).")
     var holdOff: Double = 15
@@ -138,6 +141,10 @@ struct PlayCommand: SatchelAsyncCommand {
         do {
             url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset)
         } catch {
+            if json, let info = try? await proxy.inspect(asset: assetID, licenseAsset: licenseAsset) {
+                // Refused: what the content is, all the same (is it protected, and how), before the reason.
+                try Self.printLine(SessionLine(url: nil, info: info))
+            }
             await proxy.stop()
             if case .notPlayable(.noRights) = error {
                 let asset = licenseAsset ?? assetID
@@ -149,7 +156,11 @@ struct PlayCommand: SatchelAsyncCommand {
         if let warning = SystemProxyCheck.warning(environment: ProcessInfo.processInfo.environment) {
             FileHandle.standardError.write(Data("satchel: warning: \(warning)\n".utf8))
         }
-        FileHandle.standardOutput.write(Data((url + "\n").utf8))  // unbuffered: a script reads it at once
+        if json, let info = await proxy.info(url: url) {
+            try Self.printLine(SessionLine(url: url, info: info))
+        } else {
+            FileHandle.standardOutput.write(Data((url + "\n").utf8))  // unbuffered: a script reads it at once
+        }
         let status: Int32
         if let exec {
             status = try await Self.run(try CommandWords(exec).replacing("{url}", with: url))
@@ -160,6 +171,27 @@ struct PlayCommand: SatchelAsyncCommand {
         await proxy.stop()
         await events.value
         return status
+    }
+
+    /// `play --json`'s first line.
+    struct SessionLine: Encodable {
+        var url: String?
+        var info: ContentInfo
+
+        func encode(to encoder: any Encoder) throws {
+            enum Keys: String, CodingKey { case url, protected, drm, audioTracks, outputControls }
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(url, forKey: .url)  // null when refused
+            try container.encode(info.protected, forKey: .protected)
+            try container.encode(info.drm, forKey: .drm)
+            try container.encode(info.audioTracks, forKey: .audioTracks)
+            try container.encode(info.outputControls, forKey: .outputControls)
+        }
+    }
+
+    /// One line of JSON on stdout, unbuffered.
+    static func printLine(_ value: some Encodable) throws {
+        FileHandle.standardOutput.write(try JSONCoding.encoder().encode(value) + Data("\n".utf8))
     }
 
     /// Acquires a license for `assetID` with `token` unless the device holds one that is valid now.

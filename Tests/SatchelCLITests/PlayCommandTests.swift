@@ -352,6 +352,41 @@ import Testing
         #expect(stopped.stderr.contains("invalid-content: big/\(segment)"), "\(stopped.stderr)")
     }
 
+    @Test("play --json: the first line says what the content is — protected, its scheme, its audio tracks, the license's output controls — and, refused for want of a license, the same with no URL (seed 000 §5.3.2a, §5.3.4, §5.3.5)")
+    func describesTheContent() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("play-json")
+        defer { server.stop(); origin.stop() }
+        try await TestMedia.offloaded {
+            try Self.packageAndDownload(input, clear: "clear", id: "film", format: "cmaf", scheme: "cbcs", entry: "master.m3u8",
+                                        site: site, origin: origin, server: server, data: data)
+            let played = try CLIRunner.run(["play", "film", "--data-dir", data, "--json", "--exec", "true"])
+            #expect(played.status == 0, "\(played.stderr)")
+            let line = try #require(played.stdout.split(separator: "\n").first.map(String.init))
+            let info = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            #expect((info["url"] as? String)?.hasPrefix("http://127.0.0.1:") == true && info["protected"] as? Bool == true, "\(line)")
+            #expect(info["drm"] as? [String] == ["sample-aes"], "\(line)")
+            let tracks = try #require(info["audioTracks"] as? [[String: Any]], "\(line)")
+            #expect(tracks.count == 1 && (tracks.first?["codec"] as? String)?.hasPrefix("mp4a") == true, "\(line)")
+            let controls = try #require(info["outputControls"] as? [String: Any], "\(line)")
+            let rights = try #require(try JSONSerialization.jsonObject(with: Data(try CLIRunner.run(["rights", "film", "--data-dir", data, "--json"]).stdout.utf8)) as? [String: Any])
+            let licensed = try #require(rights["outputControls"] as? [String: Any], "satchel rights --json prints them too: \(rights)")
+            #expect(NSDictionary(dictionary: controls) == NSDictionary(dictionary: licensed) && controls["hdcp"] as? String == "none", "\(line)")
+
+            // Another device, no license: refused, but what the content is comes first.
+            let other = server.directory.appendingPathComponent("other").path
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", other]).status == 0)
+            let refused = try CLIRunner.run(["play", origin.url("film/master.m3u8"), "--data-dir", other, "--license-asset", "film", "--json"])
+            #expect(refused.status != 0 && refused.stderr.contains("no-rights"), "\(refused.stderr)")
+            let first = try #require(refused.stdout.split(separator: "\n").first.map(String.init), "\(refused.stdout)")
+            let described = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any], "\(first)")
+            #expect(described["url"] is NSNull && described["protected"] as? Bool == true && described["drm"] as? [String] == ["sample-aes"], "\(first)")
+
+            let clear = try CLIRunner.run(["play", origin.url("clear/master.m3u8"), "--data-dir", other, "--json", "--exec", "true"])
+            let plain = try #require(try JSONSerialization.jsonObject(with: Data((clear.stdout.split(separator: "\n").first ?? "").utf8)) as? [String: Any], "\(clear.stdout)")
+            #expect(plain["protected"] as? Bool == false && (plain["drm"] as? [String])?.isEmpty == true && plain["outputControls"] is NSNull, "\(plain)")
+        }
+    }
+
     @Test("online: satchel play URL --token acquires a license for the token's asset and plays CMAF cbcs straight from the origin, decrypted; the origin's error status is forwarded (server-error event), an origin that is down answers 503")
     func online() async throws {
         let (server, origin, site, input, data) = try await Self.stage("play-online")
