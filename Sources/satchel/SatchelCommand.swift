@@ -5,7 +5,7 @@ struct SatchelCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "satchel",
         abstract: "Satchel: package, protect, license, download and play protected video.",
-        version: "0.1.0",
+        version: BuildInfo.version,
         subcommands: [DemoCommand.self, ServeCommand.self, PackageCommand.self, KeysCommand.self, TokenCommand.self, FPSCommand.self, DownloadCommand.self, BackplaneOperatorCommand.self, PlayCommand.self,
                       AgentCommand.self, LicenseCommand.self, RightsCommand.self, LicensesCommand.self, ProtectCommand.self, OpenCommand.self])
 }

@@ -147,7 +147,7 @@ struct ServeCommand: SatchelAsyncCommand {
                                             onServerRunning: { channel in
                                                 whenListening(Self.address(host: host, port: channel.localAddress?.port ?? port))
                                             })
-        logger.info("satchel serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")
+        logger.info("\(BuildInfo.line) serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")
         do {
             try await app.runService()
         } catch {

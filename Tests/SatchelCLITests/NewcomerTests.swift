@@ -7,6 +7,23 @@ import Testing
 /// one plain sentence for the common mistakes.
 @Suite("satchel: the newcomer's path")
 struct NewcomerTests {
+    @Test("the server's start-up line names its version and build (seed 000 §5.7), as satchel --version does")
+    func startUpLine() async throws {
+        let folder = try TestMedia.temporaryDirectory("start-up")
+        let log = folder.appendingPathComponent("serve.log").path
+        try await TestMedia.offloaded {
+            let version = try CLIRunner.run(["--version"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let server = try LineReader(["serve", "--insecure-no-entitlement", "--data-dir", folder.appendingPathComponent("server").path, "--port", "0",
+                                         "--log-file", log])
+            defer { server.stop() }
+            #expect(server.wait(for: "listening on", seconds: 30), "\(server.lines)")
+            server.stop()
+            let text = try String(contentsOfFile: log, encoding: .utf8)
+            #expect(!version.isEmpty && text.contains("satchel \(version) (") && (text.contains("debug build, linux") || text.contains("release build, linux")),
+                    "\(text.prefix(600))")
+        }
+    }
+
     @Test("satchel token signs with a JWKS key the server accepts; an unknown kid is refused")
     func token() async throws {
         let dir = try TestMedia.temporaryDirectory("cli-token")
