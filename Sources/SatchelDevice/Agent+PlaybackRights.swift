@@ -6,7 +6,15 @@ import SatchelRights
 extension Agent: PlaybackRights {
     public func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey] {
         do {
-            return try await use(asset: asset)
+            return try await keys(asset: asset)
+        } catch {
+            throw Self.playbackError(error)
+        }
+    }
+
+    public func registerUse(asset: String) async throws(PlaybackError) {
+        do {
+            _ = try await use(asset: asset)
         } catch {
             throw Self.playbackError(error)
         }

@@ -170,6 +170,7 @@ public actor PlaybackProxy {
         if route.carriesMedia, let rights = session.rights {
             let events = context.events
             try await rights.check { status in events.rightsEnded(session, status: status) }
+            try await rights.registerFirstUse()
         }
         let files = SessionFiles(session: session, context: context)
         return try await route.source.respond(SourceRequest(files: files, range: range, body: body, contentType: contentType))

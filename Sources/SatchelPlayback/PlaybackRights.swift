@@ -10,9 +10,12 @@ import SatchelRights
 /// do not allow playback (it waits, bounded, for a renewal), and about once a minute (what another process changed,
 /// and the clock kept: ``clockObserved(_:events:)``).
 public protocol PlaybackRights: Sendable {
-    /// Registers a use of `asset` (its first use starts the playback window) and answers its content keys;
-    /// throws ``PlaybackError/notPlayable(_:)`` with the status when its rights do not allow playback now.
+    /// The content keys of `asset`, when its rights allow playback now (else ``PlaybackError/notPlayable(_:)`` with
+    /// the status). Registers no use: a session opened is not yet a play.
     func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey]
+    /// Registers a use of `asset` — its first use starts the playback window (seed 000 §5.3.2d) — when a session first
+    /// serves its protected bytes.
+    func registerUse(asset: String) async throws(PlaybackError)
     /// The asset's rights as held now, to evaluate in memory.
     func playbackGrant(asset: String) async throws(PlaybackError) -> PlaybackGrant
     /// A count that moves whenever a grant may have changed. Read before every segment: it must not wait.
@@ -24,6 +27,8 @@ public protocol PlaybackRights: Sendable {
 }
 
 extension PlaybackRights {
+    /// No use is kept.
+    public func registerUse(asset: String) async throws(PlaybackError) {}
     /// The wall clock, with no boot clock (grants of a fixed status never read it).
     public func readClock() -> ClockReading { ClockReading(wall: Date(), boot: 0, bootID: "") }
     /// Nothing is kept.

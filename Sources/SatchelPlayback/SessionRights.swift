@@ -39,6 +39,22 @@ final class SessionRights: Sendable {
         state = Locked(State(grant: grant, changeCount: changeCount, takenAt: .now))
     }
 
+    /// Whether this session has registered its use (at its first protected bytes).
+    private let used = Locked(false)
+
+    /// Registers the session's use once, as it first serves protected bytes (the playback window starts then); a
+    /// failure to register leaves it to the next request.
+    func registerFirstUse() async throws(PlaybackError) {
+        guard used.withLock({ value -> Bool in
+            defer { value = true }
+            return !value
+        }) else { return }
+        do { try await source.registerUse(asset: asset) } catch {
+            used.withLock { $0 = false }
+            throw error
+        }
+    }
+
     /// What the license demands of the outputs (nil: no rights).
     var outputControls: OutputControls? { state.withLock { $0.grant.rights?.output } }
 

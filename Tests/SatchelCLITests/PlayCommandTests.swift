@@ -387,6 +387,45 @@ import Testing
         }
     }
 
+    @Test("rights that expire after first use (seed 000 §5.3.2d): a 10-second playback window starts at the first protected bytes served, not when the session opens; it plays, then is refused")
+    func playbackWindow() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("play-window")
+        defer { server.stop(); origin.stop() }
+        try await TestMedia.offloaded {
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("window").path, "--format", "cmaf",
+                                              "--scheme", "cbcs", "--segment-duration", "2", "--register", "--asset-id", "window",
+                                              "--data-dir", server.data, "--offline", "--playback-seconds", "10"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            try Self.download(origin.url("window/master.m3u8"), id: "window", server: server, data: data)
+        }
+        let player = try await TestMedia.offloaded { try Player(["window", "--data-dir", data, "--hold-off", "0.5"]) }
+        try await TestMedia.offloaded {
+            @Sendable func rights() throws -> [String: Any] {
+                try #require(try JSONSerialization.jsonObject(with: Data(try CLIRunner.run(["rights", "window", "--data-dir", data, "--json"]).stdout.utf8)) as? [String: Any])
+            }
+            let master = String(decoding: try Self.fetch(player.url).body, as: UTF8.self)
+            let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: player.url))).absoluteURL
+            let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+            let segments = media.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
+            #expect(try rights()["firstUse"] == nil, "playlists are not protected bytes: no use yet")
+            Thread.sleep(forTimeInterval: 3)  // the window must not have started at the session's opening
+            let first = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments[0]).absoluteString)
+            let started = Date()
+            #expect(first.status == 200)
+            let used = try rights()
+            #expect(used["firstUse"] != nil && used["status"] as? String == "valid", "\(used)")
+            Thread.sleep(forTimeInterval: 5)
+            #expect(try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments[1]).absoluteString).status == 200,
+                    "8 s after opening, 5 s into the window: still plays")
+            Thread.sleep(forTimeInterval: max(0, 11 - Date().timeIntervalSince(started)))
+            let late = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments[0]).absoluteString)
+            #expect(late.status != 200, "the window ended: \(late.status)")
+            #expect(try rights()["status"] as? String == "expired")
+        }
+        _ = try await TestMedia.offloaded { player.stop() }
+    }
+
     @Test("online: satchel play URL --token acquires a license for the token's asset and plays CMAF cbcs straight from the origin, decrypted; the origin's error status is forwarded (server-error event), an origin that is down answers 503")
     func online() async throws {
         let (server, origin, site, input, data) = try await Self.stage("play-online")
