@@ -25,6 +25,8 @@ public actor PlaybackProxy {
     private let slots: (any StreamSlots)?
     /// Each session's stream slot keeper, by its token.
     private var keepers: [String: SessionLeaseKeeper] = [:]
+    /// The renewal keeper of each protected session, by token.
+    private var renewers: [String: SessionRenewalKeeper] = [:]
     private var task: Task<Void, any Error>?
     private var group: ServiceGroup?
     private var boundPort: Int?
@@ -92,6 +94,8 @@ public actor PlaybackProxy {
         for session in sessions.remove() { context.events.report(.closed(asset: session.assetID)) }
         for keeper in keepers.values { await keeper.end() }
         keepers = [:]
+        for renewer in renewers.values { await renewer.end() }
+        renewers = [:]
         context.events.finish()
     }
 
@@ -114,6 +118,12 @@ public actor PlaybackProxy {
             let token = session.token
             keepers[token] = SessionLeaseKeeper(lease: lease, asset: assetID, slots: slots) { [weak self] reason in
                 await self?.cut(token: token, reason: reason)
+            }
+        }
+        if let sessionRights = session.rights {
+            let token = session.token
+            renewers[token] = SessionRenewalKeeper(asset: sessionRights.asset, rights: sessionRights.source) { [weak self] reason in
+                await self?.cut(token: token, reason: reason, expired: true)
             }
         }
         sessions.insert(session)
@@ -145,13 +155,18 @@ public actor PlaybackProxy {
         for session in sessions.remove(where: { url.contains("/\($0.token)/") }) {
             context.events.report(.closed(asset: session.assetID))
             await keepers.removeValue(forKey: session.token)?.end()
+            await renewers.removeValue(forKey: session.token)?.end()
         }
     }
 
-    /// Cuts a session whose stream slot was lost (its lease ended and the account's limit is reached).
-    private func cut(token: String, reason: String) {
+    /// Cuts a session whose stream slot was lost (its lease ended and the account's limit is reached), or whose license
+    /// renewal was refused (`expired`: the rights-expired notice first).
+    private func cut(token: String, reason: String, expired: Bool = false) {
         keepers[token] = nil
+        renewers[token]?.task.cancel()
+        renewers[token] = nil
         for session in sessions.remove(where: { $0.token == token }) {
+            if expired { context.events.report(.rightsExpired(asset: session.assetID, status: .expired)) }
             context.events.report(.willAbort(asset: session.assetID, reason: reason))
             context.events.report(.closed(asset: session.assetID))
         }

@@ -16,6 +16,10 @@ public protocol PlaybackRights: Sendable {
     /// Registers a use of `asset` — its first use starts the playback window (seed 000 §5.3.2d) — when a session first
     /// serves its protected bytes.
     func registerUse(asset: String) async throws(PlaybackError)
+    /// Renews `asset`'s license when its renewal is due (seed 001 "License renewal"), while a session plays it:
+    /// answers whether it renewed; throws ``PlaybackError/notPlayable(_:)`` when the license server refused the
+    /// renewal (the session ends); a server out of reach answers false (asked again later).
+    func renewIfDue(asset: String) async throws(PlaybackError) -> Bool
     /// The asset's rights as held now, to evaluate in memory.
     func playbackGrant(asset: String) async throws(PlaybackError) -> PlaybackGrant
     /// A count that moves whenever a grant may have changed. Read before every segment: it must not wait.
@@ -29,6 +33,8 @@ public protocol PlaybackRights: Sendable {
 extension PlaybackRights {
     /// No use is kept.
     public func registerUse(asset: String) async throws(PlaybackError) {}
+    /// Nothing to renew.
+    public func renewIfDue(asset: String) async throws(PlaybackError) -> Bool { false }
     /// The wall clock, with no boot clock (grants of a fixed status never read it).
     public func readClock() -> ClockReading { ClockReading(wall: Date(), boot: 0, bootID: "") }
     /// Nothing is kept.

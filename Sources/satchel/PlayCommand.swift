@@ -92,7 +92,8 @@ struct PlayCommand: SatchelAsyncCommand {
                 }
                 // A download's rights are those of the license asset it was added with, unless one is named here.
                 let added = known.options.license?.assetID
-                return try await serve(DownloadLibrary(manager: manager), assetID: asset, licenseAsset: licenseAsset ?? added, agent: agent)
+                return try await serve(DownloadLibrary(manager: manager), assetID: asset, licenseAsset: licenseAsset ?? added, agent: agent,
+                                       renewalToken: token ?? known.options.license?.token)
             }
             // The session's rights are those of the token's asset; a clear source needs no token.
             let claimed = token.flatMap(Agent.assetID(inToken:)).flatMap { $0 == "*" ? nil : $0 }
@@ -114,7 +115,8 @@ struct PlayCommand: SatchelAsyncCommand {
 
     /// Acquires a license first when a token is given, opens the session, prints its URL and serves it until
     /// interrupted or until `--exec`'s command ends; answers the exit status.
-    private func serve(_ library: any PlaybackLibrary, assetID: String, licenseAsset: String?, agent: Agent?) async throws -> Int32 {
+    private func serve(_ library: any PlaybackLibrary, assetID: String, licenseAsset: String?, agent: Agent?,
+                       renewalToken: String? = nil) async throws -> Int32 {
         if let token { try await Self.license(licenseAsset ?? assetID, token: token, server: server, agent: agent) }
         // Pass-through: the player's key requests go through the proxy, which adds the token and the extras.
         let forwarding = passthrough ? try LicenseRequestExtras(headers: try licenseHeaders.map(LicenseRequestExtras.header), customData: customData,
@@ -124,7 +126,11 @@ struct PlayCommand: SatchelAsyncCommand {
         let licenseServer = server ?? registered
         let hosts = (licenseServer.flatMap(PlaybackProxy.Configuration.licenseHost(of:)).map { [$0] } ?? []) + licenseHosts
         // A registered device takes a stream slot from its backplane for the session (the account's stream limit).
-        let proxy = try PlaybackProxy(library: library, rights: agent, slots: agent.map(AgentStreamSlots.init),
+        // A license that comes due while the session plays is renewed in the background, with the token given (or the
+        // one the download was added with).
+        let renewal = renewalToken ?? token
+        let rights = agent.map { RenewingAgentRights(agent: $0) { _ in renewal } }
+        let proxy = try PlaybackProxy(library: library, rights: rights, slots: agent.map(AgentStreamSlots.init),
                                       configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding,
                                                             languages: languages, licenseHosts: hosts, holdOff: .milliseconds(Int64(holdOff * 1000))),
                                       logger: Logger(label: "satchel.playback"))

@@ -426,6 +426,60 @@ import Testing
         _ = try await TestMedia.offloaded { player.stop() }
     }
 
+    @Test("renewal during playback (seed 001 \"License renewal\"): a license that comes due while a session plays is renewed in the background, so playback goes on past its first 12-second rental; a renewal the server refuses (the token has expired) ends the session with the rights-expired notice")
+    func renewalDuringPlayback() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("play-renewal")
+        defer { server.stop(); origin.stop() }
+        try await TestMedia.offloaded {
+            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("renew").path, "--format", "cmaf",
+                                              "--scheme", "cbcs", "--segment-duration", "2", "--register", "--asset-id", "renew",
+                                              "--data-dir", server.data, "--rental-seconds", "12", "--renewal-seconds", "4"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
+        }
+        /// A segment URL of the session at `url`.
+        @Sendable func segment(_ url: String) throws -> String {
+            let master = String(decoding: try Self.fetch(url).body, as: UTF8.self)
+            let mediaName = try #require(master.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            let mediaURL = try #require(URL(string: String(mediaName), relativeTo: URL(string: url))).absoluteURL
+            let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
+            let first = try #require(media.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
+            return mediaURL.deletingLastPathComponent().appendingPathComponent(String(first)).absoluteString
+        }
+        let token = try server.token(persistent: false, asset: "renew")
+        let player = try await TestMedia.offloaded { try Player([origin.url("renew/master.m3u8"), "--data-dir", data, "--token", token, "--hold-off", "0.5"]) }
+        try await TestMedia.offloaded {
+            let url = try segment(player.url)
+            let start = Date()
+            var statuses: [Int] = []
+            while Date().timeIntervalSince(start) < 18 {
+                statuses.append(try Self.fetch(url).status)
+                Thread.sleep(forTimeInterval: 1.5)
+            }
+            #expect(statuses.allSatisfy { $0 == 200 }, "played 18 s on a 12 s rental: \(statuses)")
+        }
+        _ = try await TestMedia.offloaded { player.stop() }
+
+        // A token that expires in 6 s: the next renewal with it is refused, and the session ends.
+        let short = try await TestMedia.offloaded { () throws -> String in
+            let made = try CLIRunner.run(["token", "--jwks", server.jwks.path, "--kid", "backend", "--sub", "user-42", "--asset", "renew", "--ttl", "6"])
+            return made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let ending = try await TestMedia.offloaded { try Player([origin.url("renew/master.m3u8"), "--data-dir", data, "--token", short, "--hold-off", "0.5"]) }
+        try await TestMedia.offloaded {
+            let url = try segment(ending.url)
+            let start = Date()
+            var status = 200
+            while status == 200, Date().timeIntervalSince(start) < 25 {
+                Thread.sleep(forTimeInterval: 1)
+                status = try Self.fetch(url).status
+            }
+            #expect(status != 200, "the session ended once its renewal was refused")
+            let stopped = ending.stop()
+            #expect(stopped.stderr.contains("rights-expired: renew") && stopped.stderr.contains("refused to renew the license"), "\(stopped.stderr)")
+        }
+    }
+
     @Test("online: satchel play URL --token acquires a license for the token's asset and plays CMAF cbcs straight from the origin, decrypted; the origin's error status is forwarded (server-error event), an origin that is down answers 503")
     func online() async throws {
         let (server, origin, site, input, data) = try await Self.stage("play-online")
