@@ -29,6 +29,8 @@ public enum PlaybackError: ProblemConvertible, Equatable {
     /// The account plays as many streams at once as it may (or the device may not stream): the reason's stable
     /// code and its text.
     case streamRefused(code: String, reason: String)
+    /// The license demands more of the output than the app says it has (seed 000 §5.3.4).
+    case outputNotAllowed(String)
 
     public var httpStatus: Int {
         switch self {
@@ -43,6 +45,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case let .originStatus(status): return (400...599).contains(status) ? status : 502
         case .originUnreachable: return 503
         case .streamRefused: return 403
+        case .outputNotAllowed: return 403
         }
     }
 
@@ -61,6 +64,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .originStatus: return "origin-status"
         case .originUnreachable: return "origin-unreachable"
         case let .streamRefused(code, _): return code
+        case .outputNotAllowed: return "output-not-allowed"
         }
     }
 
@@ -78,6 +82,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case let .originStatus(status): return "the origin answered \(status)"
         case let .originUnreachable(reason): return reason
         case let .streamRefused(_, reason): return "no stream slot: \(reason)"
+        case let .outputNotAllowed(reason): return "output-not-allowed: \(reason)"
         }
     }
 }

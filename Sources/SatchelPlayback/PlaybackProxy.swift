@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import SatchelHTTP
+import SatchelRights
 import SatchelStreams
 import ServiceLifecycle
 
@@ -103,13 +104,16 @@ public actor PlaybackProxy {
     /// rights must be `valid` (the rights source registers the first use), and a stream slot must be free. The rights
     /// are those of `licenseAsset`, else of the asset the library says it was licensed as, else of `assetID`. Answers
     /// the URL of its entry point.
-    public func open(asset assetID: String, licenseAsset: String? = nil) async throws(PlaybackError) -> String {
+    /// With `output`, the output the app plays to: a license that demands more of it refuses the session
+    /// (``PlaybackError/outputNotAllowed(_:)``, seed 000 §5.3.4).
+    public func open(asset assetID: String, licenseAsset: String? = nil, output: OutputCapabilities? = nil) async throws(PlaybackError) -> String {
         let port = try await start()
         // The slot first: a stream refused registers no use of the asset (its first use starts its play window).
         let lease = try await slots?.acquire(asset: assetID)
         let session: PlaybackSession
-        do {
+        do throws(PlaybackError) {
             session = try await opener.open(assetID, licenseAsset: licenseAsset)
+            if let output, let refusal = session.rights?.outputControls?.refusal(for: output) { throw PlaybackError.outputNotAllowed(refusal) }
         } catch {
             if let slots, let lease { await slots.release(lease) }
             throw error

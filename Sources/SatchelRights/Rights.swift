@@ -77,6 +77,49 @@ public struct OutputControls: Codable, Sendable, Equatable {
     }
 }
 
+/// What the output a session plays to can honour (seed 000 §5.3.4): the HDCP it has, and what kind of output it is.
+public struct OutputCapabilities: Codable, Sendable, Equatable {
+    /// The output's kind.
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        /// The device's own screen.
+        case `internal`
+        /// AirPlay.
+        case airPlay = "airplay"
+        /// A wired external display (AV adapter, HDMI).
+        case external
+        /// An analog output.
+        case analog
+    }
+
+    /// The HDCP the output has.
+    public var hdcp: HDCPLevel
+    /// What kind of output it is.
+    public var kind: Kind
+
+    /// An output: by default the device's own screen, with no HDCP.
+    public init(hdcp: HDCPLevel = .none, kind: Kind = .internal) {
+        self.hdcp = hdcp
+        self.kind = kind
+    }
+}
+
+extension OutputControls {
+    /// Why a license with these controls may not play to `output` (nil: it may): a kind of output the license does
+    /// not allow, or an external output whose HDCP is below the license's (the device's own screen needs none).
+    public func refusal(for output: OutputCapabilities) -> String? {
+        switch output.kind {
+        case .airPlay where !airPlay: return "the license does not allow AirPlay"
+        case .external where !externalDisplay: return "the license does not allow external displays"
+        case .analog where !analog: return "the license does not allow analog outputs"
+        default: break
+        }
+        if output.kind != .internal, output.hdcp < hdcp {
+            return "the license requires HDCP \(hdcp.rawValue); the output has \(output.hdcp.rawValue)"
+        }
+        return nil
+    }
+}
+
 /// The HDCP level required, ordered from none to type 1.
 public enum HDCPLevel: String, Codable, Sendable, Comparable, CaseIterable {
     /// No requirement.

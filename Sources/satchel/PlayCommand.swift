@@ -44,11 +44,25 @@ struct PlayCommand: SatchelAsyncCommand {
     var licenseHosts: [String] = []
     @Option(name: .customLong("language"), help: "An audio language wanted (repeatable): picks the rendition of an online source and of a DASH source played as HLS.")
     var languages: [String] = []
+    @Option(help: "The output the player shows on: internal, airplay, external or analog; a license that does not allow it refuses the session.")
+    var output: String?
+    @Option(name: .customLong("output-hdcp"), help: "The HDCP the output has: none, type0 or type1 (default none); a license that requires more refuses the session.")
+    var outputHDCP: String?
     @Flag(help: "Print, as the first line, a JSON object: url (null when playback is refused), protected, drm, audioTracks, outputControls.")
     var json = false
     @Option(name: .customLong("hold-off"),
             help: "Seconds a player's request waits when the rights end mid-play, for a renewal or a new license (0: refused at once).")
     var holdOff: Double = 15
+
+    /// The output declared (`--output`, `--output-hdcp`), nil when neither is given.
+    var outputCapabilities: OutputCapabilities? {
+        get throws {
+            guard output != nil || outputHDCP != nil else { return nil }
+            guard let kind = OutputCapabilities.Kind(rawValue: output ?? "internal") else { throw ValidationError("--output is internal, airplay, external or analog") }
+            guard let hdcp = HDCPLevel(rawValue: outputHDCP ?? "none") else { throw ValidationError("--output-hdcp is none, type0 or type1") }
+            return OutputCapabilities(hdcp: hdcp, kind: kind)
+        }
+    }
 
     /// True when the argument is a URL to play online.
     var isOnline: Bool { asset.hasPrefix("http://") || asset.hasPrefix("https://") }
@@ -72,6 +86,7 @@ struct PlayCommand: SatchelAsyncCommand {
         if let exec {
             do { _ = try CommandWords(exec) } catch { throw ValidationError("--exec: \(error.description)") }
         }
+        _ = try outputCapabilities
     }
 
     func execute() async throws {
@@ -143,9 +158,10 @@ struct PlayCommand: SatchelAsyncCommand {
             }
         }
         defer { events.cancel() }
+        let declaredOutput = try outputCapabilities
         let url: String
         do {
-            url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset)
+            url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset, output: declaredOutput)
         } catch {
             if json, let info = try? await proxy.inspect(asset: assetID, licenseAsset: licenseAsset) {
                 // Refused: what the content is, all the same (is it protected, and how), before the reason.

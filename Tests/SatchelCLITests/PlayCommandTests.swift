@@ -371,6 +371,10 @@ import Testing
             let rights = try #require(try JSONSerialization.jsonObject(with: Data(try CLIRunner.run(["rights", "film", "--data-dir", data, "--json"]).stdout.utf8)) as? [String: Any])
             let licensed = try #require(rights["outputControls"] as? [String: Any], "satchel rights --json prints them too: \(rights)")
             #expect(NSDictionary(dictionary: controls) == NSDictionary(dictionary: licensed) && controls["hdcp"] as? String == "none", "\(line)")
+            // The app declares its output: one the license does not allow refuses the session, with the reason.
+            let airPlay = try CLIRunner.run(["play", "film", "--data-dir", data, "--output", "airplay", "--exec", "true"])
+            #expect(airPlay.status != 0 && airPlay.stderr.contains("output-not-allowed: the license does not allow AirPlay"), "\(airPlay.stderr)")
+            #expect(try CLIRunner.run(["play", "film", "--data-dir", data, "--output", "internal", "--exec", "true"]).status == 0)
 
             // Another device, no license: refused, but what the content is comes first.
             let other = server.directory.appendingPathComponent("other").path

@@ -84,4 +84,16 @@ import Testing
         #expect(names == ["valid", "no-rights", "in-future", "expired", "untrusted-time"])
         #expect(RightsEvaluation.none.status == .noRights)
     }
+
+    @Test("output controls against the output an app declares (seed 000 §5.3.4): a kind of output the license forbids, or an external output below its HDCP, is refused with the reason; the device's own screen needs no HDCP")
+    func outputs() {
+        let strict = OutputControls(hdcp: .type1, airPlay: false, externalDisplay: true, analog: false)
+        #expect(strict.refusal(for: OutputCapabilities()) == nil, "the device's own screen")
+        #expect(strict.refusal(for: OutputCapabilities(hdcp: .type1, kind: .airPlay)) == "the license does not allow AirPlay")
+        #expect(strict.refusal(for: OutputCapabilities(hdcp: .type1, kind: .analog)) == "the license does not allow analog outputs")
+        #expect(strict.refusal(for: OutputCapabilities(hdcp: .type0, kind: .external)) == "the license requires HDCP type1; the output has type0")
+        #expect(strict.refusal(for: OutputCapabilities(hdcp: .type1, kind: .external)) == nil)
+        let open = OutputControls()
+        for kind in OutputCapabilities.Kind.allCases { #expect(open.refusal(for: OutputCapabilities(kind: kind)) == nil, "\(kind)") }
+    }
 }
