@@ -177,6 +177,9 @@ public enum DownloadEvent: Sendable, Equatable {
     case started(assetID: String)
     /// Progress of the asset being downloaded.
     case progress(DownloadProgress)
+    /// The phase after an asset's files are all fetched (its steps' work: the license renewed, …), `fraction` of it
+    /// done: 0 as it begins, 1 before ``finished(assetID:)`` (seed 003's processing progress).
+    case processing(assetID: String, fraction: Double)
     /// An asset finished downloading.
     case finished(assetID: String)
     /// An attempt failed; `willRetry` says whether the engine will try again without being asked.

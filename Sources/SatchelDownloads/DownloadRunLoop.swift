@@ -143,7 +143,12 @@ enum DownloadRunLoop {
             switch outcome {
             case .complete:
                 await record(engine, &asset, state: next.state, failure: next.failure)
-                for step in engine.steps { await step.finished(asset) }
+                engine.emit(.processing(assetID: asset.id, fraction: 0))
+                for (index, step) in engine.steps.enumerated() {
+                    await step.finished(asset)
+                    engine.emit(.processing(assetID: asset.id, fraction: Double(index + 1) / Double(engine.steps.count)))
+                }
+                if engine.steps.isEmpty { engine.emit(.processing(assetID: asset.id, fraction: 1)) }
                 engine.emit(.finished(assetID: asset.id))
                 return false
             case .stopped, .wait:

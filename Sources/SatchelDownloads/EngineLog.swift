@@ -16,6 +16,8 @@ enum EngineLog {
             logger.debug("asset state", metadata: ["asset": "\(id)", "state": "\(state.rawValue)"])
         case let .started(id):
             logger.info("attempt started", metadata: ["asset": "\(id)"])
+        case let .processing(id, fraction):
+            logger.debug("processing", metadata: ["asset": "\(id)", "fraction": "\(fraction)"])
         case let .finished(id):
             logger.info("asset complete", metadata: ["asset": "\(id)"])
         case let .error(id, failure, willRetry):

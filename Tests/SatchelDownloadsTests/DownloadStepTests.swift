@@ -30,7 +30,7 @@ struct DownloadStepTests {
         }
     }
 
-    @Test("a step that fails twice delays the download (nothing fetched), then lets it complete; one that always fails ends blocked")
+    @Test("a step that fails twice delays the download (nothing fetched), then lets it complete — its processing after the files reported 0 to 1 before finished; one that always fails ends blocked")
     func steps() async throws {
         let directory = try TestMedia.temporaryDirectory("steps")
         let site = directory.appendingPathComponent("site")
@@ -50,6 +50,10 @@ struct DownloadStepTests {
         #expect(await log.events.contains(.error(assetID: "s", failure: .license(problem: "license-server", detail: "no license yet for s", retryable: true),
                                                    willRetry: true)))
         #expect(world.origin.log.filter { $0.path.hasSuffix(".ts") }.count == 2, "the segments were fetched once, after the step passed")
+        // The phase after the files (the steps' work once the asset is complete) reports its progress, then finished.
+        let after = await log.events.drop { $0 != .processing(assetID: "s", fraction: 0) }
+        #expect(Array(after.prefix(3)) == [.processing(assetID: "s", fraction: 0), .processing(assetID: "s", fraction: 1), .finished(assetID: "s")],
+                "\(Array(after.prefix(3)))")
         await manager.close()
 
         let never = LicenseStep(refusals: .max)
