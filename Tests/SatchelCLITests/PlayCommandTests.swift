@@ -379,7 +379,7 @@ import Testing
             // Another device, no license: refused, but what the content is comes first.
             let other = server.directory.appendingPathComponent("other").path
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", other]).status == 0)
-            let refused = try CLIRunner.run(["play", origin.url("film/master.m3u8"), "--data-dir", other, "--license-asset", "film", "--json"])
+            let refused = try CLIRunner.run(["play", origin.url("film/master.m3u8"), "--data-dir", other, "--license-asset", "film", "--json", "--exec", "true"])
             #expect(refused.status != 0 && refused.stderr.contains("no-rights"), "\(refused.stderr)")
             let first = try #require(refused.stdout.split(separator: "\n").first.map(String.init), "\(refused.stdout)")
             let described = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any], "\(first)")

@@ -165,7 +165,7 @@ import Testing
             #expect(Data(whole.body) == epub && whole.headers["content-type"] == "application/epub+zip", "\(whole.headers)")
             _ = novel.stop()
             Thread.sleep(forTimeInterval: 5)
-            let late = try CLIRunner.run(["play", origin.url("novel.epub.satchel"), "--data-dir", data, "--license-asset", "novel"])
+            let late = try CLIRunner.run(["play", origin.url("novel.epub.satchel"), "--data-dir", data, "--license-asset", "novel", "--exec", "true"])
             #expect(late.status != 0 && late.stderr.contains("expired"), "the rental ended: \(late.stderr)")
         }
     }
