@@ -34,29 +34,30 @@ public enum FileProtector {
 
     private static func protect(input: String, output: String, keyID: KeyID, key: SecretBytes, contentType: String,
                                 chunkSize: Int, metadata: [String: String]) throws(PackagerError) -> ProtectedFileHeader {
-        let fd = open(input, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .input(file: input, reason: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { throw .input(file: input, reason: "not a regular file") }
+        let source: ConfinedFile
+        do {
+            let url = URL(fileURLWithPath: input)
+            source = try ConfinedFile.open(url.lastPathComponent, below: url.deletingLastPathComponent().path)
+        } catch {
+            throw .input(file: input, reason: error.description)
+        }
         let header: ProtectedFileHeader
         do {
-            header = try ProtectedFileHeader(keyID: keyID, chunkSize: chunkSize, plainSize: UInt64(status.st_size), contentType: contentType,
+            header = try ProtectedFileHeader(keyID: keyID, chunkSize: chunkSize, plainSize: UInt64(source.size), contentType: contentType,
                                              metadata: metadata).sealed(with: key)
         } catch {
             throw .invalidOptions(error.description)
         }
-        var buffer = [UInt8](repeating: 0, count: chunkSize)
         do throws(SystemError) {
             try AtomicFile.write(to: output) { (out, path) throws(SystemError) in
                 try AtomicFile.writeAll(out, header.bytes(), path: path)
                 for index in 0..<header.chunkCount {
-                    let length = header.plainLength(ofChunk: index)
-                    guard try readExactly(fd, into: &buffer, count: length) == length else {
+                    let plain: [UInt8]
+                    do { plain = try source.read(header.plainLength(ofChunk: index), at: Int64(index) * Int64(chunkSize)) } catch {
                         throw SystemError("read all of", path: input, errno: EIO)  // it shrank while read
                     }
                     let sealed: [UInt8]
-                    do { sealed = try ProtectedChunks.seal(Array(buffer[0..<length]), index: index, header: header, key: key) } catch {
+                    do { sealed = try ProtectedChunks.seal(plain, index: index, header: header, key: key) } catch {
                         throw SystemError("seal a chunk for", path: path, errno: EINVAL)
                     }
                     try AtomicFile.writeAll(out, sealed, path: path)
@@ -66,23 +67,5 @@ public enum FileProtector {
             throw .output(error.description)
         }
         return header
-    }
-
-    /// Reads up to `count` bytes into `buffer`, retrying short reads; answers how many came (fewer only at the end).
-    private static func readExactly(_ fd: Int32, into buffer: inout [UInt8], count: Int) throws(SystemError) -> Int {
-        var done = 0
-        while done < count {
-            let n = buffer.withUnsafeMutableBytes { raw -> Int in
-                guard let base = raw.baseAddress else { return 0 }
-                return read(fd, base + done, count - done)
-            }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SystemError("read", path: "the input", errno: errno)
-            }
-            if n == 0 { break }
-            done += n
-        }
-        return done
     }
 }
