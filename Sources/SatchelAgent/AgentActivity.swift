@@ -68,14 +68,8 @@ enum AgentActivity {
         for _ in 0..<batchesPerSend {
             let batch = try await outbox.pending(limit: EventRules.batchLimit)
             guard !batch.isEmpty else { break }
-            guard let data = try? JSONCoding.encoder().encode(batch) else { throw .storage("the events cannot be encoded") }
-            let events = String(decoding: data, as: UTF8.self)
-            let digest = DeviceRequestClaims.digest(of: events)
-            let (answer, _) = try await AgentRequests.signed(agent, server: registration.server, timeout: AgentBackplane.timeout, { registration, nonce, time in
-                DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time, bodyDigest: digest)
-            }) { client, request throws(AgentError) in
-                try await client.post("/backplane/events", json: EventBatchEnvelope(request: request, events: events), token: nil)
-            }
+            let answer = try await AgentRequests.signedBody(agent, "/backplane/events", body: batch, server: registration.server,
+                                                            timeout: AgentBackplane.timeout)
             recorded += try Agent.decode(EventBatchAnswer.self, answer, what: "the events' receipt").recorded
             try await outbox.remove(batch.map(\.eventID))
         }

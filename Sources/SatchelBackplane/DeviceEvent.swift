@@ -211,21 +211,6 @@ public enum EventRules {
     public static let batchLimit = 500
 }
 
-/// `POST /backplane/events`' body: the signed request (its `bodyDigest` the SHA-256 of `events`) and the events as
-/// JSON text, so that the signature covers exactly the bytes sent.
-public struct EventBatchEnvelope: Codable, Sendable, Equatable {
-    /// The signed device request.
-    public var request: String
-    /// A JSON array of ``DeviceEvent``.
-    public var events: String
-
-    /// A body.
-    public init(request: String, events: String) {
-        self.request = request
-        self.events = events
-    }
-}
-
 /// `POST /backplane/events`' answer.
 public struct EventBatchAnswer: Codable, Sendable, Equatable {
     /// Events in the batch.

@@ -120,8 +120,9 @@ public struct SubscriptionSyncAnswer: Codable, Sendable, Equatable {
     }
 }
 
-/// A device's POST whose body is signed: the signed request (its `bodyDigest` the body's digest) and the body as
-/// JSON text.
+/// A device's POST whose body is signed — a subscription, a subscriptions' sync, a batch of events (a JSON array of
+/// ``DeviceEvent``) —: the signed request (its `bodyDigest` the SHA-256 of `body`) and the body as JSON text, so that
+/// the signature covers exactly the bytes sent.
 public struct DeviceBodyEnvelope: Codable, Sendable, Equatable {
     /// The signed device request.
     public var request: String

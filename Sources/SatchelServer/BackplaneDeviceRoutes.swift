@@ -74,20 +74,7 @@ struct BackplaneDeviceRoutes: RouteGroup {
             return Response(status: .noContent)
         }
         router.post("/backplane/events") { request, _ in
-            let buffer: ByteBuffer
-            do { buffer = try await request.body.collect(upTo: Self.maximumEventBody) } catch {
-                throw BackplaneError.badRequest("a batch of events is at most \(Self.maximumEventBody) bytes")
-            }
-            guard let body = try? JSONCoding.decoder().decode(EventBatchEnvelope.self, from: Data(buffer.readableBytesView)) else {
-                throw BackplaneError.badRequest("the body is {\"request\", \"events\"}: a signed request and a JSON array of events")
-            }
-            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
-            guard claims.bodyDigest == DeviceRequestClaims.digest(of: body.events) else {
-                throw BackplaneError.badRequest("the events are not the ones the request signed (bodyDigest)")
-            }
-            guard let events = try? JSONCoding.decoder().decode([DeviceEvent].self, from: Data(body.events.utf8)) else {
-                throw BackplaneError.badRequest("events is a JSON array of events of the documented shape")
-            }
+            let (device, events) = try await Self.signedBody([DeviceEvent].self, request, backplane: backplane, limit: Self.maximumEventBody)
             let recorded = try await backplane.events.record(events, device: device.deviceID, user: device.user, received: backplane.now)
             return try Response.json(EventBatchAnswer(received: events.count, recorded: recorded))
         }
@@ -99,6 +86,25 @@ struct BackplaneDeviceRoutes: RouteGroup {
             return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
                             body: ResponseBody { writer in try await stream.run(&writer) })
         }
+    }
+
+    /// The device a POST with a signed body comes from (``DeviceBodyEnvelope``, at most `limit` bytes), and its body: the
+    /// signed request must name the body's digest.
+    static func signedBody<Body: Decodable>(_ type: Body.Type, _ request: Request, backplane: BackplaneService,
+                                            limit: Int = DeviceLicenseRoutes.maximumBody) async throws -> (BackplaneDevice, Body) {
+        let buffer: ByteBuffer
+        do { buffer = try await request.body.collect(upTo: limit) } catch { throw BackplaneError.badRequest("the body is at most \(limit) bytes") }
+        guard let envelope = try? JSONCoding.decoder().decode(DeviceBodyEnvelope.self, from: Data(buffer.readableBytesView)) else {
+            throw BackplaneError.badRequest("the body is {\"request\", \"body\"}: a signed request and the JSON it signs, as text")
+        }
+        let (claims, device) = try await backplane.device(signed: envelope.request, token: request.bearerToken)
+        guard claims.bodyDigest == DeviceRequestClaims.digest(of: envelope.body) else {
+            throw BackplaneError.badRequest("the body is not the one the request signed (bodyDigest)")
+        }
+        guard let body = try? JSONCoding.decoder().decode(type, from: Data(envelope.body.utf8)) else {
+            throw BackplaneError.badRequest("body is JSON of the documented shape")
+        }
+        return (device, body)
     }
 
     /// The device a GET's signed request comes from.

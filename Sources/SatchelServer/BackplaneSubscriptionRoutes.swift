@@ -22,7 +22,7 @@ struct BackplaneSubscriptionRoutes: RouteGroup {
 
     func register(on router: Router<SatchelRequestContext>) {
         router.post("/backplane/subscriptions") { request, _ in
-            let (device, body) = try await signedBody(SubscriptionRequest.self, request)
+            let (device, body) = try await BackplaneDeviceRoutes.signedBody(SubscriptionRequest.self, request, backplane: backplane)
             let subscription = try await backplane.feeds.subscribe(device: device.deviceID, body, at: backplane.now)
             backplane.hub.wake(subscriptionsOf: device.deviceID)
             return try Response.json(subscription)
@@ -38,26 +38,13 @@ struct BackplaneSubscriptionRoutes: RouteGroup {
             return Response(status: .noContent)
         }
         router.post("/backplane/feeds/sync") { request, _ in
-            let (device, body) = try await signedBody(SubscriptionSyncRequest.self, request)
+            let (device, body) = try await BackplaneDeviceRoutes.signedBody(SubscriptionSyncRequest.self, request, backplane: backplane)
             let checked = try body.validated()
             let feeds = try await backplane.feeds.deliver(device: device.deviceID, applied: checked.applied)
             var listing: [FeedItem]?
             if let since = checked.since { listing = try await backplane.feeds.listing(device: device.deviceID, since: since, allFeeds: checked.allFeeds) }
             return try Response.json(SubscriptionSyncAnswer(feeds: feeds, listing: listing, serverTime: backplane.now))
         }
-    }
-
-    /// The device a POST comes from, and its body: the envelope's signed request must name the body's digest.
-    private func signedBody<Body: Decodable>(_ type: Body.Type, _ request: Request) async throws -> (BackplaneDevice, Body) {
-        let envelope = try await DeviceLicenseRoutes.decode(DeviceBodyEnvelope.self, request)
-        let (claims, device) = try await backplane.device(signed: envelope.request, token: request.bearerToken)
-        guard claims.bodyDigest == DeviceRequestClaims.digest(of: envelope.body) else {
-            throw BackplaneError.badRequest("the body is not the one the request signed (bodyDigest)")
-        }
-        guard let body = try? JSONCoding.decoder().decode(type, from: Data(envelope.body.utf8)) else {
-            throw BackplaneError.badRequest("body is JSON of the documented shape")
-        }
-        return (device, body)
     }
 
     /// The device a GET or DELETE comes from (its signed request in the header).
