@@ -4,7 +4,8 @@ import SatchelProtection
 /// A file on an origin as a protected file's byte source: every read a range request, so a large file is never
 /// fetched whole; its size from the first answer's `Content-Range`.
 public final class OriginByteSource: ProtectedByteSource, Sendable {
-    private let fetcher = OriginFetcher()
+    /// Longer timeouts than a player's: a script reading a file waits for a slow origin rather than fail.
+    private let fetcher = OriginFetcher(connectTimeout: .seconds(10), readTimeout: .seconds(60), deadline: .seconds(120))
     private let url: String
     private let headers: [String: String]
     private let known = Locked<UInt64?>(nil)

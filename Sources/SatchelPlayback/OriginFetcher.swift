@@ -12,6 +12,8 @@ final class OriginFetcher: Sendable {
     /// again once shut down.
     private let state = Locked<(client: HTTPClient?, shutDown: Bool)>((nil, false))
     private let configuration: HTTPClient.Configuration
+    /// The longest a request may take to be answered.
+    private let deadline: TimeAmount
     /// The slowest an origin may send a file.
     let slowest: OriginPace
 
@@ -25,8 +27,10 @@ final class OriginFetcher: Sendable {
         var total: Int64?
     }
 
-    init(connectTimeout: Duration = .seconds(3), readTimeout: Duration = .seconds(10), slowest: OriginPace = OriginPace()) {
+    init(connectTimeout: Duration = .seconds(3), readTimeout: Duration = .seconds(10), deadline: Duration = .seconds(30),
+         slowest: OriginPace = OriginPace()) {
         self.slowest = slowest
+        self.deadline = .nanoseconds(Int64(deadline.components.seconds) * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000)
         var configuration = HTTPClient.Configuration(timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout)))
         configuration.decompression = .disabled
         configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)
@@ -98,7 +102,7 @@ final class OriginFetcher: Sendable {
         guard let client else { throw .originUnreachable("the playback proxy is stopping") }
         let response: HTTPClientResponse
         do {
-            response = try await client.execute(request, deadline: .now() + .seconds(30))
+            response = try await client.execute(request, deadline: .now() + deadline)
         } catch {
             throw .originUnreachable(Self.reason(error))
         }
