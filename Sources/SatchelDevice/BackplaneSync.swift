@@ -15,15 +15,18 @@ public struct BackplaneSync: Sendable {
     public let agent: Agent
     let downloads: DownloadManager?
     let dataSource: any SubscriptionDataSource
+    let rules: DownloadRules?
     let logger: Logger
 
     /// Syncs `agent`'s device, removing and adding assets through `downloads` (nil: this device downloads nothing),
-    /// its feeds' items looked up through `dataSource`.
-    public init(agent: Agent, downloads: DownloadManager?, dataSource: any SubscriptionDataSource = FeedDataSource(),
+    /// its feeds' items looked up through `dataSource`. With `rules` (the device's own download rules), each sync gives
+    /// the engine those rules governed by the backplane's settings.
+    public init(agent: Agent, downloads: DownloadManager?, dataSource: any SubscriptionDataSource = FeedDataSource(), rules: DownloadRules? = nil,
                 logger: Logger = Logger(label: "satchel.backplane")) {
         self.agent = agent
         self.downloads = downloads
         self.dataSource = dataSource
+        self.rules = rules
         self.logger = logger
     }
 
@@ -55,6 +58,7 @@ public struct BackplaneSync: Sendable {
                 return report
             }
         }
+        if let downloads, let rules { await downloads.setRules(rules.governed(by: try await agent.backplane.status().settings)) }
         if let downloads, !(try await agent.backplane.status().feeds ?? []).isEmpty {
             do {
                 report.subscriptions = try await SubscriptionSync(agent: agent, downloads: downloads, dataSource: dataSource, logger: logger).run()

@@ -126,7 +126,8 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     case doesNotFit(neededBytes: Int64, availableBytes: Int64)
     /// The rule `maxDownloadedAssets` is reached.
     case maxDownloadedAssets(Int)
-    /// Only a cellular network is available and `downloadOverCellular` is off, or there is no network.
+    /// Only a metered (cellular) network is available and `downloadOverCellular` is off, or there is no network, or
+    /// its type is unknown and the rules deny that.
     case networkUnavailable(NetworkType)
     /// The backplane refused the download: its reason's stable code (`device-not-enabled`, `device-asset-limit`,
     /// `account-download-limit`, `asset-not-downloadable`, `device-killed`) and text.
@@ -176,7 +177,12 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         case let .doesNotFit(needed, available):
             return "the asset does not fit: it needs \(needed) bytes and maxStorageAllowed and the headroom leave \(available)"
         case let .maxDownloadedAssets(max): return "maxDownloadedAssets reached (\(max) assets downloaded)"
-        case let .networkUnavailable(type): return type == .none ? "no network" : "only a cellular network and downloadOverCellular is off"
+        case let .networkUnavailable(type):
+            switch type {
+            case .none: return "no network"
+            case .unknown: return "the network's type cannot be detected and metered-unknown is deny"
+            default: return "only a metered (cellular) network and downloadOverCellular is off"
+            }
         case let .permissionRefused(reason, detail): return "download permission refused (\(reason)): \(detail)"
         case let .permissionPending(why): return "waiting for the backplane's download permission: \(why)"
         }

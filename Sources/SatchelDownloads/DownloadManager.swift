@@ -38,6 +38,10 @@ public actor DownloadManager {
     /// Raised when work may have come in while the background loop waits.
     var wakeUp = StopSignal()
     var closed = false
+    /// The network rule that stopped the attempt in progress (a switch to a metered network mid-download).
+    var networkHold: DownloadFailure?
+    /// Whether the log has said that the network's type cannot be detected.
+    var toldUnknownNetwork = false
     /// The first index failure of the current run: the run stops at once (an unrecorded retry would loop).
     var storageFailure: DownloadError?
     /// Damaged records already reported (an event each, once per engine).

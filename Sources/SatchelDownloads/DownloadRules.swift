@@ -9,26 +9,42 @@ public struct DownloadRules: Sendable, Codable, Equatable {
     public var maxStorageAllowed: Int64
     /// At least this many bytes stay free on the device; checked before and during a download. Default 1 GiB.
     public var headroom: Int64
-    /// Whether downloading over a cellular network is permitted. Default false.
+    /// Whether downloading over a cellular (metered) network is permitted. Default false: downloads never happen over
+    /// one.
     public var downloadOverCellular: Bool
+    /// What to do when the network's type cannot be detected (no network monitor on this system). Default
+    /// ``UnknownNetworkPolicy/allow``, so a server without one still downloads.
+    public var meteredUnknown: UnknownNetworkPolicy
 
     /// Creates rules (seed 003's defaults).
-    public init(maxDownloadedAssets: Int = 100, maxStorageAllowed: Int64 = .max, headroom: Int64 = 1 << 30, downloadOverCellular: Bool = false) {
+    public init(maxDownloadedAssets: Int = 100, maxStorageAllowed: Int64 = .max, headroom: Int64 = 1 << 30, downloadOverCellular: Bool = false,
+                meteredUnknown: UnknownNetworkPolicy = .allow) {
         self.maxDownloadedAssets = maxDownloadedAssets
         self.maxStorageAllowed = maxStorageAllowed
         self.headroom = headroom
         self.downloadOverCellular = downloadOverCellular
+        self.meteredUnknown = meteredUnknown
     }
+}
+
+/// Whether to download on a network whose type (metered or not) cannot be detected.
+public enum UnknownNetworkPolicy: String, Sendable, Codable, CaseIterable {
+    /// Download as on an unmetered network.
+    case allow
+    /// Wait as on a metered one (unless ``DownloadRules/downloadOverCellular``).
+    case deny
 }
 
 /// The kind of network the device is on.
 public enum NetworkType: String, Sendable, Codable {
     /// Wi-Fi, Ethernet, loopback: not metered.
     case unmetered
-    /// A metered cellular network.
+    /// A metered network: cellular, a phone's hotspot, a connection the user marked metered.
     case cellular
     /// No network.
     case none
+    /// The type cannot be detected (no network monitor on this system, or it did not answer).
+    case unknown
 }
 
 /// The environment the engine consults: the clock, free space, network type. Injected in tests.
@@ -37,15 +53,16 @@ public struct DownloadEnvironment: Sendable {
     public var clock: any WallClock
     /// Free bytes on the volume holding a path (nil when unknown).
     public var freeSpace: @Sendable (String) -> Int64?
-    /// The current network type.
-    public var networkType: @Sendable () -> NetworkType
+    /// The network monitor: the network's type now, and a wake when it changes.
+    public var network: any NetworkMonitor
 
-    /// Creates an environment.
+    /// Creates an environment. The network defaults to ``FixedNetwork/unmetered``; an app passes the system's
+    /// monitor (``NetworkManagerMonitor`` on Linux, ``PathNetworkMonitor`` on Apple platforms).
     public init(clock: any WallClock = SystemClock(), freeSpace: @escaping @Sendable (String) -> Int64? = DownloadEnvironment.volumeFreeSpace,
-                networkType: @escaping @Sendable () -> NetworkType = { .unmetered }) {
+                network: any NetworkMonitor = FixedNetwork.unmetered) {
         self.clock = clock
         self.freeSpace = freeSpace
-        self.networkType = networkType
+        self.network = network
     }
 
     /// Free bytes available to unprivileged users on the volume holding `path` (statvfs).

@@ -8,7 +8,15 @@ enum DownloadRunLoop {
 
     static func start(_ engine: isolated DownloadManager, recheckInterval: Duration) {
         guard engine.background == nil else { return }
-        engine.background = Task { await engine.runContinuously(recheckInterval: recheckInterval) }
+        let network = engine.environment.network
+        engine.background = Task {
+            // A change of network wakes the loop: a download held off a metered network resumes when it changes back.
+            let watcher = Task { [weak engine] in
+                for await _ in network.changes() { await engine?.wake() }
+            }
+            await engine.runContinuously(recheckInterval: recheckInterval)
+            watcher.cancel()
+        }
     }
 
     static func stop(_ engine: isolated DownloadManager) async {
@@ -82,8 +90,15 @@ enum DownloadRunLoop {
 
     /// The values a pass decides on.
     private static func queueEnvironment(_ engine: isolated DownloadManager) -> QueueEnvironment {
-        QueueEnvironment(network: engine.environment.networkType(), freeSpace: engine.environment.freeSpace(engine.store.root),
-                         usedBytes: currentUsage(engine), now: engine.environment.clock.now)
+        let network = engine.environment.network.current
+        if network == .unknown, !engine.toldUnknownNetwork {
+            engine.toldUnknownNetwork = true
+            let rules = engine.configuration.rules
+            engine.configuration.logger.notice("the network's type (metered or not) cannot be detected",
+                                               metadata: ["meteredUnknown": "\(rules.downloadOverCellular ? "allow" : rules.meteredUnknown.rawValue)"])
+        }
+        return QueueEnvironment(network: network, freeSpace: engine.environment.freeSpace(engine.store.root), usedBytes: currentUsage(engine),
+                                now: engine.environment.clock.now)
     }
 
     /// Runs an index operation; a failure is recorded (stopping the run), reported, and answers nil.
@@ -223,9 +238,12 @@ enum DownloadRunLoop {
             control.ended.raise()
             if engine.current?.id == asset.id { engine.current = nil }
         }
-        let result = await worker.attempt(asset, budget: budget, stop: control.stop) { live, tick in
+        engine.networkHold = nil
+        var result = await worker.attempt(asset, budget: budget, stop: control.stop) { live, tick in
             await DownloadRunLoop.tick(engine, asset, live: live, checkIndex: tick % 4 == 0)
         }
+        // Stopped because the network became one the rules keep downloads off: the asset waits with that reason.
+        if result.failure == .cancelled, let held = engine.networkHold { result.failure = held }
         engine.usedBytes = budget.usedBytes
         if let live = result.progress { report(engine, asset, live: live) }
         return result
@@ -237,10 +255,15 @@ enum DownloadRunLoop {
                                                readyDuration: engine.configuration.readyDuration)))
     }
 
-    /// Reports progress; now and then notices a pause, removal or switch-off made by another process.
+    /// Reports progress; stops the attempt when the network became one the rules keep downloads off; now and then notices
+    /// a pause, removal or switch-off made by another process.
     /// False stops the attempt (so does an index that cannot be read: the run stops).
     static func tick(_ engine: isolated DownloadManager, _ asset: DownloadAsset, live: LiveProgress, checkIndex: Bool) async -> Bool {
         report(engine, asset, live: live)
+        if let held = QueuePolicy(rules: engine.configuration.rules).networkHold(engine.environment.network.current) {
+            engine.networkHold = held
+            return false
+        }
         guard checkIndex else { return true }
         let id = asset.id
         guard let paused = await checked(engine, { () async throws(DownloadError) in try await engine.index.isPaused(id) }),

@@ -86,13 +86,19 @@ public struct QueuePolicy: Sendable, Equatable {
         return shown
     }
 
-    /// The rule that keeps `asset` from starting now, or nil.
-    public func hold(for asset: DownloadAsset, queue: [DownloadAsset], environment: QueueEnvironment) -> DownloadFailure? {
-        switch environment.network {
+    /// The rule that keeps downloads off `network` (checked before an asset starts and during its download), or nil.
+    public func networkHold(_ network: NetworkType) -> DownloadFailure? {
+        switch network {
         case .none: return .networkUnavailable(.none)
         case .cellular where !rules.downloadOverCellular: return .networkUnavailable(.cellular)
-        default: break
+        case .unknown where rules.meteredUnknown == .deny && !rules.downloadOverCellular: return .networkUnavailable(.unknown)
+        default: return nil
         }
+    }
+
+    /// The rule that keeps `asset` from starting now, or nil.
+    public func hold(for asset: DownloadAsset, queue: [DownloadAsset], environment: QueueEnvironment) -> DownloadFailure? {
+        if let held = networkHold(environment.network) { return held }
         let complete = queue.filter { $0.state == .complete && $0.id != asset.id }.count
         if complete >= rules.maxDownloadedAssets { return .maxDownloadedAssets(rules.maxDownloadedAssets) }
         if environment.usedBytes >= rules.maxStorageAllowed {

@@ -52,7 +52,8 @@ enum BackplaneCommands {
 
     /// Opens the agent and, when the data directory holds downloads, the device follows feeds or `downloading` (its
     /// background loop then running), the engine; runs `body`.
-    static func withDevice<T>(_ options: AgentOptions, downloading: Bool = false, _ body: (BackplaneSync) async throws -> T) async throws -> T {
+    static func withDevice<T>(_ options: AgentOptions, downloading network: NetworkOptions? = nil, _ body: (BackplaneSync) async throws -> T) async throws -> T {
+        let downloading = network != nil
         let directory = options.dataDirectory
         let hasDownloads = FileManager.default.fileExists(atPath: (directory as NSString).appendingPathComponent("downloads.sqlite"))
         return try await options.with { agent in
@@ -60,11 +61,15 @@ enum BackplaneCommands {
             guard downloading || hasDownloads || follows else { return try await body(BackplaneSync(agent: agent, downloads: nil)) }
             var configuration = DownloadManager.Configuration(dataDirectory: directory)
             configuration.secrets = try DeviceSecretBox(dataDirectory: directory)
-            let manager = try await DownloadManager(configuration: configuration, steps: [PermissionStep(agent: agent), LicenseStep(agent: agent)])
+            let rules = network?.applied(to: configuration.rules) ?? configuration.rules
+            configuration.rules = rules.governed(by: try await agent.backplane.status().settings)
+            let environment = DownloadEnvironment(network: network?.monitor() ?? FixedNetwork.unmetered)
+            let manager = try await DownloadManager(configuration: configuration, environment: environment,
+                                                    steps: [PermissionStep(agent: agent), LicenseStep(agent: agent)])
             let reporting = EngineActivity.start(manager, agent: agent)
             if downloading { await manager.start() }
             let result: Result<T, any Error>
-            do { result = .success(try await body(BackplaneSync(agent: agent, downloads: manager))) } catch { result = .failure(error) }
+            do { result = .success(try await body(BackplaneSync(agent: agent, downloads: manager, rules: rules))) } catch { result = .failure(error) }
             await manager.close()
             await reporting.value
             return try result.get()
@@ -130,9 +135,10 @@ extension AgentCommand {
             abstract: "Stay connected to the backplane: apply its commands, enqueue its feeds' new items and download the queue as they come (reconnecting with back-off); Ctrl-C stops.",
             discussion: "Exit status: 0 when stopped; 1 when the device was remotely killed.")
         @OptionGroup var agent: AgentOptions
+        @OptionGroup var network: NetworkOptions
 
         func execute() async throws {
-            let killed = try await BackplaneCommands.withDevice(agent, downloading: true) { sync in
+            let killed = try await BackplaneCommands.withDevice(agent, downloading: network) { sync in
                 let work = Task {
                     await sync.listen(onConnected: {
                         print("listening: connected to the backplane")

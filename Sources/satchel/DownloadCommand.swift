@@ -32,7 +32,7 @@ struct DownloadDirectoryOptions: ParsableArguments {
 
     /// ``withManager(readOnly:_:_:)`` that also hands `body` the agent of the data directory (nil when no
     /// device is registered there).
-    func withEngine<T>(readOnly: Bool = false, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
+    func withEngine<T>(readOnly: Bool = false, network: (any NetworkMonitor)? = nil, _ configure: (inout DownloadManager.Configuration) -> Void = { _ in },
                        afterClose: (Agent) async -> Void = { _ in }, _ body: (DownloadManager, Agent?) async throws -> T) async throws -> T {
         // First: the configuration's logger takes the handler bootstrapped here. The progress lines are the
         // command's own output; the engine's log goes to stderr only when asked.
@@ -47,7 +47,10 @@ struct DownloadDirectoryOptions: ParsableArguments {
         // then the license step.
         let registered = FileManager.default.fileExists(atPath: (configuration.dataDirectory as NSString).appendingPathComponent("device.json"))
         let agent = registered ? try await Agent(dataDirectory: configuration.dataDirectory, logger: Logger(label: "satchel.agent")) : nil
-        let manager = try await DownloadManager(configuration: configuration, steps: agent.map { [PermissionStep(agent: $0), LicenseStep(agent: $0)] } ?? [])
+        // The backplane's settings govern the download rules of a registered device.
+        if let settings = try await agent?.backplane.status().settings { configuration.rules = configuration.rules.governed(by: settings) }
+        let manager = try await DownloadManager(configuration: configuration, environment: DownloadEnvironment(network: network ?? FixedNetwork.unmetered),
+                                                steps: agent.map { [PermissionStep(agent: $0), LicenseStep(agent: $0)] } ?? [])
         // A registered device reports the engine's events (queued, started, completed, …) to its backplane.
         let reporting = agent.map { EngineActivity.start(manager, agent: $0) }
         let result: Result<T, any Error>
@@ -155,15 +158,17 @@ struct DownloadRun: SatchelAsyncCommand {
     @Option(name: .customLong("retry-delay"), help: "Seconds between attempts of one asset.") var retryDelay: Double = 1
     @Option(name: .customLong("low-speed-limit"), help: "Bytes/s below which a transfer fails (retried); 0 = off.") var lowSpeedLimit: Int = 1024
     @Option(name: .customLong("low-speed-time"), help: "Seconds the transfer may stay below --low-speed-limit.") var lowSpeedTime: Int = 30
+    @OptionGroup var network: NetworkOptions
 
     func execute() async throws {
         guard parallel > 0, parallel <= 256, maxParallel > 0, maxParallel <= 256, headroom >= 0, headroom < (1 << 43), maxAssets >= 0, (0...86_400).contains(retryDelay),
               (maxStorage ?? 0) >= 0, (maxStorage ?? 0) < (1 << 43), lowSpeedLimit >= 0, (1...86_400).contains(lowSpeedTime) else {
             throw CLIError("--parallel and --max-parallel must be 1 to 256; sizes, delays and limits not negative (--low-speed-time 1 to 86400 s)")
         }
-        let rules = DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max, headroom: headroom << 20)
+        let rules = network.applied(to: DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max,
+                                                      headroom: headroom << 20))
         let synced = Locked(false)
-        let summary = try await directory.withEngine({ configuration in
+        let summary = try await directory.withEngine(network: network.monitor(), { configuration in
             configuration.rules = rules
             configuration.parallelism = parallel
             configuration.maxParallelism = max(maxParallel, parallel)
@@ -177,6 +182,7 @@ struct DownloadRun: SatchelAsyncCommand {
             if let agent {
                 let reached = try await BackplaneCommands.syncBeforeWork(agent, manager)
                 synced.withLock { $0 = reached }
+                await manager.setRules(rules.governed(by: try await agent.backplane.status().settings))  // as the sync left them
             }
             let events = manager.events()
             let printer = Task { await ProgressPrinter().consume(events) }

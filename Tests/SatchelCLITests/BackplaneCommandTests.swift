@@ -212,7 +212,7 @@ import Testing
         }
     }
 
-    @Test("settings pushed change a device's default availability window (EAD/EAP) for assets added after the sync; the operator API refuses a wrong key")
+    @Test("settings pushed change a device's default availability window (EAD/EAP) for assets added after the sync and govern its download rules; the operator API refuses a wrong key")
     func settingsPushed() async throws {
         let world = try await World("backplane-settings")
         defer { world.server.stop() }
@@ -232,6 +232,12 @@ import Testing
                                        "--data-dir", device.directory]).status == 0)
             let own = try Self.listJSON(device.directory).first { $0["id"] as? String == "own" }?["window"] as? [String: Any]
             #expect(own?["expiryAfterDownload"] as? Int == 60, "an asset's own window wins")
+
+            // The download rules pushed govern the device's engine over its own command line.
+            #expect(try world.backplane(["settings", "set", "--max-downloaded-assets", "0"]).status == 0)
+            let held = try CLIRunner.run(["download", "run", "--data-dir", device.directory, "--headroom", "0", "--max-assets", "100"])
+            #expect(held.status == 3, "\(held.stderr)")
+            #expect(try Self.listJSON(device.directory).allSatisfy { ($0["failure"] as? String)?.contains("maxDownloadedAssets reached") == true })
 
             let wrong = server(world, key: "not-the-operator-key")
             #expect(wrong.status != 0 && wrong.stderr.contains("not the operator key"), "\(wrong.stderr)")

@@ -66,9 +66,9 @@ struct DownloadRulesTests {
         let world = try await DownloadWorld.make("count")
         defer { world.origin.stop() }
         try await TestMedia.offloaded { try world.package("second", format: .hlsTS, scheme: .clear) }
-        let network = Knob(NetworkType.cellular)
+        let network = SettableNetwork(.cellular)
         let manager = try await world.manager(rules: DownloadRules(maxDownloadedAssets: 1, headroom: 0),
-                                              environment: DownloadEnvironment(networkType: { network.value }))
+                                              environment: DownloadEnvironment(network: network))
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "first")
         try await manager.add(url: world.origin.url("second/master.m3u8"), id: "second")
         _ = await manager.run()
@@ -80,7 +80,7 @@ struct DownloadRulesTests {
         #expect(try await manager.asset("second").failure == .maxDownloadedAssets(1))
         try await manager.remove("first")
         #expect(!FileManager.default.fileExists(atPath: world.assetDirectory("first").path))
-        network.value = .unmetered
+        network.set(.unmetered)
         #expect(await manager.run().allComplete)
         await manager.close()
     }
