@@ -170,6 +170,7 @@ let package = Package(
             dependencies: [
                 "SatchelBytes", "SatchelMedia", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelRights", "SatchelHTTP", "SatchelBackplane",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

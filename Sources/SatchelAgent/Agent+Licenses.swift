@@ -4,13 +4,13 @@ import SatchelBytes
 import SatchelRights
 
 extension Agent {
-    /// Acquires a license for `asset` from the registered server (or `server`) and stores it. A license
-    /// acquired while the clock is untrusted installs, and reports `untrustedTime` until trust returns.
-    public func acquire(asset: String, token: String, persistent: Bool = false, server: String? = nil) async throws(AgentError) -> StoredLicense {
+    /// Acquires a license for `asset` from the registered server (or `server`) and stores it; `customData` goes to the server's
+    /// license policy as it is. A license acquired while the clock is untrusted installs, and reports `untrustedTime` until trust returns.
+    public func acquire(asset: String, token: String, persistent: Bool = false, server: String? = nil, customData: String? = nil) async throws(AgentError) -> StoredLicense {
         let registered = try identity.registered().server
         let server = server ?? registered
         let (answer, nonce) = try await AgentRequests.signedPost(self, "/licenses", server: server, token: token) { registration, nonce, time in
-            DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil, nonce: nonce, time: time)
+            DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil, nonce: nonce, time: time, customData: customData)
         }
         let license = try await AgentRequests.install(self, answer, nonce: nonce, server: server, firstUse: nil)
         logger.info("license acquired", metadata: ["asset": .string(asset), "license": .string(license.licenseID)])

@@ -13,6 +13,7 @@ public actor AuditLog {
     /// One issued license, as recorded.
     struct LicenseEntry: Sendable {
         let assetID, keyID, subject, type: String
+        let customData: String?
         let issuedAt: Date
     }
 
@@ -114,10 +115,10 @@ public actor AuditLog {
     private static func inserts(_ licenses: [LicenseEntry], _ syncs: [SyncEntry], on sql: any SQLDatabase) -> [SQLInsertBuilder] {
         var statements: [SQLInsertBuilder] = []
         for start in stride(from: 0, to: licenses.count, by: 500) {
-            var insert = sql.insert(into: LicenseModel.schema).columns("id", "asset_id", "key_id", "subject", "type", "issued_at")
+            var insert = sql.insert(into: LicenseModel.schema).columns("id", "asset_id", "key_id", "subject", "type", "issued_at", "custom_data")
             for entry in licenses[start..<min(start + 500, licenses.count)] {
                 insert = insert.values(SQLBind(UUID()), SQLBind(entry.assetID), SQLBind(entry.keyID), SQLBind(entry.subject),
-                                       SQLBind(entry.type), SQLBind(entry.issuedAt))
+                                       SQLBind(entry.type), SQLBind(entry.issuedAt), SQLBind(entry.customData))
             }
             statements.append(insert)
         }

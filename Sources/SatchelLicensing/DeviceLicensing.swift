@@ -55,13 +55,16 @@ public struct DeviceLicensing: Sendable {
             guard first.policy.offline else { throw .policyDenied("persistent licenses are not allowed for \(first.assetID)") }
             throw .notEntitled("the token does not allow persistent licenses")
         }
-        let rights = try rights(first.policy, entitlement, persistent: claims.persistent == true)
+        let policy = try await service.consult("satchel", assetID: first.assetID, subject: device.subject, customData: claims.customData,
+                                               policy: first.policy.applying(entitlement.policy))
+        let rights = try rights(policy, entitlement, persistent: claims.persistent == true)
         let licenseID = UUID().uuidString.lowercased()
         let now = service.clock.now
         try await registry.recordIssued(DeviceLicenseRecord(licenseID: licenseID, deviceID: device.deviceID, subject: device.subject,
                                                             assetID: first.assetID, persistent: rights.persistent, state: .active,
-                                                            rights: rights, issuedAt: now))
-        try await service.store.recordLicense(assetID: first.assetID, keyID: first.key.keyID.hex, subject: device.subject, type: "satchel", at: now)
+                                                            rights: rights, issuedAt: now, customData: claims.customData))
+        try await service.store.recordLicense(assetID: first.assetID, keyID: first.key.keyID.hex, subject: device.subject, type: "satchel",
+                                              customData: claims.customData, at: now)
         return try await license(licenseID, device: device, assetID: first.assetID, keys: keys, rights: rights,
                                  renewalURL: renewalURL, nonce: claims.nonce)
     }
@@ -76,7 +79,7 @@ public struct DeviceLicensing: Sendable {
         let keys = try await keys(asset: record.assetID)
         guard let first = keys.first else { throw .unknownAsset(record.assetID) }
         guard entitlement.covers([first.assetID, first.fairPlayAssetID]) else { throw .notEntitled("the token is not for \(record.assetID)") }
-        let rights = try rights(first.policy, entitlement, persistent: record.persistent)
+        let rights = try rights(first.policy.applying(entitlement.policy), entitlement, persistent: record.persistent)
         guard rights.renewalSeconds != nil else { throw .policyDenied("the license of \(record.assetID) is not renewable") }
         try await registry.update(record.licenseID, state: .renewed, rights: rights, at: service.clock.now)
         return try await license(record.licenseID, device: device, assetID: record.assetID, keys: keys, rights: rights,
@@ -111,10 +114,9 @@ public struct DeviceLicensing: Sendable {
         return PublicKeySet(keys: [PublicKeyJWK(signer.key.publicKey, kid: signer.kid, use: "sig", alg: "ES256")])
     }
 
-    /// The rights of a license: the asset's policy with the token's overrides, persistent only when asked and
-    /// allowed. The token's own expiry does not shorten them; a policy that has ended refuses.
+    /// The rights of a license under `policy` (the asset's, with the token's overrides already applied), persistent only
+    /// when asked and allowed. The token's own expiry does not shorten them; a policy that has ended refuses.
     func rights(_ policy: AssetPolicy, _ entitlement: Entitlement, persistent: Bool) throws(LicensingError) -> Rights {
-        let policy = policy.applying(entitlement.policy)
         if let notAfter = policy.notAfter, policy.window.position(at: service.clock.now) == .after {
             throw .policyDenied("not available after \(ISODate.string(notAfter))")
         }

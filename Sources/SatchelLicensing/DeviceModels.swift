@@ -43,6 +43,7 @@ final class DeviceLicenseModel: Model, @unchecked Sendable {
     @Field(key: "issued_at") var issuedAt: Date
     @OptionalField(key: "renewed_at") var renewedAt: Date?
     @OptionalField(key: "released_at") var releasedAt: Date?
+    @OptionalField(key: "custom_data") var customData: String?
 
     init() {}
 
@@ -122,6 +123,19 @@ struct AddDeviceDisabled: AsyncMigration {
 
     func revert(on database: any Database) async throws {
         try await database.schema(DeviceModel.schema).deleteField("disabled").update()
+    }
+}
+
+/// The custom data a license request carried (seed 000 §5.3.3.2), kept in the audit and with each device license.
+struct AddLicenseCustomData: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        try await database.schema(LicenseModel.schema).field("custom_data", .string).update()
+        try await database.schema(DeviceLicenseModel.schema).field("custom_data", .string).update()
+    }
+
+    func revert(on database: any Database) async throws {
+        try await database.schema(DeviceLicenseModel.schema).deleteField("custom_data").update()
+        try await database.schema(LicenseModel.schema).deleteField("custom_data").update()
     }
 }
 

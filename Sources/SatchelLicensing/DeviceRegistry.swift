@@ -46,6 +46,8 @@ public struct DeviceLicenseRecord: Sendable, Codable, Equatable {
     public var renewedAt: Date?
     /// When it was released.
     public var releasedAt: Date?
+    /// The custom data the acquisition request carried (seed 000 §5.3.3.2), nil when none.
+    public var customData: String?
 }
 
 /// Devices, the licenses issued to them, and the server's signing key, in the licensing database.
@@ -139,6 +141,7 @@ public struct DeviceRegistry: Sendable {
     public func recordIssued(_ license: DeviceLicenseRecord) async throws(LicensingError) {
         let model = DeviceLicenseModel(id: license.licenseID, deviceID: license.deviceID, subject: license.subject, assetID: license.assetID,
                                        persistent: license.persistent, rights: try Self.json(license.rights), issuedAt: license.issuedAt)
+        model.customData = license.customData
         try await stored("record the license") { try await model.create(on: database) }
     }
 
@@ -236,7 +239,7 @@ public struct DeviceRegistry: Sendable {
         }
         return DeviceLicenseRecord(licenseID: model.id ?? "", deviceID: model.deviceID, subject: model.subject, assetID: model.assetID,
                                    persistent: model.persistent, state: state, rights: rights, issuedAt: model.issuedAt,
-                                   renewedAt: model.renewedAt, releasedAt: model.releasedAt)
+                                   renewedAt: model.renewedAt, releasedAt: model.releasedAt, customData: model.customData)
     }
 
     static func json(_ value: some Encodable) throws(LicensingError) -> String {

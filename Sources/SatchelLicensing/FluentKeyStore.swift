@@ -161,8 +161,8 @@ public struct FluentKeyStore: KeyStore {
     }
 
     /// Records an issued license.
-    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date) async throws(LicensingError) {
-        do { try await audit.record(AuditLog.LicenseEntry(assetID: assetID, keyID: keyID, subject: subject, type: type, issuedAt: date)) } catch {
+    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, customData: String?, at date: Date) async throws(LicensingError) {
+        do { try await audit.record(AuditLog.LicenseEntry(assetID: assetID, keyID: keyID, subject: subject, type: type, customData: customData, issuedAt: date)) } catch {
             throw .storage("the audit record could not be written; no license was issued")
         }
     }
@@ -185,7 +185,7 @@ public struct FluentKeyStore: KeyStore {
             if let since = filter.since { query.filter(\.$issuedAt >= since) }
             if let until = filter.until { query.filter(\.$issuedAt < until) }
             return try await query.sort(\.$issuedAt, .descending).limit(max(limit, 0)).all()
-                .map { ($0.assetID, $0.keyID, $0.subject, $0.type, $0.issuedAt) }
+                .map { IssuedLicense(assetID: $0.assetID, keyID: $0.keyID, subject: $0.subject, type: $0.type, issuedAt: $0.issuedAt, customData: $0.customData) }
         } catch {
             throw .storage("cannot read the audit log")
         }

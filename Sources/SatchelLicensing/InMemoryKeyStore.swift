@@ -71,8 +71,8 @@ public actor InMemoryKeyStore: KeyStore {
         return stored(id, found, key)
     }
 
-    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date) {
-        issued.append((assetID, keyID, subject, type, date))
+    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, customData: String?, at date: Date) {
+        issued.append(IssuedLicense(assetID: assetID, keyID: keyID, subject: subject, type: type, issuedAt: date, customData: customData))
     }
 
     public func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date) {

@@ -23,7 +23,25 @@ public struct KeySummary: Sendable, Codable {
 }
 
 /// One issued license, as the audit log keeps it.
-public typealias IssuedLicense = (assetID: String, keyID: String, subject: String, type: String, issuedAt: Date)
+public struct IssuedLicense: Sendable, Equatable, Codable {
+    /// The asset.
+    public var assetID: String
+    /// The (first) key's ID, hex.
+    public var keyID: String
+    /// The user (the token's `sub`).
+    public var subject: String
+    /// The license type (``AuditFilter/type``).
+    public var type: String
+    /// When it was issued.
+    public var issuedAt: Date
+    /// The custom data the request carried (seed 000 §5.3.3.2), nil when none.
+    public var customData: String?
+
+    /// A record.
+    public init(assetID: String, keyID: String, subject: String, type: String, issuedAt: Date, customData: String? = nil) {
+        (self.assetID, self.keyID, self.subject, self.type, self.issuedAt, self.customData) = (assetID, keyID, subject, type, issuedAt, customData)
+    }
+}
 
 /// Which audit rows to read: every field that is set must match (asset and subject exactly, the type exactly,
 /// issued at or after `since` and before `until`).
@@ -72,8 +90,8 @@ public protocol KeyStore: Sendable {
     func key(id keyID: KeyID) async throws(LicensingError) -> StoredKey
     /// The (first) key of an asset, by asset ID or FairPlay asset ID.
     func key(asset: String) async throws(LicensingError) -> StoredKey
-    /// Records an issued license; a license is handed out only once this returns.
-    func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date) async throws(LicensingError)
+    /// Records an issued license with the request's custom data; a license is handed out only once this returns.
+    func recordLicense(assetID: String, keyID: String, subject: String, type: String, customData: String?, at date: Date) async throws(LicensingError)
     /// Records a Sync SPC report.
     func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date) async throws(LicensingError)
     /// Issued licenses that pass `filter`, newest first, at most `limit`.
@@ -83,6 +101,11 @@ public protocol KeyStore: Sendable {
 }
 
 extension KeyStore {
+    /// Records an issued license that carried no custom data.
+    public func recordLicense(assetID: String, keyID: String, subject: String, type: String, at date: Date) async throws(LicensingError) {
+        try await recordLicense(assetID: assetID, keyID: keyID, subject: subject, type: type, customData: nil, at: date)
+    }
+
     /// The last 100 issued licenses, newest first.
     public func licenses() async throws(LicensingError) -> [IssuedLicense] {
         try await licenses(limit: 100)

@@ -19,6 +19,8 @@ public struct LicenseService: Sendable {
     public var fairPlayRecords: (any FairPlayRecording)?
     /// Where a FairPlay lease takes its stream slot (nil: no stream limit on leases).
     public var leaseSlots: (any LeaseSlots)?
+    /// The operator's say on each license, with the request's custom data (nil: the token and the policy decide alone).
+    public var policyHook: (any LicensePolicyHook)?
 
     /// Creates the service.
     public init(store: any KeyStore, ksm: KeySecurityModule?, verifier: EntitlementVerifier?, clock: any WallClock = SystemClock()) {
@@ -66,8 +68,9 @@ public struct LicenseService: Sendable {
 
     /// Answers an SPC. `assetHint` (from the request body or the skd URI) is used when the SPC's asset ID is not text.
     /// The token is checked first; then the KSM runs every step of ``KeySecurityModule/process(_:policy:)``, asking
-    /// this service for the key and rights of the SPC's asset in between; the license is recorded before it is returned.
-    public func fairPlay(spc bytes: [UInt8], assetHint: String? = nil, token: String?) async throws -> FairPlayLicense {
+    /// this service for the key and rights of the SPC's asset in between (and the policy hook, with `customData`); the
+    /// license is recorded before it is returned.
+    public func fairPlay(spc bytes: [UInt8], assetHint: String? = nil, token: String?, customData: String? = nil) async throws -> FairPlayLicense {
         guard let ksm else { throw LicensingError.configuration("FairPlay is not configured on this server (no --fps-certificate)") }
         let entitlement = try await entitlement(token)
         let now = clock.now
@@ -86,6 +89,8 @@ public struct LicenseService: Sendable {
             if policy.offlineContentID != nil {
                 policy.offlineContentID = Hex.encode(spc.isSyncSPC ? spc.sync?.contentID ?? SecureRandom.bytes(16) : SecureRandom.bytes(16))
             }
+            policy = try await consult(spc.isSyncSPC ? "fairplay-sync" : "fairplay", assetID: key.assetID, subject: subject, customData: customData,
+                                       policy: policy)
             if !spc.isSyncSPC { try await bind(spc, subject: subject, asset: key.assetID, policy: policy, now: now) }
             chosen = (key, policy)
             return try policy.fairPlayPolicy(contentKey: key.key.key, iv: key.key.iv)
@@ -102,7 +107,7 @@ public struct LicenseService: Sendable {
                                                                          playbackSeconds: policy.playbackSeconds ?? 0))
         }
         try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: subject,
-                                      type: spc.isSyncSPC ? "fairplay-sync" : "fairplay", at: now)
+                                      type: spc.isSyncSPC ? "fairplay-sync" : "fairplay", customData: customData, at: now)
         return FairPlayLicense(ckc: response.ckc, assetID: key.assetID, wasSync: spc.isSyncSPC, offlineContentID: policy.offlineContentID)
     }
 
@@ -142,11 +147,12 @@ public struct LicenseService: Sendable {
         public var expires: Date
     }
 
-    /// Answers a W3C Clear Key license request with the keys the token entitles, and the license's expiry.
-    public func clearKeyLicense(_ request: ClearKey.Request, token: String?) async throws -> ClearKeyLicense {
+    /// Answers a W3C Clear Key license request with the keys the token entitles (each asked of the policy hook, with
+    /// `customData`), and the license's expiry.
+    public func clearKeyLicense(_ request: ClearKey.Request, token: String?, customData: String? = nil) async throws -> ClearKeyLicense {
         let entitlement = try await entitlement(token)
         let now = clock.now
-        var keys: [StoredKey] = []
+        var keys: [(key: StoredKey, policy: AssetPolicy)] = []
         for keyID in request.keyIDs {
             let key = try await store.key(id: keyID)
             try authorize(entitlement, key, now: now)
@@ -154,28 +160,32 @@ public struct LicenseService: Sendable {
                 guard key.policy.offline else { throw LicensingError.policyDenied("persistent licenses are not allowed for \(key.assetID)") }
                 throw LicensingError.notEntitled("the token does not allow persistent licenses")
             }
-            keys.append(key)
+            let policy = try await consult("clearkey-\(request.type)", assetID: key.assetID, subject: entitlement.sub.value, customData: customData,
+                                           policy: key.policy.applying(entitlement.policy))
+            keys.append((key, policy))
         }
-        for key in keys {
+        for (key, _) in keys {
             try await store.recordLicense(assetID: key.assetID, keyID: key.key.keyID.hex, subject: entitlement.sub.value,
-                                          type: "clearkey-\(request.type)", at: now)
+                                          type: "clearkey-\(request.type)", customData: customData, at: now)
         }
         var expires = entitlement.exp.value
-        for key in keys {
-            let policy = key.policy.applying(entitlement.policy)
+        for (_, policy) in keys {
             if let notAfter = policy.notAfter { expires = min(expires, notAfter) }
             if let lease = policy.leaseSeconds { expires = min(expires, now.addingTimeInterval(TimeInterval(lease))) }
         }
-        return ClearKeyLicense(body: ClearKey.response(keys: keys.map { ($0.key.keyID, $0.key.key) }, type: request.type), expires: expires)
+        return ClearKeyLicense(body: ClearKey.response(keys: keys.map { ($0.key.key.keyID, $0.key.key.key) }, type: request.type), expires: expires)
     }
 
-    /// The raw 16-byte key for HLS AES-128 (`GET /keys/{keyId}`).
-    public func aes128Key(_ keyID: KeyID, token: String?) async throws -> [UInt8] {
+    /// The raw 16-byte key for HLS AES-128 (`GET /keys/{keyId}`), when the token and the policy hook (with
+    /// `customData`) allow it.
+    public func aes128Key(_ keyID: KeyID, token: String?, customData: String? = nil) async throws -> [UInt8] {
         let entitlement = try await entitlement(token)
         let now = clock.now
         let key = try await store.key(id: keyID)
         try authorize(entitlement, key, now: now)
-        try await store.recordLicense(assetID: key.assetID, keyID: keyID.hex, subject: entitlement.sub.value, type: "aes-128", at: now)
+        _ = try await consult("aes-128", assetID: key.assetID, subject: entitlement.sub.value, customData: customData,
+                              policy: key.policy.applying(entitlement.policy))
+        try await store.recordLicense(assetID: key.assetID, keyID: keyID.hex, subject: entitlement.sub.value, type: "aes-128", customData: customData, at: now)
         return key.key.key.bytes
     }
 }

@@ -44,7 +44,7 @@ public final class LicensingDatabase: Sendable {
         }
         do {
             let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
-                                                                                       CreateFairPlayRecords()] + more,
+                                                                                       CreateFairPlayRecords(), AddLicenseCustomData()] + more,
                                              logger: logger)
             databases = store.databases
             database = store.database

@@ -3,15 +3,17 @@ import SatchelBytes
 /// Why a key or license operation failed. Never carries key material.
 public enum LicensingError: ProblemConvertible, Equatable {
     /// 401 for a missing or invalid token, 403 when it does not entitle, 404 for an unknown asset,
-    /// 400 for a malformed request, 409 for a replayed one, 500 for configuration and storage.
+    /// 400 for a malformed request, 409 for a replayed one, 500 for configuration and storage, 503 when the policy hook
+    /// cannot be asked.
     public var httpStatus: Int {
         switch self {
         case .missingEntitlement, .invalidEntitlement: return 401
-        case .notEntitled, .policyDenied, .deviceDisabled, .rentalBound, .streamLimit: return 403
+        case .notEntitled, .policyDenied, .deviceDisabled, .rentalBound, .streamLimit, .refusedByPolicy: return 403
         case .replayed, .keyHeld: return 409
         case .unknownAsset: return 404
         case .badRequest, .clockSkew: return 400
         case .configuration, .storage: return 500
+        case .policyUnavailable: return 503
         }
     }
 
@@ -41,6 +43,10 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case rentalBound
     /// The account plays as many streams at once as it may (a FairPlay lease takes a stream slot).
     case streamLimit
+    /// The server's license policy (its policy hook) refused the license, with its reason.
+    case refusedByPolicy(String)
+    /// The policy hook could not be asked (unreachable, timed out, an answer it could not read): no license is issued.
+    case policyUnavailable(String)
     /// The configuration is unusable (KEK, database, JWKS).
     case configuration(String)
     /// The store failed.
@@ -63,6 +69,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .streamLimit: return "stream-limit"
         case .configuration: return "configuration"
         case .storage: return "storage"
+        case .refusedByPolicy: return "refused-by-policy"
+        case .policyUnavailable: return "policy-unavailable"
         }
     }
 
@@ -82,6 +90,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .streamLimit: return "this account plays as many streams at once as it may"
         case let .configuration(reason): return "configuration: \(reason)"
         case let .storage(reason): return "key store: \(reason)"
+        case let .refusedByPolicy(reason): return "the license policy refused this license: \(reason)"
+        case let .policyUnavailable(reason): return "the license policy could not be consulted, so no license was issued: \(reason)"
         }
     }
 }

@@ -49,6 +49,7 @@ final class LicenseModel: Model, @unchecked Sendable {
     @Field(key: "subject") var subject: String
     @Field(key: "type") var type: String
     @Field(key: "issued_at") var issuedAt: Date
+    @OptionalField(key: "custom_data") var customData: String?
 
     init() {}
 

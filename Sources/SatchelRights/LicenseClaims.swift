@@ -43,10 +43,13 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
     /// The SHA-256 (hex) of the payload the request carries beside it (``digest(of:)``): signing the digest signs
     /// the payload.
     public var bodyDigest: String?
+    /// Custom data for the license server's policy (seed 000 §5.3.3.2: the app's, not interpreted by the agent),
+    /// signed with the rest of the request.
+    public var customData: String?
 
     /// Creates claims.
     public init(certificate: String, assetID: String? = nil, keyIDs: [String]? = nil, licenseID: String? = nil,
-                persistent: Bool? = nil, nonce: String, time: Date, bodyDigest: String? = nil) {
+                persistent: Bool? = nil, nonce: String, time: Date, bodyDigest: String? = nil, customData: String? = nil) {
         self.certificate = certificate
         self.assetID = assetID
         self.keyIDs = keyIDs
@@ -55,6 +58,7 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
         self.nonce = nonce
         self.time = time
         self.bodyDigest = bodyDigest
+        self.customData = customData
     }
 
     /// The digest of a payload as ``bodyDigest`` carries it: SHA-256, lowercase hex.

@@ -7,10 +7,11 @@ struct FairPlayLicenseRequest: Decodable {
     var spc: String?
     var assetId: String?
     var token: String?
+    var customData: String?
     var appleRequest: AppleStreamingRequest?
 
     enum CodingKeys: String, CodingKey {
-        case spc, assetId, token
+        case spc, assetId, token, customData
         case appleRequest = "fairplay-streaming-request"
     }
 }
@@ -83,4 +84,6 @@ struct CKCAnswer: Encodable {
 /// The optional `token` member of a JSON body (the Clear Key request carries its own members beside it).
 struct TokenMember: Decodable {
     var token: String?
+    /// The app's custom data for the license policy (seed 000 §5.3.3.2).
+    var customData: String?
 }

@@ -20,6 +20,8 @@ struct LicenseRoutes: RouteGroup {
     static let licenseExpires = HTTPField.Name("Satchel-License-Expires")!
     /// Set when a CKC carries dual expiry: the download's content ID (the app may send Sync SPCs for it).
     static let offlineContentID = HTTPField.Name("Satchel-Offline-Content-ID")!
+    /// The app's custom data for a request without a JSON or form body (a raw SPC, an AES-128 key GET), base64.
+    static let customDataHeader = HTTPField.Name("X-Satchel-Custom-Data")!
     /// Refusals are logged at most this often (a flood of bad requests must not flood the log).
     let refusalLog = RateLimitedLog(perSecond: 10)
 
@@ -39,7 +41,7 @@ struct LicenseRoutes: RouteGroup {
                 guard let id = context.parameters.get("keyId"), let keyID = try? KeyID(hex: id) else {
                     throw Problem(status: .badRequest, type: "bad-request", detail: "the key ID must be 32 hex digits")
                 }
-                let key = try await service.aes128Key(keyID, token: request.bearerToken)
+                let key = try await service.aes128Key(keyID, token: request.bearerToken, customData: try customData(request, body: nil))
                 return Response.bytes(key, contentType: "application/octet-stream")
             }
         }
@@ -71,6 +73,18 @@ struct LicenseRoutes: RouteGroup {
         request.bearerToken ?? body()
     }
 
+    /// The app's custom data (seed 000 §5.3.3.2): the body's `customData` member or form field, else the
+    /// `X-Satchel-Custom-Data` header (base64 of UTF-8 text), as the client sends it.
+    private func customData(_ request: Request, body: String?) throws -> String? {
+        if let body { return body }
+        guard let header = request.headers[Self.customDataHeader] else { return nil }
+        guard header.utf8.count <= LicenseService.maximumCustomData * 2, let bytes = Data(base64Encoded: header),
+              let text = String(bytes: bytes, encoding: .utf8) else {
+            throw LicensingError.badRequest("X-Satchel-Custom-Data must be base64 of UTF-8 text")
+        }
+        return text
+    }
+
     private func body(_ request: Request) async throws -> [UInt8] {
         do {
             let buffer = try await request.body.collect(upTo: .max)
@@ -90,7 +104,8 @@ struct LicenseRoutes: RouteGroup {
         if contentType.hasPrefix("application/x-www-form-urlencoded"), !Self.looksLikeSPC(bytes) {
             let fields = Self.formFields(String(decoding: bytes, as: UTF8.self))
             guard let spc = fields["spc"].flatMap(Self.base64) else { throw LicensingError.badRequest("form field \"spc\" (base64) is required") }
-            let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: token(request, body: fields["token"]))
+            let license = try await service.fairPlay(spc: spc, assetHint: fields["assetId"], token: token(request, body: fields["token"]),
+                                                     customData: try customData(request, body: fields["customData"]))
             return Self.marked(try Response.json(CKCAnswer(license)), license)
         }
         if let first = bytes.first(where: { ![0x20, 0x0a, 0x0d, 0x09].contains($0) }), first == UInt8(ascii: "{") {
@@ -98,12 +113,13 @@ struct LicenseRoutes: RouteGroup {
                 throw LicensingError.badRequest("the body is not a JSON object of the documented shape")
             }
             let bodyToken = token(request, body: message.token)
-            if let apple = message.appleRequest { return try await appleRequest(apple, token: bodyToken) }
+            let custom = try customData(request, body: message.customData)
+            if let apple = message.appleRequest { return try await appleRequest(apple, token: bodyToken, customData: custom) }
             guard let spc = message.spc.flatMap(Self.base64) else { throw LicensingError.badRequest("\"spc\" (base64) is required") }
-            let license = try await service.fairPlay(spc: spc, assetHint: message.assetId, token: bodyToken)
+            let license = try await service.fairPlay(spc: spc, assetHint: message.assetId, token: bodyToken, customData: custom)
             return Self.marked(try Response.json(CKCAnswer(license)), license)
         }
-        let license = try await service.fairPlay(spc: bytes, token: request.bearerToken)
+        let license = try await service.fairPlay(spc: bytes, token: request.bearerToken, customData: try customData(request, body: nil))
         return Self.marked(Response.bytes(license.ckc, contentType: "application/octet-stream"), license)
     }
 
@@ -116,7 +132,7 @@ struct LicenseRoutes: RouteGroup {
     }
 
     /// Apple's JSON protocol: `{"fairplay-streaming-request": {"version": 1, "streaming-keys": [{"id", "uri", "spc"}]}}`.
-    private func appleRequest(_ request: AppleStreamingRequest, token: String?) async throws -> Response {
+    private func appleRequest(_ request: AppleStreamingRequest, token: String?, customData: String?) async throws -> Response {
         guard request.version == 1, let keys = request.streamingKeys, !keys.isEmpty, keys.count <= 32 else {
             throw LicensingError.badRequest("fairplay-streaming-request needs version 1 and 1 to 32 streaming-keys")
         }
@@ -124,7 +140,7 @@ struct LicenseRoutes: RouteGroup {
         for key in keys {
             guard let spc = key.spc.flatMap(Self.base64) else { throw LicensingError.badRequest("each streaming key needs an \"spc\"") }
             let hint = key.uri.flatMap { URL(string: $0)?.host }
-            let license = try await service.fairPlay(spc: spc, assetHint: hint, token: token)
+            let license = try await service.fairPlay(spc: spc, assetHint: hint, token: token, customData: customData)
             answers.append(.init(id: key.id, uri: key.uri, ckc: Data(license.ckc).base64EncodedString(), offlineContentID: license.offlineContentID))
         }
         return try Response.json(AppleStreamingResponse(response: .init(streamingKeys: answers)))
@@ -138,7 +154,7 @@ struct LicenseRoutes: RouteGroup {
             throw LicensingError.badRequest("\"token\" must be a string")
         }
         let token = token(request, body: member.token)
-        let license = try await service.clearKeyLicense(clearKeyRequest, token: token)
+        let license = try await service.clearKeyLicense(clearKeyRequest, token: token, customData: try customData(request, body: member.customData))
         var response = Response.bytes(license.body, contentType: "application/json")
         response.headers[Self.licenseExpires] = HTTPDate.format(Int64(license.expires.timeIntervalSince1970.rounded(.down)))
         return response

@@ -18,10 +18,15 @@ struct LicenseCommand: ParsableCommand {
         @Option(help: "An entitlement token.") var token: String
         @OptionGroup var agent: AgentOptions
         @Flag(help: "Ask for a persistent (offline) license.") var persistent = false
+        @Option(name: .customLong("custom-data"), help: "Data for the license server's policy (e.g. XML), sent with the request as it is.")
+        var customData: String?
 
         func execute() async throws {
+            if let customData, customData.utf8.count > LicenseService.maximumCustomData {
+                throw CLIError("--custom-data is at most \(LicenseService.maximumCustomData) bytes")
+            }
             let (license, evaluation) = try await agent.with { agent in
-                let license = try await agent.acquire(asset: assetID, token: token, persistent: persistent, server: server)
+                let license = try await agent.acquire(asset: assetID, token: token, persistent: persistent, server: server, customData: customData)
                 return (license, try await agent.rights(asset: assetID))
             }
             print("license \(license.licenseID) for \(assetID): \(evaluation.status.rawValue)\(license.persistent ? ", persistent" : "")")

@@ -49,6 +49,10 @@ struct ServeCommand: SatchelAsyncCommand {
     var operatorKeyFile: String?
     @Option(name: .customLong("backplane-heartbeat"), help: .hidden) var heartbeat: Double = 15
     @Option(name: .customLong("token-issuer"), help: "Entitlement tokens must carry this iss (or $SATCHEL_TOKEN_ISSUER).") var issuer: String?
+    @Option(name: .customLong("policy-hook"),
+            help: "An http(s) endpoint asked before each license (POST of the license's type, asset, user, custom data and rights as JSON; it answers {\"issue\": true} or {\"issue\": false, \"reason\": \"…\"}). No answer: no license.")
+    var policyHook: String?
+    @Option(name: .customLong("policy-hook-timeout"), help: "Seconds the policy hook may take (default 2).") var policyHookTimeout: Double = 2
 
     func validate() throws {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
@@ -57,6 +61,7 @@ struct ServeCommand: SatchelAsyncCommand {
         guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1, (0.1...3600).contains(heartbeat) else {
             throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
         }
+        guard (0.05...60).contains(policyHookTimeout) else { throw ValidationError("--policy-hook-timeout is 0.05 to 60 s") }
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
         if demoTokenKID != nil && jwksPath == nil { throw ValidationError("--demo-tokens signs with a key of --jwks") }
     }
@@ -113,6 +118,7 @@ struct ServeCommand: SatchelAsyncCommand {
         let slots = FluentStreamSlots(database: database.database)
         service.fairPlayRecords = FluentFairPlayRecords(database: database.database)
         service.leaseSlots = BackplaneService.leaseSlots(slots)
+        if let policyHook { service.policyHook = try WebhookPolicyHook(url: policyHook, timeout: .milliseconds(Int(policyHookTimeout * 1000))) }
         let host = bind ?? environment["SATCHEL_BIND"] ?? "127.0.0.1"
         if demoTokens != nil, !["127.0.0.1", "::1", "localhost"].contains(host) { throw CLIError("--demo-tokens serves only on a loopback address") }
         guard let port = port ?? Int(environment["SATCHEL_PORT"] ?? "8080"), (0...65535).contains(port) else {

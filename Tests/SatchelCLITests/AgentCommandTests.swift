@@ -153,6 +153,36 @@ import Testing
         }
     }
 
+    @Test("custom data from license acquire --custom-data reaches the server's policy hook, which narrows or refuses; satchel licenses --json shows it")
+    func customData() async throws {
+        let hook = await TestPolicyHook()
+        defer { hook.stop() }
+        let server = try Server("custom-data")
+        server.serveArguments = ["--policy-hook", hook.url]
+        try await server.start()
+        defer { server.stop() }
+        let device = server.directory.appendingPathComponent("device").path
+        let token = try server.token()
+        try await TestMedia.offloaded {
+            #expect(try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
+            let basic = try Self.satchel(["license", "acquire", "movie", "--token", token, "--data-dir", device, "--custom-data", "<plan>basic</plan>"])
+            #expect(basic.status == 0, "\(basic.stderr)")
+            let rights = try Self.json(try Self.satchel(["rights", "movie", "--data-dir", device, "--json"]).stdout)
+            #expect(rights["validitySeconds"] as? Int == 60, "the hook's 60 s rental replaces the asset's hour: \(rights)")
+            let refused = try Self.satchel(["license", "acquire", "clip", "--token", token, "--data-dir", device, "--custom-data", "<plan>none</plan>"])
+            #expect(refused.status != 0 && refused.stderr.contains("not in your plan"), "\(refused.stderr)")
+            let plain = try Self.satchel(["license", "acquire", "clip", "--token", token, "--data-dir", device])
+            #expect(plain.status == 0, "\(plain.stderr)")
+            let listed = try #require(try JSONSerialization.jsonObject(with: Data(Self.satchel(["licenses", "--data-dir", server.data, "--json"]).stdout.utf8))
+                as? [[String: Any]])
+            #expect(listed.first { $0["assetID"] as? String == "movie" }?["customData"] as? String == "<plan>basic</plan>", "\(listed)")
+            #expect(listed.first { $0["assetID"] as? String == "clip" }?["customData"] == nil)
+            #expect(listed.count == 2, "the refused license was not issued")
+        }
+        #expect(hook.questions.map(\.type) == ["satchel", "satchel", "satchel"])
+        #expect(hook.questions.map(\.customData) == ["<plan>basic</plan>", "<plan>none</plan>", nil])
+    }
+
     @Test("a persistent license needs the asset's --offline and the token's persistent; a license before its start is in-future")
     func offlineRuleAndStart() async throws {
         let server = try Server("rules", future: true)
