@@ -42,6 +42,11 @@ public struct HLSAttributes: Sendable, Equatable {
         pairs.append((key, value, quoted))
     }
 
+    /// Sets `key` to `value`, in place when it is there, else at the end.
+    public mutating func set(_ key: String, _ value: String, quoted: Bool = false) {
+        if let index = pairs.firstIndex(where: { $0.key == key }) { pairs[index] = (key, value, quoted) } else { pairs.append((key, value, quoted)) }
+    }
+
     /// The list as written in a playlist.
     public var text: String {
         pairs.map { $0.quoted ? "\($0.key)=\"\($0.value)\"" : "\($0.key)=\($0.value)" }.joined(separator: ",")

@@ -31,6 +31,8 @@ public enum PlaybackError: ProblemConvertible, Equatable {
     case streamRefused(code: String, reason: String)
     /// The license demands more of the output than the app says it has (seed 000 §5.3.4).
     case outputNotAllowed(String)
+    /// The audio track asked for at open is not among the content's (their names and languages follow).
+    case noSuchAudioTrack(wanted: String, available: [String])
 
     public var httpStatus: Int {
         switch self {
@@ -46,6 +48,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .originUnreachable: return 503
         case .streamRefused: return 403
         case .outputNotAllowed: return 403
+        case .noSuchAudioTrack: return 404
         }
     }
 
@@ -65,6 +68,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .originUnreachable: return "origin-unreachable"
         case let .streamRefused(code, _): return code
         case .outputNotAllowed: return "output-not-allowed"
+        case .noSuchAudioTrack: return "no-such-audio-track"
         }
     }
 
@@ -83,6 +87,8 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case let .originUnreachable(reason): return reason
         case let .streamRefused(_, reason): return "no stream slot: \(reason)"
         case let .outputNotAllowed(reason): return "output-not-allowed: \(reason)"
+        case let .noSuchAudioTrack(wanted, available):
+            return "no audio track named \"\(wanted.prefix(100))\"" + (available.isEmpty ? " (the content lists none)" : "; it has \(available.joined(separator: ", "))")
         }
     }
 }

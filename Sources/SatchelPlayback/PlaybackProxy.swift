@@ -105,8 +105,11 @@ public actor PlaybackProxy {
     /// are those of `licenseAsset`, else of the asset the library says it was licensed as, else of `assetID`. Answers
     /// the URL of its entry point.
     /// With `output`, the output the app plays to: a license that demands more of it refuses the session
-    /// (``PlaybackError/outputNotAllowed(_:)``, seed 000 §5.3.4).
-    public func open(asset assetID: String, licenseAsset: String? = nil, output: OutputCapabilities? = nil) async throws(PlaybackError) -> String {
+    /// (``PlaybackError/outputNotAllowed(_:)``, seed 000 §5.3.4). With `audio`, the audio track to start with, by name or
+    /// language (seed 000 §5.3.5): the player is offered it as the default, and every other track still
+    /// (``PlaybackError/noSuchAudioTrack(wanted:available:)`` when the content has no such track).
+    public func open(asset assetID: String, licenseAsset: String? = nil, output: OutputCapabilities? = nil,
+                     audio: String? = nil) async throws(PlaybackError) -> String {
         let port = try await start()
         // The slot first: a stream refused registers no use of the asset (its first use starts its play window).
         let lease = try await slots?.acquire(asset: assetID)
@@ -114,6 +117,13 @@ public actor PlaybackProxy {
         do throws(PlaybackError) {
             session = try await opener.open(assetID, licenseAsset: licenseAsset)
             if let output, let refusal = session.rights?.outputControls?.refusal(for: output) { throw PlaybackError.outputNotAllowed(refusal) }
+            if let audio {
+                let tracks = session.content.audioTracks
+                guard let track = AudioSelection.track(audio, in: tracks) else {
+                    throw PlaybackError.noSuchAudioTrack(wanted: audio, available: tracks.map(AudioSelection.label))
+                }
+                session.audio = track
+            }
         } catch {
             if let slots, let lease { await slots.release(lease) }
             throw error

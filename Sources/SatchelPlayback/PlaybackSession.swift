@@ -38,6 +38,8 @@ final class PlaybackSession: Sendable {
     let protectedFile: ProtectedFileReader?
     /// What the content is (protected, its schemes, its audio tracks), found as the session opened.
     let content: ContentInfo
+    /// The audio track chosen at open (nil: the playlist's own default).
+    private let selectedAudio = Locked<AudioTrack?>(nil)
 
     init(assetID: String, asset: PlayableAsset, mode: PlaybackMode, keys: [PlaybackKey], rights: SessionRights?, keepsManifest: Bool,
          router: StreamRouter, singleFile: SingleFile? = nil, protectedFile: ProtectedFileReader? = nil, content: ContentInfo = ContentInfo(protected: false)) {
@@ -52,6 +54,12 @@ final class PlaybackSession: Sendable {
         self.rights = rights
         self.keepsManifest = keepsManifest
         routing = Locked(router)
+    }
+
+    /// The audio track chosen at open.
+    var audio: AudioTrack? {
+        get { selectedAudio.current }
+        set { selectedAudio.withLock { $0 = newValue } }
     }
 
     /// The routes as they stand.

@@ -6,7 +6,8 @@ public struct PlanOptions: Sendable, Equatable {
     public var maxVideoBitrate: Int?
     /// DASH / Smooth: highest audio bitrate allowed.
     public var maxAudioBitrate: Int?
-    /// Audio and subtitle languages wanted besides the default renditions.
+    /// Audio and subtitle languages wanted besides the default renditions (prefixes: `fr` takes `fr-CA`; `*` takes every
+    /// language).
     public var languages: [String]
     /// Plan AES-128 key files too (otherwise keys are left to the license layer).
     public var includeEncryptionKeys: Bool

@@ -10,9 +10,9 @@ enum RenditionChoice {
         }
     }
 
-    /// True when `language` matches one of the wanted language prefixes.
+    /// True when `language` matches one of the wanted language prefixes (`*`: every language).
     static func wanted(_ language: String?, _ languages: [String]) -> Bool {
         guard let language = language?.lowercased() else { return false }
-        return languages.contains { language.hasPrefix($0.lowercased()) }
+        return languages.contains { $0 == "*" || language.hasPrefix($0.lowercased()) }
     }
 }

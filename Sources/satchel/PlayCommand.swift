@@ -42,8 +42,10 @@ struct PlayCommand: SatchelAsyncCommand {
     @Option(name: .customLong("license-host"),
             help: "With --passthrough: a host (or host:port) the player's key requests may be forwarded to with the token and --license-header values, besides the license server's (repeatable). Key URIs on other hosts are left as the playlist wrote them.")
     var licenseHosts: [String] = []
-    @Option(name: .customLong("language"), help: "An audio language wanted (repeatable): picks the rendition of an online source and of a DASH source played as HLS.")
+    @Option(name: .customLong("language"), help: "An audio language wanted (repeatable): narrows an online source's renditions to it (default: every language) and picks a DASH source's played as HLS.")
     var languages: [String] = []
+    @Option(help: "The audio track to start with, by name or language (see --json's audioTracks); the others stay offered for switching.")
+    var audio: String?
     @Option(help: "The output the player shows on: internal, airplay, external or analog; a license that does not allow it refuses the session.")
     var output: String?
     @Option(name: .customLong("output-hdcp"), help: "The HDCP the output has: none, type0 or type1 (default none); a license that requires more refuses the session.")
@@ -116,7 +118,9 @@ struct PlayCommand: SatchelAsyncCommand {
             let assetID = licenseAsset ?? claimed ?? (folder.isEmpty || folder == "/" ? "online" : folder)
             let fetcher = ResourceFetcher(connectTimeout: .seconds(5), readTimeout: .seconds(15))
             do {
-                let status = try await serve(OnlineLibrary(url: url, options: DownloadOptions(languages: languages, headers: originHeaders), fetcher: fetcher),
+                // Online, every language is offered (nothing is fetched before the player asks), unless --language narrows it.
+                let offered = (languages.isEmpty ? ["*"] : languages) + (audio.map { [$0] } ?? [])
+                let status = try await serve(OnlineLibrary(url: url, options: DownloadOptions(languages: offered, headers: originHeaders), fetcher: fetcher),
                                              assetID: assetID, licenseAsset: nil, agent: agent)
                 await fetcher.shutdown()
                 return status
@@ -161,7 +165,7 @@ struct PlayCommand: SatchelAsyncCommand {
         let declaredOutput = try outputCapabilities
         let url: String
         do {
-            url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset, output: declaredOutput)
+            url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset, output: declaredOutput, audio: audio)
         } catch {
             if json, let info = try? await proxy.inspect(asset: assetID, licenseAsset: licenseAsset) {
                 // Refused: what the content is, all the same (is it protected, and how), before the reason.

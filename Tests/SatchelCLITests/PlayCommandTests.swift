@@ -391,6 +391,42 @@ import Testing
         }
     }
 
+    @Test("audio tracks (seed 000 §5.3.5): --json lists each; --audio picks one by name or language as the default, every other still offered; an unknown one is refused with the list")
+    func audioSelection() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("play-audio")
+        defer { server.stop(); origin.stop() }
+        let video = try await TestMedia.offloaded { try TestMedia.make("play-audio-video", seconds: 4, audio: false) }
+        let tracks = try await TestMedia.offloaded {
+            try ["eng", "fra"].map { try TestMedia.make("play-audio-\($0)", seconds: 4, extra: ["-metadata:s:a:0", "language=\($0)"], video: false) }
+        }
+        _ = input
+        let url = origin.url("dubbed/master.m3u8")
+        try await TestMedia.offloaded {
+            let packaged = try CLIRunner.run(["package", video.path] + tracks.map(\.path) + ["--out", site.appendingPathComponent("dubbed").path,
+                                             "--format", "hls-ts", "--segment-duration", "2"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            let described = try CLIRunner.run(["play", url, "--data-dir", data, "--json", "--exec", "true"])
+            let line = try #require(described.stdout.split(separator: "\n").first.map(String.init), "\(described.stderr)")
+            let info = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            let listed = try #require(info["audioTracks"] as? [[String: Any]], "\(line)")
+            #expect(listed.compactMap { $0["language"] as? String } == ["eng", "fra"], "\(line)")
+            #expect(listed.allSatisfy { ($0["codec"] as? String)?.hasPrefix("mp4a") == true && $0["channels"] != nil }, "\(line)")
+
+            let unknown = try CLIRunner.run(["play", url, "--data-dir", data, "--audio", "deu", "--exec", "true"])
+            #expect(unknown.status != 0 && unknown.stderr.contains("no audio track named \"deu\"") && unknown.stderr.contains("fra (fra)"), "\(unknown.stderr)")
+        }
+        for wanted in ["fra", "FRA", "eng"] {
+            let player = try await TestMedia.offloaded { try Player([url, "--data-dir", data, "--audio", wanted]) }
+            let master = try await TestMedia.offloaded { try Self.fetch(player.url) }
+            _ = try await TestMedia.offloaded { player.stop() }
+            let media = String(decoding: master.body, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("#EXT-X-MEDIA:") && $0.contains("TYPE=AUDIO") }
+            #expect(media.count == 2, "both tracks stay offered: \(media)")
+            let chosen = wanted.lowercased()
+            #expect(media.filter { $0.contains("DEFAULT=YES") }.map { $0.contains("LANGUAGE=\"\(chosen)\"") } == [true], "\(wanted): \(media)")
+            #expect(media.contains { $0.contains("LANGUAGE=\"\(chosen)\"") && $0.contains("AUTOSELECT=YES") })
+        }
+    }
+
     @Test("rights that expire after first use (seed 000 §5.3.2d): a 10-second playback window starts at the first protected bytes served, not when the session opens; it plays, then is refused")
     func playbackWindow() async throws {
         let (server, origin, site, input, data) = try await Self.stage("play-window")

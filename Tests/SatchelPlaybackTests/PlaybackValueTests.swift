@@ -152,4 +152,26 @@ import Testing
                 "localhost is a name: a player asking for 127.0.0.1 still goes to the proxy")
         #expect(SystemProxyCheck.warning(environment: ["http_proxy": ""]) == nil)
     }
+    @Test("audio selection: by name, else language (a prefix takes a region), the chosen rendition the default of every group, the others kept")
+    func audioSelection() {
+        let tracks = [AudioTrack(language: "en", name: "English", codec: "mp4a.40.2", channels: "2"),
+                      AudioTrack(language: "fr-CA", name: "Québécois", codec: "mp4a.40.2", channels: "2"),
+                      AudioTrack(language: "en", name: "Commentary", codec: "mp4a.40.2", channels: "2")]
+        #expect(AudioSelection.track("commentary", in: tracks)?.name == "Commentary")
+        #expect(AudioSelection.track("en", in: tracks)?.name == "English")
+        #expect(AudioSelection.track("fr", in: tracks)?.name == "Québécois")
+        #expect(AudioSelection.track("de", in: tracks) == nil)
+        let master = """
+        #EXTM3U
+        #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a",NAME="English",LANGUAGE="en",DEFAULT=YES,AUTOSELECT=YES,URI="en.m3u8"
+        #EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a",NAME="Québécois",LANGUAGE="fr-CA",URI="fr.m3u8"
+        #EXT-X-MEDIA:TYPE=SUBTITLES,GROUP-ID="s",NAME="English",LANGUAGE="en",DEFAULT=YES,URI="s.m3u8"
+        #EXT-X-STREAM-INF:BANDWIDTH=1000000,AUDIO="a",SUBTITLES="s"
+        v.m3u8
+        """
+        let chosen = AudioSelection.apply(tracks[1], to: master).split(separator: "\n").map(String.init)
+        #expect(chosen[1] == #"#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a",NAME="English",LANGUAGE="en",DEFAULT=NO,AUTOSELECT=YES,URI="en.m3u8""#)
+        #expect(chosen[2] == #"#EXT-X-MEDIA:TYPE=AUDIO,GROUP-ID="a",NAME="Québécois",LANGUAGE="fr-CA",URI="fr.m3u8",DEFAULT=YES,AUTOSELECT=YES"#)
+        #expect(Array(chosen[3...]) == Array(master.split(separator: "\n").map(String.init)[3...]), "subtitles and variants untouched")
+    }
 }

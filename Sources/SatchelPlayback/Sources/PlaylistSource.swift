@@ -11,9 +11,10 @@ struct PlaylistSource: SegmentSource {
     func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
         let session = request.files.session
         let text = try request.files.playlist(path)
-        let served = passThrough ? text
+        var served = passThrough ? text
             : session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text)
             : session.router.forwarding?.rewrite(text, token: session.token) ?? text
+        if !passThrough, path == session.asset.entry, let audio = session.audio { served = AudioSelection.apply(audio, to: served) }
         return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: path), range: nil, size: Int64(served.utf8.count))
     }
 }
