@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "SatchelBackplane", targets: ["SatchelBackplane"]),
         .library(name: "SatchelAgent", targets: ["SatchelAgent"]),
         .library(name: "SatchelPackager", targets: ["SatchelPackager"]),
+        .library(name: "SatchelLicensing", targets: ["SatchelLicensing"]),
         .library(name: "SatchelStreams", targets: ["SatchelStreams"]),
         .library(name: "SatchelDownloads", targets: ["SatchelDownloads"]),
         .library(name: "SatchelPlayback", targets: ["SatchelPlayback"]),
@@ -41,6 +42,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.30.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
+        // The documentation's build (scripts/docs): `swift package generate-documentation`.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.4.0"),
     ],
     targets: [
         // Layer 0: the shared bounds-checked big-endian reader/writer, hex, secure random, constant-time compare.

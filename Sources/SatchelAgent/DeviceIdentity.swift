@@ -25,6 +25,7 @@ public struct DeviceIdentity: Sendable {
         public var serverKeys: PublicKeySet
         /// The device's name and external ID, as registered.
         public var name: String?
+        /// The app's own ID of the device, when registered with one.
         public var externalID: String?
     }
 

@@ -49,11 +49,11 @@ public struct OwedRelease: Codable, Sendable, Equatable {
 }
 
 /// The agent's store (`agent.sqlite` in the data directory, mode 0600): the signed licenses in rows, and the
-/// sealed ``DeviceState`` that vouches for them (the secure clock, each license's digest and first use, the owed
+/// sealed `DeviceState` that vouches for them (the secure clock, each license's digest and first use, the owed
 /// releases), with its rollback anchor kept apart (``StoreAnchoring``). Readers take the data directory's lock
 /// shared, a change takes it exclusive, so two processes of one device never see half a change. An edit of the
 /// sealed state, its deletion, or a store copied back from before its anchor is ``AgentError/storeTampered(_:)``:
-/// nothing in it is believed until ``rebuild(_:)`` restores it from the server's records.
+/// nothing in it is believed until `rebuild(_:)` restores it from the server's records.
 public final class LicenseStore: Sendable {
     /// What the store holds, as one consistent view.
     struct Snapshot: Sendable {

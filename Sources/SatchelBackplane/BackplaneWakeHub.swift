@@ -3,7 +3,7 @@ import SatchelBytes
 
 /// Wakes the device streams of this node when something for them changed: a command issued to a device, the
 /// settings every device takes, a device's subscriptions, or an item added to a feed a device follows. The store's node wakes its own streams at once; other nodes are woken by
-/// ``PostgresWakeListener`` (PostgreSQL `NOTIFY` sent in the transaction that made the change). A wake carries no
+/// `PostgresWakeListener` (PostgreSQL `NOTIFY` sent in the transaction that made the change). A wake carries no
 /// data: the woken stream reads the store, so a wake lost or repeated changes nothing but latency.
 public final class BackplaneWakeHub: Sendable {
     /// What changed.

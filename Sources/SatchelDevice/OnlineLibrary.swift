@@ -3,7 +3,7 @@ import SatchelStreams
 import SatchelDownloads
 import SatchelPlayback
 
-/// An online source as a ``PlaybackLibrary`` (`satchel play URL`): an HLS URL is planned as a download would be
+/// An online source as a `PlaybackLibrary` (`satchel play URL`): an HLS URL is planned as a download would be
 /// (the variant and renditions chosen by `options`, every playlist rewritten to paths in the asset); a DASH or
 /// Smooth URL keeps the origin's own manifest (the proxy transcribes it); nothing is stored, and every file comes
 /// from the origin as the player asks for it.

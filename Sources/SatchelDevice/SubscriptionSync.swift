@@ -61,7 +61,7 @@ public struct SubscriptionReport: Sendable, Equatable, Encodable {
 }
 
 /// The device side of feed subscriptions (seed 003 "Subscriptions"): the items new to the device, feed by feed,
-/// planned by ``SubscriptionRules`` (the quota, autodelete, deferral) and applied through the download engine —
+/// planned by `SubscriptionRules` (the quota, autodelete, deferral) and applied through the download engine —
 /// older items deleted to make room, new ones enqueued newest first, deferred ones made paused — then told to the
 /// backplane as applied. An item the origin could not answer for now is not told applied and comes again.
 public struct SubscriptionSync: Sendable {

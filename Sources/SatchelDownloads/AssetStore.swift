@@ -18,7 +18,7 @@ public struct AssetStore: AssetStoring {
     /// Plans read or written by this store (they never change once written).
     private let plans = PlanCache()
     /// The folder inside each asset's folder that holds the engine's own files (the plan); no downloaded file
-    /// is ever stored under this name (``LocalPath`` renames such a path).
+    /// is ever stored under this name (`LocalPath` renames such a path).
     public static let metadataFolder = LocalPath.metadataFolder
     static let planPath = metadataFolder + "/plan.json"
 
@@ -62,7 +62,7 @@ public struct AssetStore: AssetStoring {
     public func path(_ id: String, _ localPath: String) -> String { directory(id) + "/" + localPath }
 
     /// The directory holding `localPath` inside the asset's folder, reached without following links, and
-    /// the file's name in it. `localPath` must be confined (``LocalPath/isConfined(_:)``): anything else is
+    /// the file's name in it. `localPath` must be confined (`LocalPath/isConfined(_:)`): anything else is
     /// `invalidContent` for `url` and nothing is opened. Without `create`, nil when a directory is missing.
     public func folder(_ id: String, of localPath: String, create: Bool, url: String) throws(DownloadFailure) -> (folder: AssetFolder, name: String)? {
         guard Self.isValidID(id), LocalPath.isConfined(localPath) else {

@@ -35,7 +35,7 @@ extension DownloadManager {
         /// URLs appear without their query strings; headers and tokens never appear.
         public var logger: Logger
         /// Seals the secrets kept in the index (header values, entitlement tokens) with the device's key
-        /// (``SecretSealing``; the agent's `DeviceSecretBox`); nil: they are stored as given, in an owner-only file.
+        /// (`SecretSealing`; the agent's `DeviceSecretBox`); nil: they are stored as given, in an owner-only file.
         public var secrets: (any SecretSealing)?
 
         /// Creates a configuration.

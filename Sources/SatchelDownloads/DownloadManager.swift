@@ -10,10 +10,10 @@ import SatchelSystem
 /// origin come in through ``keepFetched(_:path:bytes:)``).
 ///
 /// The actor holds the state and the public API; the work is split by role, each role a type of its own running on
-/// the actor's isolation: ``DownloadQueue`` (the queue and every change to it), ``DownloadRunLoop`` (passes, attempts,
-/// progress, the background loop), ``DownloadReads`` (what apps and the proxy read, and the proxy's door into the
-/// store) and ``DownloadUpkeep`` (fresh credentials, damaged records, upgrades). The queue's rules are the pure
-/// ``QueuePolicy``, an attempt is run by the ``DownloadWorker``, events go through the ``DownloadEventHub``, and the
+/// the actor's isolation: `DownloadQueue` (the queue and every change to it), `DownloadRunLoop` (passes, attempts,
+/// progress, the background loop), `DownloadReads` (what apps and the proxy read, and the proxy's door into the
+/// store) and `DownloadUpkeep` (fresh credentials, damaged records, upgrades). The queue's rules are the pure
+/// ``QueuePolicy``, an attempt is run by the `DownloadWorker`, events go through the ``DownloadEventHub``, and the
 /// index, the fetcher and the store are injected seams (``DownloadIndexing``, ``ResourceFetching``,
 /// ``AssetStoring``), with ``DownloadStep``s (a license, a permission) before every attempt. State lives in the index
 /// and the store, so the process may stop at any instant and pick up where the files end.

@@ -14,7 +14,7 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     public var languages: [String]
     /// Download AES-128 key files too (otherwise keys are left to the license layer).
     public var includeEncryptionKeys: Bool
-    /// MIME types a single-file download may have (`video/*` style wildcards allowed); nil = ``MIMEType/defaultPermitted``;
+    /// MIME types a single-file download may have (`video/*` style wildcards allowed); nil = `MIMEType/defaultPermitted`;
     /// an empty list = no check.
     /// Any other type is a fatal error.
     public var permittedMimeTypes: [String]?
@@ -34,7 +34,7 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     /// The app's own values for the asset (seed 003's `userInfo`), stored and returned as given.
     public var userInfo: [String: JSONValue]?
 
-    /// The default cap on an asset's files (``PlanOptions/defaultMaxResources``).
+    /// The default cap on an asset's files (`PlanOptions/defaultMaxResources`).
     public static let defaultMaxResources = PlanOptions.defaultMaxResources
 
     /// Parses `Name: value` header lines (as curl's `-H`), refusing names that are not HTTP tokens and values

@@ -3,7 +3,7 @@ import SatchelStreams
 
 extension DownloadPlanner {
     /// The plan for a probed URL, fetching the documents the planner asks for with `fetchText` (the engine's HTTP;
-    /// anything in tests). Throws the planner's ``StreamError`` or what `fetchText` throws.
+    /// anything in tests). Throws the planner's `StreamError` or what `fetchText` throws.
     public static func plan(probe: Probe, options: PlanOptions, fetchText: @Sendable (URL) async throws -> String) async throws -> DownloadPlan {
         var documents: [URL: String] = [:]
         for _ in 0..<maximumRounds {

@@ -57,7 +57,7 @@ public struct DownloadEnvironment: Sendable {
     public var network: any NetworkMonitor
 
     /// Creates an environment. The network defaults to ``FixedNetwork/unmetered``; an app passes the system's
-    /// monitor (``NetworkManagerMonitor`` on Linux, ``PathNetworkMonitor`` on Apple platforms).
+    /// monitor (``NetworkManagerMonitor`` on Linux, `PathNetworkMonitor` on Apple platforms).
     public init(clock: any WallClock = SystemClock(), freeSpace: @escaping @Sendable (String) -> Int64? = DownloadEnvironment.volumeFreeSpace,
                 network: any NetworkMonitor = FixedNetwork.unmetered) {
         self.clock = clock

@@ -52,7 +52,7 @@ public struct AssetPolicy: Codable, Sendable, Equatable {
         self.renewalSeconds = renewalSeconds
     }
 
-    /// The availability window (start inclusive, end exclusive: ``DateWindow``, the rule the device keeps too).
+    /// The availability window (start inclusive, end exclusive: `DateWindow`, the rule the device keeps too).
     public var window: DateWindow { DateWindow(start: notBefore, end: notAfter) }
 
     /// Checks the availability window at `now`.
@@ -95,11 +95,17 @@ public struct AssetPolicy: Codable, Sendable, Equatable {
 
 /// Per-token changes to an asset policy, carried in the entitlement's `policy` claim.
 public struct PolicyOverrides: Codable, Sendable, Equatable {
+    /// Replaces the lease (seconds).
     public var leaseSeconds: UInt32?
+    /// Replaces the rental (seconds).
     public var rentalSeconds: UInt32?
+    /// Replaces whether a license may persist (offline).
     public var persist: Bool?
+    /// Replaces how long a persisted license lasts (seconds).
     public var persistSeconds: UInt32?
+    /// Replaces the HDCP requirement.
     public var hdcp: HDCPRequirement?
+    /// Replaces whether AirPlay is allowed.
     public var allowAirPlay: Bool?
 
     /// Creates overrides.

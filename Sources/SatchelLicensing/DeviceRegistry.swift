@@ -161,7 +161,7 @@ public struct DeviceRegistry: Sendable {
     }
 
     /// Records a device request's nonce; throws `replayed` when this device used it before (while nonces
-    /// are kept: `retention`). Nonces older than that are forgotten, at most once every ``noncePruning`` by this
+    /// are kept: `retention`). Nonces older than that are forgotten, at most once every `noncePruning` by this
     /// process, so the table stays small without a delete at every request.
     public func consumeNonce(_ nonce: String, device: String, at now: Date, retention: TimeInterval) async throws(LicensingError) {
         let due = pruned.withLock { last -> Bool in

@@ -16,9 +16,13 @@ public struct StoredKey: Sendable {
 
 /// One row of `satchel keys list` (no key material).
 public struct KeySummary: Sendable, Codable {
+    /// The asset.
     public var assetID: String
+    /// The FairPlay asset ID (the `skd://` host), or the asset ID.
     public var fairPlayAssetID: String
+    /// The key ID, hex.
     public var keyID: String
+    /// The asset's policy.
     public var policy: AssetPolicy
 }
 

@@ -67,7 +67,7 @@ public struct LicenseService: Sendable {
     }
 
     /// Answers an SPC. `assetHint` (from the request body or the skd URI) is used when the SPC's asset ID is not text.
-    /// The token is checked first; then the KSM runs every step of ``KeySecurityModule/process(_:policy:)``, asking
+    /// The token is checked first; then the KSM runs every step of `KeySecurityModule/process(_:policy:)`, asking
     /// this service for the key and rights of the SPC's asset in between (and the policy hook, with `customData`); the
     /// license is recorded before it is returned.
     public func fairPlay(spc bytes: [UInt8], assetHint: String? = nil, token: String?, customData: String? = nil) async throws -> FairPlayLicense {

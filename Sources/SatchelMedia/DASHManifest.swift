@@ -22,16 +22,27 @@ public struct DASHContentProtection: Sendable, Equatable {
 
 /// A DASH Representation.
 public struct DASHRepresentation: Sendable, Equatable {
+    /// Its `@id`.
     public var id: String
+    /// Its `@bandwidth`, bits per second.
     public var bandwidth: Int
+    /// Its `@codecs` (RFC 6381), when given here or on its adaptation set.
     public var codecs: String?
+    /// Its `@mimeType`, when given.
     public var mimeType: String?
+    /// Its picture width, when given.
     public var width: Int?
+    /// Its picture height, when given.
     public var height: Int?
+    /// Its `@frameRate` as written (`25`, `30000/1001`).
     public var frameRate: String?
+    /// Its audio sampling rate, when given.
     public var audioSamplingRate: Int?
+    /// Its audio channels (`AudioChannelConfiguration`), when given.
     public var audioChannels: Int?
+    /// Its `BaseURL`, when given.
     public var baseURL: String?
+    /// Its `SegmentTemplate` (its own, else inherited from its adaptation set).
     public var segmentTemplate: DASHSegmentTemplate?
     /// SegmentList: the init URL, media URLs with optional byte ranges, the segment duration in `timescale` ticks,
     /// and the init segment's byte range (`Initialization@range`; without a `sourceURL` it is a range of BaseURL).
@@ -65,11 +76,17 @@ public struct DASHRepresentation: Sendable, Equatable {
 
 /// A DASH AdaptationSet.
 public struct DASHAdaptationSet: Sendable, Equatable {
+    /// Its `@contentType` (`video`, `audio`, `text`), when given.
     public var contentType: String?
+    /// Its `@mimeType`, when given.
     public var mimeType: String?
+    /// Its `@lang` (BCP 47), when given.
     public var language: String?
+    /// Its `ContentProtection` elements (schemes, default KID, `pssh`).
     public var contentProtection: [DASHContentProtection]
+    /// Its `SegmentTemplate`, shared by its representations unless they have their own.
     public var segmentTemplate: DASHSegmentTemplate?
+    /// Its representations, in document order.
     public var representations: [DASHRepresentation]
     /// The values of its `Role` elements ("main", "alternate", "commentary", …).
     public var roles: [String] = []

@@ -155,8 +155,11 @@ public enum MP4Demuxer {
 public struct MP4Layout: Sendable {
     /// One box read whole: its type, its offset in the file, and its bytes (header included).
     public struct Box: Sendable {
+        /// The box type (`moov`, `moof`).
         public var type: String
+        /// Its offset in the file.
         public var offset: Int
+        /// Its bytes, header included.
         public var bytes: [UInt8]
 
         /// A box of `type` at `offset` in the file.

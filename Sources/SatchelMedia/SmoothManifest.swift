@@ -4,13 +4,21 @@ import Foundation
 public struct SmoothManifest: Sendable, Equatable {
     /// One quality level of a stream.
     public struct QualityLevel: Sendable, Equatable {
+        /// Its `@Index`.
         public var index: Int
+        /// Its `@Bitrate`, bits per second.
         public var bitrate: Int
+        /// Its `@FourCC` (`H264`, `AACL`, `EC-3`), when given.
         public var fourCC: String?
+        /// Its `@MaxWidth`, when given.
         public var maxWidth: Int?
+        /// Its `@MaxHeight`, when given.
         public var maxHeight: Int?
+        /// Its `@SamplingRate`, when given.
         public var samplingRate: Int?
+        /// Its `@Channels`, when given.
         public var channels: Int?
+        /// Its `@CodecPrivateData` (hex): the decoder configuration.
         public var codecPrivateData: String?
         /// Bytes of each NAL unit's length prefix in H.264 fragments (`NALUnitLengthField`; 4 when absent).
         public var nalUnitLengthField: Int?
@@ -20,12 +28,15 @@ public struct SmoothManifest: Sendable, Equatable {
     public struct StreamIndex: Sendable, Equatable {
         /// "video", "audio" or "text".
         public var type: String
+        /// Its `@Name`, when given.
         public var name: String?
+        /// Its `@Language`, when given.
         public var language: String?
         /// Ticks per second of this stream's times (`StreamIndex@TimeScale`; nil: the manifest's).
         public var timescale: UInt64? = nil
         /// Fragment URL template, e.g. `QualityLevels({bitrate})/Fragments(video={start time})`.
         public var url: String
+        /// Its quality levels.
         public var qualityLevels: [QualityLevel]
         /// Fragment start times (in the manifest timescale), expanded from the `c` elements.
         public var fragmentTimes: [UInt64]

@@ -10,6 +10,7 @@ public enum TSDemuxer {
         public var streamID: UInt8
         /// Timestamps, 90 kHz.
         public var pts: Int64?
+        /// The decoding timestamp, when it differs from `pts` (90 kHz).
         public var dts: Int64?
         /// The elementary stream bytes after the PES header.
         public var payload: [UInt8]

@@ -148,8 +148,13 @@ public struct TSMuxer: Sendable {
     /// Packets of one PES packet carrying `payload`, timestamps in 90 kHz units.
     ///
     /// - Parameters:
+    ///   - stream: the elementary stream (its PID and stream ID).
+    ///   - pts: the presentation time.
+    ///   - dts: the decoding time, when it differs from `pts`.
+    ///   - payload: the PES packet's data.
     ///   - pcr: a PCR (90 kHz base) to put in the first packet's adaptation field.
     ///   - randomAccess: sets random_access_indicator (keyframes).
+    ///   - out: where the packets are appended.
     public mutating func pes(_ stream: TSStream, pts: Int64, dts: Int64?, payload: [UInt8], pcr: Int64? = nil,
                              randomAccess: Bool = false, into out: inout [UInt8]) {
         pes(stream, pts: pts, dts: dts, parts: [payload[...]], pcr: pcr, randomAccess: randomAccess, into: &out)

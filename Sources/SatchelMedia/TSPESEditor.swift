@@ -30,7 +30,7 @@ public struct TSPESEditor: Sendable {
     public typealias Edit = (inout [UInt8], _ payload: Range<Int>, _ streamType: UInt8) throws(MediaError) -> TSPayloadEdit
 
     private let retype: @Sendable (UInt8) throws(MediaError) -> UInt8
-    /// Where the counters stand once the segment is through (``finish(_:)``): the next segment goes on from here.
+    /// Where the counters stand once the segment is through (`finish(_:)`): the next segment goes on from here.
     public private(set) var continuity: TSContinuity
     /// How many PES packets were packetized again (their length changed, or a seek's discontinuity indicator
     /// needed an adaptation field their first packet does not have).

@@ -2,7 +2,7 @@ import Foundation
 import SatchelProtection
 import SatchelSystem
 
-/// A local file as a protected file's byte source: opened once without following a link (a ``ConfinedFile``), read
+/// A local file as a protected file's byte source: opened once without following a link (a `ConfinedFile`), read
 /// where asked.
 public final class LocalByteSource: ProtectedByteSource, Sendable {
     private let file: ConfinedFile

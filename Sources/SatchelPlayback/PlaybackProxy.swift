@@ -12,8 +12,8 @@ import ServiceLifecycle
 /// 404.
 ///
 /// The actor keeps the server's lifecycle, the sessions and the events. A request never waits for it: its session is
-/// found in a locked table, its path gets a ``StreamRoute`` from the session's router, the rights are evaluated in
-/// memory (``SessionRights``), and the route's ``SegmentSource`` serves the bytes.
+/// found in a locked table, its path gets a `StreamRoute` from the session's router, the rights are evaluated in
+/// memory (`SessionRights`), and the route's `SegmentSource` serves the bytes.
 public actor PlaybackProxy {
     /// Files larger than this are not served (a segment, a playlist).
     static var maximumFile: Int64 { SessionFiles.maximumFile }

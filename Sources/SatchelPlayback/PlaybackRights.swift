@@ -4,7 +4,7 @@ import SatchelRights
 /// Where the proxy gets the rights and keys of protected assets (seam: the device agent; anything that can
 /// answer the same, such as fixed keys in a benchmark).
 ///
-/// A session asks for the keys once, when it opens, and for a ``PlaybackGrant`` — the rights and the secure clock —
+/// A session asks for the keys once, when it opens, and for a `PlaybackGrant` — the rights and the secure clock —
 /// which it evaluates in memory before every segment with a fresh ``readClock()``. It asks again only when
 /// ``changeCount`` moved (a license installed, renewed or released in this process), when the grant says the rights
 /// do not allow playback (it waits, bounded, for a renewal), and about once a minute (what another process changed,

@@ -45,7 +45,7 @@ public struct CommonEncryption: Sendable {
     ///
     /// With an H.264 `sliceContext` (from the track's SPS/PPS) the clear part of each slice is
     /// exactly its NAL header and slice header; otherwise, or when a header cannot be parsed, a
-    /// conservative leader of ``sliceLeader`` bytes stays clear.
+    /// conservative leader of `sliceLeader` bytes stays clear.
     public static func videoSubsamples(_ sample: ArraySlice<UInt8>, codec: MediaCodec, lengthSize: Int = 4,
                                        sliceContext: H264SliceContext? = nil) throws(ProtectionError) -> [Subsample] {
         let units: [ArraySlice<UInt8>]

@@ -25,6 +25,7 @@ extension FMP4Decryptor: FragmentSampling {}
 
 /// One track's settings with its key: a CMAF segment's decryption.
 public struct KeyedDecryptor: FragmentDecryption {
+    /// The track's protection (its scheme, default KID and IV size).
     public let decryptor: FMP4Decryptor
     let cipher: CommonEncryption
 

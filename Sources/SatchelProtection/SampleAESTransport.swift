@@ -8,7 +8,7 @@ import SatchelMedia
 /// It works as the segment arrives: ``clear(_:)`` takes the next piece of the stored segment and gives the clear
 /// transport packets of every PES packet that piece completed (the PAT and PMT first), ``finish()`` the rest. Only
 /// the PES packets not yet complete are held, so a segment streams out while it is read. A slice or frame is
-/// decrypted where it lies and the stored transport packets go on (``TSPESEditor``); only a PES packet whose clear
+/// decrypted where it lies and the stored transport packets go on (`TSPESEditor`); only a PES packet whose clear
 /// length differs (a slice whose protected form holds emulation prevention bytes) is packetized again.
 public struct SampleAESTransport: Sendable {
     private let transform: SampleAES

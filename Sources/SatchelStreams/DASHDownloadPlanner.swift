@@ -6,7 +6,7 @@ import SatchelMedia
 /// text sets in requested languages; SegmentTemplate ($Number$/$Time$, timelines), SegmentList (byte
 /// ranges become files of their own) and SegmentBase (the whole file). Pure.
 public enum DASHDownloadPlanner {
-    /// The plan for the MPD at `url`. The local MPD is the origin's, rewritten by ``DASHRewriter``: `BaseURL`s
+    /// The plan for the MPD at `url`. The local MPD is the origin's, rewritten by `DASHRewriter`: `BaseURL`s
     /// point at the local folders, `SegmentURL`/`Initialization` at the local files (a byte range that became a
     /// file of its own loses its range attribute), the adaptation sets and representations not downloaded go
     /// whole; every other element, attribute and comment stays byte for byte.

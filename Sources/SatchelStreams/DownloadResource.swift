@@ -78,7 +78,9 @@ public struct DownloadResource: Sendable, Codable, Hashable {
 
     /// A byte range.
     public struct ByteRange: Sendable, Codable, Hashable {
+        /// Its first byte.
         public var offset: Int
+        /// Its length in bytes.
         public var length: Int
 
         /// Creates a range.

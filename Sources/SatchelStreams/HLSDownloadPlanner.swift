@@ -36,7 +36,7 @@ public enum HLSDownloadPlanner {
         return Selection(variant: variant, renditions: renditions, playlists: playlists)
     }
 
-    /// The master playlist rewritten by ``HLSRewriter``: the chosen variant and renditions point at the local media
+    /// The master playlist rewritten by `HLSRewriter`: the chosen variant and renditions point at the local media
     /// playlists, the entries not downloaded go whole (with the variant's `SUBTITLES` when no subtitle rendition is
     /// kept), I-frame playlists, session data and session keys point at the origin; every other byte stays.
     public static func rewriteMaster(_ text: String, selection: Selection, url: URL) throws(StreamError) -> String {
@@ -74,7 +74,7 @@ public enum HLSDownloadPlanner {
         return ["http", "https"].contains(scheme) ? .replace(resolved.absoluteString) : .keep
     }
 
-    /// The files of one media playlist and the playlist rewritten for local playback by ``HLSRewriter``: every URI
+    /// The files of one media playlist and the playlist rewritten for local playback by `HLSRewriter`: every URI
     /// points at the local file, byte-ranged pieces become files of their own (their `EXT-X-BYTERANGE` goes),
     /// every other line stays as the origin wrote it.
     /// `limit` caps the files (the asset's ``PlanOptions/resourceLimit`` less what other playlists planned).

@@ -29,7 +29,7 @@ public enum AtomicFile {
     }
 
     /// Writes `path` with `mode` from `body`, which writes the content to the open file it is given (with
-    /// ``writeAll(_:_:path:)``) as it is made: a file too large for memory, still all or nothing.
+    /// `writeAll(_:_:path:)`) as it is made: a file too large for memory, still all or nothing.
     public static func write(to path: String, mode: mode_t = 0o644, _ body: (Int32, String) throws(SystemError) -> Void) throws(SystemError) {
         let (directory, name) = split(path)
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -8,7 +8,7 @@ import Logging
 public final class LogHub: Sendable {
     /// Records kept for a subscriber that has not read them yet.
     public static let bufferSize = 1_000
-    /// The hub ``SatchelLogHandler`` publishes to.
+    /// The hub `SatchelLogHandler` publishes to.
     public static let shared = LogHub()
 
     private let subscribers = Locked<[UInt64: AsyncStream<LogRecord>.Continuation]>([:])

@@ -35,7 +35,7 @@ public struct LogRecord: Sendable, Equatable {
 }
 
 /// What may never reach a log: URL query strings (they carry tokens and signatures). Applied to every record
-/// by ``SatchelLogHandler``, whatever its source, as a second line of defence behind callers that already
+/// by `SatchelLogHandler`, whatever its source, as a second line of defence behind callers that already
 /// leave secrets out.
 public enum LogRedaction {
     /// `text` with the query of every http(s) URL replaced by `?…`.

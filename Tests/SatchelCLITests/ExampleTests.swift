@@ -1,0 +1,46 @@
+import Foundation
+import SatchelTestSupport
+import Testing
+
+/// `Examples/OfflinePlayback`: a package of its own that depends on Satchel by path and does download → license → play
+/// through the public API only. Built (into `.build-examples`; `scripts/test` builds it first, so here it is only
+/// brought up to date) and run against a real `satchel serve`: what it reads from the proxy is the clear media.
+@Suite("The embedding example: download, license, play through the public API")
+struct ExampleTests {
+    static let example = CLIRunner.packageRoot.appendingPathComponent("Examples/OfflinePlayback")
+    static let scratch = CLIRunner.packageRoot.appendingPathComponent(".build-examples")
+
+    /// The size and MD5 of each video packet of `input`, as ffmpeg demuxes it.
+    static func videoPackets(_ input: String) throws -> [String] {
+        let hls = input.hasSuffix(".m3u8") ? ["-allowed_extensions", "ALL"] : []
+        let lines = try TestMedia.run("ffmpeg", ["-v", "error"] + hls + ["-i", input, "-map", "0:v", "-c", "copy", "-f", "framemd5", "-"])
+        return lines.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            return fields.count >= 6 ? fields[4] + "," + fields[5] : String(line)
+        }
+    }
+
+    @Test("Examples/OfflinePlayback builds against the public API and plays an AES-128 download offline, decrypted packet for packet")
+    func offlinePlayback() async throws {
+        let (server, origin, site, input, data) = try await PlayCommandTests.stage("example")
+        defer { server.stop(); origin.stop() }
+        let output = server.directory.appendingPathComponent("played.ts")
+        try await TestMedia.offloaded {
+            let swift = URL(fileURLWithPath: "/usr/bin/env")
+            let built = try ProcessRunner.run(swift, ["swift", "build", "--package-path", Self.example.path, "--scratch-path", Self.scratch.path])
+            #expect(built.status == 0, "the example does not build: \(built.stdout.suffix(3000)) \(built.stderr.suffix(2000))")
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("clear"), format: "hls-ts")
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("film"), format: "hls-ts", scheme: "aes-128", asset: "film",
+                                         server: server, offline: true)
+            let binary = Self.scratch.appendingPathComponent("debug/OfflinePlayback")
+            let run = try ProcessRunner.run(binary, [server.url, try server.token(), origin.url("film/master.m3u8"), "film", data, output.path])
+            #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+            #expect(run.stdout.contains("downloaded film: valid") && run.stdout.contains("protected: true"), "\(run.stdout)")
+            #expect(!run.stdout.contains(try server.token()), "the token is never printed")
+            // The example reads the first variant's segments: the video, byte for byte the clear package's.
+            let played = try Self.videoPackets(output.path)
+            let expected = try Self.videoPackets(site.appendingPathComponent("clear/master.m3u8").path)
+            #expect(played.count > 50 && played == expected, "\(played.count) video packets read through the example, \(expected.count) in the clear package")
+        }
+    }
+}
