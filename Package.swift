@@ -50,8 +50,8 @@ let package = Package(
         .target(name: "SatchelBytes"),
         // Layer 0: media formats: ISO BMFF, MPEG-TS, H.264/AAC helpers, HLS, DASH, Smooth. Pure value logic.
         .target(name: "SatchelMedia", dependencies: ["SatchelBytes"]),
-        // Layer 0: AES-128-CTR in place with the processor's AES instructions (x86-64), where the AES of swift-crypto
-        // can only write a new buffer.
+        // Layer 0: AES-128-CTR and AES-128-CBC in place with the processor's AES instructions (x86-64), where the AES
+        // of swift-crypto can only write a new buffer (and its CBC goes a block at a time).
         .target(name: "CSatchelCrypto"),
         // Layer 1: content encryption and decryption: AES-128, SAMPLE-AES, CENC cenc/cbcs, pssh, Clear Key.
         .target(

@@ -169,10 +169,12 @@ public struct Packager: Sendable {
             var currentKey: ContentKey?
             var sampleBytes: [UInt8] = []  // a stretch of a TS segment's sample bytes, reused for every stretch
             for (index, range) in rendition.segments.enumerated() {
-                // Each segment's bytes are written on another thread while the next segment is made.
+                // Each segment's bytes are written on another thread while the next segment is made (and, for
+                // AES-128, encrypted there first: CBC chains within a segment, segments are independent).
                 var payload = buffers.take()
                 var header: [UInt8] = []
                 var size = 0
+                var encryption: (@Sendable (inout [UInt8], Int) -> Int?)?
                 let key = keys.last { $0.1 <= index }?.0
                 if var writer = tsWriter {
                     let sampleAES = options.scheme == .sampleAES ? try key.map { (k) throws(PackagerError) in
@@ -194,17 +196,22 @@ public struct Packager: Sendable {
                         start = end
                     }
                     tsWriter = writer
-                    if options.scheme == .aes128, let key {
-                        do { payload = try SegmentCipher(key: key.key).encrypt(payload, iv: key.iv) } catch { throw .invalidOptions("\(error)") }
-                    }
                     size = payload.count
+                    if options.scheme == .aes128, let key {
+                        let cipher: SegmentCipher
+                        do { cipher = try SegmentCipher(key: key.key) } catch { throw .invalidOptions("\(error)") }
+                        let iv = key.iv
+                        encryption = { bytes, count in try? cipher.encrypt(inPlace: &bytes, count: count, iv: iv) }
+                        size = SegmentCipher.encryptedLength(size)
+                    }
                 } else if var writer = cmafWriter {
                     size = try writer.segment(rendition.track.samples[range], from: rendition.input, header: &header, payload: &payload)
                     cmafWriter = writer
                 }
                 let number = options.format == .cmaf ? index + 1 : index
                 let uri = "segment_\(number).\(extension_)"
-                try directory.write(header, handing: payload, count: size, to: "\(rendition.name)/\(uri)", returningTo: buffers)
+                let handed = encryption == nil ? size : payload.count  // encrypted there: the clear bytes go
+                try directory.write(header, handing: payload, count: handed, to: "\(rendition.name)/\(uri)", returningTo: buffers, prepare: encryption)
                 size += header.count
                 outputBytes += size
                 bytesTotal += size

@@ -39,13 +39,38 @@ package enum BlockCipher {
         try inPlace(&bytes) { (buffer) throws(ProtectionError) in try cbc(buffer, range, key: key, iv: iv, encrypt: encrypt) }
     }
 
-    /// AES-CBC without padding over `range` of `buffer` (whole blocks), in place.
-    static func cbc(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, key: SymmetricKey, iv: [UInt8], encrypt: Bool) throws(ProtectionError) {
+    /// AES-CBC without padding over `range` of `buffer` (whole blocks), in place: with the processor's AES instructions
+    /// where it has them (`CSatchelCrypto`, no copy), else through swift-crypto (`accelerated` false: always swift-crypto).
+    static func cbc(_ buffer: UnsafeMutableRawBufferPointer, _ range: Range<Int>, key: SymmetricKey, iv: [UInt8], encrypt: Bool,
+                    accelerated: Bool = true) throws(ProtectionError) {
         guard range.lowerBound >= 0, range.upperBound <= buffer.count else { throw .malformed("AES-CBC range \(range) outside \(buffer.count) bytes") }
         guard range.count % 16 == 0 else { throw .malformed("AES-CBC data of \(range.count) bytes is not whole blocks") }
+        guard iv.count == 16 else { throw .invalidLength(what: "AES-CBC IV", expected: 16, actual: iv.count) }
         if range.isEmpty { return }
+        if accelerated, key.bitCount == 128, let base = buffer.baseAddress, satchel_aes128_ctr_available() != 0 {
+            let status = key.withUnsafeBytes { key in
+                iv.withUnsafeBufferPointer { iv in
+                    satchel_aes128_cbc(key.baseAddress?.assumingMemoryBound(to: UInt8.self), iv.baseAddress,
+                                       base.assumingMemoryBound(to: UInt8.self) + range.lowerBound, range.count, encrypt ? 1 : 0)
+                }
+            }
+            guard status == 0 else { throw .cryptoFailure(encrypt ? "AES-CBC encryption" : "AES-CBC decryption") }
+            return
+        }
         let result = try cbc(UnsafeRawBufferPointer(rebasing: buffer[range]), key: key, iv: iv, encrypt: encrypt)
         try overwrite(buffer, range, with: result)
+    }
+
+    /// A whole segment encrypted in place, as HLS AES-128 wants it: PKCS#7 padding appended (1 to 16 bytes), then
+    /// AES-128-CBC over the first `count` bytes and the padding; `bytes` may hold more (a pooled buffer), which is
+    /// dropped. Answers the encrypted length.
+    static func cbcEncryptPadded(_ bytes: inout [UInt8], count: Int, key: SymmetricKey, iv: [UInt8]) throws(ProtectionError) -> Int {
+        guard count >= 0, count <= bytes.count else { throw .malformed("AES-CBC length \(count) outside \(bytes.count) bytes") }
+        let pad = 16 - count % 16
+        bytes.removeSubrange(count...)
+        bytes.append(contentsOf: repeatElement(UInt8(pad), count: pad))
+        try cbc(&bytes, bytes.indices, key: key, iv: iv, encrypt: true)
+        return bytes.count
     }
 
     /// AES-CTR over `range` of `bytes` with a 16-byte initial counter block, in place; encryption and

@@ -12,10 +12,24 @@ public struct SegmentCipher: Sendable {
         self.key = SymmetricKey(data: key.bytes)
     }
 
-    /// Encrypts a whole segment.
+    /// Encrypts a whole segment (PKCS#7 padding added).
     public func encrypt(_ segment: [UInt8], iv: [UInt8]) throws(ProtectionError) -> [UInt8] {
+        var bytes = segment
+        _ = try encrypt(inPlace: &bytes, count: segment.count, iv: iv)
+        return bytes
+    }
+
+    /// Encrypts the first `count` bytes of `bytes` as a whole segment, in place (a buffer may hold more: it is cut to
+    /// the segment, then padded); answers the encrypted length, ``encryptedLength(_:)`` of `count`.
+    public func encrypt(inPlace bytes: inout [UInt8], count: Int, iv: [UInt8]) throws(ProtectionError) -> Int {
         guard iv.count == 16 else { throw .invalidLength(what: "IV", expected: 16, actual: iv.count) }
-        return try BlockCipher.cbcEncrypt(segment, key: key, iv: iv, padding: true)
+        return try BlockCipher.cbcEncryptPadded(&bytes, count: count, key: key, iv: iv)
+    }
+
+    /// The length of a segment of `clear` bytes once encrypted: PKCS#7 pads it to the next whole block (a whole
+    /// block more when it is one already).
+    public static func encryptedLength(_ clear: Int) -> Int {
+        clear + 16 - clear % 16
     }
 
     /// Decrypts a whole segment and removes the padding.

@@ -26,7 +26,7 @@ struct PolicyHookTests {
         let world = try await LicenseServerTests.world("sqlite", packaged: false)
         defer { Task { await world.database.shutdown() } }
         var service = world.service
-        service.policyHook = try WebhookPolicyHook(url: hook.url, timeout: .milliseconds(500))
+        service.policyHook = try WebhookPolicyHook(url: hook.url, timeout: .seconds(15))  // a loaded machine answers late
         let app = LicenseServer.application(service: service, certificate: world.certificate, port: 0)
         let token = try await world.token(asset: world.assetID)
         let kid = Base64URL.encode(world.key.keyID.bytes)

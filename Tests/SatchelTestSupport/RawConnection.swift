@@ -51,6 +51,7 @@ public final class RawConnection: @unchecked Sendable {
         while received.count < count {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n == 0 { return (String(decoding: received, as: UTF8.self), true) }
+            if n < 0, errno == EINTR { continue }  // a signal (a child process ending) is not the end of the connection
             if n < 0 { return (String(decoding: received, as: UTF8.self), errno == ECONNRESET) }
             received += buffer[..<n]
         }
@@ -71,6 +72,7 @@ public final class RawConnection: @unchecked Sendable {
                 }
             }
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0, errno == EINTR { continue }
             guard n > 0 else { return text }
             text += String(decoding: buffer[..<n], as: UTF8.self)
         }

@@ -4,7 +4,7 @@ import SatchelBytes
 
 /// A license policy hook of an operator's, for tests: it keeps each question it is asked (the JSON the server POSTs)
 /// and answers by the custom data: `<plan>none</plan>` refused ("not in your plan"), `<plan>basic</plan>` issued with a
-/// 60-second lease and rental, `slow` after 3 s, `broken` with HTTP 500, anything else issued as it is.
+/// 60-second lease and rental, `slow` after a minute, `broken` with HTTP 500, anything else issued as it is.
 public final class TestPolicyHook: Sendable {
     /// The questions, each the JSON body the server sent.
     public let asked = Locked<[Data]>([])
@@ -24,7 +24,7 @@ public final class TestPolicyHook: Sendable {
             let custom = question["customData"] as? String ?? ""
             let answer: String
             if custom.contains("slow") {
-                try await Task.sleep(for: .seconds(3))
+                try await Task.sleep(for: .seconds(60))
                 answer = #"{"issue": true}"#
             } else if custom.contains("broken") {
                 return Response(status: .internalServerError)

@@ -14,4 +14,10 @@ int satchel_aes128_ctr_available(void);
 /// expanded key lives on the stack and is cleared before the function returns.
 int satchel_aes128_ctr_xor(const uint8_t key[16], const uint8_t counter[16], uint8_t *data, size_t length);
 
+/// AES-128-CBC over the `length` bytes at `data` (whole blocks, no padding), in place: encrypted when `encrypt` is
+/// not 0, else decrypted (four blocks at a time: decryption has no chain). `iv` is the block before the first.
+/// Returns 0; -1 when the instructions are not there, -2 when `length` is not whole blocks (nothing is written).
+/// The expanded keys live on the stack and are cleared before the function returns.
+int satchel_aes128_cbc(const uint8_t key[16], const uint8_t iv[16], uint8_t *data, size_t length, int encrypt);
+
 #endif
