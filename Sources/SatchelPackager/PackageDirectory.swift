@@ -34,12 +34,12 @@ struct PackageDirectory {
 
     /// Writes `header` and the first `count` bytes of `payload` to `relativePath` like ``write(_:to:mode:)``, but on a
     /// background thread: `payload` goes back to `pool` once written, so the caller fills the next buffer while the
-    /// kernel copies this one; `prepare` (an encryption in place) runs there too, before the write.
+    /// kernel copies this one.
     func write(_ header: [UInt8] = [], handing payload: consuming [UInt8], count: Int, to relativePath: String,
-               returningTo pool: BufferPool, prepare: (@Sendable (inout [UInt8], Int) -> Int?)? = nil) throws(PackagerError) {
+               returningTo pool: BufferPool) throws(PackagerError) {
         let url = try place(relativePath)
         do throws(SystemError) {
-            try syncer.write(header, payload, count: count, to: url.path, returningTo: pool, prepare: prepare)
+            try syncer.write(header, payload, count: count, to: url.path, returningTo: pool)
         } catch {
             throw .output("cannot write \(relativePath): \(String(cString: strerror(error.errno)))")
         }

@@ -137,7 +137,8 @@ public struct Packager: Sendable {
         var doneSamples = 0
         var outputBytes = 0
         var written: [String: Written] = [:]
-        let buffers = BufferPool(count: 2)
+        // Two buffers in flight: one written while the next is made; AES-128 also holds a batch being filled.
+        let buffers = BufferPool(count: options.scheme == .aes128 ? EncryptionBatch.width + 2 : 2)
         // The package's decode-time zero: the earliest first decode time of all its tracks (in seconds, as a track's
         // ticks), so every track starts at or after zero and keeps its place relative to the others.
         var earliest: (dts: Int64, timescale: UInt32)?
@@ -168,13 +169,13 @@ public struct Packager: Sendable {
             }
             var currentKey: ContentKey?
             var sampleBytes: [UInt8] = []  // a stretch of a TS segment's sample bytes, reused for every stretch
+            var batch = EncryptionBatch()
             for (index, range) in rendition.segments.enumerated() {
-                // Each segment's bytes are written on another thread while the next segment is made (and, for
-                // AES-128, encrypted there first: CBC chains within a segment, segments are independent).
+                // Each segment's bytes are written on another thread while the next segment is made (AES-128's encrypted
+                // first, a batch at a time).
                 var payload = buffers.take()
                 var header: [UInt8] = []
                 var size = 0
-                var encryption: (@Sendable (inout [UInt8], Int) -> Int?)?
                 let key = keys.last { $0.1 <= index }?.0
                 if var writer = tsWriter {
                     let sampleAES = options.scheme == .sampleAES ? try key.map { (k) throws(PackagerError) in
@@ -197,21 +198,18 @@ public struct Packager: Sendable {
                     }
                     tsWriter = writer
                     size = payload.count
-                    if options.scheme == .aes128, let key {
-                        let cipher: SegmentCipher
-                        do { cipher = try SegmentCipher(key: key.key) } catch { throw .invalidOptions("\(error)") }
-                        let iv = key.iv
-                        encryption = { bytes, count in try? cipher.encrypt(inPlace: &bytes, count: count, iv: iv) }
-                        size = SegmentCipher.encryptedLength(size)
-                    }
                 } else if var writer = cmafWriter {
                     size = try writer.segment(rendition.track.samples[range], from: rendition.input, header: &header, payload: &payload)
                     cmafWriter = writer
                 }
                 let number = options.format == .cmaf ? index + 1 : index
                 let uri = "segment_\(number).\(extension_)"
-                let handed = encryption == nil ? size : payload.count  // encrypted there: the clear bytes go
-                try directory.write(header, handing: payload, count: handed, to: "\(rendition.name)/\(uri)", returningTo: buffers, prepare: encryption)
+                if options.scheme == .aes128, let key {
+                    size = SegmentCipher.encryptedLength(size)
+                    try batch.add(consume payload, key: key, path: "\(rendition.name)/\(uri)", to: directory, returningTo: buffers)
+                } else {
+                    try directory.write(header, handing: consume payload, count: size, to: "\(rendition.name)/\(uri)", returningTo: buffers)
+                }
                 size += header.count
                 outputBytes += size
                 bytesTotal += size
@@ -227,6 +225,7 @@ public struct Packager: Sendable {
                 doneSamples += range.count
                 progress(Double(doneSamples) / Double(totalSamples))
             }
+            try batch.flush(to: directory, returningTo: buffers)
             let total = rendition.track.durationSeconds
             let target = Int((segments.map(\.duration).max() ?? options.segmentDuration).rounded(.up))
             let playlist = HLSMediaPlaylist(version: options.format == .cmaf ? 7 : 5, targetDuration: max(target, 1), segments: segments)

@@ -26,6 +26,12 @@ public struct SegmentCipher: Sendable {
         return try BlockCipher.cbcEncryptPadded(&bytes, count: count, key: key, iv: iv)
     }
 
+    /// Encrypts whole segments in place, each with its own IV (`ivs`, one per segment), several at once where the
+    /// processor allows it: segments are independent where CBC chains every block of one segment.
+    public func encrypt(inPlace segments: inout [[UInt8]], ivs: [[UInt8]]) throws(ProtectionError) {
+        try BlockCipher.cbcEncryptPadded(segments: &segments, key: key, ivs: ivs)
+    }
+
     /// The length of a segment of `clear` bytes once encrypted: PKCS#7 pads it to the next whole block (a whole
     /// block more when it is one already).
     public static func encryptedLength(_ clear: Int) -> Int {

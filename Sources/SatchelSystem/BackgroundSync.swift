@@ -47,11 +47,10 @@ public final class BackgroundSync: @unchecked Sendable {
 
     /// Creates (or truncates) the file at `path` here, then writes `header` followed by the first `count` bytes of
     /// `payload` and syncs the file on a background thread, giving `payload` back to `pool` once written: the
-    /// caller goes on producing the next file while the kernel copies this one, on another core. With `prepare`, the
-    /// payload is first changed there (a segment encrypted in place), `prepare` answering the count to write, or nil
-    /// when it failed. A write or sync that failed is thrown by the next call or by ``wait()``.
+    /// caller goes on producing the next file while the kernel copies this one, on another core. A write or sync
+    /// that failed is thrown by the next call or by ``wait()``.
     public func write(_ header: [UInt8] = [], _ payload: consuming [UInt8], count: Int, to path: String, mode: mode_t = 0o644,
-                      returningTo pool: BufferPool, prepare: (@Sendable (inout [UInt8], Int) -> Int?)? = nil) throws(SystemError) {
+                      returningTo pool: BufferPool) throws(SystemError) {
         if let earlier = failure.current {
             pool.give(payload)
             throw earlier
@@ -69,16 +68,11 @@ public final class BackgroundSync: @unchecked Sendable {
             return value
         }]
         writer.async { [self] in
-            var written = handed.take()
+            let written = handed.take()
             var failed: SystemError?
             do throws(SystemError) {
-                var length = count
-                if let prepare {
-                    guard let prepared = prepare(&written, count) else { throw SystemError("prepare", path: path, errno: EINVAL) }
-                    length = prepared
-                }
                 try AtomicFile.writeAll(fd, header, path: path)
-                try AtomicFile.writeAll(fd, written.prefix(max(0, min(length, written.count))), path: path)
+                try AtomicFile.writeAll(fd, written.prefix(max(0, min(count, written.count))), path: path)
             } catch {
                 failed = error
             }

@@ -68,4 +68,20 @@ struct AESCBCTests {
         }
         #expect(throws: ProtectionError.self) { _ = try cipher.encrypt(inPlace: &bytes, count: 41, iv: iv) }
     }
+    @Test("segments encrypted four at a time, one IV each, of any lengths (a batch of 1 to 9, lanes ending at different blocks): each the same as alone")
+    func lanes() throws {
+        let cipher = try SegmentCipher(key: SecretBytes(Array(0x30..<0x40)))
+        var random = SplitMix64(seed: 27_112_026)
+        for count in 1...9 {
+            let clear = (0..<count).map { _ in random.bytes(Int.random(in: 0...5_000, using: &random)) }
+            let ivs = (0..<count).map { _ in random.bytes(16) }
+            var batch = clear
+            try cipher.encrypt(inPlace: &batch, ivs: ivs)
+            for index in 0..<count {
+                #expect(batch[index] == (try cipher.encrypt(clear[index], iv: ivs[index])), "segment \(index) of \(count)")
+            }
+        }
+        var one = [[UInt8](repeating: 1, count: 32)]
+        #expect(throws: ProtectionError.self) { try cipher.encrypt(inPlace: &one, ivs: []) }
+    }
 }
