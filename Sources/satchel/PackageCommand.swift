@@ -21,6 +21,9 @@ struct PackageCommand: SatchelAsyncCommand {
     @Option(name: .customLong("key-id"), help: "Key ID, 32 hex digits (generated if omitted).") var keyID: String?
     @Option(help: "Content key, 32 hex digits (generated if omitted).") var key: String?
     @Option(help: "IV, 32 hex digits (generated if omitted).") var iv: String?
+    @Option(name: .customLong("key-file"),
+            help: "Apple's key file (32 bytes: the content key, then the IV), as mediafilesegmenter's --encrypt-key-file: read when it exists, else made (mode 0600) with a new key and IV.")
+    var keyFile: String?
     @Option(name: .customLong("key-uri"), help: "Key URI for AES-128 / identity key tags; {kid} becomes the key ID (default /keys/{kid}).")
     var keyURI: String?
     @Option(name: .customLong("fairplay-uri"), help: "FairPlay key URI (skd://…); {kid} becomes the key ID.") var fairPlayURI: String?
@@ -34,8 +37,10 @@ struct PackageCommand: SatchelAsyncCommand {
     @OptionGroup var policy: PolicyOptions
 
     func validate() throws {
-        if (key == nil) != (keyID == nil) { throw ValidationError("--key-id and --key go together") }
+        if (key == nil) != (keyID == nil), keyFile == nil { throw ValidationError("--key-id and --key go together (or --key-id with --key-file)") }
         if iv != nil && key == nil { throw ValidationError("--iv needs --key-id and --key") }
+        if keyFile != nil && (key != nil || iv != nil) { throw ValidationError("--key-file holds the key and the IV: give it without --key and --iv") }
+        if keyFile != nil && scheme == .clear { throw ValidationError("--key-file needs a protected --scheme") }
         if register && scheme == .clear { throw ValidationError("--register needs a protected --scheme") }
     }
 
@@ -44,6 +49,11 @@ struct PackageCommand: SatchelAsyncCommand {
         if let keyID, let key {
             contentKey = try ContentKey(keyID: KeyID(hex: keyID), key: SecretBytes(hexOption(key, count: 16, name: "--key")),
                                         iv: iv.map { try hexOption($0, count: 16, name: "--iv") } ?? SecureRandom.bytes(16))
+        }
+        if let keyFile {
+            let (fileKey, fileIV, made) = try AppleKeyFile.readOrMake(keyFile)
+            contentKey = try ContentKey(keyID: keyID.map { try KeyID(hex: $0) } ?? KeyID.random(), key: fileKey, iv: fileIV)
+            if made { FileHandle.standardError.write(Data("satchel: made the key file \(keyFile) (a new key and IV)\n".utf8)) }
         }
         var options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
                                      fairPlayURI: fairPlayURI, segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
