@@ -49,6 +49,31 @@ public struct ContentInfo: Sendable, Equatable, Encodable {
     }
 }
 
+extension ContentInfo {
+    /// The audio of a DASH MPD (its first period's audio adaptation sets) or a Smooth manifest (its audio streams),
+    /// each named by its language and any role but "main"; none for text that does not parse.
+    static func audioTracks(manifest text: String) -> [AudioTrack] {
+        if let mpd = try? DASHManifest(parsing: text) {
+            let sets = (mpd.periods.first?.adaptationSets ?? []).filter { $0.kind == "audio" }
+            return sets.enumerated().map { index, set in
+                let representation = set.representations.first
+                let roles = set.roles.filter { $0 != "main" }
+                let name = ([set.language ?? "audio \(index + 1)"] + roles).joined(separator: " ")
+                return AudioTrack(language: set.language, name: name, codec: representation?.codecs, channels: representation?.audioChannels.map(String.init))
+            }
+        }
+        if let smooth = try? SmoothManifest(parsing: text) {
+            let streams = smooth.streams.filter { $0.type == "audio" }
+            return streams.enumerated().map { index, stream in
+                let level = stream.qualityLevels.first
+                return AudioTrack(language: stream.language, name: stream.name ?? stream.language ?? "audio \(index + 1)", codec: level?.fourCC,
+                                  channels: level?.channels.map(String.init))
+            }
+        }
+        return []
+    }
+}
+
 /// One audio track of a session's content.
 public struct AudioTrack: Sendable, Equatable, Encodable {
     /// Its language (BCP 47), when given.

@@ -115,7 +115,7 @@ public actor PlaybackProxy {
         let lease = try await slots?.acquire(asset: assetID)
         let session: PlaybackSession
         do throws(PlaybackError) {
-            session = try await opener.open(assetID, licenseAsset: licenseAsset)
+            session = try await opener.open(assetID, licenseAsset: licenseAsset, audio: audio)
             if let output, let refusal = session.rights?.outputControls?.refusal(for: output) { throw PlaybackError.outputNotAllowed(refusal) }
             if let audio {
                 let tracks = session.content.audioTracks

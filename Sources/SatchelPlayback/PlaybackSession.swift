@@ -38,12 +38,17 @@ final class PlaybackSession: Sendable {
     let protectedFile: ProtectedFileReader?
     /// What the content is (protected, its schemes, its audio tracks), found as the session opened.
     let content: ContentInfo
+    /// The audio languages a DASH or Smooth source's transcript prefers (the track chosen at open first), also when
+    /// its manifest is read again.
+    let languages: [String]
     /// The audio track chosen at open (nil: the playlist's own default).
     private let selectedAudio = Locked<AudioTrack?>(nil)
 
     init(assetID: String, asset: PlayableAsset, mode: PlaybackMode, keys: [PlaybackKey], rights: SessionRights?, keepsManifest: Bool,
-         router: StreamRouter, singleFile: SingleFile? = nil, protectedFile: ProtectedFileReader? = nil, content: ContentInfo = ContentInfo(protected: false)) {
+         router: StreamRouter, singleFile: SingleFile? = nil, protectedFile: ProtectedFileReader? = nil, content: ContentInfo = ContentInfo(protected: false),
+         languages: [String] = []) {
         self.content = content
+        self.languages = languages
         self.singleFile = singleFile
         self.protectedFile = protectedFile
         token = Base64URL.encode(SecureRandom.bytes(32))

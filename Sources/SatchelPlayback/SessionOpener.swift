@@ -17,8 +17,9 @@ struct SessionOpener: Sendable {
 
     /// A session for `assetID`: its window must allow playback and, when it is protected, its rights must be
     /// `valid` (the source registers the first use). The rights are those of `licenseAsset`, else of the asset the
-    /// library says it was licensed as, else of `assetID`.
-    func open(_ assetID: String, licenseAsset: String?) async throws(PlaybackError) -> PlaybackSession {
+    /// library says it was licensed as, else of `assetID`. `audio` (a track's name or language) picks a DASH or Smooth
+    /// source's audio for its transcript.
+    func open(_ assetID: String, licenseAsset: String?, audio: String? = nil) async throws(PlaybackError) -> PlaybackSession {
         var asset = try await library.openForPlayback(assetID)
         if let licenseAsset { asset.licenseAsset = licenseAsset }
         let rightsAsset = asset.licenseAsset ?? assetID
@@ -26,12 +27,15 @@ struct SessionOpener: Sendable {
         let entryText = try SessionFiles.playlist(asset.entry, of: asset)
         var map = HLSAssetMap(playlists: [asset.entry], segments: [:])
         var transcript: HLSTranscript?
+        var languages = configuration.languages
         let keepsManifest = HLSTranscript.isMPD(entryText) || HLSTranscript.isSmooth(entryText)
         if keepsManifest {
             // A DASH or Smooth source: transcribed to HLS when decrypting, its manifest served as it is in pass-through.
+            let chosen = audio.flatMap { AudioSelection.track($0, in: ContentInfo.audioTracks(manifest: entryText)) }?.language
+            languages = (chosen.map { [$0] } ?? []) + configuration.languages
             do throws(StreamError) {
                 let made = try HLSTranscript(manifest: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry),
-                                             languages: configuration.languages)
+                                             languages: languages)
                 if configuration.mode == .decrypt { transcript = made }
             } catch { throw PlaybackError(error) }
         } else {
@@ -56,9 +60,9 @@ struct SessionOpener: Sendable {
         let router = StreamRouter(map: map, transcript: transcript, forwarding: forwarding, decrypting: configuration.mode == .decrypt,
                                   keepsManifest: keepsManifest)
         let content = ContentInfo(protected: isProtected, drm: keepsManifest ? (isProtected ? ["cenc"] : []) : ContentInfo.schemes(of: map),
-                                  audioTracks: keepsManifest ? [] : ContentInfo.audioTracks(master: entryText))
+                                  audioTracks: keepsManifest ? ContentInfo.audioTracks(manifest: entryText) : ContentInfo.audioTracks(master: entryText))
         let session = PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights,
-                                      keepsManifest: keepsManifest, router: router, content: content)
+                                      keepsManifest: keepsManifest, router: router, content: content, languages: languages)
         if let transcript {
             // SegmentBase representations: their indexes are read now, through the session (disk, else origin).
             let files = SessionFiles(session: session, context: context)

@@ -228,4 +228,56 @@ import Testing
         }
         _ = try await TestMedia.offloaded { player.stop() }
     }
+
+    @Test("a DASH source's audio tracks (seed 000 §5.3.5): --json lists each adaptation set's language and codec; --audio fr plays the French set, the English one is never fetched")
+    func audioTracks() async throws {
+        let (server, origin, site, input, data) = try await PlayCommandTests.stage("play-dash-audio")
+        defer { server.stop(); origin.stop() }
+        let french = try await TestMedia.offloaded { try TestMedia.make("play-dash-audio-fr", seconds: 4, extra: ["-metadata:s:a:0", "language=fra"], video: false) }
+        let url = origin.url("dubbed/base.mpd")
+        try await TestMedia.offloaded { () throws -> Void in
+            let folder = site.appendingPathComponent("dubbed")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            var sets: [String] = []
+            for (name, source, map, lang) in [("v.mp4", input, "0:v", nil), ("en.mp4", input, "0:a", "en"), ("fr.mp4", french, "0:a", "fr")] as [(String, URL, String, String?)] {
+                let file = folder.appendingPathComponent(name)
+                let fragments = lang == nil ? ["-movflags", "+frag_keyframe+empty_moov+default_base_moof+global_sidx+dash"]
+                    : ["-frag_duration", "2000000", "-movflags", "+empty_moov+default_base_moof+global_sidx+dash"]
+                _ = try TestMedia.run("ffmpeg", ["-v", "error", "-i", source.path, "-map", map, "-c", "copy"] + fragments + ["-f", "mp4", file.path])
+                let index = try #require(Self.box("sidx", in: Array(try Data(contentsOf: file))), "\(name) has a sidx")
+                let kind = lang == nil ? "video" : "audio"
+                sets.append("""
+                    <AdaptationSet contentType="\(kind)" mimeType="\(kind)/mp4"\(lang.map { " lang=\"\($0)\"" } ?? "")>\
+                    <Representation id="\(name)" bandwidth="100000" codecs="\(lang == nil ? "avc1.64000d" : "mp4a.40.2")">
+                      <BaseURL>\(name)</BaseURL><SegmentBase indexRange="\(index.lowerBound)-\(index.upperBound)"/></Representation></AdaptationSet>
+                    """)
+            }
+            try """
+                <?xml version="1.0"?>
+                <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S"><Period>
+                \(sets.joined(separator: "\n"))
+                </Period></MPD>
+                """.write(to: folder.appendingPathComponent("base.mpd"), atomically: true, encoding: .utf8)
+            let described = try CLIRunner.run(["play", url, "--data-dir", data, "--json", "--exec", "true"])
+            let line = try #require(described.stdout.split(separator: "\n").first.map(String.init), "\(described.stderr)")
+            let info = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            let tracks = try #require(info["audioTracks"] as? [[String: Any]], "\(line)")
+            #expect(tracks.compactMap { $0["language"] as? String } == ["en", "fr"] && tracks.allSatisfy { $0["codec"] as? String == "mp4a.40.2" }, "\(line)")
+        }
+        let before = origin.log.count
+        let player = try await TestMedia.offloaded { try PlayCommandTests.Player([url, "--data-dir", data, "--audio", "fr"]) }
+        try await TestMedia.offloaded { () throws -> Void in
+            let master = try PlayCommandTests.fetch(player.url)
+            let base = try #require(URL(string: player.url))
+            let media = try #require(String(decoding: master.body, as: UTF8.self).split(separator: "\n").first { !$0.hasPrefix("#") }
+                .flatMap { URL(string: String($0), relativeTo: base)?.absoluteURL })
+            let playlist = try PlayCommandTests.fetch(media.absoluteString)
+            let segment = try #require(String(decoding: playlist.body, as: UTF8.self).split(separator: "\n").first { !$0.hasPrefix("#") }
+                .flatMap { URL(string: String($0), relativeTo: media)?.absoluteURL })
+            #expect(try PlayCommandTests.fetch(segment.absoluteString).status == 200)
+        }
+        _ = try await TestMedia.offloaded { player.stop() }
+        let fetched = origin.log.dropFirst(before).map(\.path)
+        #expect(fetched.contains { $0.hasSuffix("fr.mp4") } && !fetched.contains { $0.hasSuffix("en.mp4") }, "\(fetched)")
+    }
 }

@@ -28,7 +28,7 @@ struct TranscriptSource: SegmentSource {
                 let text = try await files.reportingOrigin(asset.entry) { () async throws(PlaybackError) -> String in try await reload() }
                 current = try files.reportingInvalid(asset.entry) { () throws(PlaybackError) -> HLSTranscript in
                     do throws(StreamError) {
-                        return try HLSTranscript(manifest: text, url: url, languages: files.context.configuration.languages)
+                        return try HLSTranscript(manifest: text, url: url, languages: files.session.languages)
                     } catch { throw PlaybackError(error) }
                 }
                 current = try await assembly.indexed(current, mpd: text, url: url)
@@ -84,7 +84,7 @@ struct TranscriptAssembly: Sendable {
             }
         }
         do throws(StreamError) {
-            return try HLSTranscript(manifest: text, url: url, languages: files.context.configuration.languages, indexes: indexes)
+            return try HLSTranscript(manifest: text, url: url, languages: files.session.languages, indexes: indexes)
         } catch { throw PlaybackError(error) }
     }
 
