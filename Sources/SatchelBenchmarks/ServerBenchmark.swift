@@ -59,6 +59,9 @@ struct ServerBenchmark {
         let fairPlay = try wrk(path: "/fps/license", token: token, bodyFile: spcFile.path, contentType: "application/octet-stream", directory: directory)
         let clearKey = try wrk(path: "/clearkey/license", token: token, body: clearKeyBody, contentType: "application/json", directory: directory)
         let (records, transactions) = (await store.audit.written, await store.audit.transactions)
+        // The server first (wrk leaves requests in flight when it stops), then the database their audit writes to.
+        server.cancel()
+        _ = await server.result
         await database.shutdown()
         print("License server under wrk (2 threads, 32 connections, \(seconds) s, loopback, valid tokens)")
         print(String(format: "Audit: %d records durable before their answers, in %d transactions (%.1f a transaction: group commit)",

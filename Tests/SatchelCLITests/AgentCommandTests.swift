@@ -158,7 +158,7 @@ import Testing
         let hook = await TestPolicyHook()
         defer { hook.stop() }
         let server = try Server("custom-data")
-        server.serveArguments = ["--policy-hook", hook.url]
+        server.serveArguments = ["--policy-hook", hook.url, "--policy-hook-timeout", "30"]  // the hook runs in this (loaded) process
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
