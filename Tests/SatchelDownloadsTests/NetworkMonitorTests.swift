@@ -75,7 +75,8 @@ struct NetworkMonitorTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: nmcli.path)
         try Self.fixture("guessed-no.txt").write(to: answer, atomically: true, encoding: .utf8)
 
-        let monitor = NetworkManagerMonitor(command: nmcli.path, interval: .milliseconds(100))
+        // A long timeout: a loaded machine (the whole suite at once) may take seconds to start the stand-in.
+        let monitor = NetworkManagerMonitor(command: nmcli.path, interval: .milliseconds(100), timeout: .seconds(60))
         defer { monitor.stop() }
         #expect(monitor.current == .unmetered, "read once at start")
         let changes = monitor.changes()
@@ -89,7 +90,7 @@ struct NetworkMonitorTests {
         let hanging = directory.appendingPathComponent("hanging")
         try "#!/bin/sh\nexec sleep 600\n".write(to: hanging, atomically: true, encoding: .utf8)
         for file in [failing, hanging] { try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path) }
-        #expect(NetworkManagerMonitor.reading(command: failing.path) == .unknown)
+        #expect(NetworkManagerMonitor.reading(command: failing.path, timeout: .seconds(60)) == .unknown, "fails: unknown, at once")
         let start = ContinuousClock.now
         #expect(NetworkManagerMonitor.reading(command: hanging.path, timeout: .milliseconds(300)) == .unknown)
         #expect(ContinuousClock.now - start < .seconds(30), "a hanging nmcli is given up on")
