@@ -30,6 +30,32 @@ import Testing
         text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
     }
 
+    /// `base.mpd` in `folder`: one SegmentBase adaptation set per track, each a fragmented MP4 with a global `sidx` that
+    /// ffmpeg makes of `source`'s `map` stream (video or audio, with `lang` when given).
+    static func segmentBaseMPD(in folder: URL, tracks: [(name: String, source: URL, map: String, lang: String?)]) throws {
+        var sets: [String] = []
+        for (name, source, map, lang) in tracks {
+            let video = map.hasSuffix(":v")
+            let file = folder.appendingPathComponent(name)
+            let fragments = video ? ["-movflags", "+frag_keyframe+empty_moov+default_base_moof+global_sidx+dash"]
+                : ["-frag_duration", "2000000", "-movflags", "+empty_moov+default_base_moof+global_sidx+dash"]
+            _ = try TestMedia.run("ffmpeg", ["-v", "error", "-i", source.path, "-map", map, "-c", "copy"] + fragments + ["-f", "mp4", file.path])
+            let index = try #require(box("sidx", in: Array(try Data(contentsOf: file))), "\(name) has a sidx")
+            let kind = video ? "video" : "audio"
+            sets.append("""
+                <AdaptationSet contentType="\(kind)" mimeType="\(kind)/mp4"\(lang.map { " lang=\"\($0)\"" } ?? "")>\
+                <Representation id="\(name)" bandwidth="100000" codecs="\(video ? "avc1.64000d" : "mp4a.40.2")">
+                  <BaseURL>\(name)</BaseURL><SegmentBase indexRange="\(index.lowerBound)-\(index.upperBound)"/></Representation></AdaptationSet>
+                """)
+        }
+        try """
+            <?xml version="1.0"?>
+            <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S"><Period>
+            \(sets.joined(separator: "\n"))
+            </Period></MPD>
+            """.write(to: folder.appendingPathComponent("base.mpd"), atomically: true, encoding: .utf8)
+    }
+
     @Test("a DASH CMAF cenc asset downloaded with a license plays offline as HLS: a PROGRAM-ID=1 variant, TS segments of one video and one audio DASH segment, the clear TS package's packets; --passthrough serves the MPD as it is")
     func downloadedCENC() async throws {
         let (server, origin, site, input, data) = try await PlayCommandTests.stage("play-dash")
@@ -104,24 +130,7 @@ import Testing
             // SegmentBase: one fragmented file per track with a global sidx (ffmpeg), the MPD written here.
             let single = site.appendingPathComponent("segment-base")
             try FileManager.default.createDirectory(at: single, withIntermediateDirectories: true)
-            var sets: [String] = []
-            for (name, map, fragments, codecs) in [("v.mp4", "0:v", ["-movflags", "+frag_keyframe+empty_moov+default_base_moof+global_sidx+dash"], "avc1.64000d"),
-                                                   ("a.mp4", "0:a", ["-frag_duration", "2000000", "-movflags", "+empty_moov+default_base_moof+global_sidx+dash"], "mp4a.40.2")] {
-                let file = single.appendingPathComponent(name)
-                _ = try TestMedia.run("ffmpeg", ["-v", "error", "-i", input.path, "-map", map, "-c", "copy"] + fragments + ["-f", "mp4", file.path])
-                let index = try #require(Self.box("sidx", in: Array(try Data(contentsOf: file))), "\(name) has a sidx")
-                let kind = map == "0:v" ? "video" : "audio"
-                sets.append("""
-                    <AdaptationSet contentType="\(kind)" mimeType="\(kind)/mp4"><Representation id="\(kind)" bandwidth="100000" codecs="\(codecs)">
-                      <BaseURL>\(name)</BaseURL><SegmentBase indexRange="\(index.lowerBound)-\(index.upperBound)"/></Representation></AdaptationSet>
-                    """)
-            }
-            try """
-                <?xml version="1.0"?>
-                <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S"><Period>
-                \(sets.joined(separator: "\n"))
-                </Period></MPD>
-                """.write(to: single.appendingPathComponent("base.mpd"), atomically: true, encoding: .utf8)
+            try Self.segmentBaseMPD(in: single, tracks: [("v.mp4", input, "0:v", nil), ("a.mp4", input, "0:a", nil)])
             // Two periods: the clear package twice, the second through a period BaseURL.
             var mpd = try String(contentsOf: site.appendingPathComponent("clear-cmaf/manifest.mpd"), encoding: .utf8)
             let start = try #require(mpd.range(of: "<Period")), end = try #require(mpd.range(of: "</Period>"))
@@ -238,26 +247,7 @@ import Testing
         try await TestMedia.offloaded { () throws -> Void in
             let folder = site.appendingPathComponent("dubbed")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            var sets: [String] = []
-            for (name, source, map, lang) in [("v.mp4", input, "0:v", nil), ("en.mp4", input, "0:a", "en"), ("fr.mp4", french, "0:a", "fr")] as [(String, URL, String, String?)] {
-                let file = folder.appendingPathComponent(name)
-                let fragments = lang == nil ? ["-movflags", "+frag_keyframe+empty_moov+default_base_moof+global_sidx+dash"]
-                    : ["-frag_duration", "2000000", "-movflags", "+empty_moov+default_base_moof+global_sidx+dash"]
-                _ = try TestMedia.run("ffmpeg", ["-v", "error", "-i", source.path, "-map", map, "-c", "copy"] + fragments + ["-f", "mp4", file.path])
-                let index = try #require(Self.box("sidx", in: Array(try Data(contentsOf: file))), "\(name) has a sidx")
-                let kind = lang == nil ? "video" : "audio"
-                sets.append("""
-                    <AdaptationSet contentType="\(kind)" mimeType="\(kind)/mp4"\(lang.map { " lang=\"\($0)\"" } ?? "")>\
-                    <Representation id="\(name)" bandwidth="100000" codecs="\(lang == nil ? "avc1.64000d" : "mp4a.40.2")">
-                      <BaseURL>\(name)</BaseURL><SegmentBase indexRange="\(index.lowerBound)-\(index.upperBound)"/></Representation></AdaptationSet>
-                    """)
-            }
-            try """
-                <?xml version="1.0"?>
-                <MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S"><Period>
-                \(sets.joined(separator: "\n"))
-                </Period></MPD>
-                """.write(to: folder.appendingPathComponent("base.mpd"), atomically: true, encoding: .utf8)
+            try Self.segmentBaseMPD(in: folder, tracks: [("v.mp4", input, "0:v", nil), ("en.mp4", input, "0:a", "en"), ("fr.mp4", french, "0:a", "fr")])
             let described = try CLIRunner.run(["play", url, "--data-dir", data, "--json", "--exec", "true"])
             let line = try #require(described.stdout.split(separator: "\n").first.map(String.init), "\(described.stderr)")
             let info = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
