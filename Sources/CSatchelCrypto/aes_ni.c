@@ -21,6 +21,12 @@ int satchel_aes128_ctr_available(void) {
     return value;
 }
 
+/// Clears `count` bytes of key material the compiler may not optimise away.
+static void clear_secret(void *secret, size_t count) {
+    volatile uint8_t *bytes = (volatile uint8_t *)secret;
+    for (size_t i = 0; i < count; i++) bytes[i] = 0;
+}
+
 SATCHEL_AES_TARGET static inline __m128i expand_step(__m128i key, __m128i assist) {
     assist = _mm_shuffle_epi32(assist, 0xFF);
     key = _mm_xor_si128(key, _mm_slli_si128(key, 4));
@@ -103,8 +109,7 @@ SATCHEL_AES_TARGET static void ctr_xor(const __m128i schedule[11], counter128 co
         uint8_t stream[16];
         _mm_storeu_si128((__m128i *)stream, encrypt_block(counter_block(counter), schedule));
         for (size_t i = 0; offset + i < length; i++) data[offset + i] ^= stream[i];
-        volatile uint8_t *clear = stream;
-        for (int i = 0; i < 16; i++) clear[i] = 0;
+        clear_secret(stream, sizeof(stream));
     }
 }
 
@@ -114,9 +119,7 @@ int satchel_aes128_ctr_xor(const uint8_t key[16], const uint8_t counter[16], uin
     __m128i schedule[11];
     expand_key(key, schedule);
     ctr_xor(schedule, counter_load(counter), data, length);
-    // The expanded key does not outlive the call.
-    volatile uint8_t *clear = (volatile uint8_t *)schedule;
-    for (size_t i = 0; i < sizeof(schedule); i++) clear[i] = 0;
+    clear_secret(schedule, sizeof(schedule));  // the expanded key does not outlive the call
     return 0;
 }
 
@@ -206,12 +209,6 @@ SATCHEL_AES_TARGET static void cbc_encrypt_lanes(const __m128i schedule[11], __m
         lane_output(data[2], blocks[2], index, b2, &c2);
         lane_output(data[3], blocks[3], index, b3, &c3);
     }
-}
-
-/// Clears `count` bytes of key material the compiler may not optimise away.
-static void clear_secret(void *secret, size_t count) {
-    volatile uint8_t *bytes = (volatile uint8_t *)secret;
-    for (size_t i = 0; i < count; i++) bytes[i] = 0;
 }
 
 int satchel_aes128_cbc(const uint8_t key[16], const uint8_t iv[16], uint8_t *data, size_t length, int encrypt) {

@@ -30,7 +30,7 @@ final class OriginFetcher: Sendable {
     init(connectTimeout: Duration = .seconds(3), readTimeout: Duration = .seconds(10), deadline: Duration = .seconds(30),
          slowest: OriginPace = OriginPace()) {
         self.slowest = slowest
-        self.deadline = .nanoseconds(Int64(deadline.components.seconds) * 1_000_000_000 + deadline.components.attoseconds / 1_000_000_000)
+        self.deadline = TimeAmount(deadline)
         var configuration = HTTPClient.Configuration(timeout: .init(connect: .init(connectTimeout), read: .init(readTimeout)))
         configuration.decompression = .disabled
         configuration.redirectConfiguration = .follow(max: 5, allowCycles: false)

@@ -29,9 +29,10 @@ struct SessionOpener: Sendable {
         var transcript: HLSTranscript?
         var languages = configuration.languages
         let keepsManifest = HLSTranscript.isMPD(entryText) || HLSTranscript.isSmooth(entryText)
+        let audioTracks = keepsManifest ? ContentInfo.audioTracks(manifest: entryText) : ContentInfo.audioTracks(master: entryText)
         if keepsManifest {
             // A DASH or Smooth source: transcribed to HLS when decrypting, its manifest served as it is in pass-through.
-            let chosen = audio.flatMap { AudioSelection.track($0, in: ContentInfo.audioTracks(manifest: entryText)) }?.language
+            let chosen = audio.flatMap { AudioSelection.track($0, in: audioTracks) }?.language
             languages = (chosen.map { [$0] } ?? []) + configuration.languages
             do throws(StreamError) {
                 let made = try HLSTranscript(manifest: entryText, url: asset.sourceURL ?? HLSTranscript.assetURL(asset.entry),
@@ -60,7 +61,7 @@ struct SessionOpener: Sendable {
         let router = StreamRouter(map: map, transcript: transcript, forwarding: forwarding, decrypting: configuration.mode == .decrypt,
                                   keepsManifest: keepsManifest)
         let content = ContentInfo(protected: isProtected, drm: keepsManifest ? (isProtected ? ["cenc"] : []) : ContentInfo.schemes(of: map),
-                                  audioTracks: keepsManifest ? ContentInfo.audioTracks(manifest: entryText) : ContentInfo.audioTracks(master: entryText))
+                                  audioTracks: audioTracks)
         let session = PlaybackSession(assetID: assetID, asset: asset, mode: configuration.mode, keys: keys, rights: sessionRights,
                                       keepsManifest: keepsManifest, router: router, content: content, languages: languages)
         if let transcript {

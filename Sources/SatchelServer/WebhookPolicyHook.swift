@@ -42,10 +42,7 @@ public struct WebhookPolicyHook: LicensePolicyHook {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.headers.add(name: "Accept", value: "application/json")
             request.body = .bytes(try JSONCoding.encoder().encode(facts))
-            let (seconds, attoseconds) = timeout.components
-            let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-            let wait: TimeAmount = overflow ? .hours(24) : .nanoseconds(nanoseconds.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue)
-            let response = try await HTTPClient.shared.execute(request, timeout: wait)
+            let response = try await HTTPClient.shared.execute(request, timeout: TimeAmount(timeout))  // clamped, never overflows
             guard response.status == .ok else { throw LicensingError.policyUnavailable("the policy hook answered HTTP \(response.status.code)") }
             let body = try await response.body.collect(upTo: Self.maximumAnswer)
             guard let decoded = try? JSONCoding.decoder().decode(Answer.self, from: Data(body.readableBytesView)) else {

@@ -32,11 +32,12 @@ enum BackplaneCommands {
 
     /// Before `download run` works: one sync (a backplane that cannot be reached is said, and the permission step
     /// then holds every asset); a device the backplane disabled or killed downloads nothing and exits 1 with the reason.
-    /// Answers whether the backplane answered.
-    static func syncBeforeWork(_ agent: Agent, _ manager: DownloadManager) async throws -> Bool {
+    /// Answers whether the backplane answered. The sync gives the engine `rules` (the command line's) governed by the
+    /// backplane's settings as it left them.
+    static func syncBeforeWork(_ agent: Agent, _ manager: DownloadManager, rules: DownloadRules) async throws -> Bool {
         var reached = true
         do {
-            for line in lines(try await BackplaneSync(agent: agent, downloads: manager).sync()) { FileHandle.standardError.write(Data("satchel: \(line)\n".utf8)) }
+            for line in lines(try await BackplaneSync(agent: agent, downloads: manager, rules: rules).sync()) { FileHandle.standardError.write(Data("satchel: \(line)\n".utf8)) }
         } catch let error as AgentError where error.isRetryable {
             reached = false
             FileHandle.standardError.write(Data("satchel: notice: \(BackplaneNotice.communicationsFailure.rawValue): \(error.description)\n".utf8))

@@ -180,9 +180,8 @@ struct DownloadRun: SatchelAsyncCommand {
             if synced.current { _ = try? await agent.activity.send() }
         }) { manager, agent in
             if let agent {
-                let reached = try await BackplaneCommands.syncBeforeWork(agent, manager)
+                let reached = try await BackplaneCommands.syncBeforeWork(agent, manager, rules: rules)
                 synced.withLock { $0 = reached }
-                await manager.setRules(rules.governed(by: try await agent.backplane.status().settings))  // as the sync left them
             }
             let events = manager.events()
             let printer = Task { await ProgressPrinter().consume(events) }

@@ -79,10 +79,10 @@ import Testing
     /// Packages `input` into `out` as `format` with 2 s segments; with `scheme`, its key is registered for asset
     /// `asset` in `server`'s store (`offline`: persistent licenses allowed).
     static func package(_ input: URL, _ more: URL..., into out: URL, format: String, scheme: String? = nil, asset: String? = nil,
-                        server: AgentCommandTests.Server? = nil, offline: Bool = false) throws {
+                        server: AgentCommandTests.Server? = nil, offline: Bool = false, policy: [String] = []) throws {
         var arguments = ["package", input.path] + more.map(\.path) + ["--out", out.path, "--format", format, "--segment-duration", "2"]
         if let scheme { arguments += ["--scheme", scheme] }
-        if let asset, let server { arguments += ["--register", "--asset-id", asset, "--data-dir", server.data] + (offline ? ["--offline"] : []) }
+        if let asset, let server { arguments += ["--register", "--asset-id", asset, "--data-dir", server.data] + (offline ? ["--offline"] : []) + policy }
         let packaged = try CLIRunner.run(arguments)
         #expect(packaged.status == 0, "\(out.lastPathComponent): \(packaged.stderr)")
     }
@@ -432,10 +432,8 @@ import Testing
         let (server, origin, site, input, data) = try await Self.stage("play-window")
         defer { server.stop(); origin.stop() }
         try await TestMedia.offloaded {
-            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("window").path, "--format", "cmaf",
-                                              "--scheme", "cbcs", "--segment-duration", "2", "--register", "--asset-id", "window",
-                                              "--data-dir", server.data, "--offline", "--playback-seconds", "10"])
-            #expect(packaged.status == 0, "\(packaged.stderr)")
+            try Self.package(input, into: site.appendingPathComponent("window"), format: "cmaf", scheme: "cbcs", asset: "window", server: server,
+                             offline: true, policy: ["--playback-seconds", "10"])
             try Self.download(origin.url("window/master.m3u8"), id: "window", server: server, data: data)
         }
         let player = try await TestMedia.offloaded { try Player(["window", "--data-dir", data, "--hold-off", "0.5"]) }
@@ -471,10 +469,8 @@ import Testing
         let (server, origin, site, input, data) = try await Self.stage("play-renewal")
         defer { server.stop(); origin.stop() }
         try await TestMedia.offloaded {
-            let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("renew").path, "--format", "cmaf",
-                                              "--scheme", "cbcs", "--segment-duration", "2", "--register", "--asset-id", "renew",
-                                              "--data-dir", server.data, "--rental-seconds", "12", "--renewal-seconds", "4"])
-            #expect(packaged.status == 0, "\(packaged.stderr)")
+            try Self.package(input, into: site.appendingPathComponent("renew"), format: "cmaf", scheme: "cbcs", asset: "renew", server: server,
+                             offline: false, policy: ["--rental-seconds", "12", "--renewal-seconds", "4"])
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
         }
         /// A segment URL of the session at `url`.

@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/// 1 when this processor has the AES instructions the in-place AES-CTR below uses (x86-64 with AES-NI and
-/// SSSE3), else 0: the caller then uses its portable AES.
+/// 1 when this processor has the AES instructions every function below uses (x86-64 with AES-NI and SSSE3), else 0:
+/// the caller then uses its portable AES.
 int satchel_aes128_ctr_available(void);
 
 /// XORs the `length` bytes at `data`, in place, with the AES-128-CTR keystream of `key` whose first counter block is
