@@ -94,7 +94,8 @@ import Testing
             // Playing again at 320 (a loaded machine may show the state it passes through, buffering, for a moment).
             let switched = try await browser.wait(20, until: "return document.querySelector('video').videoWidth === 320 && document.body.dataset.state === 'playing'")
             reading = try await Self.read(browser)
-            #expect(switched && !reading.mediaError && reading.errors.isEmpty && reading.state == "playing", "\(reading.width) \(reading.errors)")
+            // `switched` saw it playing at 320; the reading after may catch a moment's buffering, which is no error.
+            #expect(switched && !reading.mediaError && reading.errors.isEmpty, "\(reading.width) \(reading.state) \(reading.errors)")
             try await browser.screenshot("player-\(scheme)-switched")
         } catch {
             _ = try? await browser.screenshot("player-\(scheme)-failed")
