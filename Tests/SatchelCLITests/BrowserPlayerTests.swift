@@ -85,7 +85,12 @@ import Testing
             #expect(seeked && !reading.mediaError && reading.errors.isEmpty, "after the seek: \(reading.time) \(reading.errors)")
             try await browser.screenshot("player-\(scheme)-seeked")
 
-            // The quality switch: the 320×180 rendition plays (the decoder's frame size says which one).
+            // The quality switch: the 320×180 rendition plays (the decoder's frame size says which one). It takes
+            // effect at the next segment, so the playhead goes back near the start first: on a loaded machine the
+            // seek above may have played on into the last segment, where no switch can show before the end.
+            try await browser.execute("const v = document.querySelector('video'); v.currentTime = 2; v.play().catch(() => {})")
+            let rewound = try await browser.wait(20, until: "const v = document.querySelector('video'); return v.currentTime > 2.5 && v.currentTime < 10 && !v.paused")
+            #expect(rewound, "back near the start before the switch")
             try await browser.execute("""
                 const select = document.getElementById("quality");
                 select.value = [...select.options].find((option) => option.textContent.startsWith("320×180")).value;
