@@ -10,6 +10,9 @@ public struct KeySecurityModule: Sendable {
     public struct Configuration: Sendable {
         /// Credentials; the SPC's certificate hash selects one.
         public var credentials: [FairPlayCredential]
+        /// The protocol versions a KSM supports unless told otherwise; a FairPlay playlist's `KEYFORMATVERSIONS`
+        /// lists them (guide "Protocol Version Blocks": the playlist names the versions the key server supports).
+        public static let defaultSupportedVersions: [UInt32] = [1]
         /// Protocol versions this server supports.
         public var supportedVersions: [UInt32]
         /// Refuse SPCs whose used version is older than the best common version.
@@ -28,7 +31,7 @@ public struct KeySecurityModule: Sendable {
         public var revokedCertificates: Set<String> = []
 
         /// Creates a configuration.
-        public init(credentials: [FairPlayCredential], supportedVersions: [UInt32] = [1], rejectDowngrade: Bool = false,
+        public init(credentials: [FairPlayCredential], supportedVersions: [UInt32] = defaultSupportedVersions, rejectDowngrade: Bool = false,
                     maxSPCAge: UInt32? = nil, requireOfflineKeyCapability: Bool = false, builder: CKCBuilder = CKCBuilder(),
                     clock: any WallClock = SystemClock()) {
             self.clock = clock

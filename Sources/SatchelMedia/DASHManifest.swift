@@ -10,13 +10,16 @@ public struct DASHContentProtection: Sendable, Equatable {
     public var defaultKID: String?
     /// cenc:pssh (base64), if present.
     public var pssh: String?
+    /// mspr:pro (base64): a PlayReady Object, if present.
+    public var playReadyObject: String?
 
     /// Creates a ContentProtection element.
-    public init(schemeIDURI: String, value: String? = nil, defaultKID: String? = nil, pssh: String? = nil) {
+    public init(schemeIDURI: String, value: String? = nil, defaultKID: String? = nil, pssh: String? = nil, playReadyObject: String? = nil) {
         self.schemeIDURI = schemeIDURI
         self.value = value
         self.defaultKID = defaultKID
         self.pssh = pssh
+        self.playReadyObject = playReadyObject
     }
 }
 
@@ -252,7 +255,8 @@ public struct DASHManifest: Sendable, Equatable {
     private static func protection(_ element: MarkupElement) -> DASHContentProtection {
         DASHContentProtection(schemeIDURI: element.attributes["schemeIdUri"] ?? "", value: element.attributes["value"],
                               defaultKID: element.attributes["default_KID"],
-                              pssh: element.child("pssh")?.text.trimmingCharacters(in: .whitespacesAndNewlines))
+                              pssh: element.child("pssh")?.text.trimmingCharacters(in: .whitespacesAndNewlines),
+                              playReadyObject: element.child("pro")?.text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// Parses an ISO 8601 duration such as PT1H2M3.5S into seconds.
@@ -281,7 +285,9 @@ public struct DASHManifest: Sendable, Equatable {
     /// The MPD text (static, one period).
     public var text: String {
         var lines = ["<?xml version=\"1.0\" encoding=\"UTF-8\"?>"]
-        var mpd = "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" xmlns:cenc=\"urn:mpeg:cenc:2013\" profiles=\"urn:mpeg:dash:profile:isoff-live:2011\" type=\"\(type)\" minBufferTime=\"PT2S\""
+        let playReady = adaptationSets.contains { $0.contentProtection.contains { $0.playReadyObject != nil } }
+        var mpd = "<MPD xmlns=\"urn:mpeg:dash:schema:mpd:2011\" xmlns:cenc=\"urn:mpeg:cenc:2013\""
+            + (playReady ? " xmlns:mspr=\"urn:microsoft:playready\"" : "") + " profiles=\"urn:mpeg:dash:profile:isoff-live:2011\" type=\"\(type)\" minBufferTime=\"PT2S\""
         if let duration { mpd += " mediaPresentationDuration=\"PT\(formatDecimal(duration, places: 3))S\"" }
         lines.append(mpd + ">")
         if let baseURL { lines.append("  <BaseURL>\(xmlEscape(baseURL))</BaseURL>") }
@@ -296,9 +302,10 @@ public struct DASHManifest: Sendable, Equatable {
                 var element = "      <ContentProtection schemeIdUri=\"\(cp.schemeIDURI)\""
                 if let value = cp.value { element += " value=\"\(value)\"" }
                 if let kid = cp.defaultKID { element += " cenc:default_KID=\"\(kid)\"" }
-                if let pssh = cp.pssh {
+                if cp.pssh != nil || cp.playReadyObject != nil {
                     lines.append(element + ">")
-                    lines.append("        <cenc:pssh>\(pssh)</cenc:pssh>")
+                    if let pssh = cp.pssh { lines.append("        <cenc:pssh>\(pssh)</cenc:pssh>") }
+                    if let pro = cp.playReadyObject { lines.append("        <mspr:pro>\(pro)</mspr:pro>") }
                     lines.append("      </ContentProtection>")
                 } else {
                     lines.append(element + "/>")

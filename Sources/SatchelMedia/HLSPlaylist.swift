@@ -10,19 +10,23 @@ public struct HLSKey: Sendable, Equatable {
     public var keyFormat: String?
     /// KEYFORMATVERSIONS.
     public var keyFormatVersions: String?
+    /// KEYID (0x…), as Widevine's tags write the key ID, if any.
+    public var keyID: String?
 
     /// Creates a key tag.
-    public init(method: String, uri: String? = nil, iv: String? = nil, keyFormat: String? = nil, keyFormatVersions: String? = nil) {
+    public init(method: String, uri: String? = nil, iv: String? = nil, keyFormat: String? = nil, keyFormatVersions: String? = nil,
+                keyID: String? = nil) {
         self.method = method
         self.uri = uri
         self.iv = iv
         self.keyFormat = keyFormat
         self.keyFormatVersions = keyFormatVersions
+        self.keyID = keyID
     }
 
     init(_ attributes: HLSAttributes) {
         self.init(method: attributes["METHOD"] ?? "NONE", uri: attributes["URI"], iv: attributes["IV"],
-                  keyFormat: attributes["KEYFORMAT"], keyFormatVersions: attributes["KEYFORMATVERSIONS"])
+                  keyFormat: attributes["KEYFORMAT"], keyFormatVersions: attributes["KEYFORMATVERSIONS"], keyID: attributes["KEYID"])
     }
 
     var attributes: HLSAttributes {
@@ -30,6 +34,7 @@ public struct HLSKey: Sendable, Equatable {
         a.add("METHOD", method)
         a.add("URI", uri, quoted: true)
         a.add("IV", iv)
+        a.add("KEYID", keyID)
         a.add("KEYFORMAT", keyFormat, quoted: true)
         a.add("KEYFORMATVERSIONS", keyFormatVersions, quoted: true)
         return a

@@ -15,7 +15,8 @@ struct CMAFSegmentWriter {
     private var nextIV: UInt64
     private var sequence: UInt32 = 0
 
-    init(track: MediaTrack, origin: Int64, scheme: CommonEncryption.Scheme?, key: ContentKey?) throws(PackagerError) {
+    /// `psshBoxes` go into the init segment: the DRM systems' signalling for `key`.
+    init(track: MediaTrack, origin: Int64, scheme: CommonEncryption.Scheme?, key: ContentKey?, psshBoxes: [[UInt8]]) throws(PackagerError) {
         var placed = track
         placed.presentationOffset = track.presentationOffset.addingReportingOverflow(origin).partialValue
         self.track = placed
@@ -24,7 +25,7 @@ struct CMAFSegmentWriter {
             do {
                 let transform = try CommonEncryption(scheme: scheme, key: key.key, iv: key.iv)
                 cipher = transform
-                protection = transform.protection(keyID: key.keyID, kind: track.kind, psshBoxes: [PSSH.box(keyIDs: [key.keyID])])
+                protection = transform.protection(keyID: key.keyID, kind: track.kind, psshBoxes: psshBoxes)
             } catch {
                 throw .invalidOptions("\(error)")
             }

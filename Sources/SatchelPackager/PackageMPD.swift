@@ -25,11 +25,7 @@ struct PackageMPD {
             guard !members.isEmpty else { continue }
             var protection: [DASHContentProtection] = []
             if let key, options.scheme == .cenc || options.scheme == .cbcs {
-                protection = [
-                    DASHContentProtection(schemeIDURI: "urn:mpeg:dash:mp4protection:2011", value: options.scheme.rawValue, defaultKID: key.keyID.uuidString),
-                    DASHContentProtection(schemeIDURI: "urn:uuid:1077efec-c0b2-4d02-ace3-3c1e52e2fb4b",
-                                          pssh: Data(PSSH.box(keyIDs: [key.keyID])).base64EncodedString()),
-                ]
+                protection = try DRMSignalling(options: options).contentProtection(key)
             }
             let representations = members.map { rendition -> DASHRepresentation in
                 let track = rendition.track

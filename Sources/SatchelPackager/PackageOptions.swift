@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBytes
+import SatchelFairPlay
 import SatchelProtection
 
 /// The output layout.
@@ -47,6 +48,25 @@ public struct PackageOptions: Sendable {
     /// publishing the folder never holds them; nil writes no key file (the keys are in ``PackageSummary/keys`` only).
     /// Defaults to ``defaultKeyFile(for:)``.
     public var keyFile: String?
+    /// The DRM systems the package is signalled for; nil: Clear Key (`identity`), or FairPlay alone when
+    /// ``fairPlayURI`` is set without ``keyURI`` (FairPlay and Clear Key with both).
+    public var drm: Set<DRMSystem>?
+    /// PlayReady's license acquisition URL (`LA_URL` in its header), when the package names one.
+    public var playReadyLicenseURL: String?
+    /// Widevine's `provider`, when the license service wants one.
+    public var widevineProvider: String?
+    /// Widevine's `content_id` (as UTF-8), when given.
+    public var contentID: String?
+    /// The FairPlay protocol versions the key server supports, for `KEYFORMATVERSIONS` ("1", "1/2").
+    public var fairPlayVersions: [UInt32] = KeySecurityModule.Configuration.defaultSupportedVersions
+
+    /// The systems signalled, in the order packagers write them (``drm``, or its default).
+    public var drmSystems: [DRMSystem] {
+        guard scheme != .clear else { return [] }
+        if let drm { return drm.sorted() }
+        guard fairPlayURI != nil else { return [.clearKey] }
+        return keyURI == nil ? [.fairPlay] : [.clearKey, .fairPlay]
+    }
 
     /// The default key URI: the `satchel serve` key endpoint for the key ID.
     public static let defaultKeyURI = "/keys/{kid}"
@@ -83,9 +103,7 @@ public struct PackageOptions: Sendable {
         default: break
         }
         if let fairPlayURI, !fairPlayURI.hasPrefix("skd://") { throw .invalidOptions("--fairplay-uri must start with skd://") }
-        if fairPlayURI != nil && ![.sampleAES, .cbcs].contains(scheme) {
-            throw .invalidOptions("--fairplay-uri goes with --scheme sample-aes or cbcs")
-        }
+        try validateDRM()
         if let keyFile {
             let folder = URL(fileURLWithPath: output).standardizedFileURL.path
             let file = URL(fileURLWithPath: keyFile).standardizedFileURL.path
@@ -97,6 +115,46 @@ public struct PackageOptions: Sendable {
             guard rotation >= 1 else { throw .invalidOptions("--key-rotation must be at least 1 segment") }
             guard format == .hlsTS, scheme == .aes128 || scheme == .sampleAES else {
                 throw .invalidOptions("key rotation is supported for hls-ts with aes-128 or sample-aes")
+            }
+        }
+    }
+}
+
+extension PackageOptions {
+    /// Checks the DRM systems against the format and scheme, and their own settings.
+    func validateDRM() throws(PackagerError) {
+        if let drm {
+            guard !drm.isEmpty else { throw .invalidOptions("--drm needs at least one of \(DRMSystem.allCases.map(\.rawValue).joined(separator: ", "))") }
+            guard scheme != .clear else { throw .invalidOptions("--drm needs a protected --scheme") }
+            if fairPlayURI != nil && !drm.contains(.fairPlay) { throw .invalidOptions("--fairplay-uri goes with --drm fairplay") }
+        }
+        if drm == nil, fairPlayURI != nil, scheme != .sampleAES, scheme != .cbcs {
+            throw .invalidOptions("--fairplay-uri goes with --scheme sample-aes or cbcs")
+        }
+        let systems = Set(drmSystems)
+        for system in [DRMSystem.widevine, .playReady] where systems.contains(system) {
+            guard format == .cmaf, scheme == .cenc || scheme == .cbcs else {
+                throw .invalidOptions("--drm \(system.rawValue) needs --format cmaf with --scheme cenc or cbcs")
+            }
+        }
+        if systems.contains(.fairPlay) {
+            guard scheme == .sampleAES || scheme == .cbcs else { throw .invalidOptions("--drm fairplay needs --scheme sample-aes or cbcs") }
+            guard fairPlayURI != nil else { throw .invalidOptions("--drm fairplay needs a FairPlay key URI (--fairplay-uri skd://…)") }
+            guard !fairPlayVersions.isEmpty, fairPlayVersions.allSatisfy({ $0 >= 1 }) else {
+                throw .invalidOptions("--fairplay-versions lists versions 1 and up, such as 1 or 1/2")
+            }
+        }
+        if let url = playReadyLicenseURL {
+            guard systems.contains(.playReady) else { throw .invalidOptions("--playready-license-url goes with --drm playready") }
+            guard url.count <= PlayReadyHeader.licenseURLLimit, let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""),
+                  parsed.host != nil else {
+                throw .invalidOptions("--playready-license-url must be an http or https URL of at most \(PlayReadyHeader.licenseURLLimit) characters")
+            }
+        }
+        if widevineProvider != nil || contentID != nil {
+            guard systems.contains(.widevine) else { throw .invalidOptions("--widevine-provider and --content-id go with --drm widevine") }
+            guard (widevineProvider?.utf8.count ?? 0) <= 255, (contentID?.utf8.count ?? 0) <= 255 else {
+                throw .invalidOptions("--widevine-provider and --content-id are at most 255 bytes each")
             }
         }
     }

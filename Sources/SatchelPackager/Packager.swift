@@ -103,28 +103,9 @@ public struct Packager: Sendable {
         return stride(from: 0, to: max(segmentCount, 1), by: rotation).map { start in (start == 0 ? first : ContentKey.random(), start) }
     }
 
-    private func keyURI(_ template: String?, _ key: ContentKey) -> String? {
-        template?.replacingOccurrences(of: "{kid}", with: key.keyID.hex)
-    }
-
-    /// The EXT-X-KEY tags for `key` under this scheme.
-    private func keyTags(_ key: ContentKey) -> [HLSKey] {
-        let iv = "0x" + Hex.encode(key.iv)
-        let identityURI = keyURI(options.keyURI ?? PackageOptions.defaultKeyURI, key)
-        switch options.scheme {
-        case .clear: return []
-        case .aes128: return [HLSKey(method: "AES-128", uri: identityURI, iv: iv)]
-        case .sampleAES, .cbcs:
-            var tags: [HLSKey] = []
-            if let fairPlay = keyURI(options.fairPlayURI, key) {
-                tags.append(HLSKey(method: "SAMPLE-AES", uri: fairPlay, keyFormat: "com.apple.streamingkeydelivery", keyFormatVersions: "1"))
-            }
-            if options.keyURI != nil || options.fairPlayURI == nil {
-                tags.append(HLSKey(method: "SAMPLE-AES", uri: identityURI, iv: iv, keyFormat: "identity", keyFormatVersions: "1"))
-            }
-            return tags
-        case .cenc: return [HLSKey(method: "SAMPLE-AES-CTR", uri: identityURI, iv: iv, keyFormat: "identity", keyFormatVersions: "1")]
-        }
+    /// The EXT-X-KEY tags for `key` under this scheme, one per DRM system.
+    private func keyTags(_ key: ContentKey) throws(PackagerError) -> [HLSKey] {
+        try DRMSignalling(options: options).keyTags(key)
     }
 
     typealias Written = WrittenRendition
@@ -160,7 +141,8 @@ public struct Packager: Sendable {
                 tsWriter = try TSSegmentWriter(track: rendition.track, sampleAES: options.scheme == .sampleAES)
             case .cmaf:
                 let scheme: CommonEncryption.Scheme? = options.scheme == .cbcs ? .cbcs : options.scheme == .cenc ? .cenc : nil
-                let writer = try CMAFSegmentWriter(track: rendition.track, origin: origin, scheme: scheme, key: keys.first?.0)
+                let psshBoxes = try keys.first.map { (key) throws(PackagerError) in try DRMSignalling(options: options).psshBoxes(key.0) } ?? []
+                let writer = try CMAFSegmentWriter(track: rendition.track, origin: origin, scheme: scheme, key: keys.first?.0, psshBoxes: psshBoxes)
                 let estimate = UInt32(clamping: Int(Double(rendition.track.byteCount * 8) / max(rendition.track.durationSeconds, 0.001)))
                 let initBytes = writer.initSegment(averageBitrate: estimate)
                 try directory.write(initBytes, to: "\(rendition.name)/init.mp4")
@@ -217,7 +199,7 @@ public struct Packager: Sendable {
                 peak = max(peak, Int(Double(size * 8) / max(duration, 0.001)))
                 var segment = HLSSegment(duration: duration, uri: uri)
                 if let key, key.keyID != currentKey?.keyID {
-                    segment.keys = keyTags(key)
+                    segment.keys = try keyTags(key)
                     currentKey = key
                 }
                 if index == 0, options.format == .cmaf { segment.map = HLSMap(uri: "init.mp4") }
@@ -281,7 +263,8 @@ public struct Packager: Sendable {
         }
         variants.sort { $0.bandwidth < $1.bandwidth }
         // Offline FairPlay: declare every key in the master playlist so clients can preload them.
-        let sessionKeys = options.scheme == .clear ? [] : keys.flatMap { keyTags($0.0) }
+        var sessionKeys: [HLSKey] = []
+        for (key, _) in keys { sessionKeys += try keyTags(key) }
         let master = HLSMasterPlaylist(version: options.format == .cmaf ? 7 : 5, sessionKeys: sessionKeys,
                                        renditions: videos.isEmpty ? [] : media, variants: variants)
         try directory.write(master.text, to: "master.m3u8")

@@ -6,13 +6,16 @@ public enum PSSH {
     /// The W3C common system ID 1077efec-c0b2-4d02-ace3-3c1e52e2fb4b (Clear Key and key-ID-based systems).
     public static let commonSystemID: [UInt8] = [0x10, 0x77, 0xef, 0xec, 0xc0, 0xb2, 0x4d, 0x02, 0xac, 0xe3, 0x3c, 0x1e, 0x52, 0xe2, 0xfb, 0x4b]
 
-    /// A version-1 pssh box for `systemID` listing `keyIDs`, with optional system data.
-    public static func box(systemID: [UInt8] = commonSystemID, keyIDs: [KeyID], data: [UInt8] = []) -> [UInt8] {
+    /// A pssh box for `systemID` with optional system data: version 1 lists `keyIDs` in the box, version 0 has no
+    /// such list (the system's data names the keys).
+    public static func box(systemID: [UInt8] = commonSystemID, keyIDs: [KeyID], data: [UInt8] = [], version: UInt8 = 1) -> [UInt8] {
         var w = MP4BoxWriter()
-        w.fullBox("pssh", version: 1) { w in
+        w.fullBox("pssh", version: version) { w in
             w.bytes(systemID)
-            w.u32(UInt32(keyIDs.count))
-            for kid in keyIDs { w.bytes(kid.bytes) }
+            if version >= 1 {
+                w.u32(UInt32(keyIDs.count))
+                for kid in keyIDs { w.bytes(kid.bytes) }
+            }
             w.u32(UInt32(data.count))
             w.bytes(data)
         }

@@ -75,10 +75,7 @@ public struct HLSAssetMap: Sendable {
         var key: HLSKey?
         var initSegment: String?
         for (index, segment) in playlist.segments.enumerated() {
-            if !segment.keys.isEmpty {
-                // Several tags for one key (FairPlay's and identity): the one that writes the IV tells the most.
-                key = segment.keys.first { $0.method != "NONE" && $0.iv != nil } ?? segment.keys.first { $0.method != "NONE" }
-            }
+            if !segment.keys.isEmpty { key = Self.key(of: segment.keys) }
             if let declared = segment.map { initSegment = Self.resolve(declared.uri, from: path) }
             if let initSegment { listed.insert(initSegment) }
             if let segmentPath = Self.resolve(segment.uri, from: path) {
@@ -101,6 +98,17 @@ public struct HLSAssetMap: Sendable {
             if let initSegment { protectedInitSegments.insert(initSegment) }
             segments[segmentPath] = SegmentProtection(method: key.method, keyURI: key.uri, iv: iv, ivFromTag: key.iv != nil, map: initSegment)
         }
+    }
+
+    /// The tag that says how a segment is protected, of the several a multi-DRM package writes for one key
+    /// (FairPlay's, identity's, Widevine's, PlayReady's): the one that writes the IV tells the most; a system
+    /// Satchel does not fetch keys for (Widevine, PlayReady, any other) gives the method alone, its URI (the
+    /// system's own data) no key to fetch.
+    static func key(of tags: [HLSKey]) -> HLSKey? {
+        let protected = tags.filter { $0.method != "NONE" }
+        let usable = protected.filter { DRMSystem(hlsKeyFormat: $0.keyFormat).map { [.clearKey, .fairPlay].contains($0) } ?? false }
+        if let chosen = usable.first(where: { $0.iv != nil }) ?? usable.first { return chosen }
+        return protected.first.map { HLSKey(method: $0.method, iv: $0.iv) }
     }
 
     /// The init segments no key tag protects: their own sample entries may still say they are (a CMAF package

@@ -26,7 +26,15 @@ struct PackageCommand: SatchelAsyncCommand {
     var keyFile: String?
     @Option(name: .customLong("key-uri"), help: "Key URI for AES-128 / identity key tags; {kid} becomes the key ID (default /keys/{kid}).")
     var keyURI: String?
-    @Option(name: .customLong("fairplay-uri"), help: "FairPlay key URI (skd://…); {kid} becomes the key ID.") var fairPlayURI: String?
+    @Option(name: .customLong("fairplay-uri"), help: "FairPlay key URI (skd://…); {kid} becomes the key ID (default with --drm fairplay: skd:// and the asset ID).")
+    var fairPlayURI: String?
+    @Option(help: "The DRM systems to signal, comma-separated: clearkey, widevine, playready, fairplay (default clearkey; widevine and playready need cmaf with cenc or cbcs, fairplay sample-aes or cbcs).")
+    var drm: String?
+    @Option(name: .customLong("playready-license-url"), help: "PlayReady's license URL, written in its header (LA_URL).") var playReadyLicenseURL: String?
+    @Option(name: .customLong("widevine-provider"), help: "Widevine's provider name, written in its pssh.") var widevineProvider: String?
+    @Option(name: .customLong("content-id"), help: "Widevine's content ID, written in its pssh.") var contentID: String?
+    @Option(name: .customLong("fairplay-versions"), help: "The FairPlay versions the key server supports, as KEYFORMATVERSIONS lists them (default 1; for example 1/2).")
+    var fairPlayVersions: String?
     @Option(name: .customLong("segment-duration"), help: "Target segment duration in seconds.") var segmentDuration: Double = 6
     @Option(name: .customLong("key-rotation"), help: "Use a new key every N segments (hls-ts).") var keyRotation: Int?
     @Option(name: .customLong("keys-out"), help: "Where the keys go (mode 0600; default OUT.keys.json beside the folder, or none with --register); never inside OUT.")
@@ -57,6 +65,22 @@ struct PackageCommand: SatchelAsyncCommand {
         }
         var options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
                                      fairPlayURI: fairPlayURI, segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
+        if let drm {
+            options.drm = try Self.systems(drm)
+            if options.drm?.contains(.fairPlay) == true, fairPlayURI == nil {
+                options.fairPlayURI = "skd://" + (policy.fairPlayAssetID ?? assetID ?? URL(fileURLWithPath: out).lastPathComponent)
+            }
+        }
+        options.playReadyLicenseURL = playReadyLicenseURL
+        options.widevineProvider = widevineProvider
+        options.contentID = contentID
+        if let fairPlayVersions {
+            let versions = fairPlayVersions.split(separator: "/", omittingEmptySubsequences: false).map { UInt32($0) }
+            guard !versions.isEmpty, versions.allSatisfy({ $0 != nil }) else {
+                throw ValidationError("--fairplay-versions lists versions separated by slashes, such as 1 or 1/2")
+            }
+            options.fairPlayVersions = versions.compactMap { $0 }
+        }
         // Registered keys live in the key store; a copy in a file is written only when asked for.
         options.keyFile = keysOut ?? (register ? nil : PackageOptions.defaultKeyFile(for: out))
         let bar = ProgressBar(label: "packaging")
@@ -67,11 +91,27 @@ struct PackageCommand: SatchelAsyncCommand {
         let mb = Double(summary.inputBytes) / 1_000_000
         print(String(format: "packaged %@: %d renditions, %d segments, %.1f s of media, %.1f MB in %.2f s (%.0f MB/s), scheme %@%@",
                      summary.output, summary.renditions.count, summary.segmentCount, summary.duration, mb, seconds, mb / max(seconds, 0.001),
-                     scheme.rawValue, summary.keyFile.map { ", keys in \($0)" } ?? ""))
+                     scheme.rawValue + (scheme == .clear ? "" : " for " + options.drmSystems.map(\.rawValue).joined(separator: ", ")),
+                     summary.keyFile.map { ", keys in \($0)" } ?? ""))
         guard register else { return }
         let asset = assetID ?? URL(fileURLWithPath: out).lastPathComponent
         guard let keys = try summary.keys?.contentKeys() else { throw CLIError("the package has no keys to register") }
         try await store.register(keys, asset: asset, policy: policy)
+    }
+}
+
+extension PackageCommand {
+    /// The systems `--drm` names ("widevine,playready,fairplay,clearkey").
+    static func systems(_ list: String) throws -> Set<DRMSystem> {
+        var systems = Set<DRMSystem>()
+        for name in list.split(separator: ",", omittingEmptySubsequences: false) {
+            let trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
+            guard let system = DRMSystem(rawValue: trimmed) else {
+                throw ValidationError("--drm: no DRM system \"\(trimmed.prefix(40))\"; name some of \(DRMSystem.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            systems.insert(system)
+        }
+        return systems
     }
 }
 

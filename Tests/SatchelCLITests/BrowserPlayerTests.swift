@@ -6,8 +6,9 @@ import Testing
 /// origin with Media Source and Encrypted Media Extensions (W3C Clear Key), licenses from `/clearkey/license`.
 /// Screenshots of every case are saved in the test artifacts (`.build/test-artifacts/`).
 @Suite(.serialized) struct BrowserPlayerTests {
-    /// A server publishing `site/` with two packages of a 20-second 640×360 + 320×180 ladder: `movie-cenc` and
-    /// `movie-cbcs`, their keys registered for those asset IDs.
+    /// A server publishing `site/` with two multi-DRM packages of a 20-second 640×360 + 320×180 ladder: `movie-cenc`
+    /// (Clear Key, PlayReady, Widevine) and `movie-cbcs` (FairPlay too), their keys registered for those asset IDs.
+    /// The player must find Clear Key's signalling among the others.
     static func world(_ name: String) async throws -> AgentCommandTests.Server {
         try TestMedia.require("ffmpeg")
         let server = try AgentCommandTests.Server(name)
@@ -18,7 +19,8 @@ import Testing
             let small = try TestMedia.make("browser-320", seconds: 20, size: "320x180")
             for scheme in ["cenc", "cbcs"] {
                 try PlayCommandTests.package(large, small, into: site.appendingPathComponent("movie-\(scheme)"), format: "cmaf", scheme: scheme,
-                                             asset: "movie-\(scheme)", server: server)
+                                             asset: "movie-\(scheme)", server: server,
+                                             drm: "clearkey,playready,widevine" + (scheme == "cbcs" ? ",fairplay" : ""))
             }
         }
         server.serveArguments = ["--origin", site.path]
@@ -46,7 +48,7 @@ import Testing
                        errorText: value["errorText"] as? String ?? "")
     }
 
-    @Test("cenc and cbcs play in Chromium: past 5 s, video frames and audio decoded, no MediaError, the license's expiry shown, a seek to the middle plays on, the quality switch plays the other rendition",
+    @Test("multi-DRM cenc and cbcs play in Chromium with Clear Key: past 5 s, video frames and audio decoded, no MediaError, the license's expiry shown, a seek to the middle plays on, the quality switch plays the other rendition",
           arguments: ["cenc", "cbcs"])
     func plays(scheme: String) async throws {
         let server = try await Self.world("browser-\(scheme)")
@@ -301,18 +303,21 @@ extension ISO8601DateFormatter {
                 #expect(milliseconds < 1000, "\(name) is refused quickly: \(answer)")
             }
 
-            // The key IDs of cenc initialization data: version-1 pssh boxes name them; version 0 and cut boxes add none.
+            // The key IDs of cenc initialization data: the common system's version-1 pssh boxes name them; version 0,
+            // another system's box (Widevine's, listing a key ID of its own here) and cut boxes add none.
             let kids = try await Self.run(browser, #"""
-                const box = (version, kids) => {
+                const common = [0x10, 0x77, 0xef, 0xec, 0xc0, 0xb2, 0x4d, 0x02, 0xac, 0xe3, 0x3c, 0x1e, 0x52, 0xe2, 0xfb, 0x4b];
+                const widevine = [0xed, 0xef, 0x8b, 0xa9, 0x79, 0xd6, 0x4a, 0xce, 0xa3, 0xc8, 0x27, 0xdc, 0xd5, 0x1d, 0x21, 0xed];
+                const box = (version, kids, system = common) => {
                   const size = 32 + (version ? 4 + kids.length * 16 : 0) + 4;
                   const bytes = new Uint8Array(size); const view = new DataView(bytes.buffer);
-                  view.setUint32(0, size); bytes.set([0x70, 0x73, 0x73, 0x68], 4); bytes[8] = version;
+                  view.setUint32(0, size); bytes.set([0x70, 0x73, 0x73, 0x68], 4); bytes[8] = version; bytes.set(system, 12);
                   let offset = 28;
                   if (version) { view.setUint32(28, kids.length); offset = 32; kids.forEach((kid) => { bytes.set(kid, offset); offset += 16; }); }
                   return bytes;
                 };
-                const a = new Uint8Array(16).fill(0xaa), b = new Uint8Array(16).map((_, i) => i);
-                const joined = new Uint8Array([...box(1, [a, b]), ...box(0, []), ...box(1, [a])]);
+                const a = new Uint8Array(16).fill(0xaa), b = new Uint8Array(16).map((_, i) => i), c = new Uint8Array(16).fill(0xcc);
+                const joined = new Uint8Array([...box(1, [a, b]), ...box(0, []), ...box(1, [c], widevine), ...box(1, [a])]);
                 return { both: clearkey.keyIDsOfPSSH(joined.buffer), cut: clearkey.keyIDsOfPSSH(joined.slice(0, 40).buffer),
                          words: clearkey.LicenseError.plainWords("not-entitled") };
                 """#) as? [String: Any]

@@ -79,8 +79,9 @@ import Testing
     /// Packages `input` into `out` as `format` with 2 s segments; with `scheme`, its key is registered for asset
     /// `asset` in `server`'s store (`offline`: persistent licenses allowed).
     static func package(_ input: URL, _ more: URL..., into out: URL, format: String, scheme: String? = nil, asset: String? = nil,
-                        server: AgentCommandTests.Server? = nil, offline: Bool = false, policy: [String] = []) throws {
+                        server: AgentCommandTests.Server? = nil, offline: Bool = false, policy: [String] = [], drm: String? = nil) throws {
         var arguments = ["package", input.path] + more.map(\.path) + ["--out", out.path, "--format", format, "--segment-duration", "2"]
+        if let drm { arguments += ["--drm", drm] }
         if let scheme { arguments += ["--scheme", scheme] }
         if let asset, let server { arguments += ["--register", "--asset-id", asset, "--data-dir", server.data] + (offline ? ["--offline"] : []) + policy }
         let packaged = try CLIRunner.run(arguments)
@@ -240,11 +241,14 @@ import Testing
         }
     }
 
-    @Test("every scheme plays decrypted through the proxy, offline: SAMPLE-AES MPEG-TS, CMAF cbcs and cenc (init segments without sinf/pssh, fragments without senc/saiz/saio); ffmpeg reads the packets of the clear package; a corrupt segment is invalid-content")
+    @Test("every scheme plays decrypted through the proxy, offline: SAMPLE-AES MPEG-TS, CMAF cbcs and cenc (init segments without sinf/pssh, fragments without senc/saiz/saio), multi-DRM cbcs (Clear Key, PlayReady, Widevine and FairPlay signalled) and cenc for Widevine and PlayReady alone (no Clear Key signalling: the keys come from Satchel's license all the same); ffmpeg reads the packets of the clear package; a corrupt segment is invalid-content")
     func everyScheme() async throws {
         let (server, origin, site, input, data) = try await Self.stage("play-schemes")
         defer { server.stop(); origin.stop() }
-        let cases = [("sample-aes", "hls-ts"), ("cbcs", "cmaf"), ("cenc", "cmaf")]
+        // (asset ID, scheme, format, the DRM systems signalled)
+        let cases = [("sample-aes", "sample-aes", "hls-ts", [String]()), ("cbcs", "cbcs", "cmaf", []), ("cenc", "cenc", "cmaf", []),
+                     ("cbcs-multi", "cbcs", "cmaf", ["--drm", "clearkey,playready,widevine,fairplay"]),
+                     ("cenc-vendors", "cenc", "cmaf", ["--drm", "widevine,playready"])]
         try await TestMedia.offloaded {
             for format in ["hls-ts", "cmaf"] {
                 let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear-\(format)").path, "--format", format,
@@ -253,12 +257,12 @@ import Testing
             }
             let token = try server.token()
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
-            for (scheme, format) in cases {
-                let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(scheme).path, "--format", format,
-                                                  "--segment-duration", "2", "--scheme", scheme, "--register", "--asset-id", scheme,
-                                                  "--data-dir", server.data, "--offline"])
-                #expect(packaged.status == 0, "\(scheme): \(packaged.stderr)")
-                #expect(try CLIRunner.run(["download", "add", origin.url("\(scheme)/master.m3u8"), "--data-dir", data, "--id", scheme,
+            for (id, scheme, format, drm) in cases {
+                let packaged = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent(id).path, "--format", format,
+                                                  "--segment-duration", "2", "--scheme", scheme, "--register", "--asset-id", id,
+                                                  "--data-dir", server.data, "--offline"] + drm)
+                #expect(packaged.status == 0, "\(id): \(packaged.stderr)")
+                #expect(try CLIRunner.run(["download", "add", origin.url("\(id)/master.m3u8"), "--data-dir", data, "--id", id,
                                            "--license", "--token", token]).status == 0)
             }
             let run = try CLIRunner.run(["download", "run", "--data-dir", data])
@@ -267,7 +271,7 @@ import Testing
         origin.stop()
         server.stop()  // offline from here on
 
-        for (scheme, format) in cases {
+        for (scheme, _, format, _) in cases {
             let player = try await TestMedia.offloaded { try Player([scheme, "--data-dir", data]) }
             try await TestMedia.offloaded {
                 let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear-\(format)/master.m3u8").path)

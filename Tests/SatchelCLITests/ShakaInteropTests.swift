@@ -68,15 +68,16 @@ import Testing
         #expect(made.status == 0, "Shaka: \(made.stderr.suffix(500))")
     }
 
-    @Test("Shaka Packager decrypts Satchel's CMAF cenc and cbcs (raw key) to the source's video and audio packets")
+    @Test("Shaka Packager decrypts Satchel's CMAF cenc and cbcs (raw key), Clear Key alone and multi-DRM, to the source's video and audio packets")
     func shakaDecryptsSatchel() async throws {
         let world = try await Self.stage("decrypts")
         defer { world.server.stop(); world.origin.stop() }
         try await TestMedia.offloaded { () throws -> Void in
-            for scheme in ["cenc", "cbcs"] {
-                let out = world.site.appendingPathComponent("satchel-\(scheme)")
+            for (scheme, drm) in [("cenc", "clearkey"), ("cbcs", "clearkey"), ("cenc", "clearkey,playready,widevine"),
+                                  ("cbcs", "clearkey,playready,widevine,fairplay")] {
+                let out = world.site.appendingPathComponent("satchel-\(scheme)-\(drm.split(separator: ",").count)")
                 let packaged = try CLIRunner.run(["package", world.input.path, "--out", out.path, "--format", "cmaf", "--scheme", scheme,
-                                                  "--key-id", Self.keyID, "--key", Self.key, "--segment-duration", "2"])
+                                                  "--key-id", Self.keyID, "--key", Self.key, "--segment-duration", "2", "--drm", drm])
                 #expect(packaged.status == 0, "\(packaged.stderr)")
                 for (rendition, stream) in [("video_0", "video"), ("audio_0", "audio")] {
                     // One file per rendition: the init segment, then the media segments in order.
@@ -85,7 +86,7 @@ import Testing
                         .sorted { (Int($0.dropFirst(8).dropLast(4)) ?? 0) < (Int($1.dropFirst(8).dropLast(4)) ?? 0) }
                     var whole = try Data(contentsOf: folder.appendingPathComponent("init.mp4"))
                     for segment in segments { whole += try Data(contentsOf: folder.appendingPathComponent(segment)) }
-                    let encrypted = world.site.appendingPathComponent("\(scheme)-\(rendition).mp4"), clear = world.site.appendingPathComponent("\(scheme)-\(rendition)-clear.mp4")
+                    let encrypted = out.appendingPathExtension("\(rendition).mp4"), clear = out.appendingPathExtension("\(rendition)-clear.mp4")
                     try whole.write(to: encrypted)
                     let decrypted = try ProcessRunner.run(try TestMedia.shakaPackager(), ["in=\(encrypted.path),stream=\(stream),output=\(clear.path)",
                                                                                           "--enable_raw_key_decryption", "--keys", "key_id=\(Self.keyID):key=\(Self.key)"])

@@ -81,6 +81,13 @@ public enum FuzzTargets {
     }()
     /// One sealed record of that key (the seed of the `sealed-state` target).
     static let sealedState = Array(SealedDeviceState.sample(deviceKey: deviceKey).utf8)
+    /// A Widevine message with every field Satchel writes, and a PlayReady Object.
+    static let drmSignalling: [[UInt8]] = {
+        let kid = KeyID.random()
+        let widevine = WidevinePSSHData(keyIDs: [kid, KeyID.random()], provider: "satchel", contentID: Array("movie".utf8), protectionScheme: "cbcs")
+        let playReady = (try? PlayReadyHeader.object(keyID: kid, key: SecretBytes.random(16), scheme: .cenc, licenseURL: "https://licenses.example/pr")) ?? []
+        return [widevine.encoded, playReady]
+    }()
 
     /// The targets, seeded from `corpus`.
     public static func all(_ corpus: FuzzCorpus) -> [FuzzTarget] {
@@ -155,6 +162,14 @@ public enum FuzzTargets {
                 _ = try? MP4Demuxer.demuxFragment(bytes, track: template, startDTS: 1_000)
                 _ = PlayReadyHeader.keyIDs(object: bytes)
                 return (try? decryptor.decrypt(segment: bytes, key: corpus.cencKey)) != nil
+            },
+            FuzzTarget(name: "drm-signalling", seeds: Self.drmSignalling) { bytes in
+                // Widevine's pssh data and a PlayReady Object as a player reads them: typed errors only, and a message
+                // that decodes encodes to one that decodes to the same fields.
+                _ = PlayReadyHeader.keyIDs(object: bytes)
+                guard let message = try? WidevinePSSHData(decoding: bytes) else { return false }
+                precondition((try? WidevinePSSHData(decoding: message.encoded)) == message, "a Widevine message did not survive its own encoding")
+                return true
             },
             FuzzTarget(name: "ts", seeds: corpus.tsSegments) { bytes in
                 (try? TSDemuxer.demux(bytes, allowSampleAES: true)) != nil

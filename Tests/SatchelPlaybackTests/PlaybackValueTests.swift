@@ -68,6 +68,25 @@ import Testing
         }
     }
 
+    @Test("a multi-DRM playlist's key tags: the identity tag (with its IV) is the one read, whatever comes first; with Widevine and PlayReady alone, the method is kept and their data URIs are no key to fetch")
+    func multiDRMKeyTags() throws {
+        let widevine = #"#EXT-X-KEY:METHOD=SAMPLE-AES,URI="data:text/plain;base64,AAAA",KEYID=0x00112233445566778899aabbccddeeff,KEYFORMAT="urn:uuid:edef8ba9-79d6-4ace-a3c8-27dcd51d21ed",KEYFORMATVERSIONS="1""#
+        let playReady = #"#EXT-X-KEY:METHOD=SAMPLE-AES,URI="data:text/plain;charset=UTF-16;base64,BBBB",KEYFORMAT="com.microsoft.playready",KEYFORMATVERSIONS="1""#
+        let fairPlay = #"#EXT-X-KEY:METHOD=SAMPLE-AES,URI="skd://movie",KEYFORMAT="com.apple.streamingkeydelivery",KEYFORMATVERSIONS="1""#
+        let identity = #"#EXT-X-KEY:METHOD=SAMPLE-AES,URI="https://k/keys/a",IV=0x000102030405060708090a0b0c0d0e0f,KEYFORMAT="identity",KEYFORMATVERSIONS="1""#
+        func protection(_ tags: [String]) throws -> SegmentProtection? {
+            let media = (["#EXTM3U", "#EXT-X-TARGETDURATION:2", #"#EXT-X-MAP:URI="init.mp4""#] + tags + ["#EXTINF:2,", "s0.m4s", "#EXT-X-ENDLIST", ""])
+                .joined(separator: "\n")
+            return try HLSAssetMap.build(entry: "media.m3u8") { (_: String) throws(StreamError) -> String in media }.segments["s0.m4s"]
+        }
+        let all = try protection([widevine, playReady, fairPlay, identity])
+        #expect(all?.keyURI == "https://k/keys/a" && all?.iv == Array(0...15) && all?.ivFromTag == true && all?.method == "SAMPLE-AES")
+        let fairPlayFirst = try protection([widevine, fairPlay])
+        #expect(fairPlayFirst?.keyURI == "skd://movie", "FairPlay's is a key Satchel's own playback knows")
+        let vendors = try protection([widevine, playReady])
+        #expect(vendors?.method == "SAMPLE-AES" && vendors?.keyURI == nil && vendors?.ivFromTag == false, "\(String(describing: vendors))")
+    }
+
     @Test("key forwarding: http and https key URIs of EXT-X-KEY and EXT-X-SESSION-KEY on an allowed license host become session paths, each once, in order; skd://, relative, data URIs and other hosts stay; only known indices resolve")
     func keyForwarding() throws {
         let master = "#EXTM3U\n#EXT-X-SESSION-KEY:METHOD=SAMPLE-AES,URI=\"https://k/keys/a\",KEYFORMAT=\"identity\"\n#EXT-X-STREAM-INF:BANDWIDTH=1\nv.m3u8\n"

@@ -42,9 +42,13 @@ const hex = (bytes) => Array.from(bytes, (byte) => byte.toString(16).padStart(2,
 const base64url = (hexText) => btoa(String.fromCharCode(...hexText.match(/../g).map((pair) => parseInt(pair, 16))))
   .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
+/** The common system ID (W3C "cenc" Initialization Data Format), the system Clear Key reads. */
+const COMMON_SYSTEM_ID = "1077efecc0b24d02ace33c1e52e2fb4b";
+
 /**
- * The key IDs a `cenc` initialization data names: every version-1 `pssh` box's KID list (ISO/IEC 23001-7 §8.1).
- * Boxes that name none (version 0) add nothing; a box cut short ends the reading.
+ * The key IDs a `cenc` initialization data names: the KID list of every version-1 `pssh` box of the common system
+ * (ISO/IEC 23001-7 §8.1). Other systems' boxes (Widevine's, PlayReady's in a multi-DRM package) and boxes that
+ * name none (version 0) add nothing; a box cut short ends the reading.
  * @param {ArrayBuffer} initData
  * @returns {string[]} key IDs as 32 hex digits
  */
@@ -57,7 +61,8 @@ export function keyIDsOfPSSH(initData) {
     if (size < 32 || offset + size > view.byteLength) break;
     const type = String.fromCharCode(...new Uint8Array(initData, offset + 4, 4));
     const version = view.getUint8(offset + 8);
-    if (type === "pssh" && version >= 1 && size >= 36) {
+    const system = hex(new Uint8Array(initData, offset + 12, 16));
+    if (type === "pssh" && version >= 1 && size >= 36 && system === COMMON_SYSTEM_ID) {
       const count = view.getUint32(offset + 28);
       if (32 + count * 16 + 4 <= size) {
         for (let index = 0; index < count; index += 1) {
