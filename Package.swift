@@ -77,7 +77,14 @@ let package = Package(
         // Layer 1: one rights model, rights evaluation, the secure clock, license and time token formats. Pure.
         .target(name: "SatchelRights", dependencies: ["SatchelBytes", .product(name: "Crypto", package: "swift-crypto")]),
         // Layer 2: media files in, protected HLS / DASH packages out.
-        .target(name: "SatchelPackager", dependencies: ["SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelProtection", "SatchelSystem"]),
+        .target(
+            name: "SatchelPackager",
+            dependencies: [
+                "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelProtection", "SatchelSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Layer 2: keys, policies, entitlements, license issuance and audit; FluentKit storage.
         .target(
             name: "SatchelLicensing",

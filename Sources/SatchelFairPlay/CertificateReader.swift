@@ -1,9 +1,9 @@
 import SatchelBytes
 
 /// Reads just enough of an X.509 certificate (DER) to find its SubjectPublicKeyInfo.
-enum CertificateReader {
+package enum CertificateReader {
     /// The DER bytes of the certificate's SubjectPublicKeyInfo.
-    static func subjectPublicKeyInfo(_ der: [UInt8]) throws(FairPlayError) -> [UInt8] {
+    package static func subjectPublicKeyInfo(_ der: [UInt8]) throws(FairPlayError) -> [UInt8] {
         do {
             var outer = ByteReader(der)
             var certificate = ByteReader(try readElement(&outer, expecting: 0x30).content)

@@ -66,7 +66,7 @@ public struct FairPlayCredential: Sendable {
     }
 
     /// The DER bytes of a certificate given as DER or PEM.
-    static func certificateDER(_ bytes: [UInt8]) throws(FairPlayError) -> [UInt8] {
+    package static func certificateDER(_ bytes: [UInt8]) throws(FairPlayError) -> [UInt8] {
         guard let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") else {
             return bytes
         }

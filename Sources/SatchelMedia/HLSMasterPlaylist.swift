@@ -101,7 +101,7 @@ public struct HLSMasterPlaylist: Sendable, Equatable {
     public var text: String {
         var lines = ["#EXTM3U", "#EXT-X-VERSION:\(version)"]
         if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
-        for key in sessionKeys { lines.append("#EXT-X-SESSION-KEY:\(key.attributes.text)") }
+        for key in sessionKeys { lines.append(key.line(session: true)) }
         for r in renditions {
             var a = HLSAttributes()
             a.add("TYPE", r.type)

@@ -29,6 +29,20 @@ public struct HLSKey: Sendable, Equatable {
                   keyFormat: attributes["KEYFORMAT"], keyFormatVersions: attributes["KEYFORMATVERSIONS"], keyID: attributes["KEYID"])
     }
 
+    /// The tag as a media playlist writes it (`#EXT-X-KEY:…`), or a master playlist (`#EXT-X-SESSION-KEY:…`).
+    public func line(session: Bool = false) -> String {
+        (session ? "#EXT-X-SESSION-KEY:" : "#EXT-X-KEY:") + attributes.text
+    }
+
+    /// The tag read from its line (either tag), nil for another line.
+    public init?(line: String) {
+        let value: Substring
+        if line.hasPrefix("#EXT-X-KEY:") { value = line.dropFirst("#EXT-X-KEY:".count) }
+        else if line.hasPrefix("#EXT-X-SESSION-KEY:") { value = line.dropFirst("#EXT-X-SESSION-KEY:".count) }
+        else { return nil }
+        self.init(HLSAttributes(parsing: value))
+    }
+
     var attributes: HLSAttributes {
         var a = HLSAttributes()
         a.add("METHOD", method)
@@ -141,7 +155,7 @@ public struct HLSMediaPlaylist: Sendable, Equatable {
         if independentSegments { lines.append("#EXT-X-INDEPENDENT-SEGMENTS") }
         for segment in segments {
             if segment.discontinuity { lines.append("#EXT-X-DISCONTINUITY") }
-            for key in segment.keys { lines.append("#EXT-X-KEY:\(key.attributes.text)") }
+            for key in segment.keys { lines.append(key.line()) }
             if let map = segment.map {
                 var a = HLSAttributes()
                 a.add("URI", map.uri, quoted: true)

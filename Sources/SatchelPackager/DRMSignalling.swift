@@ -17,15 +17,19 @@ struct DRMSignalling {
     /// The `pssh` boxes of a CMAF init segment (Clear Key's common box, PlayReady's, Widevine's; FairPlay has none).
     func psshBoxes(_ key: ContentKey) throws(PackagerError) -> [[UInt8]] {
         var boxes: [[UInt8]] = []
-        for system in systems {
-            switch system {
-            case .clearKey: boxes.append(PSSH.box(keyIDs: [key.keyID]))
-            case .playReady: boxes.append(PlayReadyHeader.box(object: try playReadyObject(key)))
-            case .widevine: boxes.append(widevineData(key).box)
-            case .fairPlay: break
-            }
-        }
+        for system in systems { if let box = try box(system, key) { boxes.append(box) } }
         return boxes
+    }
+
+    /// A system's `pssh` box for `key`: the one its key service made (``PackageOptions/psshBoxes``), else Satchel's.
+    private func box(_ system: DRMSystem, _ key: ContentKey) throws(PackagerError) -> [UInt8]? {
+        if let given = options.psshBoxes[system] { return given }
+        switch system {
+        case .clearKey: return PSSH.box(keyIDs: [key.keyID])
+        case .playReady: return PlayReadyHeader.box(object: try playReadyObject(key))
+        case .widevine: return widevineData(key).box
+        case .fairPlay: return nil
+        }
     }
 
     /// The MPD's `ContentProtection` elements of a protected adaptation set: the scheme with its default key ID,
@@ -34,17 +38,9 @@ struct DRMSignalling {
         var elements = [DASHContentProtection(schemeIDURI: "urn:mpeg:dash:mp4protection:2011", value: options.scheme.rawValue,
                                               defaultKID: key.keyID.uuidString)]
         for system in systems {
-            switch system {
-            case .clearKey:
-                elements.append(DASHContentProtection(schemeIDURI: system.dashSchemeIDURI, pssh: base64(PSSH.box(keyIDs: [key.keyID]))))
-            case .playReady:
-                let object = try playReadyObject(key)
-                elements.append(DASHContentProtection(schemeIDURI: system.dashSchemeIDURI, value: "MSPR 2.0",
-                                                      pssh: base64(PlayReadyHeader.box(object: object)), playReadyObject: base64(object)))
-            case .widevine:
-                elements.append(DASHContentProtection(schemeIDURI: system.dashSchemeIDURI, pssh: base64(widevineData(key).box)))
-            case .fairPlay: break
-            }
+            guard let box = try box(system, key) else { continue }
+            elements.append(DASHContentProtection(schemeIDURI: system.dashSchemeIDURI, value: system == .playReady ? "MSPR 2.0" : nil,
+                                                  pssh: base64(box), playReadyObject: system == .playReady ? base64(try playReadyObject(key)) : nil))
         }
         return elements
     }
@@ -68,7 +64,7 @@ struct DRMSignalling {
                 tags.append(HLSKey(method: method, uri: uri, keyFormat: system.hlsKeyFormat,
                                    keyFormatVersions: options.fairPlayVersions.map(String.init).joined(separator: "/")))
             case .widevine:
-                tags.append(HLSKey(method: method, uri: "data:text/plain;base64," + base64(widevineData(key).box),
+                tags.append(HLSKey(method: method, uri: "data:text/plain;base64," + base64(try box(system, key) ?? []),
                                    keyFormat: system.hlsKeyFormat, keyFormatVersions: "1", keyID: "0x" + key.keyID.hex))
             case .playReady:
                 tags.append(HLSKey(method: method, uri: "data:text/plain;charset=UTF-16;base64," + base64(try playReadyObject(key)),
@@ -86,7 +82,12 @@ struct DRMSignalling {
                          protectionScheme: commonScheme?.rawValue)
     }
 
+    /// PlayReady's header object: the data of the `pssh` box its key service made, else Satchel's for `key`.
     private func playReadyObject(_ key: ContentKey) throws(PackagerError) -> [UInt8] {
+        if let given = options.psshBoxes[.playReady] {
+            guard let parsed = try? PSSH.parse(given) else { throw .invalidOptions("PlayReady's pssh box cannot be read") }
+            return parsed.data
+        }
         guard let scheme = commonScheme else { throw .invalidOptions("PlayReady needs --scheme cenc or cbcs") }
         do {
             return try PlayReadyHeader.object(keyID: key.keyID, key: key.key, scheme: scheme, licenseURL: options.playReadyLicenseURL)

@@ -57,6 +57,8 @@ public struct PackageOptions: Sendable {
     public var widevineProvider: String?
     /// Widevine's `content_id` (as UTF-8), when given.
     public var contentID: String?
+    /// Each system's `pssh` box as its key service made it (from a CPIX document), written instead of Satchel's own.
+    public var psshBoxes: [DRMSystem: [UInt8]] = [:]
     /// The FairPlay protocol versions the key server supports, for `KEYFORMATVERSIONS` ("1", "1/2").
     public var fairPlayVersions: [UInt32] = KeySecurityModule.Configuration.defaultSupportedVersions
 
@@ -103,7 +105,7 @@ public struct PackageOptions: Sendable {
         default: break
         }
         if let fairPlayURI, !fairPlayURI.hasPrefix("skd://") { throw .invalidOptions("--fairplay-uri must start with skd://") }
-        try validateDRM()
+        try validateSignalling()
         if let keyFile {
             let folder = URL(fileURLWithPath: output).standardizedFileURL.path
             let file = URL(fileURLWithPath: keyFile).standardizedFileURL.path
@@ -121,8 +123,8 @@ public struct PackageOptions: Sendable {
 }
 
 extension PackageOptions {
-    /// Checks the DRM systems against the format and scheme, and their own settings.
-    func validateDRM() throws(PackagerError) {
+    /// Checks the DRM systems against the format and scheme, and their own settings (``validate()`` does too).
+    public func validateSignalling() throws(PackagerError) {
         if let drm {
             guard !drm.isEmpty else { throw .invalidOptions("--drm needs at least one of \(DRMSystem.allCases.map(\.rawValue).joined(separator: ", "))") }
             guard scheme != .clear else { throw .invalidOptions("--drm needs a protected --scheme") }

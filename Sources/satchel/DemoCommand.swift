@@ -8,7 +8,7 @@ import SatchelSystem
 struct DemoCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Package the sample clip (cmaf cenc, cmaf cbcs, hls-ts sample-aes), register its keys and serve it with the browser player.",
+        abstract: "Package the sample clip (cmaf cenc, cmaf cbcs for every DRM, hls-ts sample-aes), register its keys and serve it with the browser player.",
         discussion: "Everything lives in --dir (made afresh each run). Runs until Ctrl-C. A demo only: its /demo/token endpoint gives a token to anyone on this machine.")
 
     @Option(help: "Working folder (replaced each run).") var dir = "satchel-demo"
@@ -16,7 +16,9 @@ struct DemoCommand: SatchelAsyncCommand {
     @Option(help: "The clip to package (default: Samples/satchel-sample.mp4 of the Satchel checkout).") var sample: String?
 
     /// The three packages: asset ID, format, scheme.
-    static let packages = [("demo-cenc", "cmaf", "cenc"), ("demo-cbcs", "cmaf", "cbcs"), ("demo-sample-aes", "hls-ts", "sample-aes")]
+    /// (asset, format, scheme, DRM systems): the cbcs package is signalled for every DRM, as a service would publish it.
+    static let packages = [("demo-cenc", "cmaf", "cenc", "clearkey"), ("demo-cbcs", "cmaf", "cbcs", "clearkey,playready,widevine,fairplay"),
+                           ("demo-sample-aes", "hls-ts", "sample-aes", "clearkey")]
 
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be 1 to 65535") }
@@ -49,8 +51,8 @@ struct DemoCommand: SatchelAsyncCommand {
         // The dashboard's operator key: fresh, only in this file (the login reads it from there).
         let operatorKey = root.appendingPathComponent("operator.key").path
         try AtomicFile.write(Array((Base64URL.encode(SecureRandom.bytes(32)) + "\n").utf8), to: operatorKey, mode: 0o600)
-        for (asset, format, scheme) in Self.packages {
-            let package = try PackageCommand.parse([clip, "--out", "\(site)/\(asset)", "--format", format, "--scheme", scheme, "--segment-duration", "2",
+        for (asset, format, scheme, drm) in Self.packages {
+            let package = try PackageCommand.parse([clip, "--out", "\(site)/\(asset)", "--format", format, "--scheme", scheme, "--drm", drm, "--segment-duration", "2",
                                                     "--register", "--asset-id", asset, "--data-dir", data, "--offline", "--lease-seconds", "3600"])
             try await package.execute()
         }

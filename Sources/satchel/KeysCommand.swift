@@ -9,21 +9,36 @@ import SatchelPackager
 
 /// `satchel keys`: the key store.
 struct KeysCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "keys", abstract: "Import, list and delete keys and policies.",
-                                                    subcommands: [Import.self, List.self, Delete.self])
+    static let configuration = CommandConfiguration(commandName: "keys", abstract: "Import, export, list and delete keys and policies.",
+                                                    subcommands: [Import.self, Export.self, List.self, Delete.self])
 
     struct Import: SatchelAsyncCommand {
-        static let configuration = CommandConfiguration(commandName: "import", abstract: "Import a package's key file (OUT.keys.json) with a policy.")
-        @Argument(help: "The key file written by satchel package (OUT.keys.json).") var file: String
+        static let configuration = CommandConfiguration(commandName: "import",
+                                                        abstract: "Import a package's key file (OUT.keys.json), or a DASH-IF CPIX document's keys, with a policy.")
+        @Argument(help: "The key file written by satchel package (OUT.keys.json).") var file: String?
+        @Option(help: "A CPIX document whose content keys to import (instead of a key file).") var cpix: String?
+        @Option(name: .customLong("private-key"), help: "With --cpix: the private key (PEM) of the certificate the document's keys are encrypted for.")
+        var privateKey: String?
         @Option(name: .customLong("asset-id"), help: "The asset ID.") var assetID: String
         @OptionGroup var store: StoreOptions
         @OptionGroup var policy: PolicyOptions
         @Flag(help: "Move a key ID another asset holds to this one (recorded in the log); without it such an import is refused.")
         var reassign = false
 
+        func validate() throws {
+            guard (file == nil) != (cpix == nil) else { throw ValidationError("give a key file or --cpix FILE (one of them)") }
+            if privateKey != nil && cpix == nil { throw ValidationError("--private-key goes with --cpix") }
+        }
+
         func execute() async throws {
             let keys: [ContentKeyAlias]
-            do { keys = try KeyFile.read(file).contentKeys() } catch { throw CLIError("cannot read \(file): not a key file from satchel package") }
+            if let cpix {
+                keys = try CPIXFiles.read(cpix, privateKey: privateKey).keys.map(\.contentKey)
+                guard !keys.isEmpty else { throw CLIError("\(cpix): the CPIX document has no content key") }
+            } else {
+                let file = file ?? ""
+                do { keys = try KeyFile.read(file).contentKeys() } catch { throw CLIError("cannot read \(file): not a key file from satchel package") }
+            }
             let (keyStore, database) = try await store.open()
             do {
                 let held = reassign ? Dictionary(try await keyStore.list().map { ($0.keyID, $0.assetID) }) { first, _ in first } : [:]
@@ -41,6 +56,41 @@ struct KeysCommand: AsyncParsableCommand {
                 throw error
             }
             print("imported \(keys.count) key\(keys.count == 1 ? "" : "s") for asset \(assetID)")
+        }
+    }
+
+    struct Export: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "export",
+            abstract: "Write an asset's keys as a DASH-IF CPIX document for a DRM vendor or another packager, with each DRM system's signalling; encrypted for a recipient's certificate, or in the clear.")
+        @Option(help: "The CPIX document to write (mode 0600).") var cpix: String
+        @Option(name: .customLong("asset-id"), help: "The asset whose keys to export.") var assetID: String
+        @Option(help: "The recipient's X.509 certificate (PEM or DER, an RSA key of 2048 bits or more): the keys are encrypted for it. Without it they are written in the clear.")
+        var recipient: String?
+        @Option(help: "The protection scheme the signalling is for: cenc or cbcs.") var scheme: PackageScheme = .cbcs
+        @OptionGroup var drm: DRMOptions
+        @OptionGroup var store: StoreOptions
+
+        func execute() async throws {
+            guard scheme == .cenc || scheme == .cbcs else { throw ValidationError("--scheme is cenc or cbcs") }
+            let (keyStore, database) = try await store.open(readOnly: true)
+            var keys: [ContentKeyAlias] = []
+            do {
+                for row in try await keyStore.list() where row.assetID == assetID {
+                    keys.append(try await keyStore.key(id: KeyID(hex: row.keyID)).key)
+                }
+            } catch {
+                await database.shutdown()
+                throw error
+            }
+            await database.shutdown()
+            guard !keys.isEmpty else { throw CLIError("no keys for asset \(assetID)") }
+            var options = PackageOptions(inputs: ["-"], output: "-", format: .cmaf, scheme: scheme)
+            try drm.apply(to: &options, assetID: assetID)
+            try options.validateSignalling()
+            try CPIXFiles.write(try CPIXDocument.signalled(keys, contentID: assetID, options: options), to: cpix, recipient: recipient)
+            let systems = options.drmSystems.map(\.rawValue).joined(separator: ", ")
+            print("exported \(keys.count) key\(keys.count == 1 ? "" : "s") of asset \(assetID) to \(cpix) (\(recipient == nil ? "in the clear" : "encrypted for the recipient"); signalling for \(systems))")
         }
     }
 

@@ -26,15 +26,11 @@ struct PackageCommand: SatchelAsyncCommand {
     var keyFile: String?
     @Option(name: .customLong("key-uri"), help: "Key URI for AES-128 / identity key tags; {kid} becomes the key ID (default /keys/{kid}).")
     var keyURI: String?
-    @Option(name: .customLong("fairplay-uri"), help: "FairPlay key URI (skd://…); {kid} becomes the key ID (default with --drm fairplay: skd:// and the asset ID).")
-    var fairPlayURI: String?
-    @Option(help: "The DRM systems to signal, comma-separated: clearkey, widevine, playready, fairplay (default clearkey; widevine and playready need cmaf with cenc or cbcs, fairplay sample-aes or cbcs).")
-    var drm: String?
-    @Option(name: .customLong("playready-license-url"), help: "PlayReady's license URL, written in its header (LA_URL).") var playReadyLicenseURL: String?
-    @Option(name: .customLong("widevine-provider"), help: "Widevine's provider name, written in its pssh.") var widevineProvider: String?
-    @Option(name: .customLong("content-id"), help: "Widevine's content ID, written in its pssh.") var contentID: String?
-    @Option(name: .customLong("fairplay-versions"), help: "The FairPlay versions the key server supports, as KEYFORMATVERSIONS lists them (default 1; for example 1/2).")
-    var fairPlayVersions: String?
+    @OptionGroup var drm: DRMOptions
+    @Option(help: "Take the key, its IV and the DRM systems' signalling from a DASH-IF CPIX document (the key --key-id names when it holds several).")
+    var cpix: String?
+    @Option(name: .customLong("private-key"), help: "With --cpix: the private key (PEM) of the certificate the document's keys are encrypted for.")
+    var privateKey: String?
     @Option(name: .customLong("segment-duration"), help: "Target segment duration in seconds.") var segmentDuration: Double = 6
     @Option(name: .customLong("key-rotation"), help: "Use a new key every N segments (hls-ts).") var keyRotation: Int?
     @Option(name: .customLong("keys-out"), help: "Where the keys go (mode 0600; default OUT.keys.json beside the folder, or none with --register); never inside OUT.")
@@ -45,10 +41,14 @@ struct PackageCommand: SatchelAsyncCommand {
     @OptionGroup var policy: PolicyOptions
 
     func validate() throws {
-        if (key == nil) != (keyID == nil), keyFile == nil { throw ValidationError("--key-id and --key go together (or --key-id with --key-file)") }
+        if (key == nil) != (keyID == nil), keyFile == nil, cpix == nil {
+            throw ValidationError("--key-id and --key go together (or --key-id with --key-file or --cpix)")
+        }
         if iv != nil && key == nil { throw ValidationError("--iv needs --key-id and --key") }
         if keyFile != nil && (key != nil || iv != nil) { throw ValidationError("--key-file holds the key and the IV: give it without --key and --iv") }
         if keyFile != nil && scheme == .clear { throw ValidationError("--key-file needs a protected --scheme") }
+        if cpix != nil && (key != nil || keyFile != nil) { throw ValidationError("--cpix holds the key: give it without --key and --key-file (--key-id picks one of its keys)") }
+        if privateKey != nil && cpix == nil { throw ValidationError("--private-key goes with --cpix") }
         if register && scheme == .clear { throw ValidationError("--register needs a protected --scheme") }
     }
 
@@ -64,23 +64,14 @@ struct PackageCommand: SatchelAsyncCommand {
             if made { FileHandle.standardError.write(Data("satchel: made the key file \(keyFile) (a new key and IV)\n".utf8)) }
         }
         var options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
-                                     fairPlayURI: fairPlayURI, segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
-        if let drm {
-            options.drm = try Self.systems(drm)
-            if options.drm?.contains(.fairPlay) == true, fairPlayURI == nil {
-                options.fairPlayURI = "skd://" + (policy.fairPlayAssetID ?? assetID ?? URL(fileURLWithPath: out).lastPathComponent)
+                                     segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
+        if let cpix {
+            let unknown = try options.apply(try CPIXFiles.read(cpix, privateKey: privateKey), keyID: try keyID.map { try KeyID(hex: $0) })
+            for system in unknown {
+                FileHandle.standardError.write(Data("satchel: the CPIX document's system \(Hex.encode(system)) is not one Satchel signals; left out\n".utf8))
             }
         }
-        options.playReadyLicenseURL = playReadyLicenseURL
-        options.widevineProvider = widevineProvider
-        options.contentID = contentID
-        if let fairPlayVersions {
-            let versions = fairPlayVersions.split(separator: "/", omittingEmptySubsequences: false).map { UInt32($0) }
-            guard !versions.isEmpty, versions.allSatisfy({ $0 != nil }) else {
-                throw ValidationError("--fairplay-versions lists versions separated by slashes, such as 1 or 1/2")
-            }
-            options.fairPlayVersions = versions.compactMap { $0 }
-        }
+        try drm.apply(to: &options, assetID: policy.fairPlayAssetID ?? assetID ?? URL(fileURLWithPath: out).lastPathComponent)
         // Registered keys live in the key store; a copy in a file is written only when asked for.
         options.keyFile = keysOut ?? (register ? nil : PackageOptions.defaultKeyFile(for: out))
         let bar = ProgressBar(label: "packaging")
@@ -97,21 +88,6 @@ struct PackageCommand: SatchelAsyncCommand {
         let asset = assetID ?? URL(fileURLWithPath: out).lastPathComponent
         guard let keys = try summary.keys?.contentKeys() else { throw CLIError("the package has no keys to register") }
         try await store.register(keys, asset: asset, policy: policy)
-    }
-}
-
-extension PackageCommand {
-    /// The systems `--drm` names ("widevine,playready,fairplay,clearkey").
-    static func systems(_ list: String) throws -> Set<DRMSystem> {
-        var systems = Set<DRMSystem>()
-        for name in list.split(separator: ",", omittingEmptySubsequences: false) {
-            let trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
-            guard let system = DRMSystem(rawValue: trimmed) else {
-                throw ValidationError("--drm: no DRM system \"\(trimmed.prefix(40))\"; name some of \(DRMSystem.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            systems.insert(system)
-        }
-        return systems
     }
 }
 
