@@ -163,6 +163,21 @@ struct ReadmeTests {
         #expect(result.stdout.contains("movie: license released") && result.stdout.contains("\tmovie\treleased\tpersistent"), "\(result.stdout)")
     }
 
+    @Test("the CPIX exchange runs as written: keys exported encrypted for the vendor's certificate, imported back with its private key, packaged from with the same key and signalling", .timeLimit(.minutes(3)))
+    func cpixExample() async throws {
+        for tool in ["ffmpeg", "openssl"] { try TestMedia.require(tool) }
+        let prelude = "ffmpeg -loglevel error -f lavfi -i testsrc2=duration=4:size=320x180:rate=25 -f lavfi -i sine=duration=4 -c:v libx264 -c:a aac -shortest in.mp4\n"
+        let result = try await Self.run(prelude + (try Self.block(after: "<!-- cpix -->")) + """
+
+            cmp <(grep -o 'cenc:pssh>[^<]*' site/film/manifest.mpd) <(grep -o 'cenc:pssh>[^<]*' site/film-vendor/manifest.mpd) && echo same-signalling
+            satchel keys list --data-dir vendor-licenses
+            """, label: "readme-cpix")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        #expect(result.stdout.contains("encrypted for the recipient; signalling for clearkey, playready, widevine, fairplay"), "\(result.stdout)")
+        #expect(result.stdout.contains("imported 1 key for asset film") && result.stdout.contains("same-signalling"), "\(result.stdout)")
+        #expect(result.stdout.contains("scheme cbcs for clearkey, playready, widevine, fairplay"), "the document's systems: \(result.stdout)")
+    }
+
     @Test("one example per scheme, and the ffmpeg checks after them, run as written", .timeLimit(.minutes(3)))
     func packageExamples() async throws {
         try TestMedia.require("ffmpeg")
