@@ -26,7 +26,7 @@ public final class DownloadIndex: DownloadIndexing {
     public init(path: String, secrets: (any SecretSealing)? = nil, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
         self.secrets = secrets
         do {
-            try PrivateFiles.folder((path as NSString).deletingLastPathComponent)
+            try PrivateFiles.folder(PrivateFiles.parent(of: path))
             try PrivateFiles.file(path)  // SQLite gives its journal and WAL files the database file's mode
         } catch {
             throw .storage("cannot create \(path) (owner only): \(error.description)")

@@ -11,8 +11,8 @@ public protocol RouteGroup: Sendable {
 }
 
 /// Assembles every Satchel server the same way: problem+json for every error and unrouted request, request
-/// logging without query strings, request metrics, a body-size limit, the guarded HTTP/1 channel with its
-/// connection limits, then the route groups; services (a database's lifetime) run and stop inside
+/// logging without query strings, request metrics, a body-size limit, the guarded HTTP/1 channel (or HTTPS, with
+/// HTTP/2 by ALPN) with its connection limits, then the route groups; services (a database's lifetime) run and stop inside
 /// ServiceLifecycle with the server.
 public struct ApplicationBuilder: Sendable {
     /// Address to bind.
@@ -32,6 +32,8 @@ public struct ApplicationBuilder: Sendable {
     /// Answer only requests whose `Host` is a loopback name (``LoopbackHostMiddleware``): for servers bound to
     /// loopback that a web page must not reach through DNS rebinding.
     public var loopbackHostsOnly = false
+    /// Serve HTTPS with this certificate and key (HTTP/2 by ALPN, else HTTP/1.1) instead of plain HTTP/1.1.
+    public var tls: TLSIdentity?
     private var groups: [any RouteGroup] = []
     private var services: [any Service] = []
 
@@ -73,7 +75,7 @@ public struct ApplicationBuilder: Sendable {
     /// The application.
     public func build(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) -> some ApplicationProtocol {
         let (router, _) = router()
-        var application = Application(router: router, server: .guardedHTTP1(registry: connections),
+        var application = Application(router: router, server: tls.map { .guardedTLS(registry: connections, identity: $0) } ?? .guardedHTTP1(registry: connections),
                                       configuration: .init(address: .hostname(host, port: port), serverName: "Satchel"),
                                       onServerRunning: onServerRunning, logger: logger)
         application.addServices(services)

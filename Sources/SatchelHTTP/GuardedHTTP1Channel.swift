@@ -35,6 +35,12 @@ public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
+        return Self.http1(channel: channel, watch: watch, responder: responder, logger: logger)
+    }
+
+    /// Hummingbird's HTTP/1.1 handlers with the request watcher among them, on a channel whose bytes `watch` sees.
+    static func http1(channel: any Channel, watch: ConnectionWatch, responder: @escaping HTTPChannelHandler.Responder,
+                      logger: Logger) -> EventLoopFuture<AcceptedConnection> {
         let inner = HTTP1Channel(responder: responder, configuration: .init(additionalChannelHandlers: [RequestWatcher(watch: watch)]))
         return inner.setup(channel: channel, logger: logger).map(AcceptedConnection.init)
     }

@@ -87,7 +87,7 @@ public struct PlayableAsset: Sendable {
     /// (a link planted anywhere is refused as if nothing were there to serve).
     func openLocal(_ file: String) throws(PlaybackError) -> ConfinedFile? {
         guard let folder else { return nil }
-        let parent = (folder as NSString).deletingLastPathComponent
+        let parent = PrivateFiles.parent(of: folder)
         let name = (folder as NSString).lastPathComponent
         do {
             return try ConfinedFile.openIfPresent(name + "/" + file, below: parent.isEmpty ? "." : parent)

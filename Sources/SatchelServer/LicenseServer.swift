@@ -22,16 +22,17 @@ public struct LicenseServer: Sendable {
                                    admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil,
                                    certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
-                                   services: [any Service] = [],
+                                   services: [any Service] = [], tls: TLSIdentity? = nil,
                                    logger: Logger = Logger(label: "satchel.serve"),
                                    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) -> some ApplicationProtocol {
         var builder = builder(service: service, devices: devices, backplane: backplane, origin: origin, web: web, admin: admin, demoTokens: demoTokens,
                               certificate: certificate, host: host, port: port, connections: connections, logger: logger)
         for service in services { builder.add(service: service) }
+        builder.tls = tls
         return builder.build(onServerRunning: onServerRunning)
     }
 
-    /// The builder of ``application(service:devices:backplane:origin:web:admin:demoTokens:certificate:host:port:connections:services:logger:onServerRunning:)``
+    /// The builder of ``application(service:devices:backplane:origin:web:admin:demoTokens:certificate:host:port:connections:services:tls:logger:onServerRunning:)``
     /// with the route groups its arguments ask for; its `router()` lists every route (the OpenAPI document is checked against them).
     public static func builder(service: LicenseService, devices: DeviceLicensing? = nil, backplane: BackplaneService? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
                                admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil, certificate: [UInt8]?,

@@ -25,10 +25,22 @@ public enum PrivateFiles {
             try tighten(path, to: folderMode)
             return
         }
-        let parent = (path as NSString).deletingLastPathComponent
+        let parent = Self.parent(of: path)
         if !parent.isEmpty, parent != path, lstat(parent, &info) != 0 { try folder(parent) }
         guard mkdir(path, folderMode) == 0 || errno == EEXIST else { throw SystemError("create the folder", path: path, errno: errno) }
         try tighten(path, to: folderMode)  // mkdir's mode is narrowed by the umask, never widened: set it exactly
+    }
+
+    /// The folder `path` is in: "a/b/c" → "a/b", "/c" → "/", "c" → "" (trailing slashes ignored). Foundation's
+    /// `deletingLastPathComponent` is not used: on Linux it traps on a one-character path ("d").
+    public static func parent(of path: String) -> String {
+        var end = path.endIndex
+        while end > path.startIndex, path[path.index(before: end)] == "/" { end = path.index(before: end) }
+        guard end > path.startIndex else { return path.isEmpty ? "" : "/" }
+        guard let slash = path[..<end].lastIndex(of: "/") else { return "" }
+        var cut = slash
+        while cut > path.startIndex, path[path.index(before: cut)] == "/" { cut = path.index(before: cut) }
+        return cut == path.startIndex ? "/" : String(path[..<cut])
     }
 
     /// Creates `path` empty with mode 0600 when it does not exist (no link followed), or tightens it to 0600:

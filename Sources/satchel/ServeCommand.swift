@@ -53,6 +53,10 @@ struct ServeCommand: SatchelAsyncCommand {
             help: "An http(s) endpoint asked before each license (POST of the license's type, asset, user, custom data and rights as JSON; it answers {\"issue\": true} or {\"issue\": false, \"reason\": \"…\"}). No answer: no license.")
     var policyHook: String?
     @Option(name: .customLong("policy-hook-timeout"), help: "Seconds the policy hook may take (default 2).") var policyHookTimeout: Double = 2
+    @Option(name: .customLong("tls-certificate"),
+            help: "Serve HTTPS (HTTP/2 offered by ALPN) with this PEM certificate chain; read again, with --tls-key, on SIGHUP.")
+    var tlsCertificate: String?
+    @Option(name: .customLong("tls-key"), help: "The PEM private key of --tls-certificate.") var tlsKey: String?
 
     func validate() throws {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
@@ -64,6 +68,7 @@ struct ServeCommand: SatchelAsyncCommand {
         guard (0.05...60).contains(policyHookTimeout) else { throw ValidationError("--policy-hook-timeout is 0.05 to 60 s") }
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
         if demoTokenKID != nil && jwksPath == nil { throw ValidationError("--demo-tokens signs with a key of --jwks") }
+        if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
     }
 
     func execute() async throws {
@@ -147,13 +152,29 @@ struct ServeCommand: SatchelAsyncCommand {
             let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)
             lifecycle.append(BackgroundService(name: "backplane listener") { await listener.run() })
         }
+        let tls = try tlsIdentity(logger: logger)
+        let scheme = tls == nil ? "http" : "https"
         let app = LicenseServer.application(service: service, devices: devices, backplane: backplane, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
-                                            services: lifecycle + [LifecycleService(name: "key store") { await database.shutdown() }], logger: logger,
+                                            services: lifecycle + [LifecycleService(name: "key store") { await database.shutdown() }], tls: tls,
+                                            logger: logger,
                                             onServerRunning: { channel in
-                                                whenListening(Self.address(host: host, port: channel.localAddress?.port ?? port))
+                                                whenListening(Self.address(scheme: scheme, host: host, port: channel.localAddress?.port ?? port))
                                             })
-        logger.info("\(BuildInfo.line) serve on http://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")
+        logger.info("\(BuildInfo.line) serve on \(scheme)://\(host):\(port) (\(database.kind) key store, \(credentials.count) FairPlay credential(s)\(files == nil ? "" : ", origin /content/"))")
+        // SIGHUP reads the certificate and key again (a renewed certificate, no restart).
+        let reload = tls.map { identity in
+            SignalWatch([SIGHUP]) { _ in
+                do {
+                    try identity.reload()
+                    let (expires, serial) = identity.summary
+                    logger.notice("TLS certificate reloaded", metadata: ["serial": "\(serial)", "expires": "\(ISODate.string(expires))"])
+                } catch {
+                    logger.error("TLS certificate not reloaded; the previous one stays in use: \(error)")
+                }
+            }
+        }
+        defer { reload?.cancel() }
         do {
             try await app.runService()
         } catch {
@@ -165,8 +186,18 @@ struct ServeCommand: SatchelAsyncCommand {
 
 extension ServeCommand {
     /// The address clients use: an IPv6 host in brackets.
-    static func address(host: String, port: Int) -> String {
-        host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
+    static func address(scheme: String = "http", host: String, port: Int) -> String {
+        host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
+    }
+
+    /// The TLS certificate and key, when asked for; says which certificate is in use.
+    func tlsIdentity(logger: Logger) throws -> TLSIdentity? {
+        guard let tlsCertificate, let tlsKey else { return nil }
+        let identity: TLSIdentity
+        do { identity = try TLSIdentity(certificateFile: tlsCertificate, keyFile: tlsKey) } catch { throw CLIError("TLS: \(error)") }
+        let (expires, serial) = identity.summary
+        logger.info("TLS certificate in use", metadata: ["serial": "\(serial)", "expires": "\(ISODate.string(expires))"])
+        return identity
     }
 
     /// The one line a busy port gets.

@@ -4,6 +4,22 @@ import Testing
 
 @Suite("satchel keys")
 struct KeysCommandTests {
+    @Test("a data directory named by one letter, relative to the working directory, is made (0700) and used (it once crashed the tool)")
+    func oneLetterDataDirectory() async throws {
+        try await TestMedia.offloaded {
+            let input = try TestMedia.make("cli-keys", seconds: 3)
+            let work = try TestMedia.temporaryDirectory("cli-one-letter")
+            let binary = try #require(CLIRunner.binary, "the satchel binary was not built")
+            let packaged = try ProcessRunner.run(binary, ["package", input.path, "--out", "p", "--format", "cmaf", "--scheme", "cenc", "--register",
+                                                          "--data-dir", "d"], directory: work)
+            #expect(packaged.status == 0 && packaged.stdout.contains("registered 1 key"), "\(packaged.stderr)")
+            let mode = try FileManager.default.attributesOfItem(atPath: work.appendingPathComponent("d").path)[.posixPermissions] as? Int
+            #expect(mode == 0o700)
+            let listed = try ProcessRunner.run(binary, ["keys", "list", "--data-dir", "d"], directory: work)
+            #expect(listed.status == 0 && listed.stdout.hasPrefix("p\t"), "\(listed.stdout) \(listed.stderr)")
+        }
+    }
+
     @Test("package --register (keys in the store only), key files beside the folder or at --keys-out, never inside; keys list, import (a key another asset holds moves only with --reassign), delete; the KEK file is 0600 and the key never printed")
     func keys() async throws {
         try await TestMedia.offloaded {

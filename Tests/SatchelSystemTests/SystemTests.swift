@@ -88,6 +88,14 @@ struct SystemTests {
         #expect(throws: SystemError.self) { try PrivateFiles.file(root + "/x/y/link") }
     }
 
+    @Test("a path's parent folder, without Foundation's path functions (which trap on a one-character path on Linux)")
+    func parentFolder() {
+        for (path, parent) in [("d", ""), ("d/kek.key", "d"), ("/a/b/c", "/a/b"), ("/c", "/"), ("/", "/"), ("", ""), ("a//b", "a"), ("a/b/", "a"),
+                               ("//x", "/"), ("ab", ""), ("./d", ".")] {
+            #expect(PrivateFiles.parent(of: path) == parent, "\(path)")
+        }
+    }
+
     @Test("a child process: its exit status as a shell gives it, no signal blocked or ignored, output to a descriptor, and its whole group stopped by a signal")
     func childProcesses() async throws {
         #expect(ChildProcess.nullDevice >= 0)
