@@ -41,6 +41,7 @@ public actor Agent {
     var identity: DeviceIdentity
     let clockReader: any ClockReader
     let logger: Logger
+    let transport: AgentTransport
     /// Licenses already verified, by the digest of their signed text (a license never changes under its digest).
     var verified: [String: LicenseClaims] = [:]
     /// The events waiting for the backplane (opened on first use, once: `outboxOpening` while it opens).
@@ -55,11 +56,14 @@ public actor Agent {
 
     /// Opens the agent of `dataDirectory` (made on first use, mode 0700: the device key, in `keyVault` or the
     /// platform's, and the store with its anchor: beside the key file, or in the keychain with the keychain's key).
+    /// Its calls to the license server trust the system's certificate authorities and `trustedCertificates` (PEM files,
+    /// kept in the data directory: later opens trust them too), or those kept there earlier.
     public init(dataDirectory: String, clockReader: any ClockReader = SystemClockReader(), keyVault: (any DeviceKeyVault)? = nil,
-                logger: Logger = Logger(label: "satchel.agent")) async throws(AgentError) {
+                trustedCertificates: [String] = [], logger: Logger = Logger(label: "satchel.agent")) async throws(AgentError) {
         self.dataDirectory = dataDirectory
         let vault = keyVault ?? FileKeyVault.platform(dataDirectory: dataDirectory)
         identity = try DeviceIdentity.load(dataDirectory: dataDirectory, vault: vault)
+        transport = try AgentTransport.open(dataDirectory: dataDirectory, adding: trustedCertificates)
         let anchorSeal = StateSeal(deviceKey: identity.key, purpose: "store-anchor")
         let anchor: any StoreAnchoring = vault is FileKeyVault ? FileStoreAnchor(dataDirectory: dataDirectory, seal: anchorSeal)
             : anchorSeal.platformAnchor(dataDirectory: dataDirectory)
@@ -82,15 +86,11 @@ public actor Agent {
     /// The license server the device registered with.
     public var server: String? { identity.registration?.server }
 
-    // MARK: Registration
-
     /// Registers the device key with the license server for the token's user; answers the device ID (the same
     /// one again when this device registers again).
     public func register(server: String, token: String, name: String? = nil, externalID: String? = nil) async throws(AgentError) -> String {
         try await AgentRegistration.register(self, server: server, token: token, name: name, externalID: externalID)
     }
-
-    // MARK: Rights
 
     /// The rights status of an asset now (`noRights` when no license is stored).
     public func rights(asset: String) async throws(AgentError) -> RightsEvaluation {

@@ -107,7 +107,7 @@ enum AgentBackplane {
         let after = try await status(agent).ledger.lastApplied
         let claims = DeviceRequestClaims(certificate: try agent.identity.registered().certificate, nonce: Hex.encode(SecureRandom.bytes(16)),
                                          time: try await AgentClock.requestTime(agent, server: server))
-        let client = try LicenseServerClient(server: server)
+        let client = try LicenseServerClient(server: server, http: agent.transport.client)
         var request = HTTPClientRequest(url: client.url("/backplane/stream"))
         request.headers.add(name: AgentRequests.deviceRequestHeader, value: try AgentRequests.sign(agent, claims))
         request.headers.add(name: "Last-Event-ID", value: String(after))
@@ -120,7 +120,7 @@ enum AgentBackplane {
     static func listen(_ agent: Agent, window: TimeAmount, onEvent: @Sendable (EventStreamParser.Event) async -> Bool) async throws(AgentError) {
         let request = try await streamRequest(agent)
         do {
-            let response = try await HTTPClient.shared.execute(request, timeout: window)
+            let response = try await agent.transport.client.execute(request, timeout: window)
             guard response.status == .ok else {
                 let body = try await response.body.collect(upTo: LicenseServerClient.maximumAnswer)
                 let problem = try? JSONCoding.decoder().decode(LicenseServerClient.ProblemBody.self, from: Data(body.readableBytesView))

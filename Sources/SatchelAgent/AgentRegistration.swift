@@ -5,7 +5,7 @@ import SatchelRights
 enum AgentRegistration {
     /// Registers the device key for the token's user; answers the device ID.
     static func register(_ agent: isolated Agent, server: String, token: String, name: String?, externalID: String?) async throws(AgentError) -> String {
-        let client = try LicenseServerClient(server: server)
+        let client = try LicenseServerClient(server: server, http: agent.transport.client)
         let keys = try Agent.decode(PublicKeySet.self, try await client.get("/licenses/keys"), what: "the server's key set")
         let answer = try Agent.decode(RegistrationAnswer.self,
                                       try await client.post("/devices", json: RegistrationRequest(publicKey: PublicKeyJWK(agent.identity.key.publicKey),

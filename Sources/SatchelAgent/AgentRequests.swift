@@ -78,7 +78,7 @@ enum AgentRequests {
                        _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims,
                        send: (LicenseServerClient, String) async throws(AgentError) -> Data) async throws(AgentError) -> (Data, String) {
         let registration = try agent.identity.registered()
-        let client = try LicenseServerClient(server: server, timeout: timeout)
+        let client = try LicenseServerClient(server: server, timeout: timeout, http: agent.transport.client)
         var retried = false
         while true {
             let nonce = Hex.encode(SecureRandom.bytes(16))

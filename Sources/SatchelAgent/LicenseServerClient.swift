@@ -14,8 +14,12 @@ struct LicenseServerClient: Sendable {
     /// Answers larger than this are refused.
     static let maximumAnswer = 1 << 20
 
-    init(server: String, timeout: TimeAmount = .seconds(30)) throws(AgentError) {
+    /// The HTTP client the calls go through.
+    let http: HTTPClient
+
+    init(server: String, timeout: TimeAmount = .seconds(30), http: HTTPClient = .shared) throws(AgentError) {
         self.timeout = timeout
+        self.http = http
         guard let url = URL(string: server), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
             throw .badRequest("the server must be an http or https URL (got \(server.prefix(80)))")
         }
@@ -48,7 +52,7 @@ struct LicenseServerClient: Sendable {
         let response: HTTPClientResponse
         let body: ByteBuffer
         do {
-            response = try await HTTPClient.shared.execute(request, timeout: timeout)
+            response = try await http.execute(request, timeout: timeout)
             body = try await response.body.collect(upTo: Self.maximumAnswer)
         } catch {
             throw .network("\(base.host ?? "the server"): \(Self.reason(error))")
@@ -70,6 +74,10 @@ struct LicenseServerClient: Sendable {
     static func reason(_ error: any Error) -> String {
         let text = String(describing: error)
         if text.contains("connectTimeout") || text.contains("connectionRefused") || text.contains("Connection refused") { return "connection refused or timed out" }
+        if text.contains("CERTIFICATE_VERIFY_FAILED") || text.contains("certificate verify failed") {
+            return "its TLS certificate is not trusted (a private authority or a self-signed server: give its certificate with --trust-certificate)"
+        }
+        if text.contains("handshakeFailed") || text.contains("BoringSSLError") || text.contains("NIOSSL") { return "the TLS handshake failed" }
         return String(text.prefix(160))
     }
 

@@ -1,4 +1,5 @@
 import HummingbirdCore
+import SatchelBytes
 import HummingbirdHTTP2
 import Logging
 import NIOCore
@@ -76,5 +77,8 @@ extension HTTPServerBuilder {
     }
 }
 
-/// ALPN chose a protocol the server did not offer (the connection is closed).
-struct UnexpectedProtocol: Error {}
+/// ALPN chose a protocol the server did not offer (the connection is closed): `unexpected-protocol`.
+struct UnexpectedProtocol: ProblemConvertible {
+    var code: String { "unexpected-protocol" }
+    var description: String { "the client chose a protocol by ALPN that the server does not offer" }
+}

@@ -7,10 +7,12 @@ import SatchelBytes
 /// handshake after a reload presents the new certificate (connections already open keep theirs). A reload that
 /// fails (a file missing, unreadable, or a key that does not match) keeps the identity in force.
 public final class TLSIdentity: Sendable {
-    /// Why a certificate or key cannot be used.
-    public struct Failure: Error, CustomStringConvertible {
+    /// Why a certificate or key cannot be used (`tls-identity`).
+    public struct Failure: ProblemConvertible {
         /// What went wrong, naming the file (never the key's contents).
         public let description: String
+        /// `tls-identity`.
+        public var code: String { "tls-identity" }
     }
 
     private struct Loaded {

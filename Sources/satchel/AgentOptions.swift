@@ -10,12 +10,15 @@ import SatchelRights
 struct AgentOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: "The agent's data directory (device key, licenses; the download data directory when both are used).")
     var dataDirectory: String
+    @Option(name: .customLong("trust-certificate"),
+            help: "Trust this PEM certificate (a private certificate authority, a self-signed server) for HTTPS calls to the license server, from now on (kept in the data directory); repeat for several.")
+    var trustCertificates: [String] = []
     @OptionGroup var logging: LoggingOptions
 
     /// Opens the agent; its warnings (a clock that went back) go to stderr.
     func open() async throws -> Agent {
         try logging.bootstrap(fallback: .warning)
-        return try await Agent(dataDirectory: dataDirectory, logger: Logger(label: "satchel.agent"))
+        return try await Agent(dataDirectory: dataDirectory, trustedCertificates: trustCertificates, logger: Logger(label: "satchel.agent"))
     }
 
     /// Runs `body` with the agent, closing it after; the agent's events go to stderr, a line each.

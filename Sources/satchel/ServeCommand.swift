@@ -85,6 +85,8 @@ struct ServeCommand: SatchelAsyncCommand {
         do { files = try origin.map { try OriginFiles(folder: $0) } } catch { throw CLIError("--origin: \(error)") }
         try logging.bootstrap(fallback: .info)
         let logger = Logger(label: "satchel.serve")
+        let tls = try tlsIdentity(logger: logger)  // before the database opens: a bad certificate stops here
+        let scheme = tls == nil ? "http" : "https"
         var credentials: [FairPlayCredential] = []
         for (index, path) in certificates.enumerated() {
             let function: any DFunction
@@ -152,8 +154,6 @@ struct ServeCommand: SatchelAsyncCommand {
             let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)
             lifecycle.append(BackgroundService(name: "backplane listener") { await listener.run() })
         }
-        let tls = try tlsIdentity(logger: logger)
-        let scheme = tls == nil ? "http" : "https"
         let app = LicenseServer.application(service: service, devices: devices, backplane: backplane, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: ConnectionRegistry(limits: limits),
                                             services: lifecycle + [LifecycleService(name: "key store") { await database.shutdown() }], tls: tls,

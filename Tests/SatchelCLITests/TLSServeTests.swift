@@ -1,0 +1,131 @@
+import Foundation
+import SatchelTestSupport
+import Testing
+
+/// `satchel serve` over HTTPS (`--tls-certificate`, `--tls-key`): curl and the device agent as clients, HTTP/2 by
+/// ALPN, the certificate read again on SIGHUP (seed 000 §3.2: license traffic is encrypted).
+@Suite(.serialized) struct TLSServeTests {
+    /// A self-signed certificate for 127.0.0.1 and its key, written as `name.pem` and `name.key` in `folder`.
+    @discardableResult
+    static func certificate(_ name: String, in folder: URL) throws -> (certificate: String, key: String) {
+        let certificate = folder.appendingPathComponent("\(name).pem").path, key = folder.appendingPathComponent("\(name).key").path
+        _ = try TestMedia.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate, "-subj", "/CN=\(name)",
+                                          "-days", "2", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        return (certificate, key)
+    }
+
+    /// curl's answer: the status (0 when no HTTP answer came), the HTTP version, and curl's exit status.
+    static func curl(_ url: String, _ options: [String]) throws -> (status: Int, version: String, exit: Int32) {
+        let result = try ProcessRunner.run(try #require(TestMedia.which("curl")), ["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
+                                                                                  "--max-time", "10"] + options + [url])
+        let fields = result.stdout.split(separator: " ")
+        return (Int(fields.first ?? "") ?? -1, fields.count > 1 ? String(fields[1]) : "", result.status)
+    }
+
+    /// A server over HTTPS with `name`'s certificate, logging to `serve.log` in its folder.
+    static func server(_ name: String) async throws -> (AgentCommandTests.Server, String, String, URL) {
+        for tool in ["openssl", "curl"] { try TestMedia.require(tool) }
+        let server = try AgentCommandTests.Server(name)
+        let (certificate, key) = try certificate("server", in: server.directory)
+        let log = server.directory.appendingPathComponent("serve.log")
+        server.serveArguments = ["--tls-certificate", certificate, "--tls-key", key, "--log-file", log.path]
+        try await server.start()
+        return (server, certificate, key, log)
+    }
+
+    @Test("HTTPS: HTTP/2 when the client offers it by ALPN, HTTP/1.1 when asked, the same answers; a client that does not trust the certificate is refused the handshake; plain HTTP to the port gets no answer; the listening line says https; the log names the certificate, not the key")
+    func https() async throws {
+        let (server, certificate, key, log) = try await Self.server("tls-https")
+        defer { server.stop() }
+        let https = "https://127.0.0.1:\(try #require(URL(string: server.url)?.port))"
+        try await TestMedia.offloaded { () throws -> Void in
+            let h2 = try Self.curl(https + "/health", ["--cacert", certificate, "--http2"])
+            #expect(h2.status == 200 && h2.version == "2", "\(h2)")
+            let h1 = try Self.curl(https + "/health", ["--cacert", certificate, "--http1.1"])
+            #expect(h1.status == 200 && h1.version == "1.1", "\(h1)")
+            // A body over HTTP/2 too: the server's key set.
+            let keys = try ProcessRunner.run(try #require(TestMedia.which("curl")), ["-s", "--http2", "--cacert", certificate, https + "/licenses/keys"])
+            #expect(keys.stdout.contains("\"keys\""), "\(keys.stdout.prefix(200))")
+            let untrusted = try Self.curl(https + "/health", [])
+            #expect(untrusted.status == 0 && untrusted.exit == 60, "curl: the certificate is not trusted: \(untrusted)")
+            let plain = try Self.curl(server.url + "/health", [])
+            #expect(plain.status == 0, "no HTTP answer on the HTTPS port: \(plain)")
+            let text = try String(contentsOf: log, encoding: .utf8)
+            #expect(text.contains("serve on https://") && text.contains("TLS certificate in use"), "\(text.suffix(600))")
+            let keyText = try String(contentsOfFile: key, encoding: .utf8)
+            let body = keyText.split(separator: "\n").filter { !$0.hasPrefix("-----") }.prefix(3)
+            #expect(body.allSatisfy { !text.contains($0) }, "the log holds no line of the private key")
+        }
+    }
+
+    @Test("SIGHUP reads the certificate again: new connections get the renewed one without a restart (the old one no longer verifies); a broken one is refused with a log line and the one in force stays")
+    func reload() async throws {
+        let (server, certificate, key, log) = try await Self.server("tls-reload")
+        defer { server.stop() }
+        let https = "https://127.0.0.1:\(try #require(URL(string: server.url)?.port))"
+        let pid = try #require(server.process?.processIdentifier)
+        try await TestMedia.offloaded { () throws -> Void in
+            let old = server.directory.appendingPathComponent("old.pem").path
+            try FileManager.default.copyItem(atPath: certificate, toPath: old)
+            let renewed = try Self.certificate("renewed", in: server.directory)
+            try FileManager.default.removeItem(atPath: certificate)
+            try FileManager.default.removeItem(atPath: key)
+            try FileManager.default.copyItem(atPath: renewed.certificate, toPath: certificate)
+            try FileManager.default.copyItem(atPath: renewed.key, toPath: key)
+            #expect(try Self.curl(https + "/health", ["--cacert", old]).status == 200, "before the signal the old certificate is in use")
+            kill(pid, SIGHUP)
+            var reloaded = false
+            for _ in 0..<100 where !reloaded {
+                reloaded = (try? String(contentsOf: log, encoding: .utf8))?.contains("TLS certificate reloaded") == true
+                if !reloaded { usleep(100_000) }
+            }
+            #expect(reloaded)
+            #expect(try Self.curl(https + "/health", ["--cacert", renewed.certificate]).status == 200, "the renewed certificate")
+            let stale = try Self.curl(https + "/health", ["--cacert", old])
+            #expect(stale.status == 0 && stale.exit == 60, "the old one is gone: \(stale)")
+
+            // A broken certificate file: refused, and the renewed one stays in force.
+            try "not a certificate\n".write(toFile: certificate, atomically: true, encoding: .utf8)
+            kill(pid, SIGHUP)
+            var refused = false
+            for _ in 0..<100 where !refused {
+                refused = (try? String(contentsOf: log, encoding: .utf8))?.contains("TLS certificate not reloaded; the previous one stays in use") == true
+                if !refused { usleep(100_000) }
+            }
+            #expect(refused)
+            #expect(try Self.curl(https + "/health", ["--cacert", renewed.certificate]).status == 200, "still served")
+            #expect(server.process?.isRunning == true)
+        }
+    }
+
+    @Test("the device agent over HTTPS: registration trusting the server's certificate (--trust-certificate), then a license acquired and the rights read with no option (the trust is kept in the data directory, 0600); without it, a clear network error; serve refuses a key that is not the certificate's, and one option without the other")
+    func agent() async throws {
+        let (server, certificate, _, _) = try await Self.server("tls-agent")
+        defer { server.stop() }
+        let https = "https://127.0.0.1:\(try #require(URL(string: server.url)?.port))"
+        try await TestMedia.offloaded { () throws -> Void in
+            let token = try server.token()
+            let untrusted = server.directory.appendingPathComponent("untrusted").path
+            let refused = try CLIRunner.run(["agent", "register", "--server", https, "--token", token, "--data-dir", untrusted])
+            #expect(refused.status != 0 && refused.stderr.contains("127.0.0.1"), "\(refused.stderr)")
+            let device = server.directory.appendingPathComponent("device").path
+            let registered = try CLIRunner.run(["agent", "register", "--server", https, "--token", token, "--data-dir", device, "--trust-certificate", certificate])
+            #expect(registered.status == 0, "\(registered.stderr)")
+            let kept = device + "/trusted-certificates.pem"
+            #expect((try FileManager.default.attributesOfItem(atPath: kept)[.posixPermissions] as? Int) == 0o600)
+            let acquired = try CLIRunner.run(["license", "acquire", "movie", "--token", token, "--data-dir", device])
+            #expect(acquired.status == 0, "\(acquired.stderr)")
+            let rights = try CLIRunner.run(["rights", "movie", "--data-dir", device])
+            #expect(rights.status == 0 && rights.stdout.contains("valid"), "\(rights.stdout) \(rights.stderr)")
+
+            // Serve: a key that is not the certificate's, and a certificate without its key.
+            let other = try Self.certificate("other", in: server.directory)
+            let mismatched = try CLIRunner.run(["serve", "--insecure-no-entitlement", "--data-dir", server.directory.appendingPathComponent("s2").path,
+                                                "--port", "0", "--tls-certificate", certificate, "--tls-key", other.key])
+            #expect(mismatched.status != 0 && mismatched.stderr.contains("is not the key of the certificate"), "\(mismatched.stderr)")
+            let alone = try CLIRunner.run(["serve", "--insecure-no-entitlement", "--data-dir", server.directory.appendingPathComponent("s3").path,
+                                           "--port", "0", "--tls-certificate", certificate])
+            #expect(alone.status != 0 && alone.stderr.contains("--tls-certificate and --tls-key go together"), "\(alone.stderr)")
+        }
+    }
+}
