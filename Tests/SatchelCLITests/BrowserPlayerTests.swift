@@ -82,7 +82,7 @@ import Testing
 
             // A seek to the middle plays on from there.
             try await browser.execute("document.querySelector('video').currentTime = 10")
-            let seeked = try await browser.wait(20, until: "const v = document.querySelector('video'); return v.currentTime > 11.5 && !v.paused")
+            let seeked = try await browser.wait(45, until: "const v = document.querySelector('video'); return v.currentTime > 11.5 && !v.paused")
             reading = try await Self.read(browser)
             #expect(seeked && !reading.mediaError && reading.errors.isEmpty, "after the seek: \(reading.time) \(reading.errors)")
             try await browser.screenshot("player-\(scheme)-seeked")
@@ -91,7 +91,7 @@ import Testing
             // effect at the next segment, so the playhead goes back near the start first: on a loaded machine the
             // seek above may have played on into the last segment, where no switch can show before the end.
             try await browser.execute("const v = document.querySelector('video'); v.currentTime = 2; v.play().catch(() => {})")
-            let rewound = try await browser.wait(20, until: "const v = document.querySelector('video'); return v.currentTime > 2.5 && v.currentTime < 10 && !v.paused")
+            let rewound = try await browser.wait(45, until: "const v = document.querySelector('video'); return v.currentTime > 2.5 && v.currentTime < 10 && !v.paused")
             #expect(rewound, "back near the start before the switch")
             try await browser.execute("""
                 const select = document.getElementById("quality");
@@ -99,7 +99,7 @@ import Testing
                 select.dispatchEvent(new Event("change"));
                 """)
             // Playing again at 320 (a loaded machine may show the state it passes through, buffering, for a moment).
-            let switched = try await browser.wait(20, until: "return document.querySelector('video').videoWidth === 320 && document.body.dataset.state === 'playing'")
+            let switched = try await browser.wait(45, until: "return document.querySelector('video').videoWidth === 320 && document.body.dataset.state === 'playing'")
             reading = try await Self.read(browser)
             // `switched` saw it playing at 320; the reading after may catch a moment's buffering, which is no error.
             #expect(switched && !reading.mediaError && reading.errors.isEmpty, "\(reading.width) \(reading.state) \(reading.errors)")
