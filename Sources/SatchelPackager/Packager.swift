@@ -134,11 +134,16 @@ public struct Packager: Sendable {
             var bytesTotal = 0
             let extension_ = options.format == .hlsTS ? "ts" : "m4s"
             var tsWriter: TSSegmentWriter?
+            var sampleBytes: [UInt8] = []  // a stretch of a TS segment's sample bytes, reused for every stretch
             var cmafWriter: CMAFSegmentWriter?
             let origin = earliest.map { EditList.converted($0.dts, from: $0.timescale, to: rendition.track.timescale) } ?? 0
             switch options.format {
             case .hlsTS:
-                tsWriter = try TSSegmentWriter(track: rendition.track, sampleAES: options.scheme == .sampleAES)
+                var first: [UInt8] = []
+                if rendition.track.codec == .ac3, let sample = rendition.track.samples.first {
+                    first = Array(try rendition.input.samples([sample][...], into: &sampleBytes).first?.data ?? [])
+                }
+                tsWriter = try TSSegmentWriter(track: rendition.track, sampleAES: options.scheme == .sampleAES, firstSample: first)
             case .cmaf:
                 let scheme: CommonEncryption.Scheme? = options.scheme == .cbcs ? .cbcs : options.scheme == .cenc ? .cenc : nil
                 let psshBoxes = try keys.first.map { (key) throws(PackagerError) in try DRMSignalling(options: options).psshBoxes(key.0) } ?? []
@@ -150,7 +155,6 @@ public struct Packager: Sendable {
                 cmafWriter = writer
             }
             var currentKey: ContentKey?
-            var sampleBytes: [UInt8] = []  // a stretch of a TS segment's sample bytes, reused for every stretch
             var batch = EncryptionBatch()
             for (index, range) in rendition.segments.enumerated() {
                 // Each segment's bytes are written on another thread while the next segment is made (AES-128's encrypted

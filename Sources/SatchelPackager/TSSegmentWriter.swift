@@ -9,7 +9,8 @@ struct TSSegmentWriter {
     private let track: MediaTrack
     private let formatter: TSSampleFormatter
 
-    init(track: MediaTrack, sampleAES: Bool) throws(PackagerError) {
+    /// `firstSample` is the track's first sample (an AC-3 track's SAMPLE-AES setup information quotes its header).
+    init(track: MediaTrack, sampleAES: Bool, firstSample: [UInt8] = []) throws(PackagerError) {
         self.track = track
         do { formatter = try TSSampleFormatter(track: track) } catch {
             if case .unsupported = error { throw .invalidOptions("HEVC is not supported in MPEG-TS output; use --format cmaf") }
@@ -17,10 +18,8 @@ struct TSSegmentWriter {
         }
         var base = formatter.stream
         if sampleAES {
-            guard track.codec == .h264 || track.codec == .aac else {
-                throw .invalidOptions("SAMPLE-AES supports H.264 and AAC; \(track.codec.rawValue) is not supported")
-            }
-            base = SampleAES.tsStream(for: track, base: base)
+            guard track.codec != .hevc else { throw .invalidOptions("SAMPLE-AES supports H.264, AAC, AC-3 and E-AC-3; HEVC is not supported") }
+            base = SampleAES.tsStream(for: track, base: base, firstFrame: firstSample)
         }
         stream = base
         muxer = TSMuxer(streams: [stream])
@@ -53,6 +52,10 @@ struct TSSegmentWriter {
                 case let (.aac, sampleAES?, _, audioConfig?):
                     let header = audioConfig.adtsHeader(payloadLength: sample.data.count)
                     parts = [try sampleAES.encryptAudioFrame(header + sample.data, headerLength: 7)[...]]
+                case let (.ac3, sampleAES?, _, _), let (.eac3, sampleAES?, _, _):
+                    // Each syncframe of the sample on its own: 16 bytes clear, then its whole blocks.
+                    let bytes = Array(sample.data)
+                    parts = try AC3Syncframe.frames(in: bytes[...]).map { try sampleAES.encryptAudioFrame(Array(bytes[$0]), headerLength: 0)[...] }
                 default:
                     parts = try formatter.clearParts(sample)
                 }

@@ -7,7 +7,8 @@ import SatchelMedia
 /// H.264: NAL types 1 and 5 only; the NAL header and 31 bytes stay clear, then one 16-byte
 /// block in every 160 is encrypted (AES-128-CBC chained through the encrypted blocks and
 /// restarting at every NAL), the last 1-16 bytes stay clear, and emulation prevention is applied
-/// to the result. AAC (ADTS): header and 16 bytes clear, then every whole block encrypted.
+/// to the result. AAC (ADTS): header and 16 bytes clear, then every whole block encrypted; AC-3 and E-AC-3: each
+/// syncframe's first 16 bytes clear, then every whole block encrypted.
 public struct SampleAES: Sendable {
     private let key: SymmetricKey
     private let iv: [UInt8]
@@ -97,8 +98,10 @@ public struct SampleAES: Sendable {
         bytes.withUnsafeMutableBytes { Gather.scatterBlocks(result, into: $0, from: start, every: stride) }
     }
 
-    /// PMT settings for SAMPLE-AES streams (stream types 0xDB / 0xCF / 0xC1 / 0xC2 with their descriptors).
-    public static func tsStream(for track: MediaTrack, base: TSStream) -> TSStream {
+    /// PMT settings for SAMPLE-AES streams (stream types 0xDB / 0xCF / 0xC1 / 0xC2 with their descriptors). The audio
+    /// setup information carries AAC's AudioSpecificConfig, E-AC-3's `dec3` contents, and for AC-3 the first 10
+    /// bytes of a syncframe (`firstFrame`), as Apple's format and Shaka Packager write them.
+    public static func tsStream(for track: MediaTrack, base: TSStream, firstFrame: [UInt8] = []) -> TSStream {
         var stream = base
         switch track.codec {
         case .h264:
@@ -112,8 +115,9 @@ public struct SampleAES: Sendable {
             }
             stream.streamType = type
             var setup = audioType.bytes + [0, 0, 1]  // priming 0, version 1
-            setup.append(UInt8(clamping: track.codecConfiguration.count))
-            setup += track.codecConfiguration
+            let data = track.codec == .ac3 ? Array(firstFrame.prefix(10)) : Array(track.codecConfiguration.prefix(255))
+            setup.append(UInt8(data.count))
+            setup += data
             stream.descriptors = TSDescriptor.privateDataIndicator(indicator) + TSDescriptor.registration("apad", additional: setup)
         case .hevc:
             break

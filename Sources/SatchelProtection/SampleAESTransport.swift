@@ -1,9 +1,9 @@
 import SatchelBytes
 import SatchelMedia
 
-/// Turns a SAMPLE-AES MPEG-TS segment into a clear one of the same container: every protected H.264 slice
-/// and AAC frame is decrypted, the PMT declares the clear stream types (0x1B, 0x0F) without the SAMPLE-AES
-/// descriptors, and each PES keeps its timestamps, random-access flag and PCR. Clear streams pass unchanged.
+/// Turns a SAMPLE-AES MPEG-TS segment into a clear one of the same container: every protected H.264 slice,
+/// AAC frame and AC-3 or E-AC-3 syncframe is decrypted, the PMT declares the clear stream types (0x1B, 0x0F, 0x81,
+/// 0x87) without the SAMPLE-AES descriptors, and each PES keeps its timestamps, random-access flag and PCR. Clear streams pass unchanged.
 ///
 /// It works as the segment arrives: ``clear(_:)`` takes the next piece of the stored segment and gives the clear
 /// transport packets of every PES packet that piece completed (the PAT and PMT first), ``finish()`` the rest. Only
@@ -106,7 +106,8 @@ public struct SampleAESTransport: Sendable {
         switch type {
         case 0xDB: 0x1B
         case 0xCF: 0x0F
-        case 0xC1, 0xC2: throw .unsupported("SAMPLE-AES AC-3 and E-AC-3")
+        case 0xC1: 0x81
+        case 0xC2: 0x87
         default: type
         }
     }
@@ -116,6 +117,7 @@ public struct SampleAESTransport: Sendable {
             switch type {
             case 0xDB: return try video(&bytes, payload, transform)
             case 0xCF: return .changed(try audio(&bytes, payload, transform))
+            case 0xC1, 0xC2: return .changed(try dolby(&bytes, payload, transform))
             default: return .changed([])
             }
         } catch { throw .malformed("\(error)") }
@@ -147,6 +149,15 @@ public struct SampleAESTransport: Sendable {
         }
         out += bytes[copied..<payload.upperBound]
         return .remade(out)
+    }
+
+    /// Decrypts each AC-3 or E-AC-3 syncframe of a PES payload where it lies.
+    static func dolby(_ bytes: inout [UInt8], _ payload: Range<Int>, _ transform: SampleAES) throws(ProtectionError) -> [Range<Int>] {
+        let frames: [Range<Int>]
+        do { frames = try AC3Syncframe.frames(in: bytes[payload]) } catch { throw .malformed("\(error)") }
+        var changed: [Range<Int>] = []
+        for frame in frames { changed.append(try transform.decryptAudioFrame(in: &bytes, at: frame, headerLength: 0)) }
+        return changed
     }
 
     /// Decrypts each ADTS frame of a PES payload where it lies.

@@ -152,7 +152,7 @@ struct SampleAESTransportTests {
         }
     }
 
-    @Test("malformed input is a clear error: no sync byte, an adaptation field longer than its packet, a PES packet with no timestamp, AC-3 SAMPLE-AES")
+    @Test("malformed input is a clear error: no sync byte, an adaptation field longer than its packet, a PES packet with no timestamp, an AC-3 PES without a syncframe")
     func malformed() throws {
         let (_, protected) = try segments(zeros: false)
         var noSync = protected
@@ -168,7 +168,46 @@ struct SampleAESTransportTests {
         let pes = try #require((2 * 188..<(untimed.count - 8)).first { untimed[$0..<($0 + 4)] == [0, 0, 1, 0xE0] })
         untimed[pes + 7] &= 0x3F  // PTS_DTS_flags off
         #expect(throws: ProtectionError.self) { try SampleAESTransport.decrypt(untimed, key: key, iv: iv) }
-        var ac3 = TSMuxer(streams: [TSStream(pid: Self.audio, streamID: 0xC0, streamType: 0xC1)])
-        #expect(throws: ProtectionError.self) { try SampleAESTransport.decrypt(ac3.tables(), key: key, iv: iv) }
+        // An AC-3 stream whose PES holds no syncframe.
+        var ac3 = TSMuxer(streams: [TSStream(pid: Self.audio, streamID: 0xBD, streamType: 0xC1)])
+        var garbage = ac3.tables()
+        ac3.pes(ac3.streams[0], pts: 0, dts: nil, payload: Array(repeating: 0x55, count: 300), into: &garbage)
+        #expect(throws: ProtectionError.self) { try SampleAESTransport.decrypt(garbage, key: key, iv: iv) }
+    }
+
+    /// Syncframes of `length` bytes: an AC-3 header (48 kHz, 32 kbit/s: 128 bytes) or an E-AC-3 one (`frmsiz` 63:
+    /// 128 bytes), then counting bytes.
+    static func dolbyFrames(eac3: Bool, count: Int) -> [UInt8] {
+        (0..<count).flatMap { index -> [UInt8] in
+            let header: [UInt8] = eac3 ? [0x0B, 0x77, 0x00, 0x3F, 0x00, 0x80] : [0x0B, 0x77, 0x12, 0x34, 0x00, 0x40]
+            return header + (6..<128).map { UInt8(truncatingIfNeeded: $0 &+ index) }
+        }
+    }
+
+    @Test("AC-3 and E-AC-3 SAMPLE-AES: each syncframe's first 16 bytes clear and its whole blocks encrypted; made clear by the proxy's transform (stream types 0x81 / 0x87, the frames as they were); frame lengths from the headers, hostile headers refused")
+    func dolby() throws {
+        let transform = try SampleAES(key: key, iv: iv)
+        for (eac3, protectedType, clearType) in [(false, UInt8(0xC1), UInt8(0x81)), (true, 0xC2, 0x87)] {
+            let clear = Self.dolbyFrames(eac3: eac3, count: 3)
+            let frames = try AC3Syncframe.frames(in: clear[...])
+            #expect(frames == [0..<128, 128..<256, 256..<384])
+            let encrypted = try frames.flatMap { try transform.encryptAudioFrame(Array(clear[$0]), headerLength: 0) }
+            #expect(encrypted[0..<16] == clear[0..<16] && encrypted[16..<128] != clear[16..<128], "16 bytes clear, then 7 blocks encrypted")
+            var muxer = TSMuxer(streams: [TSStream(pid: Self.audio, streamID: 0xBD, streamType: protectedType)])
+            var segment = muxer.tables()
+            muxer.pes(muxer.streams[0], pts: 900, dts: nil, payload: encrypted, into: &segment)
+            let decrypted = try SampleAESTransport.decrypt(segment, key: key, iv: iv)
+            let (streams, pes) = try TSDemuxer.packets(decrypted)
+            #expect(streams.map(\.streamType) == [clearType])
+            #expect(pes.first.map { Array($0.payload) } == clear, "eac3 \(eac3): the frames as they were")
+        }
+        // 44.1 kHz frames of an odd size code carry one more word; 32 kHz ones are longer.
+        #expect(try AC3Syncframe.length(of: [0x0B, 0x77, 0, 0, 0x41, 0x40][...]) == 140 && AC3Syncframe.length(of: [0x0B, 0x77, 0, 0, 0x40, 0x40][...]) == 138)
+        #expect(try AC3Syncframe.length(of: [0x0B, 0x77, 0, 0, 0x80, 0x40][...]) == 192)
+        for (label, bytes) in [("no sync word", [0x0B, 0x78, 0, 0, 0, 0x40]), ("reserved rate", [0x0B, 0x77, 0, 0, 0xC0, 0x40]),
+                               ("reserved size", [0x0B, 0x77, 0, 0, 0x3F, 0x40]), ("bsid 20", [0x0B, 0x77, 0, 0, 0, 0xA0]), ("cut", [0x0B, 0x77])] as [(String, [UInt8])] {
+            #expect(throws: MediaError.self, "\(label)") { try AC3Syncframe.length(of: bytes[...]) }
+        }
+        #expect(throws: MediaError.self, "a frame past the data") { try AC3Syncframe.frames(in: Self.dolbyFrames(eac3: false, count: 2).dropLast()) }
     }
 }

@@ -1,0 +1,68 @@
+import Foundation
+import SatchelTestSupport
+import Testing
+
+/// AC-3 and E-AC-3 audio in SAMPLE-AES MPEG-TS (seed 004; Apple's sample encryption format): packaged by Satchel,
+/// read by ffmpeg's own SAMPLE-AES decryptor, and made clear by Satchel's proxy, both to the clear package's packets.
+@Suite(.serialized) struct DolbySampleAESTests {
+    /// The packets of an HLS stream by stream (`stream,dts,pts,size,hash`), each stream's last two left out: ffmpeg's
+    /// own SAMPLE-AES decryptor leaves the last PES packets of a stream, flushed at its end, as they are (H.264 and
+    /// AAC packages show it as AC-3 ones do), so those are no check of the format.
+    static func packetsButLast(_ playlist: String) throws -> [String] {
+        let lines = try TestMedia.run("ffmpeg", ["-v", "error", "-allowed_extensions", "ALL", "-i", playlist, "-map", "0", "-c", "copy", "-f", "framemd5", "-"])
+            .split(separator: "\n").filter { !$0.hasPrefix("#") }
+        var byStream: [String: [String]] = [:]
+        for line in lines {
+            let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard fields.count >= 6 else { continue }
+            byStream[fields[0], default: []].append(fields[0...5].joined(separator: ","))
+        }
+        return byStream.keys.sorted().flatMap { (byStream[$0] ?? []).dropLast(2) }
+    }
+
+    @Test("AC-3 and E-AC-3 SAMPLE-AES: ffmpeg decrypts Satchel's package with the key (the audio setup information as Apple's format has it) to the clear package's packets; downloaded with a license, the proxy plays it clear, packet for packet")
+    func dolby() async throws {
+        let (server, origin, site, _, data) = try await PlayCommandTests.stage("dolby")
+        defer { server.stop(); origin.stop() }
+        let codecs = ["ac3", "eac3"]
+        let key = "00112233445566778899aabbccddeeff", kid = "abcdef0123456789abcdef0123456789"
+        try await TestMedia.offloaded { () throws -> Void in
+            let token = try server.token()
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+            for codec in codecs {
+                let input = try TestMedia.make("dolby-\(codec)", seconds: 4, size: "320x180", extra: ["-c:a", codec, "-b:a", "192k"])
+                try PlayCommandTests.package(input, into: site.appendingPathComponent("clear-\(codec)"), format: "hls-ts")
+                // With the key beside the playlists (a relative key URI), ffmpeg decrypts SAMPLE-AES itself.
+                let local = site.appendingPathComponent("local-\(codec)")
+                let packaged = try CLIRunner.run(["package", input.path, "--out", local.path, "--format", "hls-ts", "--scheme", "sample-aes",
+                                                  "--key-id", kid, "--key", key, "--key-uri", "key.bin", "--segment-duration", "2"])
+                #expect(packaged.status == 0, "\(codec): \(packaged.stderr)")
+                for rendition in ["video_0", "audio_0"] where FileManager.default.fileExists(atPath: local.appendingPathComponent(rendition).path) {
+                    try Data(try #require(Data(hex: key))).write(to: local.appendingPathComponent("\(rendition)/key.bin"))
+                }
+                let expected = try Self.packetsButLast(site.appendingPathComponent("clear-\(codec)/master.m3u8").path)
+                let ffmpeg = try Self.packetsButLast(local.appendingPathComponent("master.m3u8").path)
+                #expect(expected.count > 100 && ffmpeg == expected, "\(codec): ffmpeg's decryption of Satchel's SAMPLE-AES: \(ffmpeg.count) packets vs \(expected.count)")
+                // Registered with the license server, then downloaded with a license.
+                try PlayCommandTests.package(input, into: site.appendingPathComponent(codec), format: "hls-ts", scheme: "sample-aes", asset: codec,
+                                             server: server, offline: true)
+                #expect(try CLIRunner.run(["download", "add", origin.url("\(codec)/master.m3u8"), "--data-dir", data, "--id", codec, "--license",
+                                           "--token", token]).status == 0)
+            }
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        origin.stop()
+        server.stop()  // offline from here on
+        for codec in codecs {
+            let player = try await TestMedia.offloaded { try PlayCommandTests.Player([codec, "--data-dir", data]) }
+            try await TestMedia.offloaded { () throws -> Void in
+                let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear-\(codec)/master.m3u8").path)
+                let played = try TestMedia.packetHashes(player.url)
+                #expect(!expected.isEmpty && played == expected, "\(codec): the proxy's clear stream: \(played.count) packets vs \(expected.count)")
+            }
+            let stopped = try await TestMedia.offloaded { player.stop() }
+            #expect(stopped.status == 0, "\(codec): \(stopped.stderr)")
+        }
+    }
+}
