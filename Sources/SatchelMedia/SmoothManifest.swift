@@ -22,6 +22,20 @@ public struct SmoothManifest: Sendable, Equatable {
         public var codecPrivateData: String?
         /// Bytes of each NAL unit's length prefix in H.264 fragments (`NALUnitLengthField`; 4 when absent).
         public var nalUnitLengthField: Int?
+
+        /// A quality level.
+        public init(index: Int, bitrate: Int, fourCC: String? = nil, maxWidth: Int? = nil, maxHeight: Int? = nil, samplingRate: Int? = nil,
+                    channels: Int? = nil, codecPrivateData: String? = nil, nalUnitLengthField: Int? = nil) {
+            self.index = index
+            self.bitrate = bitrate
+            self.fourCC = fourCC
+            self.maxWidth = maxWidth
+            self.maxHeight = maxHeight
+            self.samplingRate = samplingRate
+            self.channels = channels
+            self.codecPrivateData = codecPrivateData
+            self.nalUnitLengthField = nalUnitLengthField
+        }
     }
 
     /// One StreamIndex: a video, audio or text stream.
@@ -43,6 +57,19 @@ public struct SmoothManifest: Sendable, Equatable {
         /// Fragment durations, parallel to `fragmentTimes`.
         public var fragmentDurations: [UInt64]
 
+        /// A stream.
+        public init(type: String, name: String? = nil, language: String? = nil, timescale: UInt64? = nil, url: String, qualityLevels: [QualityLevel],
+                    fragmentTimes: [UInt64], fragmentDurations: [UInt64]) {
+            self.type = type
+            self.name = name
+            self.language = language
+            self.timescale = timescale
+            self.url = url
+            self.qualityLevels = qualityLevels
+            self.fragmentTimes = fragmentTimes
+            self.fragmentDurations = fragmentDurations
+        }
+
         /// The URL of one fragment for a quality level.
         public func fragmentURL(bitrate: Int, startTime: UInt64) -> String {
             url.replacingOccurrences(of: "{bitrate}", with: String(bitrate)).replacingOccurrences(of: "{Bitrate}", with: String(bitrate))
@@ -63,6 +90,15 @@ public struct SmoothManifest: Sendable, Equatable {
 
     /// The most fragments one stream may list.
     public static let maxFragments = 1_000_000
+
+    /// A manifest (on demand unless `isLive`).
+    public init(timescale: UInt64 = 10_000_000, duration: UInt64, isLive: Bool = false, streams: [StreamIndex], protectionHeader: String? = nil) {
+        self.timescale = timescale
+        self.duration = duration
+        self.isLive = isLive
+        self.streams = streams
+        self.protectionHeader = protectionHeader
+    }
 
     /// Parses a manifest.
     public init(parsing text: String) throws(MediaError) {

@@ -9,6 +9,9 @@ public enum PackageFormat: String, Sendable, CaseIterable {
     case hlsTS = "hls-ts"
     /// Fragmented MP4 (CMAF) with HLS playlists and a DASH MPD.
     case cmaf
+    /// Smooth Streaming: PIFF fragments with a client manifest (`Manifest`, the PlayReady header for `cenc`) and a
+    /// server manifest (`manifest.ism`).
+    case smooth
 }
 
 /// The protection scheme.
@@ -65,6 +68,7 @@ public struct PackageOptions: Sendable {
     /// The systems signalled, in the order packagers write them (``drm``, or its default).
     public var drmSystems: [DRMSystem] {
         guard scheme != .clear else { return [] }
+        if format == .smooth { return [.playReady] }  // a Smooth manifest signals PlayReady alone
         if let drm { return drm.sorted() }
         guard fairPlayURI != nil else { return [.clearKey] }
         return keyURI == nil ? [.fairPlay] : [.clearKey, .fairPlay]
@@ -102,6 +106,8 @@ public struct PackageOptions: Sendable {
             throw .invalidOptions("--scheme \(scheme.rawValue) needs --format cmaf")
         case (.cmaf, .aes128), (.cmaf, .sampleAES):
             throw .invalidOptions("--scheme \(scheme.rawValue) needs --format hls-ts")
+        case (.smooth, .aes128), (.smooth, .sampleAES), (.smooth, .cbcs):
+            throw .invalidOptions("--format smooth takes --scheme clear or cenc (PIFF 1.1 is AES-CTR)")
         default: break
         }
         if let fairPlayURI, !fairPlayURI.hasPrefix("skd://") { throw .invalidOptions("--fairplay-uri must start with skd://") }
@@ -133,8 +139,11 @@ extension PackageOptions {
         if drm == nil, fairPlayURI != nil, scheme != .sampleAES, scheme != .cbcs {
             throw .invalidOptions("--fairplay-uri goes with --scheme sample-aes or cbcs")
         }
+        if format == .smooth, let drm, drm != [.playReady] {
+            throw .invalidOptions("a Smooth Streaming package signals PlayReady alone: give --drm playready, or none")
+        }
         let systems = Set(drmSystems)
-        for system in [DRMSystem.widevine, .playReady] where systems.contains(system) {
+        for system in [DRMSystem.widevine, .playReady] where systems.contains(system) && format != .smooth {
             guard format == .cmaf, scheme == .cenc || scheme == .cbcs else {
                 throw .invalidOptions("--drm \(system.rawValue) needs --format cmaf with --scheme cenc or cbcs")
             }

@@ -128,6 +128,8 @@ public struct Packager: Sendable {
             let seconds = Double(first) / Double(max(rendition.track.timescale, 1))
             if earliest.map({ seconds < Double($0.dts) / Double(max($0.timescale, 1)) }) ?? true { earliest = (first, rendition.track.timescale) }
         }
+        let smooth = options.format == .smooth ? try SmoothOutput(options: options, renditions: renditions) : nil
+        var smoothTimes: [String: [(start: UInt64, duration: UInt64)]] = [:]
         for rendition in renditions {
             var segments: [HLSSegment] = []
             var peak = 0
@@ -144,14 +146,16 @@ public struct Packager: Sendable {
                     first = Array(try rendition.input.samples([sample][...], into: &sampleBytes).first?.data ?? [])
                 }
                 tsWriter = try TSSegmentWriter(track: rendition.track, sampleAES: options.scheme == .sampleAES, firstSample: first)
-            case .cmaf:
+            case .cmaf, .smooth:
                 let scheme: CommonEncryption.Scheme? = options.scheme == .cbcs ? .cbcs : options.scheme == .cenc ? .cenc : nil
                 let psshBoxes = try keys.first.map { (key) throws(PackagerError) in try DRMSignalling(options: options).psshBoxes(key.0) } ?? []
                 let writer = try CMAFSegmentWriter(track: rendition.track, origin: origin, scheme: scheme, key: keys.first?.0, psshBoxes: psshBoxes)
                 let estimate = UInt32(clamping: Int(Double(rendition.track.byteCount * 8) / max(rendition.track.durationSeconds, 0.001)))
-                let initBytes = writer.initSegment(averageBitrate: estimate)
-                try directory.write(initBytes, to: "\(rendition.name)/init.mp4")
-                outputBytes += initBytes.count
+                if smooth == nil {  // Smooth has no init segment: its manifest carries the decoder configuration
+                    let initBytes = writer.initSegment(averageBitrate: estimate)
+                    try directory.write(initBytes, to: "\(rendition.name)/init.mp4")
+                    outputBytes += initBytes.count
+                }
                 cmafWriter = writer
             }
             var currentKey: ContentKey?
@@ -188,13 +192,20 @@ public struct Packager: Sendable {
                     size = try writer.segment(rendition.track.samples[range], from: rendition.input, header: &header, payload: &payload)
                     cmafWriter = writer
                 }
-                let number = options.format == .cmaf ? index + 1 : index
+                let number = options.format == .hlsTS ? index : index + 1
                 let uri = "segment_\(number).\(extension_)"
+                var path = "\(rendition.name)/\(uri)"
+                if let smooth {
+                    let start = UInt64(max(rendition.track.samples[range.lowerBound].dts - origin, 0))
+                    smoothTimes[rendition.name, default: []].append((start, UInt64(rendition.track.samples[range].reduce(0) { $0 + Int($1.duration) })))
+                    path = smooth.fragmentPath(rendition, time: start)
+                    header = try smooth.fragmentHeader(header)
+                }
                 if options.scheme == .aes128, let key {
                     size = SegmentCipher.encryptedLength(size)
-                    try batch.add(consume payload, key: key, path: "\(rendition.name)/\(uri)", to: directory, returningTo: buffers)
+                    try batch.add(consume payload, key: key, path: path, to: directory, returningTo: buffers)
                 } else {
-                    try directory.write(header, handing: consume payload, count: size, to: "\(rendition.name)/\(uri)", returningTo: buffers)
+                    try directory.write(header, handing: consume payload, count: size, to: path, returningTo: buffers)
                 }
                 size += header.count
                 outputBytes += size
@@ -212,6 +223,7 @@ public struct Packager: Sendable {
                 progress(Double(doneSamples) / Double(totalSamples))
             }
             try batch.flush(to: directory, returningTo: buffers)
+            guard smooth == nil else { continue }  // no playlists: the Smooth manifests follow
             let total = rendition.track.durationSeconds
             let target = Int((segments.map(\.duration).max() ?? options.segmentDuration).rounded(.up))
             let playlist = HLSMediaPlaylist(version: options.format == .cmaf ? 7 : 5, targetDuration: max(target, 1), segments: segments)
@@ -220,7 +232,11 @@ public struct Packager: Sendable {
                                               averageBitrate: Int(Double(bytesTotal * 8) / max(total, 0.001)),
                                               codecs: codecsString(rendition.track))
         }
-        try writeMaster(renditions, written, to: directory, keys: keys)
+        if let smooth {
+            try smooth.writeManifests(renditions, times: smoothTimes, key: keys.first?.0, to: directory)
+        } else {
+            try writeMaster(renditions, written, to: directory, keys: keys)
+        }
         if options.format == .cmaf { try PackageMPD(options: options).write(renditions, written, to: directory, key: keys.first?.0) }
         return PackageSummary(output: directory.destination.path, renditions: renditions.map(\.name),
                               segmentCount: renditions.reduce(0) { $0 + $1.segments.count },

@@ -16,8 +16,8 @@ struct PackageCommand: SatchelAsyncCommand {
     @Argument(help: "Input media files (MP4, MOV, MPEG-TS); several files make a bitrate ladder, audio-only files the audio group.")
     var inputs: [String]
     @Option(help: "Output directory (replaced atomically).") var out: String
-    @Option(help: "hls-ts or cmaf.") var format: PackageFormat
-    @Option(help: "clear, aes-128, sample-aes (hls-ts); cbcs, cenc (cmaf).") var scheme: PackageScheme = .clear
+    @Option(help: "hls-ts, cmaf (HLS and DASH) or smooth (Smooth Streaming).") var format: PackageFormat
+    @Option(help: "clear, aes-128, sample-aes (hls-ts); cbcs, cenc (cmaf); cenc (smooth).") var scheme: PackageScheme = .clear
     @Option(name: .customLong("key-id"), help: "Key ID, 32 hex digits (generated if omitted).") var keyID: String?
     @Option(help: "Content key, 32 hex digits (generated if omitted).") var key: String?
     @Option(help: "IV, 32 hex digits (generated if omitted).") var iv: String?

@@ -181,4 +181,63 @@ import Testing
         server.stop()  // offline: the downloaded license alone
         try await PlayCommandTests.plays(["clip", "--data-dir", data], expected: expected, label: "downloaded", read: Self.contents)
     }
+
+    @Test("Satchel's own Smooth output (--format smooth): a client manifest with a quality level per rendition on one timeline, PIFF fragments at QualityLevels(bitrate)/Fragments(kind=time), the SMIL server manifest; clear, and cenc with the PlayReady header of its key (PIFF sample encryption boxes): downloaded with a license and played, every packet of the source; refused for other schemes and DRM systems")
+    func satchelSmoothOutput() async throws {
+        let (server, origin, site, input, data) = try await PlayCommandTests.stage("smooth-output")
+        defer { server.stop(); origin.stop() }
+        let small = try await TestMedia.offloaded { try TestMedia.make("smooth-output-small", seconds: 4, size: "160x120") }
+        try await TestMedia.offloaded { () throws -> Void in
+            #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear-ts").path, "--format", "hls-ts",
+                                       "--segment-duration", "2"]).status == 0)
+            try PlayCommandTests.package(input, small, into: site.appendingPathComponent("plain"), format: "smooth")
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("locked"), format: "smooth", scheme: "cenc", asset: "locked",
+                                         server: server, offline: true)
+            let manifest = try SmoothManifest(parsing: String(contentsOf: site.appendingPathComponent("plain/Manifest"), encoding: .utf8))
+            let video = try #require(manifest.streams.first { $0.type == "video" })
+            #expect(video.qualityLevels.count == 2 && video.fragmentTimes.count == 2 && manifest.protectionHeader == nil, "\(manifest)")
+            for level in video.qualityLevels {
+                for time in video.fragmentTimes {
+                    #expect(FileManager.default.fileExists(atPath: site.appendingPathComponent("plain/" + video.fragmentURL(bitrate: level.bitrate, startTime: time)).path))
+                }
+            }
+            let ism = try String(contentsOf: site.appendingPathComponent("plain/manifest.ism"), encoding: .utf8)
+            #expect(ism.contains(#"<meta name="clientManifestRelativePath" content="Manifest"/>"#) && ism.contains("<video src=\"QualityLevels("))
+            let locked = try SmoothManifest(parsing: String(contentsOf: site.appendingPathComponent("locked/Manifest"), encoding: .utf8))
+            let header = try #require(locked.protectionHeader)
+            let stored = try CLIRunner.run(["keys", "list", "--data-dir", server.data]).stdout
+            let named = PlayReadyHeader.keyIDs(base64: header).map(\.hex)
+            #expect(named.count == 1 && named.allSatisfy { stored.contains("locked\t\($0)") }, "the header names the registered key: \(named) \(stored)")
+            let lockedVideo = try #require(locked.streams.first { $0.type == "video" })
+            let fragment = [UInt8](try Data(contentsOf: site.appendingPathComponent("locked/" + lockedVideo.fragmentURL(bitrate: lockedVideo.qualityLevels[0].bitrate,
+                                                                                                                      startTime: lockedVideo.fragmentTimes[0]))))
+            #expect(PlayCommandTests.contains(fragment, "uuid") && !PlayCommandTests.contains(fragment, "senc"), "PIFF's sample encryption box")
+            for (arguments, words) in [(["--scheme", "cbcs"], "--format smooth takes --scheme clear or cenc"),
+                                       (["--scheme", "cenc", "--drm", "widevine"], "signals PlayReady alone")] {
+                let refused = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("refused").path, "--format", "smooth"] + arguments)
+                #expect(refused.status != 0 && refused.stderr.contains(words), "\(arguments): \(refused.stderr)")
+            }
+            let token = try server.token()
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
+            for (id, path, license) in [("plain", "plain/Manifest", false), ("locked", "locked/Manifest", true)] {
+                let added = try CLIRunner.run(["download", "add", origin.url(path), "--data-dir", data, "--id", id] + (license ? ["--license", "--token", token] : []))
+                #expect(added.status == 0, "\(added.stderr)")
+            }
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        origin.stop()
+        server.stop()  // offline from here on
+        let expected = try await TestMedia.offloaded { try Self.contents(site.appendingPathComponent("clear-ts/master.m3u8").path) }
+        for id in ["plain", "locked"] {
+            let player = try await TestMedia.offloaded { try Player([id, "--data-dir", data]) }
+            try await TestMedia.offloaded { () throws -> Void in
+                // The highest quality level plays first: the source's own packets.
+                let played = try Self.contents(player.url)
+                #expect(!expected.isEmpty && played == expected, "\(id): \(played.count) packets vs \(expected.count)")
+            }
+            let stopped = try await TestMedia.offloaded { player.stop() }
+            #expect(stopped.status == 0, "\(id): \(stopped.stderr)")
+        }
+    }
 }

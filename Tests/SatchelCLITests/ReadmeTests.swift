@@ -194,7 +194,7 @@ struct ReadmeTests {
                                         + (try Self.block(after: "<!-- package-checks -->")) + "\necho checked\n", label: "readme-package")
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
         #expect(result.stdout.contains("checked"))
-        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("packaged ") }.count == 8)
+        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("packaged ") }.count == 9)
     }
 
     @Test("the main job: satchel demo packages the sample three ways and serves them; the player plays demo-cenc and demo-cbcs in Chromium with the demo's tokens; every command it prints runs (SAMPLE-AES HLS through the proxy, the offline round trip)",
