@@ -48,6 +48,9 @@ public struct GuardedTLSChannel: ServerChildChannel, HTTPChannelHandler {
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
                 switch result {
                 case .negotiated("h2"):
+                    // HTTP/2 keeps its connection under its own idle timeout (streams come and go on it): the guard's
+                    // header deadline, armed when the connection opened, no longer applies.
+                    watch.enter(.busy)
                     return self.http2.setup(channel: channel, logger: logger).map { .http2($0) }
                 case .negotiated("http/1.1"), .fallback:
                     return GuardedHTTP1Channel.http1(channel: channel, watch: watch, responder: responder, logger: logger).map { .http1_1($0) }

@@ -48,9 +48,9 @@ public enum PlayReadyHeader {
             } else if attributes.isEmpty || attributes.allSatisfy(\.isWhitespace), let end = rest.range(of: "</KID>") {
                 value = rest[rest.index(after: close)..<end.lowerBound]
             }
-            if let value, let guid = Data(base64Encoded: String(value).trimmingCharacters(in: .whitespaces)), guid.count == 16 {
-                let g = Array(guid)
-                if let id = try? KeyID([g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6]] + g[8...]) { ids.append(id) }
+            if let value, let guid = Data(base64Encoded: String(value).trimmingCharacters(in: .whitespaces)), guid.count == 16,
+               let id = try? KeyID(Array(guid)) {
+                ids.append(KeyID(guidOrder: id))  // the same swap both ways
             }
             rest = rest[close...]
         }

@@ -43,13 +43,18 @@ extension PlayReadyHeader {
     }
 
     /// A key ID in the GUID byte order PlayReady writes: its first three fields little-endian.
-    static func guidBytes(_ keyID: KeyID) -> [UInt8] {
-        let b = keyID.bytes
-        return [b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6]] + b[8...]
-    }
+    static func guidBytes(_ keyID: KeyID) -> [UInt8] { KeyID(guidOrder: keyID).bytes }
 
     private static func escaped(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+}
+
+extension KeyID {
+    /// `other` with its first three fields' bytes reversed: a UUID in PlayReady's GUID byte order, or back.
+    init(guidOrder other: KeyID) {
+        let b = other.bytes
+        self = (try? KeyID([b[3], b[2], b[1], b[0], b[5], b[4], b[7], b[6]] + b[8...])) ?? other
     }
 }

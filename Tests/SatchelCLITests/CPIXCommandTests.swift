@@ -219,16 +219,8 @@ import Testing
             #expect(keyFile.contains(key) && keyFile.contains(iv), "the vendor's key and IV")
 
             // Shaka decrypts the video with the vendor's key to the source's packets.
-            let folderOf = out.appendingPathComponent("video_0")
-            let segments = try FileManager.default.contentsOfDirectory(atPath: folderOf.path).filter { $0.hasPrefix("segment_") }
-                .sorted { (Int($0.dropFirst(8).dropLast(4)) ?? 0) < (Int($1.dropFirst(8).dropLast(4)) ?? 0) }
-            var whole = try Data(contentsOf: folderOf.appendingPathComponent("init.mp4"))
-            for segment in segments { whole += try Data(contentsOf: folderOf.appendingPathComponent(segment)) }
-            let encrypted = folder.appendingPathComponent("video.mp4"), clear = folder.appendingPathComponent("video-clear.mp4")
-            try whole.write(to: encrypted)
-            let decrypted = try ProcessRunner.run(try TestMedia.shakaPackager(), ["in=\(encrypted.path),stream=video,output=\(clear.path)",
-                                                                                  "--enable_raw_key_decryption", "--keys", "key_id=\(kid):key=\(key)"])
-            #expect(decrypted.status == 0, "\(decrypted.stderr.suffix(400))")
+            let clear = folder.appendingPathComponent("video-clear.mp4")
+            try ShakaInteropTests.shakaDecrypt(out.appendingPathComponent("video_0"), stream: "video", kid: kid, key: key, into: clear)
             func hashes(_ path: String, map: String) throws -> [String] {
                 try TestMedia.run("ffmpeg", ["-v", "error", "-i", path, "-map", map, "-c", "copy", "-f", "framemd5", "-"]).split(separator: "\n")
                     .filter { !$0.hasPrefix("#") }.map { $0.split(separator: ",").suffix(2).map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ",") }

@@ -80,17 +80,8 @@ import Testing
                                                   "--key-id", Self.keyID, "--key", Self.key, "--segment-duration", "2", "--drm", drm])
                 #expect(packaged.status == 0, "\(packaged.stderr)")
                 for (rendition, stream) in [("video_0", "video"), ("audio_0", "audio")] {
-                    // One file per rendition: the init segment, then the media segments in order.
-                    let folder = out.appendingPathComponent(rendition)
-                    let segments = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("segment_") }
-                        .sorted { (Int($0.dropFirst(8).dropLast(4)) ?? 0) < (Int($1.dropFirst(8).dropLast(4)) ?? 0) }
-                    var whole = try Data(contentsOf: folder.appendingPathComponent("init.mp4"))
-                    for segment in segments { whole += try Data(contentsOf: folder.appendingPathComponent(segment)) }
-                    let encrypted = out.appendingPathExtension("\(rendition).mp4"), clear = out.appendingPathExtension("\(rendition)-clear.mp4")
-                    try whole.write(to: encrypted)
-                    let decrypted = try ProcessRunner.run(try TestMedia.shakaPackager(), ["in=\(encrypted.path),stream=\(stream),output=\(clear.path)",
-                                                                                          "--enable_raw_key_decryption", "--keys", "key_id=\(Self.keyID):key=\(Self.key)"])
-                    #expect(decrypted.status == 0, "\(scheme) \(rendition): \(decrypted.stderr.suffix(400))")
+                    let clear = out.appendingPathExtension("\(rendition)-clear.mp4")
+                    try Self.shakaDecrypt(out.appendingPathComponent(rendition), stream: stream, kid: Self.keyID, key: Self.key, into: clear)
                     let source = try TestMedia.run("ffmpeg", ["-v", "error", "-i", world.input.path, "-map", "0:\(stream.prefix(1))", "-c", "copy", "-f", "framemd5", "-"])
                     // Each packet's size and hash (fields 4 and 5; side data may follow).
                     func content(_ framemd5: String) -> [String] {
@@ -104,6 +95,20 @@ import Testing
                 }
             }
         }
+    }
+
+    /// Shaka decrypts a CMAF rendition `folder` of Satchel's (its init segment, then its segments in order, as one
+    /// file) with the raw key into `clear`.
+    static func shakaDecrypt(_ folder: URL, stream: String, kid: String, key: String, into clear: URL) throws {
+        let segments = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("segment_") }
+            .sorted { (Int($0.dropFirst(8).dropLast(4)) ?? 0) < (Int($1.dropFirst(8).dropLast(4)) ?? 0) }
+        var whole = try Data(contentsOf: folder.appendingPathComponent("init.mp4"))
+        for segment in segments { whole += try Data(contentsOf: folder.appendingPathComponent(segment)) }
+        let encrypted = clear.deletingPathExtension().appendingPathExtension("encrypted.mp4")
+        try whole.write(to: encrypted)
+        let decrypted = try ProcessRunner.run(try TestMedia.shakaPackager(), ["in=\(encrypted.path),stream=\(stream),output=\(clear.path)",
+                                                                              "--enable_raw_key_decryption", "--keys", "key_id=\(kid):key=\(key)"])
+        #expect(decrypted.status == 0, "\(folder.lastPathComponent): \(decrypted.stderr.suffix(400))")
     }
 
     /// One package of Shaka's, and how Satchel gets it.
