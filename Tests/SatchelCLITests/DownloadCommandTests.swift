@@ -119,7 +119,8 @@ struct DownloadCommandTests {
         defer { origin.stop() }
         try Data(SecureRandom.bytes(3 << 20)).write(to: directory.appendingPathComponent("site/big.mp4"))
         let data = directory.appendingPathComponent("data").path
-        #expect(try await Self.run(["download", "add", origin.url("big.mp4"), "--id", "big", "--data-dir", data]).status == 0)
+        let added = try await Self.run(["download", "add", origin.url("big.mp4"), "--id", "big", "--data-dir", data])
+        #expect(added.status == 0, "\(added.stderr)")
         let held = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0", "--max-storage", "2"])
         #expect(held.status == 3, "it waits: \(held.stderr)")
         let row = try #require(try await Self.list(data).first)
