@@ -34,15 +34,6 @@ public struct HLSKey: Sendable, Equatable {
         (session ? "#EXT-X-SESSION-KEY:" : "#EXT-X-KEY:") + attributes.text
     }
 
-    /// The tag read from its line (either tag), nil for another line.
-    public init?(line: String) {
-        let value: Substring
-        if line.hasPrefix("#EXT-X-KEY:") { value = line.dropFirst("#EXT-X-KEY:".count) }
-        else if line.hasPrefix("#EXT-X-SESSION-KEY:") { value = line.dropFirst("#EXT-X-SESSION-KEY:".count) }
-        else { return nil }
-        self.init(HLSAttributes(parsing: value))
-    }
-
     var attributes: HLSAttributes {
         var a = HLSAttributes()
         a.add("METHOD", method)

@@ -115,7 +115,7 @@ public struct CPIXDocument: Sendable {
         if !systems.isEmpty {
             lines.append("  <cpix:DRMSystemList>")
             for system in systems {
-                let id = (try? KeyID(system.systemID).uuidString) ?? ""
+                let id = (try? KeyID(system.systemID).uuidString) ?? ""  // a system ID is 16 bytes, written as a UUID too
                 var element = "    <cpix:DRMSystem kid=\"\(system.keyID.uuidString)\" systemId=\"\(id)\">"
                 if let pssh = system.pssh { element += "<cpix:PSSH>\(Data(pssh).base64EncodedString())</cpix:PSSH>" }
                 if let uri = system.hlsKeyURI { element += "<cpix:URIExtXKey>\(Data(uri.utf8).base64EncodedString())</cpix:URIExtXKey>" }

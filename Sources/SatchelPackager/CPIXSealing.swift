@@ -70,13 +70,12 @@ struct CPIXSealing {
     /// `secret` encrypted (IV ‖ ciphertext) and that value's MAC.
     func seal(_ secret: SecretBytes) throws(PackagerError) -> (value: [UInt8], mac: [UInt8]) {
         let iv = SecureRandom.bytes(16)
-        do {
-            let cipher = try AES._CBC.encrypt(secret.bytes, using: SymmetricKey(data: documentKey), iv: AES._CBC.IV(ivBytes: iv))
-            let value = iv + Array(cipher)
-            return (value, Array(HMAC<SHA512>.authenticationCode(for: value, using: SymmetricKey(data: macKey))))
-        } catch {
+        let cipher: Data
+        do { cipher = try BlockCipher.cbc(secret.bytes, key: SymmetricKey(data: documentKey), iv: iv, encrypt: true, padding: true) } catch {
             throw .invalidOptions("AES-256-CBC encryption failed")
         }
+        let value = iv + Array(cipher)
+        return (value, Array(HMAC<SHA512>.authenticationCode(for: value, using: SymmetricKey(data: macKey))))
     }
 
     /// Opens a sealed value after checking its MAC (in constant time).
@@ -84,8 +83,8 @@ struct CPIXSealing {
         guard let mac, HMAC<SHA512>.isValidAuthenticationCode(mac, authenticating: value, using: SymmetricKey(data: macKey)) else {
             throw .cpix("a content key's MAC does not match: the document was changed or damaged")
         }
-        guard value.count >= 32, value.count % 16 == 0,
-              let plain = try? AES._CBC.decrypt(value[16...], using: SymmetricKey(data: documentKey), iv: AES._CBC.IV(ivBytes: value[..<16])) else {
+        guard value.count >= 32, let plain = try? BlockCipher.cbc(value[16...], key: SymmetricKey(data: documentKey), iv: Array(value[..<16]),
+                                                                  encrypt: false, padding: true) else {
             throw .cpix("a content key does not decrypt")
         }
         return SecretBytes(Array(plain))

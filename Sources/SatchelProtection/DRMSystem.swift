@@ -21,15 +21,7 @@ public enum DRMSystem: String, Sendable, CaseIterable, Comparable {
     }
 
     /// The system ID as a lower-case UUID ("edef8ba9-79d6-4ace-a3c8-27dcd51d21ed").
-    public var uuid: String {
-        let hex = systemID.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-        var text = ""
-        for (index, character) in hex.enumerated() {
-            if [8, 12, 16, 20].contains(index) { text += "-" }
-            text.append(character)
-        }
-        return text
-    }
+    public var uuid: String { (try? KeyID(systemID).uuidString) ?? "" }  // 16 bytes, written the way key IDs are
 
     /// The DASH `ContentProtection@schemeIdUri`.
     public var dashSchemeIDURI: String { "urn:uuid:" + uuid }

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelMedia
 import SatchelTestSupport
 import Testing
@@ -130,7 +131,7 @@ import Testing
             let clear = folder.appendingPathComponent("clear.xml").path
             #expect(try CLIRunner.run(["keys", "export", "--cpix", clear, "--asset-id", "film", "--data-dir", data]).status == 0)
             let text = try String(contentsOfFile: clear, encoding: .utf8)
-            let plainKey = try #require(Data(hex: stored["key"] as? String ?? "")).base64EncodedString()
+            let plainKey = Data(try Hex.decode(stored["key"] as? String ?? "")).base64EncodedString()
             #expect(text.contains("<pskc:PlainValue>\(plainKey)</pskc:PlainValue>") && !text.contains("DeliveryData"))
             let check = try Self.python(Self.common + #"""
                 print(json.dumps({"valid": SCHEMA.validate(etree.parse(sys.argv[1])), "errors": str(SCHEMA.error_log)}))
@@ -262,20 +263,5 @@ import Testing
             }
             #expect(try CLIRunner.run(["keys", "list", "--data-dir", store]).stdout.isEmpty, "nothing was imported")
         }
-    }
-}
-
-extension Data {
-    /// Bytes from hex digits.
-    init?(hex: String) {
-        var bytes: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex {
-            let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) ?? hex.endIndex
-            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
-            bytes.append(byte)
-            index = next
-        }
-        self.init(bytes)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelTestSupport
 import Testing
 
@@ -38,7 +39,7 @@ import Testing
                                                   "--key-id", kid, "--key", key, "--key-uri", "key.bin", "--segment-duration", "2"])
                 #expect(packaged.status == 0, "\(codec): \(packaged.stderr)")
                 for rendition in ["video_0", "audio_0"] where FileManager.default.fileExists(atPath: local.appendingPathComponent(rendition).path) {
-                    try Data(try #require(Data(hex: key))).write(to: local.appendingPathComponent("\(rendition)/key.bin"))
+                    try Data(try Hex.decode(key)).write(to: local.appendingPathComponent("\(rendition)/key.bin"))
                 }
                 let expected = try Self.packetsButLast(site.appendingPathComponent("clear-\(codec)/master.m3u8").path)
                 let ffmpeg = try Self.packetsButLast(local.appendingPathComponent("master.m3u8").path)

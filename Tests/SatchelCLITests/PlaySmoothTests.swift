@@ -217,6 +217,11 @@ import Testing
                 let refused = try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("refused").path, "--format", "smooth"] + arguments)
                 #expect(refused.status != 0 && refused.stderr.contains(words), "\(arguments): \(refused.stderr)")
             }
+            // Renditions cut at different times (key frames every second, every two) cannot share one Smooth timeline.
+            let everySecond = try TestMedia.make("smooth-output-gop25", seconds: 4, size: "160x120", extra: ["-g", "25"])
+            let unaligned = try CLIRunner.run(["package", input.path, everySecond.path, "--out", site.appendingPathComponent("refused").path,
+                                               "--format", "smooth", "--segment-duration", "1"])
+            #expect(unaligned.status != 0 && unaligned.stderr.contains("renditions cut at the same times"), "\(unaligned.stderr)")
             let token = try server.token()
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
             for (id, path, license) in [("plain", "plain/Manifest", false), ("locked", "locked/Manifest", true)] {

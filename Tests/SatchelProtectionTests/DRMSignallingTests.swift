@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBytes
+import SatchelMedia
 import Testing
 @testable import SatchelProtection
 
@@ -82,5 +83,20 @@ import Testing
         #expect(zero.count == 32 + 2 && zero[8] == 0)
         let parsed = try PSSH.parse(zero)
         #expect(parsed.keyIDs.isEmpty && parsed.data == [1, 2])
+    }
+
+    @Test("an MPD carries PlayReady's mspr:pro beside its pssh: written with the mspr namespace declared, read back; none declared without it")
+    func playReadyInMPD() throws {
+        let object = try PlayReadyHeader.object(keyID: Self.kid, key: Self.key, scheme: .cbcs)
+        let protection = DASHContentProtection(schemeIDURI: DRMSystem.playReady.dashSchemeIDURI, value: "MSPR 2.0",
+                                               pssh: Data(PlayReadyHeader.box(object: object)).base64EncodedString(),
+                                               playReadyObject: Data(object).base64EncodedString())
+        let set = DASHAdaptationSet(contentType: "video", mimeType: "video/mp4", contentProtection: [protection], representations: [])
+        let text = DASHManifest(duration: 4, adaptationSets: [set]).text
+        #expect(text.contains(#"xmlns:mspr="urn:microsoft:playready""#) && text.contains("<mspr:pro>"))
+        let read = try DASHManifest(parsing: text).periods.first?.adaptationSets.first?.contentProtection.first
+        #expect(read == protection, "\(String(describing: read))")
+        let plain = DASHManifest(duration: 4, adaptationSets: [DASHAdaptationSet(contentType: "video", mimeType: "video/mp4", representations: [])]).text
+        #expect(!plain.contains("mspr"))
     }
 }
