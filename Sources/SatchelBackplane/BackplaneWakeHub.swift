@@ -33,7 +33,7 @@ public final class BackplaneWakeHub: Sendable {
     /// The wakes for `device` until `cancel` is called (or the stream is dropped); at most a few are held (a wake
     /// means "read the store", so more in a row add nothing).
     public func subscribe(device: String) -> (wakes: AsyncStream<Wake>, cancel: @Sendable () -> Void) {
-        let id = UUID()
+        let id = SecureRandom.uuid()
         let (stream, continuation) = AsyncStream<Wake>.makeStream(bufferingPolicy: .bufferingNewest(4))
         subscribers.withLock { $0[id] = Subscriber(device: device, continuation: continuation) }
         let cancel: @Sendable () -> Void = { [subscribers, following] in

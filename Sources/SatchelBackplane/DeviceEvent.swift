@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// What a device reports to the backplane (seed 003 "Event Logging"; seed 000 §5.7): the download engine's, the
 /// agent's and the playback proxy's events, with a stable code each.
@@ -68,7 +69,7 @@ public struct DeviceEvent: Codable, Sendable, Equatable {
     public var detail: String?
 
     /// An event.
-    public init(eventID: String = UUID().uuidString.lowercased(), kind: DeviceEventKind, time: Date, assetID: String? = nil, reason: String? = nil,
+    public init(eventID: String = SecureRandom.uuid().uuidString.lowercased(), kind: DeviceEventKind, time: Date, assetID: String? = nil, reason: String? = nil,
                 seconds: Double? = nil, detail: String? = nil) {
         self.eventID = eventID
         self.kind = kind

@@ -56,7 +56,7 @@ extension FluentBackplaneStore {
     /// device's row.
     @discardableResult
     static func append(_ action: BackplaneCommand.Action, to model: BackplaneDeviceModel, at now: Date, on database: any Database) async throws -> BackplaneCommand {
-        let command = BackplaneCommand(id: UUID().uuidString.lowercased(), sequence: model.nextSequence, issued: now, action: action)
+        let command = BackplaneCommand(id: SecureRandom.uuid().uuidString.lowercased(), sequence: model.nextSequence, issued: now, action: action)
         model.nextSequence += 1
         try await model.save(on: database)
         let row = BackplaneCommandModel()

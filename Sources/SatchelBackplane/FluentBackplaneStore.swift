@@ -123,7 +123,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
                                                    accountDownloads: account, limits: try await Self.limitTable(on: database).limits(for: user))
             if answer.isGranted, !already {
                 let grant = BackplaneGrantModel()
-                grant.id = UUID().uuidString.lowercased()
+                grant.id = SecureRandom.uuid().uuidString.lowercased()
                 grant.device = device
                 grant.user = user
                 grant.asset = asset

@@ -23,6 +23,7 @@ struct BackplaneBenchmark {
     struct Node {
         let child: ChildProcess
         let port: Int
+        var quota: CPUQuota? = nil
         var url: String { "http://127.0.0.1:\(port)" }
     }
 
@@ -69,8 +70,25 @@ struct BackplaneBenchmark {
         let second = try start(root.appendingPathComponent("pg-b").path, url: url)
         let two = try await scenario(nodes: [first, second], root: root, label: "postgres")
         report("2 nodes, PostgreSQL", two)
-        print(String(format: "two nodes / one node, sync: %.2f× SQLite's, %.2f× PostgreSQL's (target ≥ 1.6×; the nodes, wrk and PostgreSQL share this machine's %d cores)",
+        print(String(format: "two nodes / one node, sync: %.2f× SQLite's, %.2f× PostgreSQL's (the nodes, wrk and PostgreSQL share this machine's %d cores)",
                      two.syncRate / max(one.syncRate, 1), two.syncRate / max(single.syncRate, 1), ProcessInfo.processInfo.activeProcessorCount))
+        // Scale-out: each node held to half a core, as a node of its own machine would be (one node already fills this one).
+        guard empty() else { throw BenchmarkError(message: "psql cannot empty the database again") }
+        let limited = try start(root.appendingPathComponent("pg-q").path, url: url, cores: 0.5)
+        guard limited.quota != nil else {
+            limited.child.signal(SIGTERM)
+            _ = limited.child.waitBlocking()
+            print("scale-out rows skipped: no writable cgroup CPU controller (run as root)")
+            return
+        }
+        let singleLimited = try await scenario(nodes: [limited], root: root, label: "postgres-q1")
+        report("1 node, ½ core, PG", singleLimited)
+        guard empty() else { throw BenchmarkError(message: "psql cannot empty the database again") }
+        let pair = [try start(root.appendingPathComponent("pg-qa").path, url: url, cores: 0.5), try start(root.appendingPathComponent("pg-qb").path, url: url, cores: 0.5)]
+        let twoLimited = try await scenario(nodes: pair, root: root, label: "postgres-q2")
+        report("2 nodes, ½ core each", twoLimited)
+        print(String(format: "scale-out, each node held to half a core (cgroup quota): two nodes / one node, sync %.2f× (target ≥ 1.6×)",
+                     twoLimited.syncRate / max(singleLimited.syncRate, 1)))
     }
 
     func report(_ label: String, _ result: Result) {
@@ -78,8 +96,8 @@ struct BackplaneBenchmark {
                      label as NSString, result.syncRate, result.p50, result.p99, result.received, commands, result.kilobytesPerDevice))
     }
 
-    /// Starts a node; waits for its `ready PORT`.
-    func start(_ directory: String, url: String?) throws -> Node {
+    /// Starts a node (under a CPU quota of `cores` when given and the machine allows it); waits for its `ready PORT`.
+    func start(_ directory: String, url: String?, cores: Double? = nil) throws -> Node {
         let pipe = Pipe()
         let child = try ChildProcess.spawn(CommandLine.arguments[0], ["backplane-node", directory, kek, operatorKey] + (url.map { [$0] } ?? []),
                                            output: pipe.fileHandleForWriting.fileDescriptor)
@@ -88,11 +106,17 @@ struct BackplaneBenchmark {
         while let byte = try pipe.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") { line.append(byte) }
         let text = String(decoding: line, as: UTF8.self)
         guard text.hasPrefix("ready "), let port = Int(text.dropFirst(6)) else { throw BenchmarkError(message: "a backplane node did not start: \(text)") }
-        return Node(child: child, port: port)
+        return Node(child: child, port: port, quota: cores.flatMap { CPUQuota.make(pid: child.pid, cores: $0) })
     }
 
     func scenario(nodes: [Node], root: URL, label: String) async throws -> Result {
-        defer { for node in nodes { node.child.signal(SIGTERM); _ = node.child.waitBlocking() } }
+        defer {
+            for node in nodes {
+                node.child.signal(SIGTERM)
+                _ = node.child.waitBlocking()
+                node.quota?.remove()
+            }
+        }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: devices + 64)))
         let measured: (syncRate: Double, latencies: [Double], kilobytes: Double)

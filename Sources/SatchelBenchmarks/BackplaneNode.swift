@@ -22,7 +22,7 @@ enum BackplaneNode {
         do {
             let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all, logger: logger)
             let kek = try KeyEncryptionKey(try SecretBytes(hex: kekHex, count: 32))
-            let service = LicenseService(store: FluentKeyStore(database: database.database, kek: kek), ksm: nil, verifier: nil)
+            let service = LicenseService(store: FluentKeyStore(database: database, kek: kek), ksm: nil, verifier: nil)
             let devices = DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek))
             let hub = BackplaneWakeHub()
             let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),

@@ -90,7 +90,7 @@ struct PlaybackBenchmark {
         }
         let dash = try await proxy.open(asset: "cenc-dash")
         let base = String(dash.dropLast("master.m3u8".count))
-        guard let playlist = Tool.output(["curl", "-sf", base + "v0.m3u8"]),
+        guard let playlist = await Tool.outputOffPool(["curl", "-sf", base + "v0.m3u8"]),
               case let names = playlist.split(separator: "\n").filter({ !$0.hasPrefix("#") && !$0.isEmpty }), !names.isEmpty else {
             throw BenchmarkError(message: "the transcribed DASH playlist did not load")
         }
@@ -102,14 +102,14 @@ struct PlaybackBenchmark {
               + "\(rounds) rounds (medians)")
         // Every server first serves the same load for a second, not counted: the rounds measure serving, not first use
         // (a first round on a cold server came out up to a third lower, for nginx and Satchel alike).
-        for row in rows { _ = try wrk(row.url, seconds: 1) }
+        for row in rows { _ = try await wrk(row.url, seconds: 1) }
         var loads = Array(repeating: [Load](), count: rows.count)
         // The proxy's own CPU time per request (this process's, user and system), wrk's share of the machine apart.
         var cpu = Array(repeating: (seconds: 0.0, requests: 0.0), count: rows.count)
         for _ in 0..<rounds {
             for (index, row) in rows.enumerated() {
                 let before = Self.processCPU()
-                let load = try wrk(row.url)
+                let load = try await wrk(row.url)
                 cpu[index].seconds += Self.processCPU() - before
                 cpu[index].requests += load.requests * Double(seconds)
                 loads[index].append(load)
@@ -132,16 +132,18 @@ struct PlaybackBenchmark {
         // one read first that is not counted (ffmpeg's own start), then the median of three.
         print("ffmpeg -c copy -f null reading the whole asset (40 s, every rendition) through each server, median of 3:")
         let readers = [("nginx, clear files", "http://127.0.0.1:\(port)/clear/master.m3u8")] + rows.dropFirst().compactMap { row in row.session.map { (row.name, $0) } }
-        func read(_ url: String) throws -> Double {
+        func read(_ url: String) async throws -> Double {
             let start = DispatchTime.now().uptimeNanoseconds
-            guard Tool.output(["ffmpeg", "-v", "error", "-i", url, "-map", "0", "-c", "copy", "-f", "null", "-"]) != nil else {
+            guard await Tool.outputOffPool(["ffmpeg", "-v", "error", "-i", url, "-map", "0", "-c", "copy", "-f", "null", "-"]) != nil else {
                 throw BenchmarkError(message: "ffmpeg could not read \(url.prefix(30))…")
             }
             return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         }
-        _ = try read(readers[0].1)
+        _ = try await read(readers[0].1)
         for (name, url) in readers {
-            let elapsed = try (0..<3).map { _ in try read(url) }.sorted()[1]
+            var times: [Double] = []
+            for _ in 0..<3 { times.append(try await read(url)) }
+            let elapsed = times.sorted()[1]
             print("  " + name.padding(toLength: 40, withPad: " ", startingAt: 0) + String(format: " %6.3f s  (%4.0f× real time)", elapsed, 40 / max(elapsed, 0.001)))
         }
         for row in rows { if let session = row.session { await proxy.close(url: session) } }
@@ -169,8 +171,8 @@ struct PlaybackBenchmark {
         }
     }
 
-    private func wrk(_ url: String, seconds: Int? = nil) throws -> Load {
-        guard let output = Tool.output(["wrk", "-t2", "-c16", "-d\(seconds ?? self.seconds)s", "--latency", url]) else {
+    private func wrk(_ url: String, seconds: Int? = nil) async throws -> Load {
+        guard let output = await Tool.outputOffPool(["wrk", "-t2", "-c16", "-d\(seconds ?? self.seconds)s", "--latency", url]) else {
             throw BenchmarkError(message: "wrk failed")
         }
         if output.contains("Non-2xx") { throw BenchmarkError(message: "wrk saw errors for \(url.prefix(40))…: \(output)") }

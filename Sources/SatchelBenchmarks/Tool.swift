@@ -17,6 +17,15 @@ enum Tool {
         return child.waitBlocking() == 0 ? output : nil
     }
 
+    /// ``output(_:)`` waited for on a thread of its own. A benchmark whose server runs in this process uses this for
+    /// its load: waiting on one of the cooperative pool's threads (one a core) would leave the server under test a
+    /// thread short — on two cores, half its capacity.
+    static func outputOffPool(_ arguments: [String]) async -> String? {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: output(arguments)) }.start()
+        }
+    }
+
     /// Runs `name` with `arguments` (output discarded); answers its wall time in seconds and its peak memory in MB;
     /// throws when it fails.
     ///

@@ -13,7 +13,7 @@ public final class DownloadEventHub: Sendable {
     /// A stream of every event from now on; it ends when the hub finishes.
     public func events() -> AsyncStream<DownloadEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .bufferingNewest(4096))
-        let key = UUID()
+        let key = SecureRandom.uuid()
         let added = subscribers.withLock { table -> Bool in
             guard table != nil else { return false }
             table?[key] = continuation

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// A readable asset ID for a download added without one: the name a person would give it from its URL — the
 /// playlist's or file's own name, or its folder's when the file has a generic name (`…/movie/master.m3u8` →
@@ -16,7 +17,7 @@ public enum DownloadNaming {
         let base = base(of: url)
         guard taken(base) else { return base }
         for number in 2...10_000 where !taken("\(base)-\(number)") { return "\(base)-\(number)" }
-        return "\(base)-\(UUID().uuidString.prefix(8).lowercased())"
+        return "\(base)-\(SecureRandom.uuid().uuidString.prefix(8).lowercased())"
     }
 
     /// The readable part: the file's name without its extension, or its folder's.

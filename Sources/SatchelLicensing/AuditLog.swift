@@ -1,6 +1,8 @@
 import FluentKit
 import Foundation
+import Logging
 import SQLKit
+import SatchelBytes
 
 /// The audit log with group commit: a license is answered only once its record is durable. Requests
 /// that arrive while a transaction is being written wait for the next one, which writes all of them
@@ -9,16 +11,22 @@ import SQLKit
 ///
 /// The first request to find no transaction in flight writes the batch itself; when it is done it hands
 /// the next batch to the first request waiting in it. No task runs in the background.
+///
+/// With an ``AuditJournal`` (a SQLite store's owner process) a record is durable once appended to the journal, and
+/// the database takes the journal's records in batches behind the answers (a fold, started by the append that finds
+/// none under way); readers fold what is pending before they read.
 public actor AuditLog {
     /// One issued license, as recorded.
-    struct LicenseEntry: Sendable {
+    struct LicenseEntry: Sendable, Equatable {
+        var id = SecureRandom.uuid()
         let assetID, keyID, subject, type: String
         let customData: String?
         let issuedAt: Date
     }
 
     /// One sync report, as recorded.
-    struct SyncEntry: Sendable {
+    struct SyncEntry: Sendable, Equatable {
+        var id = SecureRandom.uuid()
         let contentID: String
         let durationToExpiry: Int64
         let subject: String
@@ -33,6 +41,12 @@ public actor AuditLog {
     }
 
     private let database: any Database
+    private let journal: AuditJournal?
+    /// A fold is under way (journal mode); `foldEnded` wait for it.
+    private var folding = false
+    private var foldEnded: [CheckedContinuation<Void, Never>] = []
+    /// The first failure of a run of failed folds was logged.
+    private var failureLogged = false
     // Plain values here; Fluent models (reflection-heavy) are never built for the audit.
     private var licenses: [LicenseEntry] = []
     private var syncs: [SyncEntry] = []
@@ -43,19 +57,31 @@ public actor AuditLog {
     /// Transactions written so far (records / transactions = the group-commit batch size).
     public private(set) var transactions = 0
 
-    init(database: any Database) {
+    init(database: any Database, journal: AuditJournal? = nil) {
         self.database = database
+        self.journal = journal
+        if journal?.claimFold() == true { Task { await self.fold() } }  // what a previous process left
     }
 
     /// Records a license; returns when the record is durable, throws when it could not be written.
-    func record(_ license: LicenseEntry) async throws {
-        licenses.append(license)
-        try await commit()
+    nonisolated func record(_ license: LicenseEntry) async throws {
+        if let journal { return try append(.license(license), to: journal) }
+        try await commit(license: license)
     }
 
     /// Records a sync report; returns when the record is durable.
-    func record(_ sync: SyncEntry) async throws {
-        syncs.append(sync)
+    nonisolated func record(_ sync: SyncEntry) async throws {
+        if let journal { return try append(.sync(sync), to: journal) }
+        try await commit(sync: sync)
+    }
+
+    private nonisolated func append(_ record: AuditRecord, to journal: AuditJournal) throws {
+        if try journal.append(record) { Task { await self.fold() } }
+    }
+
+    private func commit(license: LicenseEntry? = nil, sync: SyncEntry? = nil) async throws {
+        if let license { licenses.append(license) }
+        if let sync { syncs.append(sync) }
         try await commit()
     }
 
@@ -85,10 +111,72 @@ public actor AuditLog {
         if let failure { throw failure }
     }
 
-    /// Waits until no transaction is in flight (every record answered so far is durable).
+    /// Waits until every record answered so far is in the database: no transaction in flight, or (journal mode)
+    /// every record appended before the call folded.
     public func flush() async throws {
-        guard writing || !licenses.isEmpty || !syncs.isEmpty else { return }
-        try await commit()
+        guard let journal else {
+            guard writing || !licenses.isEmpty || !syncs.isEmpty else { return }
+            return try await commit()
+        }
+        let target = journal.counts.appended
+        // Each turn waits for a fold under way or folds once itself (progress, or the error thrown): bounded.
+        while journal.counts.folded < target {
+            if folding {
+                await withCheckedContinuation { foldEnded.append($0) }
+            } else {
+                folding = true
+                defer { endFold() }
+                guard try await foldOnce(journal) else { return }
+            }
+        }
+    }
+
+    /// Folds until the journal holds nothing new; a failure leaves the records for the next fold, and is logged.
+    private func fold() async {
+        guard let journal, !folding else { return }
+        folding = true
+        defer { endFold() }
+        do {
+            while try await foldOnce(journal) {}
+            failureLogged = false
+        } catch {
+            if !failureLogged {
+                Logger(label: "satchel.audit").error("the audit journal's records could not be written to the database; they are kept and retried",
+                                                     metadata: ["error": "\(error)"])
+                failureLogged = true
+            }
+        }
+    }
+
+    /// Writes the journal's pending records; false when there were none.
+    private func foldOnce(_ journal: AuditJournal) async throws -> Bool {
+        guard let (records, file) = journal.take() else { return false }
+        var pendingLicenses: [LicenseEntry] = [], pendingSyncs: [SyncEntry] = []
+        for record in records {
+            switch record {
+            case let .license(entry): pendingLicenses.append(entry)
+            case let .sync(entry): pendingSyncs.append(entry)
+            }
+        }
+        do {
+            try await write(pendingLicenses, pendingSyncs)
+        } catch {
+            journal.restore(records)
+            throw error
+        }
+        journal.folded(records, file: file)
+        return true
+    }
+
+    /// Gives the journal up to the next process (the store is closing).
+    func release() {
+        journal?.release()
+    }
+
+    private func endFold() {
+        folding = false
+        for waiter in foldEnded { waiter.resume() }
+        foldEnded = []
     }
 
     /// Writes the records atomically: one multi-row INSERT (a statement is its own transaction), or a
@@ -111,24 +199,25 @@ public actor AuditLog {
         transactions += 1
     }
 
-    /// Multi-row INSERTs (at most 500 rows each) for the records: no per-row model reflection.
+    /// Multi-row INSERTs (at most 500 rows each) for the records: no per-row model reflection. A row already there
+    /// (a journal's record folded again after a crash) is left as it is.
     private static func inserts(_ licenses: [LicenseEntry], _ syncs: [SyncEntry], on sql: any SQLDatabase) -> [SQLInsertBuilder] {
         var statements: [SQLInsertBuilder] = []
         for start in stride(from: 0, to: licenses.count, by: 500) {
             var insert = sql.insert(into: LicenseModel.schema).columns("id", "asset_id", "key_id", "subject", "type", "issued_at", "custom_data")
             for entry in licenses[start..<min(start + 500, licenses.count)] {
-                insert = insert.values(SQLBind(UUID()), SQLBind(entry.assetID), SQLBind(entry.keyID), SQLBind(entry.subject),
+                insert = insert.values(SQLBind(entry.id), SQLBind(entry.assetID), SQLBind(entry.keyID), SQLBind(entry.subject),
                                        SQLBind(entry.type), SQLBind(entry.issuedAt), SQLBind(entry.customData))
             }
-            statements.append(insert)
+            statements.append(insert.ignoringConflicts())
         }
         for start in stride(from: 0, to: syncs.count, by: 500) {
             var insert = sql.insert(into: SyncModel.schema).columns("id", "content_id", "duration_to_expiry", "subject", "received_at")
             for entry in syncs[start..<min(start + 500, syncs.count)] {
-                insert = insert.values(SQLBind(UUID()), SQLBind(entry.contentID), SQLBind(entry.durationToExpiry),
+                insert = insert.values(SQLBind(entry.id), SQLBind(entry.contentID), SQLBind(entry.durationToExpiry),
                                        SQLBind(entry.subject), SQLBind(entry.receivedAt))
             }
-            statements.append(insert)
+            statements.append(insert.ignoringConflicts())
         }
         return statements
     }

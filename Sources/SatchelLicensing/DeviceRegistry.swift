@@ -104,7 +104,7 @@ public struct DeviceRegistry: Sendable {
                 try await existing.save(on: database)
                 return existing
             }
-            let model = DeviceModel(id: UUID().uuidString.lowercased(), subject: subject, publicKey: keyText, fingerprint: fingerprint,
+            let model = DeviceModel(id: SecureRandom.uuid().uuidString.lowercased(), subject: subject, publicKey: keyText, fingerprint: fingerprint,
                                     name: name, externalID: externalID, registeredAt: now)
             try await model.create(on: database)
             return model

@@ -20,12 +20,20 @@ public struct FluentKeyStore: KeyStore {
     private static let encoder = JSONCoding.encoder()
     private static let decoder = JSONCoding.decoder()
 
-    /// A store over `database`.
+    /// A store over `database`, with an audit log of its own that commits each batch before its answers.
     public init(database: any Database, kek: KeyEncryptionKey) {
         self.database = database
         self.kek = kek
         self.cache = KeyCache()
         self.audit = AuditLog(database: database)
+    }
+
+    /// A store over the licensing database, sharing its audit log (and with SQLite, the audit journal).
+    public init(database: LicensingDatabase, kek: KeyEncryptionKey) {
+        self.database = database.database
+        self.kek = kek
+        self.cache = KeyCache()
+        self.audit = database.audit
     }
 
     /// Stores (or replaces) an asset's policy and keys; a key ID another asset holds moves only with `reassign`.

@@ -1,5 +1,6 @@
 import FluentKit
 import Foundation
+import SatchelBytes
 
 /// An asset and its policy.
 final class AssetModel: Model, @unchecked Sendable {
@@ -54,7 +55,7 @@ final class LicenseModel: Model, @unchecked Sendable {
     init() {}
 
     init(assetID: String, keyID: String, subject: String, type: String, issuedAt: Date) {
-        self.id = UUID()
+        self.id = SecureRandom.uuid()
         self.assetID = assetID
         self.keyID = keyID
         self.subject = subject
@@ -76,7 +77,7 @@ final class SyncModel: Model, @unchecked Sendable {
     init() {}
 
     init(contentID: String, durationToExpiry: Int64, subject: String, receivedAt: Date) {
-        self.id = UUID()
+        self.id = SecureRandom.uuid()
         self.contentID = contentID
         self.durationToExpiry = durationToExpiry
         self.subject = subject

@@ -59,7 +59,7 @@ struct StagedKeyFile {
     init(_ file: KeyFile, destination path: String) throws(PackagerError) {
         destination = URL(fileURLWithPath: path).standardizedFileURL.path
         let parent = URL(fileURLWithPath: destination).deletingLastPathComponent()
-        staged = parent.appendingPathComponent(".\(URL(fileURLWithPath: destination).lastPathComponent).staged-\(UUID().uuidString)").path
+        staged = parent.appendingPathComponent(".\(URL(fileURLWithPath: destination).lastPathComponent).staged-\(SecureRandom.uuid().uuidString)").path
         do {
             try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelSystem
 
 /// A package being built in a temporary directory beside its destination, renamed into place at the end.
@@ -11,7 +12,7 @@ struct PackageDirectory {
     init(destination path: String) throws(PackagerError) {
         destination = URL(fileURLWithPath: path).standardizedFileURL
         let parent = destination.deletingLastPathComponent()
-        temporary = parent.appendingPathComponent(".\(destination.lastPathComponent).partial-\(UUID().uuidString)")
+        temporary = parent.appendingPathComponent(".\(destination.lastPathComponent).partial-\(SecureRandom.uuid().uuidString)")
         do {
             try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
             try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false)
@@ -82,7 +83,7 @@ struct PackageDirectory {
                 throw .output("cannot make \(directory) durable: \(String(cString: strerror(error.errno)))")
             }
         }
-        let old = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).old-\(UUID().uuidString)")
+        let old = destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).old-\(SecureRandom.uuid().uuidString)")
         let hadOld = manager.fileExists(atPath: destination.path)
         do {
             if hadOld { try manager.moveItem(at: destination, to: old) }

@@ -118,7 +118,7 @@ struct OpenCommand: SatchelAsyncCommand {
     /// Writes every chunk to `path`, all or nothing: chunks go to a file beside it (mode 0600) as they open, renamed
     /// into place at the end; a damaged chunk leaves no file.
     private static func write(_ reader: ProtectedFileReader, to path: String) async throws {
-        let staged = path + ".opening-\(UUID().uuidString)"
+        let staged = path + ".opening-\(SecureRandom.uuid().uuidString)"
         defer { _ = unlink(staged) }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: try Self.create(staged)))
         defer { try? handle.close() }

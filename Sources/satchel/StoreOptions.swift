@@ -29,7 +29,7 @@ struct StoreOptions: ParsableArguments {
             FileHandle.standardError.write(Data("satchel: created a new key-encryption key in \(created); back it up: without it the stored keys cannot be opened\n".utf8))
         }
         let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url, more: BackplaneMigrations.all)
-        return (FluentKeyStore(database: database.database, kek: kek), database)
+        return (FluentKeyStore(database: database, kek: kek), database)
     }
 
     /// The database URL given (`--database-url` or `$SATCHEL_DATABASE_URL`), nil for SQLite.

@@ -3,8 +3,9 @@ import SatchelTestSupport
 import Testing
 
 /// The audit is the operator's record of who got which key: `satchel serve` answers a license only once
-/// its record is durable. Five times, under `wrk`, the server is killed with SIGKILL; every license a
-/// client received has its row.
+/// its record is durable (in the audit journal beside the SQLite store). Five times, under `wrk`, the server is
+/// killed with SIGKILL; once the store is opened again (the journal's records folded in), every license a client
+/// received has its row, and the journal is empty.
 @Suite("satchel serve: no license without its audit record")
 struct AuditDurabilityTests {
     static let keyID = "0123456789abcdef0123456789abcdef"
@@ -77,9 +78,16 @@ struct AuditDurabilityTests {
             deliveredTotal += delivered
         }
         #expect(deliveredTotal > 0, "no license was delivered in five rounds")
-        // Count the audit rows (the server is gone; the store is read directly).
+        // The next process to open the store folds what the killed servers left in the journal; then the audit rows
+        // are counted (the store is read directly).
+        let listed = try CLIRunner.run(["keys", "list", "--data-dir", data])
+        #expect(listed.status == 0, "\(listed.stderr)")
         let rows = try Self.auditRows(data)
         #expect(rows >= deliveredTotal, "\(deliveredTotal) licenses delivered, \(rows) audit rows")
+        for journal in ["audit-0.journal", "audit-1.journal"] {
+            let size = try FileManager.default.attributesOfItem(atPath: data + "/" + journal)[.size] as? Int
+            #expect(size == 0, "\(journal) still holds \(size ?? -1) bytes after the store was opened and closed")
+        }
     }
 
     /// The number of Clear Key licenses in the audit table of `data/satchel.sqlite`.
