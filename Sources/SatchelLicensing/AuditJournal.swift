@@ -143,12 +143,11 @@ final class AuditJournal: Sendable {
         return try outcome.get()
     }
 
-    /// True when records are waiting for a fold; marks a fold as asked for.
-    func claimFold() -> Bool {
+    /// True (a fold asked for) when records wait; false (none asked for) when none do.
+    func needsFold() -> Bool {
         state.withLock { state in
-            guard !state.pending.isEmpty, !state.scheduled else { return false }
-            state.scheduled = true
-            return true
+            state.scheduled = !state.pending.isEmpty
+            return state.scheduled
         }
     }
 

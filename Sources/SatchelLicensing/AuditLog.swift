@@ -12,7 +12,7 @@ import SatchelBytes
 /// The first request to find no transaction in flight writes the batch itself; when it is done it hands
 /// the next batch to the first request waiting in it. No task runs in the background.
 ///
-/// With an ``AuditJournal`` (a SQLite store's owner process) a record is durable once appended to the journal, and
+/// With an `AuditJournal` (a SQLite store's owner process) a record is durable once appended to the journal, and
 /// the database takes the journal's records in batches behind the answers (a fold, started by the append that finds
 /// none under way); readers fold what is pending before they read.
 public actor AuditLog {
@@ -60,7 +60,7 @@ public actor AuditLog {
     init(database: any Database, journal: AuditJournal? = nil) {
         self.database = database
         self.journal = journal
-        if journal?.claimFold() == true { Task { await self.fold() } }  // what a previous process left
+        if journal?.needsFold() == true { Task { await self.fold() } }  // what a previous process left
     }
 
     /// Records a license; returns when the record is durable, throws when it could not be written.
@@ -123,12 +123,19 @@ public actor AuditLog {
         while journal.counts.folded < target {
             if folding {
                 await withCheckedContinuation { foldEnded.append($0) }
-            } else {
-                folding = true
-                defer { endFold() }
-                guard try await foldOnce(journal) else { return }
+                continue
             }
+            folding = true
+            let progressed: Bool
+            do { progressed = try await foldOnce(journal) } catch {
+                endFold()
+                throw error
+            }
+            endFold()
+            if !progressed { break }
         }
+        // A record appended while this call folded found a fold asked for, and that fold stood down for this one.
+        if journal.needsFold() { Task { await self.fold() } }
     }
 
     /// Folds until the journal holds nothing new; a failure leaves the records for the next fold, and is logged.
@@ -167,6 +174,9 @@ public actor AuditLog {
         journal.folded(records, file: file)
         return true
     }
+
+    /// The journal, for tests that watch its counts.
+    var journalForTests: AuditJournal? { journal }
 
     /// Gives the journal up to the next process (the store is closing).
     func release() {

@@ -20,7 +20,7 @@ public final class LicensingDatabase: Sendable {
     /// other's round trips and commits (one node synced 277 devices a second; 642 with eight, on the same machine).
     public static let postgresConnections = 8
 
-    /// The audit log of every key store over this database (``FluentKeyStore/init(database:kek:)``). With SQLite,
+    /// The audit log of every key store over this database (`FluentKeyStore(database: self, kek:)`). With SQLite,
     /// the process that owns the data directory's audit journal answers licenses without waiting for the database's
     /// writer; with PostgreSQL (several nodes, one audit) each record is committed before its answer.
     public let audit: AuditLog

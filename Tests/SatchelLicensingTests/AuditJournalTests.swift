@@ -117,6 +117,35 @@ struct AuditJournalTests {
         #expect(mode == 0o600)
     }
 
+    @Test("records keep reaching the database while readers fold at the same time: none is left waiting for the next reader")
+    func readersBeside() async throws {
+        let directory = try Self.directory("readers")
+        let (store, database) = try await Self.store(directory)
+        let journal = try #require(await database.audit.journalForTests)
+        func write(_ range: Range<Int>, readers: Int) async throws {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<4 {
+                    group.addTask {
+                        for index in range {
+                            try await store.recordLicense(assetID: "film", keyID: "k\(writer)-\(index)", subject: "user", type: "aes-128",
+                                                          customData: nil, at: Self.start)
+                        }
+                    }
+                }
+                group.addTask { for _ in 0..<readers { _ = try await store.licenses(limit: 1) } }
+                try await group.waitForAll()
+            }
+        }
+        // Readers fold beside the writers (a writer's append then finds a fold asked for: the reader's), then writers alone.
+        try await write(0..<150, readers: 60)
+        try await write(150..<300, readers: 0)
+        // No reader comes now: the folds the writers asked for must take every record by themselves.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while journal.counts.folded < 1_200, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(journal.counts == (appended: 1_200, folded: 1_200))
+        await database.shutdown()
+    }
+
     @Test("what a killed process left is folded by the next one, once: a record already in the database is not doubled, a torn one is cut off and kept aside")
     func replay() async throws {
         let directory = try Self.directory("replay")
