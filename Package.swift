@@ -282,7 +282,8 @@ let package = Package(
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SatchelStreamsTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelStreams",
                                                               "SatchelTestSupport"]),
-        .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP", .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP", .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
+                                                          .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelRights", .product(name: "SQLKit", package: "sql-kit")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),

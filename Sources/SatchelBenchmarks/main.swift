@@ -6,6 +6,7 @@ import CryptoExtras
 import Foundation
 import SatchelBytes
 import SatchelFairPlay
+import SatchelSystem
 
 // Satchel benchmarks. Run with: swift run -c release SatchelBenchmarks [fairplay] [packaging] [server] [playback] [downloads] [backplane] [events] [files] [--seconds N] [--parts] [--memory: playback's in-memory figures only] [--megabytes N: files' size, default 1024]
 // `backplane` and `events` run two PostgreSQL nodes too when SATCHEL_BENCH_DATABASE_URL names a database they may empty.
@@ -15,6 +16,9 @@ import SatchelFairPlay
 
 
 setvbuf(stdout, nil, _IOLBF, 0)  // every line shows at once, also when piped, also if the run is cut short
+// The servers measured here log as `satchel serve` does (swift-log's default handler formats a logger's metadata
+// again whenever it changes: on every request, as Hummingbird names each one).
+SatchelLogHandler.bootstrap(level: .info, sinks: .init())
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.first == "backplane-node" {  // one node of the backplane suite, in its own process
     exit(await BackplaneNode.run(Array(arguments.dropFirst())))

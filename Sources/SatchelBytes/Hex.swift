@@ -5,6 +5,7 @@ public enum Hex {
     /// Lower-case hex of `bytes`, no separators.
     public static func encode<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
         var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
             out.append(digits[Int(byte >> 4)])
             out.append(digits[Int(byte & 0x0f)])

@@ -37,11 +37,15 @@ public struct SatchelRequestContext: IdentifiedRequestContext {
 extension Request {
     /// The token of an `Authorization: Bearer …` header (scheme case-insensitive, spaces trimmed), nil without one.
     public var bearerToken: String? {
-        guard let value = headers[.authorization], value.utf8.count > 7,
-              String(decoding: value.utf8.prefix(7), as: UTF8.self).lowercased() == "bearer " else { return nil }
-        let token = value.utf8.dropFirst(7).drop { $0 == UInt8(ascii: " ") }
-        let trimmed = String(decoding: token.reversed().drop { $0 == UInt8(ascii: " ") }.reversed(), as: UTF8.self)
-        return trimmed.isEmpty ? nil : trimmed
+        guard let value = headers[.authorization] else { return nil }
+        let utf8 = Substring(value).utf8
+        // "Bearer" in any case, then a space (read on every license request: no lower-cased copy is made).
+        guard utf8.count > 7, utf8.prefix(6).elementsEqual("bearer".utf8, by: { ($0 | 0x20) == $1 }),
+              utf8.dropFirst(6).first == UInt8(ascii: " ") else { return nil }
+        var token = utf8.dropFirst(7)
+        while token.first == UInt8(ascii: " ") { token = token.dropFirst() }
+        while token.last == UInt8(ascii: " ") { token = token.dropLast() }
+        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
     }
 }
 

@@ -1,4 +1,7 @@
 import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
 import SatchelBytes
 import SatchelHTTP
 import Testing
@@ -36,5 +39,28 @@ struct HTTPValueTests {
         #expect(problem.document.type == ProblemDocument.typeBase + "key-held")
         let json = String(decoding: problem.document.json, as: UTF8.self)
         #expect(json.hasPrefix("{\"detail\":") && json.contains("\"status\":409"), "\(json)")
+    }
+}
+
+/// The bearer token of a request's `Authorization` header, as every license route reads it.
+@Suite("HTTP kit: the bearer token")
+struct BearerTokenTests {
+    static func token(_ header: String?) -> String? {
+        var fields = HTTPFields()
+        if let header { fields[.authorization] = header }
+        let head = HTTPRequest(method: .post, scheme: "http", authority: "127.0.0.1", path: "/clearkey/license", headerFields: fields)
+        return Request(head: head, body: RequestBody(buffer: ByteBuffer())).bearerToken
+    }
+
+    @Test("\"Bearer\" in any case and a space, spaces around the token ignored; any other scheme, no space, or no token is none")
+    func bearer() {
+        #expect(Self.token("Bearer abc.def-ghi") == "abc.def-ghi")
+        #expect(Self.token("bearer   abc  ") == "abc")
+        #expect(Self.token("BEARER abc") == "abc")
+        #expect(Self.token("BeArEr a b") == "a b")
+        for header in ["Bearerabc", "Basic abc", "Bearer    ", "Bearer", "Bearer\tabc", "Beare abc", "Bearen abc", "xBearer abc"] {
+            #expect(Self.token(header) == nil, "\(header)")
+        }
+        #expect(Self.token(nil) == nil)
     }
 }
