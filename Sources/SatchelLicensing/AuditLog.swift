@@ -18,7 +18,7 @@ import SatchelBytes
 public actor AuditLog {
     /// One issued license, as recorded.
     struct LicenseEntry: Sendable, Equatable {
-        var id = SecureRandom.uuid()
+        var id = SecureRandom.uuidV7()
         let assetID, keyID, subject, type: String
         let customData: String?
         let issuedAt: Date
@@ -26,7 +26,7 @@ public actor AuditLog {
 
     /// One sync report, as recorded.
     struct SyncEntry: Sendable, Equatable {
-        var id = SecureRandom.uuid()
+        var id = SecureRandom.uuidV7()
         let contentID: String
         let durationToExpiry: Int64
         let subject: String

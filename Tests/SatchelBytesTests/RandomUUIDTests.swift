@@ -18,4 +18,19 @@ struct RandomUUIDTests {
         }
         #expect(seen.count == 10_000)
     }
+
+    @Test("version 7: the time in milliseconds first, so that later UUIDs sort after earlier ones (as text too); the RFC's variant")
+    func timeOrdered() {
+        let start = Date(timeIntervalSince1970: 1_900_000_000.123)
+        let first = SecureRandom.uuidV7(at: start)
+        #expect(first.uuidString.hasPrefix(String(format: "%08X-%04X", 1_900_000_000_123 >> 16, 1_900_000_000_123 & 0xFFFF)))
+        #expect(Array(first.uuidString)[14] == "7" && "89AB".contains(Array(first.uuidString)[19]))
+        var previous = first.uuidString
+        for step in 1...1_000 {
+            let next = SecureRandom.uuidV7(at: start.addingTimeInterval(Double(step) * 0.002)).uuidString  // 2 ms apart: whole milliseconds differ
+            #expect(next > previous)
+            previous = next
+        }
+        #expect(SecureRandom.uuidV7(at: start) != first)
+    }
 }
