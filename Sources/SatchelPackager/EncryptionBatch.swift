@@ -28,16 +28,14 @@ struct EncryptionBatch {
         paths.append(path)
     }
 
-    /// Encrypts the segments waiting and hands each to the writers.
+    /// Hands the segments waiting to a writer, which encrypts them (four chains at once) and writes them while the
+    /// next batch is made.
     mutating func flush(to directory: PackageDirectory, returningTo pool: BufferPool) throws(PackagerError) {
         guard let cipher, !segments.isEmpty else { return }
-        do { try cipher.encrypt(inPlace: &segments, ivs: ivs) } catch { throw .invalidOptions("\(error)") }
-        for (index, path) in paths.enumerated() {
-            var segment: [UInt8] = []
-            swap(&segment, &segments[index])  // the writer gets the only reference: no copy
-            let count = segment.count
-            try directory.write(handing: segment, count: count, to: path, returningTo: pool)
-        }
+        let batchIVs = ivs
+        var handed: [[UInt8]] = []
+        swap(&handed, &segments)  // the writer gets the only references: no copy
+        try directory.write(handing: handed, to: paths, returningTo: pool) { segments in try cipher.encrypt(inPlace: &segments, ivs: batchIVs) }
         segments = []
         ivs = []
         paths = []

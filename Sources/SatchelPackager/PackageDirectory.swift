@@ -46,6 +46,18 @@ struct PackageDirectory {
         }
     }
 
+    /// Writes whole files, `prepare` first changing their bytes on the writer's thread (``BackgroundSync``'s batch write).
+    func write(handing payloads: consuming [[UInt8]], to relativePaths: [String], returningTo pool: BufferPool,
+               prepare: @escaping @Sendable (inout [[UInt8]]) throws -> Void) throws(PackagerError) {
+        var paths: [String] = []
+        for relativePath in relativePaths { paths.append(try place(relativePath).path) }
+        do throws(SystemError) {
+            try syncer.write(payloads, to: paths, returningTo: pool, prepare: prepare)
+        } catch {
+            throw .output("cannot write \(relativePaths.first ?? "a segment"): \(String(cString: strerror(error.errno)))")
+        }
+    }
+
     /// The URL of `relativePath` in the working directory, its folder created.
     private func place(_ relativePath: String) throws(PackagerError) -> URL {
         let url = temporary.appendingPathComponent(relativePath)

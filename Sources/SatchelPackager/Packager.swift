@@ -118,8 +118,9 @@ public struct Packager: Sendable {
         var doneSamples = 0
         var outputBytes = 0
         var written: [String: Written] = [:]
-        // Two buffers in flight: one written while the next is made; AES-128 also holds a batch being filled.
-        let buffers = BufferPool(count: options.scheme == .aes128 ? EncryptionBatch.width + 2 : 2)
+        // Two buffers in flight: one written while the next is made; AES-128 holds a batch being filled and one being
+        // encrypted and written.
+        let buffers = BufferPool(count: options.scheme == .aes128 ? 2 * EncryptionBatch.width + 2 : 2)
         // The package's decode-time zero: the earliest first decode time of all its tracks (in seconds, as a track's
         // ticks), so every track starts at or after zero and keeps its place relative to the others.
         var earliest: (dts: Int64, timescale: UInt32)?

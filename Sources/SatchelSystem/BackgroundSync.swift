@@ -87,6 +87,59 @@ public final class BackgroundSync: @unchecked Sendable {
         }
     }
 
+    /// Writes several handed files like ``write(_:_:count:to:mode:returningTo:)``, after `prepare` has changed their
+    /// bytes on the writer's thread: a package's AES-128 segments are encrypted there, a batch at a time, while the
+    /// caller makes the next batch on its own core. The files are created here, in order; a `prepare` that throws
+    /// fails the batch (thrown by the next call or by ``wait()``).
+    public func write(_ payloads: consuming [[UInt8]], to paths: [String], mode: mode_t = 0o644, returningTo pool: BufferPool,
+                      prepare: @escaping @Sendable (inout [[UInt8]]) throws -> Void) throws(SystemError) {
+        var batch = payloads
+        if let earlier = failure.current {
+            for payload in batch { pool.give(payload) }
+            throw earlier
+        }
+        var descriptors: [Int32] = []
+        for path in paths.prefix(batch.count) {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)
+            guard fd >= 0 else {
+                let error = SystemError("create", path: path, errno: errno)
+                for open in descriptors { close(open) }
+                for payload in batch { pool.give(payload) }
+                throw error
+            }
+            descriptors.append(fd)
+        }
+        let handed = HandedBatch(&batch)
+        let opened = descriptors
+        for _ in opened { enter() }
+        let writer = writers[turn.withLock { value in
+            defer { value = (value + 1) % 2 }
+            return value
+        }]
+        writer.async { [self] in
+            var files = handed.take()
+            do { try prepare(&files) } catch {
+                record(SystemError("prepare", path: paths.first ?? "", errno: EINVAL))
+                for fd in opened { finish(fd) }
+                for file in files { pool.give(file) }
+                return
+            }
+            for (index, fd) in opened.enumerated() {
+                var file: [UInt8] = []
+                if index < files.count { swap(&file, &files[index]) }
+                do throws(SystemError) {
+                    try AtomicFile.writeAll(fd, file, path: paths[index])
+                    startWriteback(fd)
+                    syncInBackground(fd, path: paths[index])
+                } catch {
+                    record(error)
+                    finish(fd)
+                }
+                pool.give(file)
+            }
+        }
+    }
+
     /// Takes a slot for a file in flight (waits while `maxPending` are).
     private func enter() {
         slots.wait()
@@ -143,6 +196,22 @@ private final class HandedBytes: @unchecked Sendable {  // taken once, by the on
     func take() -> [UInt8] {
         var taken: [UInt8] = []
         swap(&taken, &bytes)
+        return taken
+    }
+}
+
+/// Several files' bytes handed to another thread, as ``HandedBytes`` hands one.
+private final class HandedBatch: @unchecked Sendable {  // taken once, by the one block that received it
+    private var files: [[UInt8]]
+
+    init(_ files: inout [[UInt8]]) {
+        self.files = []
+        swap(&self.files, &files)
+    }
+
+    func take() -> [[UInt8]] {
+        var taken: [[UInt8]] = []
+        swap(&taken, &files)
         return taken
     }
 }

@@ -48,4 +48,34 @@ struct BackgroundWriteTests {
         _ = pool.take()
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("after").path), "nothing is written after a failure")
     }
+
+    @Test("a batch: each file holds its bytes as the writer's thread prepared them; every buffer comes back; a preparation that fails fails the batch (nothing named complete)")
+    func batches() throws {
+        let dir = try TestMedia.temporaryDirectory("background-batches")
+        let pool = BufferPool(count: 3)
+        let syncer = BackgroundSync()
+        for round in 0..<4 {  // three buffers: each round waits for the last batch to give them back
+            let payloads = (0..<3).map { file in
+                var buffer = pool.take()
+                buffer.removeAll(keepingCapacity: true)
+                buffer.append(contentsOf: (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &+ file &+ round) })
+                return buffer
+            }
+            let paths = (0..<3).map { dir.appendingPathComponent("round-\(round)-\($0)").path }
+            try syncer.write(payloads, to: paths, returningTo: pool) { files in
+                for index in files.indices { files[index] = files[index].map { $0 ^ 0x5A } + [UInt8(index)] }
+            }
+        }
+        try syncer.wait()
+        for round in 0..<4 {
+            for file in 0..<3 {
+                let bytes = try TestMedia.bytes(dir.appendingPathComponent("round-\(round)-\(file)"))
+                #expect(bytes == (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &+ file &+ round) ^ 0x5A } + [UInt8(file)])
+            }
+        }
+        struct Refused: Error {}
+        try syncer.write([pool.take()], to: [dir.appendingPathComponent("refused").path], returningTo: pool) { _ in throw Refused() }
+        #expect(throws: SystemError.self) { try syncer.wait() }
+        _ = (pool.take(), pool.take(), pool.take())  // all three came back
+    }
 }
