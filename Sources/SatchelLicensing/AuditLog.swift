@@ -1,4 +1,5 @@
 import FluentKit
+import FluentSQLiteDriver
 import Foundation
 import Logging
 import SQLKit
@@ -194,6 +195,14 @@ public actor AuditLog {
     private func write(_ pendingLicenses: [LicenseEntry], _ pendingSyncs: [SyncEntry]) async throws {
         guard !pendingLicenses.isEmpty || !pendingSyncs.isEmpty else { return }
         try await database.withConnection { connection in
+            if connection is any SQLiteDatabase {
+                let statements = AuditSQLite.inserts(pendingLicenses, pendingSyncs)
+                try await connection.transaction { db in
+                    guard let sqlite = db as? any SQLiteDatabase else { throw LicensingError.storage("the audit log lost its SQLite connection") }
+                    for statement in statements { _ = try await sqlite.query(statement.sql, statement.binds) }
+                }
+                return
+            }
             guard let sql = connection as? any SQLDatabase else { throw LicensingError.storage("the audit log needs an SQL database") }
             let statements = Self.inserts(pendingLicenses, pendingSyncs, on: sql)
             if statements.count == 1, let statement = statements.first {
