@@ -137,6 +137,7 @@ public final class BackgroundSync: @unchecked Sendable {
                 }
                 pool.give(file)
             }
+            for extra in files.dropFirst(opened.count) { pool.give(extra) }  // more buffers than paths: back all the same
         }
     }
 
