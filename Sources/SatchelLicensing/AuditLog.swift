@@ -218,8 +218,8 @@ public actor AuditLog {
         transactions += 1
     }
 
-    /// Multi-row INSERTs (at most 500 rows each) for the records: no per-row model reflection. A row already there
-    /// (a journal's record folded again after a crash) is left as it is.
+    /// PostgreSQL's multi-row INSERTs (at most 500 rows each) for the records, through SQLKit (SQLite's, the hot path
+    /// of the journal's folds, bind SQLite values directly: `AuditSQLite`). A row already there is left as it is.
     private static func inserts(_ licenses: [LicenseEntry], _ syncs: [SyncEntry], on sql: any SQLDatabase) -> [SQLInsertBuilder] {
         var statements: [SQLInsertBuilder] = []
         for start in stride(from: 0, to: licenses.count, by: 500) {

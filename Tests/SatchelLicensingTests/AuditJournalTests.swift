@@ -110,7 +110,8 @@ struct AuditJournalTests {
         let licenses = try await store.licenses(limit: 100)
         #expect(licenses.count == 60 && Set(licenses.map(\.keyID)).count == 60)
         #expect(licenses.first { $0.keyID == "k7" }?.customData == "seven" && licenses.allSatisfy { $0.issuedAt == Self.start })
-        #expect(try await store.syncReports().map(\.contentID) == ["content"])
+        let reports = try await store.syncReports()
+        #expect(reports.count == 1 && reports.first?.contentID == "content" && reports.first?.durationToExpiry == 30 && reports.first?.subject == "user")
         await database.shutdown()
         #expect(Self.journalBytes(directory) == [0, 0])
         let mode = try FileManager.default.attributesOfItem(atPath: directory + "/audit-0.journal")[.posixPermissions] as? Int
