@@ -140,6 +140,7 @@ extension AgentCommand {
 
         func execute() async throws {
             let killed = try await BackplaneCommands.withDevice(agent, downloading: network) { sync in
+                let stop = SignalWatch.caught()  // before "connected" is printed
                 let work = Task {
                     await sync.listen(onConnected: {
                         print("listening: connected to the backplane")
@@ -150,7 +151,7 @@ extension AgentCommand {
                     })
                 }
                 let watcher = Task {
-                    await SignalWatch.interrupted()
+                    await stop.next()
                     work.cancel()
                 }
                 await work.value

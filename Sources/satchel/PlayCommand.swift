@@ -163,6 +163,7 @@ struct PlayCommand: SatchelAsyncCommand {
         }
         defer { events.cancel() }
         let declaredOutput = try outputCapabilities
+        let stop = exec == nil ? SignalWatch.caught() : nil  // before the URL is printed: a stop right after it still closes the session
         let url: String
         do {
             url = try await proxy.open(asset: assetID, licenseAsset: licenseAsset, output: declaredOutput, audio: audio)
@@ -171,6 +172,7 @@ struct PlayCommand: SatchelAsyncCommand {
                 // Refused: what the content is, all the same (is it protected, and how), before the reason.
                 try Self.printLine(SessionLine(url: nil, info: info))
             }
+            stop?.release()
             await proxy.stop()
             if case .notPlayable(.noRights) = error {
                 let asset = licenseAsset ?? assetID
@@ -191,7 +193,7 @@ struct PlayCommand: SatchelAsyncCommand {
         if let exec {
             status = try await Self.run(try CommandWords(exec).replacing("{url}", with: url))
         } else {
-            await SignalWatch.interrupted()
+            await stop?.next()
             status = 0
         }
         await proxy.stop()

@@ -29,13 +29,38 @@ final class SignalWatch: Sendable {
         for number in numbers { signal(number, SIG_DFL) }
     }
 
-    /// Returns at the first stop signal.
-    static func interrupted() async {
+    /// Catches stop signals from now on; the returned value's `next()` returns at the first. Made before a command
+    /// tells anyone it is ready (prints its URL), so a stop signal sent the moment that is read is never the default
+    /// action (the process killed before it records and cleans up).
+    static func caught() -> StopSignals {
+        StopSignals()
+    }
+}
+
+/// Stop signals caught from the moment this is made until the first one arrives.
+final class StopSignals: Sendable {
+    private let watch: SignalWatch
+    private let signals: AsyncStream<Int32>
+
+    fileprivate init() {
         let (signals, continuation) = AsyncStream.makeStream(of: Int32.self)
-        let watch = SignalWatch { continuation.yield($0) }
+        self.signals = signals
+        watch = SignalWatch { continuation.yield($0) }
+    }
+
+    /// Returns at the first stop signal (at once if one came already) and puts the signals back to their default action.
+    func next() async {
         for await _ in signals { break }
         watch.cancel()
     }
+
+    /// Puts the signals back to their default action without waiting for one.
+    func release() {
+        watch.cancel()
+    }
+}
+
+extension SignalWatch {
 
     /// Runs `child` to its end: a stop signal given to this process is passed on to the child's process group
     /// (SIGTERM; SIGKILL when it is still there 5 seconds later), so nothing it started outlives `satchel`. The

@@ -338,12 +338,12 @@ final class LineReader: @unchecked Sendable {
         process.waitUntilExit()
     }
 
-    /// Interrupts the process (satchel stops on SIGINT); one still running two seconds later is killed (a program
-    /// started from a test may have inherited the test's blocked signals).
+    /// Interrupts the process (satchel stops on SIGINT, closing its sessions and recording them); one still running ten
+    /// seconds later is killed (a program started from a test may have inherited the test's blocked signals).
     func stop() {
         guard process.isRunning else { return }
         process.interrupt()
-        if waitForExit(seconds: 2) == nil { kill(process.processIdentifier, SIGKILL) }
+        if waitForExit(seconds: 10) == nil { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 }

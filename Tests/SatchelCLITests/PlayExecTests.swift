@@ -97,4 +97,31 @@ import Testing
             #expect(player.process.terminationStatus == 143, "satchel exits with the player's status: SIGTERM")
         }
     }
+
+    @Test("a stop signal sent the moment the session URL is printed still closes the session: satchel play exits 0 with the close reported, every time")
+    func stopRightAfterTheURL() async throws {
+        let (origin, work) = try await Self.stage("early-stop")
+        defer { origin.stop() }
+        try await TestMedia.offloaded { () throws -> Void in
+            for round in 0..<20 {
+                let process = Process()
+                process.executableURL = try #require(CLIRunner.binary)
+                process.arguments = ["play", origin.url("x/master.m3u8")]
+                process.currentDirectoryURL = work
+                let output = Pipe(), errors = Pipe()
+                process.standardOutput = output
+                process.standardError = errors
+                try process.run()
+                // Blocking reads: the signal goes the instant the URL's line is there.
+                var line = [UInt8](), byte: UInt8 = 0
+                while line.last != UInt8(ascii: "\n"), read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1 { line.append(byte) }
+                kill(process.processIdentifier, SIGTERM)
+                process.waitUntilExit()
+                let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                #expect(String(decoding: line, as: UTF8.self).hasPrefix("http://127.0.0.1:"), "round \(round): \(said)")
+                #expect(process.terminationReason == .exit && process.terminationStatus == 0, "round \(round): killed by the signal (\(process.terminationStatus))")
+                #expect(said.contains("event: closed: "), "round \(round): \(said)")
+            }
+        }
+    }
 }
