@@ -1,10 +1,12 @@
 import Foundation
 import Hummingbird
+import Logging
 import SatchelBytes
 import SatchelFairPlay
 import SatchelLicensing
 import SatchelProtection
 import SatchelServer
+import ServiceLifecycle
 
 /// `satchel serve` under load from wrk on loopback: FairPlay CKCs and Clear Key licenses per second
 /// with valid entitlement tokens, beside the in-process SPC→CKC rate of the same KSM.
@@ -43,7 +45,9 @@ struct ServerBenchmark {
         let token = try await verifier.sign(Entitlement(subject: "bench", asset: "bench", expires: Date().addingTimeInterval(3600)))
         let service = LicenseService(store: store, ksm: ksm, verifier: verifier)
         let app = LicenseServer.application(service: service, certificate: certificate, port: port)
-        let server = Task { try await app.runService() }
+        // Stopped gracefully (as SIGTERM stops `satchel serve`), not cancelled: a cancelled server logs errors on its way out.
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "satchel.bench")))
+        let server = Task { try await group.run() }
         defer { server.cancel() }
         try await Task.sleep(for: .milliseconds(500))
 
@@ -74,7 +78,7 @@ struct ServerBenchmark {
         }
         let (records, transactions) = (await store.audit.written, await store.audit.transactions)
         // The server first (wrk leaves requests in flight when it stops), then the database their audit writes to.
-        server.cancel()
+        await group.triggerGracefulShutdown()
         _ = await server.result
         await database.shutdown()
         let shares = zip(fairPlay, inProcess).map { 100 * $0.rate / $1 }
