@@ -34,8 +34,9 @@ extension FluentBackplaneStore {
 
     /// A stored document, or nil.
     static func document<Value: Decodable>(_ name: String, as type: Value.Type, on database: any Database) async throws -> Value? {
-        guard let row = try await BackplaneDocumentModel.find(name, on: database) else { return nil }
-        return try JSONCoding.decoder().decode(type, from: Data(row.body.utf8))
+        let sql = try BackplaneQueries.sqlDatabase(database)  // plain SQL: every sync reads the settings
+        guard let row = try await sql.raw("SELECT body FROM \(ident: BackplaneDocumentModel.schema) WHERE name = \(bind: name)").first() else { return nil }
+        return try JSONCoding.decoder().decode(type, from: Data(try row.decode(column: "body", as: String.self).utf8))
     }
 
     /// Stores a document.
