@@ -98,7 +98,8 @@ import Testing
         }
     }
 
-    @Test("a stop signal sent the moment the session URL is printed still closes the session: satchel play exits 0 with the close reported, every time")
+    @Test("a stop signal sent the moment the session URL is printed still closes the session: satchel play exits 0 with the close reported, every time",
+          .timeLimit(.minutes(3)))
     func stopRightAfterTheURL() async throws {
         let (origin, work) = try await Self.stage("early-stop")
         defer { origin.stop() }
