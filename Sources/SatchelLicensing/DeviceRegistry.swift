@@ -116,21 +116,27 @@ public struct DeviceRegistry: Sendable {
     public func device(_ id: String) async throws(LicensingError) -> DeviceRecord {
         // Every request of a device comes here: plain SQL, because Fluent's model reading reflects on the model's
         // fields at every row, a large part of a device request's CPU.
-        let database = database
-        let found = try await stored("read devices") { () async throws -> DeviceRecord?? in
-            guard let sql = database as? any SQLDatabase else { throw LicensingError.storage("devices need an SQL database") }
-            guard let row = try await sql.raw("""
+        let sql = try sqlDatabase()
+        let found = try await stored("read devices") { () async throws -> (any SQLRow)? in
+            try await sql.raw("""
                 SELECT subject, public_key, name, external_id, registered_at, disabled FROM \(ident: DeviceModel.schema) WHERE device_id = \(bind: id)
-                """).first() else { return nil }
-            guard let key = RightsJSON.value(PublicKeyJWK.self, from: try row.decode(column: "public_key", as: String.self)) else { return .some(nil) }
-            return DeviceRecord(deviceID: id, subject: try row.decode(column: "subject", as: String.self), publicKey: key,
-                                name: try row.decode(column: "name", as: String?.self), externalID: try row.decode(column: "external_id", as: String?.self),
-                                registeredAt: try row.decode(column: "registered_at", as: Date.self),
-                                disabled: try row.decode(column: "disabled", as: Bool?.self) ?? false)
+                """).first()
         }
-        guard let found else { throw .notEntitled("the device is not registered with this server") }
-        guard let record = found else { throw .storage("a stored device key cannot be read") }
-        return record
+        guard let row = found else { throw .notEntitled("the device is not registered with this server") }
+        let fields = try await stored("read devices") { () throws -> (String, String, String?, String?, Date, Bool?) in
+            (try row.decode(column: "subject", as: String.self), try row.decode(column: "public_key", as: String.self),
+             try row.decode(column: "name", as: String?.self), try row.decode(column: "external_id", as: String?.self),
+             try row.decode(column: "registered_at", as: Date.self), try row.decode(column: "disabled", as: Bool?.self))
+        }
+        guard let key = RightsJSON.value(PublicKeyJWK.self, from: fields.1) else { throw .storage("a stored device key cannot be read") }
+        return DeviceRecord(deviceID: id, subject: fields.0, publicKey: key, name: fields.2, externalID: fields.3, registeredAt: fields.4,
+                            disabled: fields.5 ?? false)
+    }
+
+    /// The database as SQL (SQLite and PostgreSQL both are).
+    private func sqlDatabase() throws(LicensingError) -> any SQLDatabase {
+        guard let sql = database as? any SQLDatabase else { throw .storage("devices need an SQL database") }
+        return sql
     }
 
     /// Registered devices, newest first.
@@ -189,8 +195,7 @@ public struct DeviceRegistry: Sendable {
         }
         do {
             // Plain SQL, with an ID from the random reservoir: Fluent's would open /dev/urandom for each request.
-            guard let sql = database as? any SQLDatabase else { throw LicensingError.storage("devices need an SQL database") }
-            try await sql.raw("""
+            try await sqlDatabase().raw("""
                 INSERT INTO \(ident: DeviceNonceModel.schema) (id, device_id, nonce, seen_at)
                 VALUES (\(bind: SecureRandom.uuid()), \(bind: device), \(bind: nonce), \(bind: now))
                 """).run()

@@ -35,6 +35,22 @@ final class SignalWatch: Sendable {
     static func caught() -> StopSignals {
         StopSignals()
     }
+
+    /// Runs `child` to its end: a stop signal given to this process is passed on to the child's process group
+    /// (SIGTERM; SIGKILL when it is still there 5 seconds later), so nothing it started outlives `satchel`. The
+    /// child gets the terminal while it runs. Answers its status.
+    static func run(_ child: ChildProcess) async -> Int32 {
+        child.takeTerminal()
+        let watch = SignalWatch { _ in
+            child.signal(SIGTERM)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { child.signal(SIGKILL) }
+        }
+        let status = await child.wait()
+        child.returnTerminal()
+        watch.cancel()
+        child.signal(SIGTERM)  // anything of its group still running (a player's helper) goes with it
+        return status
+    }
 }
 
 /// Stop signals caught from the moment this is made until the first one arrives.
@@ -57,24 +73,5 @@ final class StopSignals: Sendable {
     /// Puts the signals back to their default action without waiting for one.
     func release() {
         watch.cancel()
-    }
-}
-
-extension SignalWatch {
-
-    /// Runs `child` to its end: a stop signal given to this process is passed on to the child's process group
-    /// (SIGTERM; SIGKILL when it is still there 5 seconds later), so nothing it started outlives `satchel`. The
-    /// child gets the terminal while it runs. Answers its status.
-    static func run(_ child: ChildProcess) async -> Int32 {
-        child.takeTerminal()
-        let watch = SignalWatch { _ in
-            child.signal(SIGTERM)
-            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { child.signal(SIGKILL) }
-        }
-        let status = await child.wait()
-        child.returnTerminal()
-        watch.cancel()
-        child.signal(SIGTERM)  // anything of its group still running (a player's helper) goes with it
-        return status
     }
 }
