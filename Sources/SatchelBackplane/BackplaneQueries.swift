@@ -7,6 +7,11 @@ import SatchelBytes
 enum BackplaneQueries {
     /// A device's sync: the device, its commands not yet acknowledged after `after`, the acknowledged floor, the
     /// settings; an active device's sync recorded; a killed device that has acknowledged its kill refused.
+    ///
+    /// Separate statements, no transaction (BEGIN and COMMIT were a third of a sync's round trips, and SQLite's
+    /// transaction serialized every sync): the device row is read before its commands, so a command issued in
+    /// between has a sequence at or past the row's next one and comes with the commands, and the floor is at most
+    /// what is acknowledged; a kill issued in between comes with them too.
     static func syncView(device: String, after: Int64, limit: Int, at now: Date, on database: any Database) async throws -> BackplaneSyncAnswer {
         // Every device's every sync comes here: plain SQL, because Fluent's model reading reflects on each model's
         // fields at every row, which was most of a sync's CPU.

@@ -36,7 +36,7 @@ public protocol BackplaneStoring: Sendable {
     func acknowledgedThrough(device: String) async throws(BackplaneError) -> Int64
     /// Marks a command as acknowledged (delivered and applied); acknowledging again changes nothing.
     func acknowledge(device: String, command: String) async throws(BackplaneError)
-    /// A device's sync in one transaction: the device, its commands not yet acknowledged after `after` (at most
+    /// A device's sync: the device, its commands not yet acknowledged after `after` (at most
     /// `limit`), the sequence every command up to which is acknowledged, the settings; an active device's sync is
     /// recorded at `now`. A killed device is refused (`deviceKilled`) once it has acknowledged its kill.
     func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer

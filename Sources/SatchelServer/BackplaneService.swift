@@ -60,7 +60,7 @@ public struct BackplaneService: Sendable {
         }
     }
 
-    /// What a device learns at a sync (one transaction): its commands after `after`, its toggle, the settings, the
+    /// What a device learns at a sync: its commands after `after`, its toggle, the settings, the
     /// server's time. A killed device may still sync (and acknowledge) until it has acknowledged its kill; after that
     /// it is refused. A device registered before the backplane is enrolled first.
     func sync(_ record: DeviceRecord, after: Int64) async throws(BackplaneError) -> BackplaneSyncAnswer {

@@ -162,6 +162,42 @@ struct BackplaneStoreTests {
         }
     }
 
+    @Test("a sync read while commands are issued (two at a time) and acknowledged: every answer lists commands in order, after its cursor and not acknowledged, its floor never moves back and never passes what is acknowledged; at the end all 60 were delivered once", arguments: kinds)
+    func syncDuringIssue(kind: String) async throws {
+        try await Self.using(kind) { (stores, _) async throws in
+            let store = stores[0]
+            _ = try await store.register(Self.device("busy"))
+            let issuer = Task {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<60 {
+                        if index >= 2 { try await group.next() }
+                        group.addTask { _ = try await store.issue(.deleteAsset("a\(index)"), to: .device("busy"), at: Self.now) }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            var applied: [Int64] = [], floor: Int64 = 0, after: Int64 = 0
+            let deadline = ContinuousClock.now + .seconds(60)
+            while applied.count < 60, ContinuousClock.now < deadline {
+                let view = try await store.syncView(device: "busy", after: after, limit: 500, at: Self.now)
+                let sequences = view.commands.map(\.sequence)
+                #expect(sequences == sequences.sorted() && Set(sequences).count == sequences.count && sequences.allSatisfy { $0 > after }, "\(sequences) after \(after)")
+                #expect(view.acknowledged >= floor && view.acknowledged <= (applied.last ?? 0), "floor \(view.acknowledged): was \(floor), acknowledged through \(applied.last ?? 0)")
+                #expect(!sequences.contains { applied.contains($0) }, "an acknowledged command came again")
+                floor = view.acknowledged
+                for command in view.commands where command.sequence == (applied.last ?? 0) + 1 {
+                    try await store.acknowledge(device: "busy", command: command.id)
+                    applied.append(command.sequence)
+                    after = command.sequence
+                }
+                if view.commands.isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+            }
+            try await issuer.value
+            #expect(applied == Array(1...60), "\(applied)")
+            #expect(try await store.syncView(device: "busy", after: 60, limit: 500, at: Self.now).acknowledged == 60)
+        }
+    }
+
     @Test("settings: none at first; each change puts only the fields it sets over what is in force; a zero window is refused and changes nothing", arguments: kinds)
     func settings(kind: String) async throws {
         try await Self.using(kind) { (stores, _) async throws in
