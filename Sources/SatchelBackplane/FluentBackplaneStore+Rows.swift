@@ -71,22 +71,13 @@ extension FluentBackplaneStore {
         return command
     }
 
-    /// Runs `body` in a transaction: a ``BackplaneError`` thrown inside comes out as it is, any other failure as
-    /// `storage`, naming what could not be done.
-    /// Runs `body` on the database, each statement on its own (no transaction: a read whose statements need no
-    /// common snapshot saves PostgreSQL the round trips of BEGIN and COMMIT); a failure is a storage error.
-    func statements<T: Sendable>(_ what: String, _ body: @escaping @Sendable (any Database) async throws -> T) async throws(BackplaneError) -> T {
+    /// Runs `body` in a transaction (not `atomic`: each statement on its own, for a read that needs no common
+    /// snapshot — no BEGIN and COMMIT round trips, no SQLite connection held): a ``BackplaneError`` thrown inside
+    /// comes out as it is, any other failure as `storage`, naming what could not be done.
+    func transaction<T: Sendable>(_ what: String, atomic: Bool = true,
+                                  _ body: @escaping @Sendable (any Database) async throws -> T) async throws(BackplaneError) -> T {
         do {
-            return try await body(databaseHandle)
-        } catch let error as BackplaneError {
-            throw error
-        } catch {
-            throw .storage("cannot \(what): \(String(describing: error).prefix(200))")
-        }
-    }
-
-    func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (any Database) async throws -> T) async throws(BackplaneError) -> T {
-        do {
+            guard atomic else { return try await body(databaseHandle) }
             return try await databaseHandle.transaction { database in try await body(database) }
         } catch let error as BackplaneError {
             throw error

@@ -193,7 +193,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer {
-        try await statements("read the device's sync") { database async throws in
+        try await transaction("read the device's sync", atomic: false) { database async throws in
             try await BackplaneQueries.syncView(device: device, after: after, limit: limit, at: now, on: database)
         }
     }

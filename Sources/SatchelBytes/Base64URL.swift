@@ -49,7 +49,7 @@ public enum Base64URL {
 
     /// Decodes with or without padding (either alphabet); nil for invalid input: a byte outside the alphabets,
     /// padding anywhere but at the end or beyond a whole group, or a length no encoding has.
-    public static func decode(_ text: String) -> [UInt8]? {
+    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var utf8 = Array(text.utf8)
         if utf8.last == UInt8(ascii: "=") {
             var padding = 0

@@ -31,14 +31,21 @@ public enum SignedToken {
 
     /// Verifies the signature with `key`, then decodes the claims.
     public static func verify<Claims: Decodable>(_ token: String, as type: Claims.Type, key: P256.Signing.PublicKey) throws(RightsError) -> Claims {
+        try decode(checkSignature(token, key: key)[1], as: type)
+    }
+
+    /// Verifies the signature with `key` and decodes nothing: for claims already read with `unverifiedClaims`
+    /// (they are to be trusted once this returns). Answers the token's three parts.
+    @discardableResult
+    public static func checkSignature(_ token: String, key: P256.Signing.PublicKey) throws(RightsError) -> [Substring] {
         let parts = try split(token)
-        guard let raw = Base64URL.decode(String(parts[2])), raw.count == 64,
+        guard let raw = Base64URL.decode(parts[2]), raw.count == 64,
               let signature = try? P256.Signing.ECDSASignature(rawRepresentation: raw) else {
             throw .malformedToken("the signature is not a 64-byte ES256 signature")
         }
         let input = Data(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         guard key.isValidSignature(signature, for: input) else { throw .badSignature("the token was not signed by the expected key") }
-        return try decode(parts[1], as: type)
+        return parts
     }
 
     /// The claims without checking the signature: only to find which key to check it with (a request
@@ -50,7 +57,7 @@ public enum SignedToken {
     /// The header's `kid`, if any.
     public static func keyID(_ token: String) throws(RightsError) -> String? {
         let parts = try split(token)
-        guard let bytes = Base64URL.decode(String(parts[0])),
+        guard let bytes = Base64URL.decode(parts[0]),
               let header = try? JSONCoding.decoder().decode([String: JSONValue].self, from: Data(bytes)) else {
             throw .malformedToken("the header is not base64url JSON")
         }
@@ -58,15 +65,22 @@ public enum SignedToken {
         return header["kid"]?.string
     }
 
+    /// The three parts, cut at the dots byte by byte (a `Character` split walks grapheme clusters, and a device
+    /// request carries its certificate: kilobytes on every request).
     private static func split(_ token: String) throws(RightsError) -> [Substring] {
         guard token.utf8.count <= maximumLength else { throw .malformedToken("longer than \(maximumLength) bytes") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { throw .malformedToken("a compact JWS has three non-empty parts") }
+        let utf8 = token.utf8, dot = UInt8(ascii: ".")
+        guard let first = utf8.firstIndex(of: dot), let second = utf8[utf8.index(after: first)...].firstIndex(of: dot),
+              utf8[utf8.index(after: second)...].firstIndex(of: dot) == nil else {
+            throw .malformedToken("a compact JWS has three non-empty parts")
+        }
+        let parts = [token[..<first], token[utf8.index(after: first)..<second], token[utf8.index(after: second)...]]
+        guard parts.allSatisfy({ !$0.isEmpty }) else { throw .malformedToken("a compact JWS has three non-empty parts") }
         return parts
     }
 
     private static func decode<Claims: Decodable>(_ part: Substring, as type: Claims.Type) throws(RightsError) -> Claims {
-        guard let bytes = Base64URL.decode(String(part)) else { throw .malformedToken("the payload is not base64url") }
+        guard let bytes = Base64URL.decode(part) else { throw .malformedToken("the payload is not base64url") }
         do {
             return try RightsJSON.decoder.decode(type, from: Data(bytes))
         } catch {
