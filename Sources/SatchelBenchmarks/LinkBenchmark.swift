@@ -71,7 +71,11 @@ struct LinkBenchmark {
         for fixed in [8, 16, 32] {
             tools.append(("satchel fixed \(fixed)", rounds, { [me, "download-child", master, fresh(), String(fixed)] }))
         }
-        tools.append(("aria2c -x16 -j16 (list)", rounds, { ["aria2c", "-q", "-x16", "-j16", "--allow-overwrite=true", "-d", fresh(), "-i", list.path] }))
+        if Tool.output(["which", "aria2c"]) != nil {
+            tools.append(("aria2c -x16 -j16 (list)", rounds, { ["aria2c", "-q", "-x16", "-j16", "--allow-overwrite=true", "-d", fresh(), "-i", list.path] }))
+        } else {
+            print("  aria2c: not installed (apt-get install aria2)")
+        }
         if Tool.output(["which", "yt-dlp"]) != nil {
             tools.append(("yt-dlp -N 8", rounds, { ["yt-dlp", "-q", "--no-progress", "-N", "8", "-P", fresh(), "-o", "out.%(ext)s", master] }))
         }
