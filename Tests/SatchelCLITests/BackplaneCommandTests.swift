@@ -167,7 +167,7 @@ import Testing
         }
     }
 
-    @Test("a remote wipe reaches a listening agent at once and removes its downloads and licenses; a remote kill then unregisters it and its later calls are refused")
+    @Test("agent listen stopped the instant it is connected exits 0; a remote wipe reaches a listening agent at once and removes its downloads and licenses; a remote kill then unregisters it and its later calls are refused")
     func wipeAndKill() async throws {
         let world = try await World("backplane-wipe")
         defer { world.server.stop() }
@@ -180,6 +180,14 @@ import Testing
             #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", device.directory]).status == 0)
             #expect(try CLIRunner.run(["download", "run", "--data-dir", device.directory]).status == 0)
             return device
+        }
+        try await TestMedia.offloaded {
+            // Stopped the instant it says it is connected: a stop, not a death by the signal (exit 0).
+            for round in 0..<5 {
+                let stopped = try EarlyStop.run(["agent", "listen", "--data-dir", device.directory])
+                #expect(stopped.line == "listening: connected to the backplane" && stopped.exited && stopped.status == 0,
+                        "round \(round): \(stopped.line) \(stopped.status) \(stopped.stderr)")
+            }
         }
         let listener = try LineReader(["agent", "listen", "--data-dir", device.directory])
         defer { listener.stop() }

@@ -105,24 +105,33 @@ import Testing
         defer { origin.stop() }
         try await TestMedia.offloaded { () throws -> Void in
             for round in 0..<20 {
-                let process = Process()
-                process.executableURL = CLIRunner.binary
-                process.arguments = ["play", origin.url("x/master.m3u8")]
-                process.currentDirectoryURL = work
-                let output = Pipe(), errors = Pipe()
-                process.standardOutput = output
-                process.standardError = errors
-                try process.run()
-                // Blocking reads: the signal goes the instant the URL's line is there.
-                var line = [UInt8](), byte: UInt8 = 0
-                while line.last != UInt8(ascii: "\n"), read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1 { line.append(byte) }
-                kill(process.processIdentifier, SIGTERM)
-                process.waitUntilExit()
-                let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                #expect(String(decoding: line, as: UTF8.self).hasPrefix("http://127.0.0.1:"), "round \(round): \(said)")
-                #expect(process.terminationReason == .exit && process.terminationStatus == 0, "round \(round): killed by the signal (\(process.terminationStatus))")
-                #expect(said.contains("event: closed: "), "round \(round): \(said)")
+                let stopped = try EarlyStop.run(["play", origin.url("x/master.m3u8")], in: work)
+                #expect(stopped.line.hasPrefix("http://127.0.0.1:"), "round \(round): \(stopped.stderr)")
+                #expect(stopped.exited && stopped.status == 0, "round \(round): killed by the signal (\(stopped.status))")
+                #expect(stopped.stderr.contains("event: closed: "), "round \(round): \(stopped.stderr)")
             }
         }
+    }
+}
+
+/// A `satchel` process stopped the instant its first line is out: blocking reads of its stdout, then SIGTERM (a
+/// command that says it is ready must already catch stop signals by then).
+enum EarlyStop {
+    /// Runs `satchel ARGUMENTS` in `directory`, sends SIGTERM once its first whole line has come, waits for its end.
+    static func run(_ arguments: [String], in directory: URL? = nil) throws -> (line: String, exited: Bool, status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = CLIRunner.binary
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        var line = [UInt8](), byte: UInt8 = 0
+        while line.last != UInt8(ascii: "\n"), read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1 { line.append(byte) }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (String(decoding: line.filter { $0 != UInt8(ascii: "\n") }, as: UTF8.self), process.terminationReason == .exit, process.terminationStatus, said)
     }
 }
