@@ -117,7 +117,8 @@ import Testing
 /// A `satchel` process stopped the instant its first line is out: blocking reads of its stdout, then SIGTERM (a
 /// command that says it is ready must already catch stop signals by then).
 enum EarlyStop {
-    /// Runs `satchel ARGUMENTS` in `directory`, sends SIGTERM once its first whole line has come, waits for its end.
+    /// Runs `satchel ARGUMENTS` in `directory`, sends SIGTERM once its first whole line has come (SIGKILL when none
+    /// comes within a minute), waits for its end.
     static func run(_ arguments: [String], in directory: URL? = nil) throws -> (line: String, exited: Bool, status: Int32, stderr: String) {
         let process = Process()
         process.executableURL = CLIRunner.binary
@@ -127,6 +128,11 @@ enum EarlyStop {
         process.standardOutput = output
         process.standardError = errors
         try process.run()
+        // One that never says a line is killed after a minute: the read ends, and the caller's checks say so.
+        let pid = process.processIdentifier
+        let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        defer { watchdog.cancel() }
         var line = [UInt8](), byte: UInt8 = 0
         while line.last != UInt8(ascii: "\n"), read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1 { line.append(byte) }
         kill(process.processIdentifier, SIGTERM)
