@@ -10,13 +10,17 @@ enum FairPlayCrypto {
     /// AES-128-CBC without padding; `data` must be whole blocks.
     static func cbcEncrypt(_ data: [UInt8], key: [UInt8], iv: [UInt8]) throws(FairPlayError) -> [UInt8] {
         guard data.count % 16 == 0 else { throw .payloadNotBlockAligned(length: data.count) }
-        do { return Array(try BlockCipher.cbc(data, key: SymmetricKey(data: key), iv: iv, encrypt: true)) } catch { throw .cryptoFailure("AES-CBC encryption") }
+        var bytes = data
+        do { try BlockCipher.cbc(&bytes, 0..<bytes.count, key: SymmetricKey(data: key), iv: iv, encrypt: true) } catch { throw .cryptoFailure("AES-CBC encryption") }
+        return bytes
     }
 
     /// AES-128-CBC decryption without padding; `data` must be whole blocks.
     static func cbcDecrypt<Bytes: DataProtocol>(_ data: Bytes, key: [UInt8], iv: [UInt8]) throws(FairPlayError) -> [UInt8] {
         guard data.count % 16 == 0 else { throw .payloadNotBlockAligned(length: data.count) }
-        do { return Array(try BlockCipher.cbc(data, key: SymmetricKey(data: key), iv: iv, encrypt: false)) } catch { throw .cryptoFailure("AES-CBC decryption") }
+        var bytes = Array(data)
+        do { try BlockCipher.cbc(&bytes, 0..<bytes.count, key: SymmetricKey(data: key), iv: iv, encrypt: false) } catch { throw .cryptoFailure("AES-CBC decryption") }
+        return bytes
     }
 
     /// AES-128-ECB encryption of one 16-byte block.

@@ -34,8 +34,9 @@ package enum BlockCipher {
         return Array(try cbc(data, key: key, iv: iv, encrypt: false, padding: padding))
     }
 
-    /// AES-CBC without padding over `range` of `bytes` (whole blocks), in place.
-    static func cbc(_ bytes: inout [UInt8], _ range: Range<Int>, key: SymmetricKey, iv: [UInt8], encrypt: Bool) throws(ProtectionError) {
+    /// AES-CBC without padding over `range` of `bytes` (whole blocks), in place (with the processor's AES
+    /// instructions where it has them: no per-call cipher context, for the small fields of a FairPlay SPC and CKC).
+    package static func cbc(_ bytes: inout [UInt8], _ range: Range<Int>, key: SymmetricKey, iv: [UInt8], encrypt: Bool) throws(ProtectionError) {
         try inPlace(&bytes) { (buffer) throws(ProtectionError) in try cbc(buffer, range, key: key, iv: iv, encrypt: encrypt) }
     }
 
