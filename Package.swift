@@ -68,10 +68,10 @@ let package = Package(
         // Layer 0: the crash-safe file writer, the lock box, file-system errors.
         .target(name: "SatchelSystem", dependencies: ["SatchelBytes", "CSatchelSystem", .product(name: "Logging", package: "swift-log")]),
         // Layer 1: opening a FluentKit database with its migrations (the key store and the download index).
-        .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
+        .target(name: "SatchelStorage", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "SQLKit", package: "sql-kit"), .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")]),
         // Layer 2: the backplane: users and devices, limits, download permission, commands and settings — the rules pure,
         // the store behind a protocol (FluentKit on SQLite or PostgreSQL).
-        .target(name: "SatchelBackplane", dependencies: ["SatchelBytes", .product(name: "FluentKit", package: "fluent-kit"),
+        .target(name: "SatchelBackplane", dependencies: ["SatchelBytes", "SatchelStorage", .product(name: "FluentKit", package: "fluent-kit"),
                                                          .product(name: "SQLKit", package: "sql-kit"),
                                                          .product(name: "PostgresNIO", package: "postgres-nio"),
                                                          .product(name: "Logging", package: "swift-log")]),
@@ -284,7 +284,7 @@ let package = Package(
                                                               "SatchelTestSupport"]),
         .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP", .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
                                                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types")]),
-        .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelRights", .product(name: "SQLKit", package: "sql-kit")]),
+        .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
                                                           .product(name: "AsyncHTTPClient", package: "async-http-client"),

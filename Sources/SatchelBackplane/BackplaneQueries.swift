@@ -2,9 +2,12 @@ import FluentKit
 import Foundation
 import SQLKit
 import SatchelBytes
+import SatchelStorage
 
-/// The store's reads that answer a device (inside the store's transactions).
-enum BackplaneQueries {
+/// The store's statements that answer a device, in one place (inside the store's transactions): each reads a bounded
+/// number of rows through an index (``hot`` lists them with example binds; a test asks SQLite and PostgreSQL for
+/// their plans).
+package enum BackplaneQueries {
     /// A device's sync: the device, its commands not yet acknowledged after `after`, the acknowledged floor, the
     /// settings; an active device's sync recorded; a killed device that has acknowledged its kill refused.
     ///
@@ -16,10 +19,7 @@ enum BackplaneQueries {
         // Every device's every sync comes here: plain SQL, because Fluent's model reading reflects on each model's
         // fields at every row, which was most of a sync's CPU.
         let sql = try sqlDatabase(database)
-        guard let row = try await sql.raw("""
-            SELECT user_id, external_id, name, platform, download_enabled, state, last_sync, registered_at, next_sequence
-            FROM \(ident: BackplaneDeviceModel.schema) WHERE device_id = \(bind: device)
-            """).first() else { throw BackplaneError.unknownDevice(DeviceReference.device(device).description) }
+        guard let row = try await sql.raw(Self.device(device)).first() else { throw BackplaneError.unknownDevice(DeviceReference.device(device).description) }
         let value = BackplaneDevice(deviceID: device, user: try row.decode(column: "user_id", as: String.self),
                                     externalID: try row.decode(column: "external_id", as: String?.self),
                                     name: try row.decode(column: "name", as: String.self), platform: try row.decode(column: "platform", as: String.self),
@@ -28,14 +28,11 @@ enum BackplaneQueries {
                                     lastSync: try row.decode(column: "last_sync", as: Date?.self),
                                     registered: try row.decode(column: "registered_at", as: Date.self))
         let nextSequence = try row.decode(column: "next_sequence", as: Int64.self)
-        let unacknowledged = try await sql.raw("""
-            SELECT body FROM \(ident: BackplaneCommandModel.schema) WHERE device_id = \(bind: device) AND acknowledged = \(bind: false)
-            ORDER BY sequence LIMIT \(bind: max(0, min(limit, 10_000)))
-            """).all()
+        let unacknowledged = try await sql.raw(Self.unacknowledged(device: device, limit: limit)).all()
             .map { row throws in try JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(try row.decode(column: "body", as: String.self).utf8)) }
         if value.state == .killed, !unacknowledged.contains(where: { $0.action == .kill }) { throw BackplaneError.deviceKilled(device) }
         if value.state == .active {
-            try await sql.raw("UPDATE \(ident: BackplaneDeviceModel.schema) SET last_sync = \(bind: now) WHERE device_id = \(bind: device)").run()
+            try await sql.raw(Self.recordSync(device: device, at: now)).run()
         }
         let settings = try await FluentBackplaneStore.document(FluentBackplaneStore.settingsDocument, as: BackplaneSettings.self, on: database)
             ?? BackplaneSettings()
@@ -43,6 +40,92 @@ enum BackplaneQueries {
                                    commands: unacknowledged.filter { $0.sequence > after },
                                    acknowledged: (unacknowledged.first?.sequence ?? nextSequence) - 1, settings: settings, serverTime: now)
     }
+
+    /// A user's own limits (the user's row).
+    static func userLimits(_ user: String) -> SQLQueryString {
+        "SELECT max_devices, max_assets_per_device, max_downloads, max_streams FROM backplane_users WHERE user_id = \(bind: user)"
+    }
+
+    /// How many of the user's active devices may download, `except` one (`backplane_devices_user`).
+    static func enabledDevices(user: String, except device: String) -> SQLQueryString {
+        """
+        SELECT COUNT(*) AS n FROM backplane_devices WHERE user_id = \(bind: user) AND download_enabled = \(bind: true)
+        AND state = \(bind: BackplaneDevice.State.active.rawValue) AND device_id <> \(bind: device)
+        """
+    }
+
+    /// Whether the device holds a grant for the asset (its unique index).
+    static func grant(device: String, asset: String) -> SQLQueryString {
+        "SELECT COUNT(*) AS n FROM backplane_grants WHERE device_id = \(bind: device) AND asset_id = \(bind: asset)"
+    }
+
+    /// The grants a device holds.
+    static func grants(device: String) -> SQLQueryString {
+        "SELECT COUNT(*) AS n FROM backplane_grants WHERE device_id = \(bind: device)"
+    }
+
+    /// The grants a user's devices hold (`backplane_grants_user`).
+    static func grants(user: String) -> SQLQueryString {
+        "SELECT COUNT(*) AS n FROM backplane_grants WHERE user_id = \(bind: user)"
+    }
+
+    /// Frees the user's stream slots whose lease has ended (`backplane_slots_user_expires`).
+    static func endedSlots(user: String, at now: Date) -> SQLQueryString {
+        "DELETE FROM backplane_slots WHERE user_id = \(bind: user) AND expires_at <= \(bind: now)"
+    }
+
+    /// The stream slots a user holds.
+    static func slots(user: String) -> SQLQueryString {
+        "SELECT COUNT(*) AS n FROM backplane_slots WHERE user_id = \(bind: user)"
+    }
+
+    /// A device's row (every sync).
+    static func device(_ device: String) -> SQLQueryString {
+        """
+        SELECT user_id, external_id, name, platform, download_enabled, state, last_sync, registered_at, next_sequence
+        FROM backplane_devices WHERE device_id = \(bind: device)
+        """
+    }
+
+    /// A device's commands not yet acknowledged, in order (`backplane_commands_pending`).
+    static func unacknowledged(device: String, limit: Int) -> SQLQueryString {
+        """
+        SELECT body FROM backplane_commands WHERE device_id = \(bind: device) AND acknowledged = \(bind: false)
+        ORDER BY sequence LIMIT \(bind: max(0, min(limit, 10_000)))
+        """
+    }
+
+    /// Records a device's sync.
+    static func recordSync(device: String, at now: Date) -> SQLQueryString {
+        "UPDATE backplane_devices SET last_sync = \(bind: now) WHERE device_id = \(bind: device)"
+    }
+
+    /// The one number a counting query of this file answers.
+    static func count(_ query: SQLQueryString, on database: any Database) async throws -> Int {
+        try await sqlDatabase(database).raw(query).first()?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    /// The hot statements with example binds.
+    package static var hot: [HotQuery] {
+        [
+            HotQuery("a user's limits", userLimits("user-1")),
+            HotQuery("a user's download-enabled devices", enabledDevices(user: "user-1", except: "device-1")),
+            HotQuery("a device's grant of an asset", grant(device: "device-1", asset: "asset-1")),
+            HotQuery("a device's grants", grants(device: "device-1")),
+            HotQuery("a user's grants", grants(user: "user-1")),
+            HotQuery("a user's ended stream slots freed", endedSlots(user: "user-1", at: Date())),
+            HotQuery("a user's stream slots", slots(user: "user-1")),
+            HotQuery("a device", device("device-1")),
+            HotQuery("a device's pending commands", unacknowledged(device: "device-1", limit: 100)),
+            HotQuery("a device's sync recorded", recordSync(device: "device-1", at: Date())),
+        ]
+    }
+
+    /// The backplane's tables that grow with the audience or the history.
+    package static let growingTables: Set<String> = [
+        "backplane_users", "backplane_devices", "backplane_grants", "backplane_commands", "backplane_slots", "backplane_events",
+        "backplane_feed_items", "backplane_subscriptions",
+    ]
 
     /// `database` as the SQL database both of the backplane's stores (SQLite, PostgreSQL) are.
     static func sqlDatabase(_ database: any Database) throws -> any SQLDatabase {
@@ -58,13 +141,16 @@ enum BackplaneQueries {
         return (first?.sequence ?? model.nextSequence) - 1
     }
 
-    /// Every user known (with a device, or limits of their own), in order of their names, at most `limit`.
-    static func users(limit: Int, on database: any Database) async throws -> [String] {
-        let rows = try await sqlDatabase(database).raw("""
-            SELECT user_id FROM \(ident: BackplaneUserModel.schema) UNION SELECT user_id FROM \(ident: BackplaneDeviceModel.schema)
-            ORDER BY user_id LIMIT \(bind: max(0, min(limit, 100_000)))
-            """).all()
-        return try rows.map { try $0.decode(column: "user_id", as: String.self) }
+    /// A page of the users known (every user with a device has a row: registration takes it), by user ID.
+    static func users(_ page: ListingRequest, on database: any Database) async throws -> ListingPage<String> {
+        var conditions: [SQLQueryString] = []
+        if let after = page.afterKey?.first { conditions.append("user_id > \(bind: after)") }
+        if let prefix = page.prefix { conditions.append("user_id >= \(bind: prefix)") }
+        let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        var users = try await sqlDatabase(database).raw("SELECT user_id FROM backplane_users \(condition) ORDER BY user_id LIMIT \(literal: page.limit + 1)")
+            .all().map { try $0.decode(column: "user_id", as: String.self) }
+        if let prefix = page.prefix, let end = users.firstIndex(where: { !$0.hasPrefix(prefix) }) { users.removeSubrange(end...) }
+        return ListingPage(reading: users, limit: page.limit, listing: backplaneUsersListing) { [$0] }
     }
 
     /// Forgets a device (the user's row is held by the caller): its grants, commands and stream slots go with it, so

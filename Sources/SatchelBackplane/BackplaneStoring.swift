@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 
 /// Where the backplane keeps users, devices, grants and commands: the seam between the rules and a database
 /// (``FluentBackplaneStore`` on SQLite for one node, PostgreSQL for several). Every limit holds in the store itself,
@@ -9,19 +10,21 @@ public protocol BackplaneStoring: Sendable {
     func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration
     /// The device `reference` names.
     func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice
-    /// Every device, or a user's, in registration order (at most `limit`).
-    func devices(user: String?, limit: Int) async throws(BackplaneError) -> [BackplaneDevice]
+    /// A page of every device, or of a user's, by device ID (a prefix of the page request: device IDs that start with it).
+    func devices(user: String?, page: ListingRequest) async throws(BackplaneError) -> ListingPage<BackplaneDevice>
     /// Forgets an active device (its grants, commands and stream slots too), freeing its place under the user's
     /// limits; it is enrolled anew if it calls again. A killed device is refused (`deviceKilled`): it stays on record.
     func delete(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice
     /// Turns a device's downloading on (only within its user's limit) or off; the device is told by a command.
     func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice
-    /// Every user known (with a device or limits of their own), in order of their names (at most `limit`).
-    func users(limit: Int) async throws(BackplaneError) -> [String]
+    /// A page of the users known (with a device or limits of their own), by user ID.
+    func users(_ page: ListingRequest) async throws(BackplaneError) -> ListingPage<String>
     /// Sets the global limits (`user` nil) or a user's own.
     func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError)
-    /// The global limits and every user's own.
+    /// The global limits and every user's own (an operator's export: it reads every user with limits of their own).
     func limits() async throws(BackplaneError) -> LimitTable
+    /// The global limits and `user`'s own (nil when the user has none): one row, whatever the number of users.
+    func limits(of user: String) async throws(BackplaneError) -> (global: BackplaneLimits, own: BackplaneLimits?)
     /// Whether the device may download `asset` (a grant is recorded when it may).
     func permission(device: String, asset: String, downloadable: Bool) async throws(BackplaneError) -> DownloadPermission
     /// Gives back the device's grant for `asset` (the device deleted it): its asset and download counts go down.
@@ -55,3 +58,11 @@ public struct BackplaneRegistration: Sendable, Equatable {
     /// The notice, when there is one.
     public var notice: BackplaneNotice?
 }
+
+extension BackplaneDevice {
+    /// The devices listing's name in its cursors.
+    public static let listing = "devices"
+}
+
+/// The users listing's name in its cursors.
+public let backplaneUsersListing = "users"

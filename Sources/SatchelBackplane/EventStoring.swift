@@ -1,5 +1,6 @@
 import FluentKit
 import Foundation
+import SatchelBytes
 import SQLKit
 
 /// Where the backplane keeps the devices' events: the seam between the routes and a database. An event reported
@@ -7,8 +8,10 @@ import SQLKit
 public protocol EventStoring: Sendable {
     /// Keeps `events` of `device` (of `user`), received at `received`; answers how many were new.
     func record(_ events: [DeviceEvent], device: String, user: String, received: Date) async throws(BackplaneError) -> Int
-    /// The events `query` selects, newest first, at most `limit`.
+    /// The events `query` selects, newest first (by the device's time), at most `limit` (the activity charts).
     func events(_ query: EventQuery, limit: Int) async throws(BackplaneError) -> [RecordedEvent]
+    /// A page of the events `query` selects, the last received first.
+    func events(_ query: EventQuery, page: ListingRequest) async throws(BackplaneError) -> ListingPage<RecordedEvent>
     /// How many events `query` selects, by `grouping`, most first.
     func counts(_ query: EventQuery, by grouping: EventGrouping, limit: Int) async throws(BackplaneError) -> [EventCount]
 }
@@ -52,20 +55,40 @@ public struct FluentEventStore: EventStoring {
         do {
             let rows = try await Self.filtered(sql.select().columns("*").from(Self.table), query)
                 .orderBy("at", .descending).orderBy("ordinal", .descending).limit(max(0, min(limit, 100_000))).all()
-            return try rows.map { row in
-                let device = try row.decode(column: "device_id", as: String.self)
-                let record = try row.decode(column: "record_id", as: String.self)
-                let event = DeviceEvent(eventID: String(record.dropFirst(device.count + 1)),
-                                        kind: DeviceEventKind(rawValue: try row.decode(column: "kind", as: String.self)) ?? .downloadError,
-                                        time: try row.decode(column: "at", as: Date.self), assetID: try row.decode(column: "asset_id", as: String?.self),
-                                        reason: try row.decode(column: "reason", as: String?.self), seconds: try row.decode(column: "seconds", as: Double?.self),
-                                        detail: try row.decode(column: "detail", as: String?.self))
-                return RecordedEvent(event: event, deviceID: device, user: try row.decode(column: "user_id", as: String.self),
-                                     received: try row.decode(column: "received_at", as: Date.self))
-            }
+            return try rows.map(Self.event)
         } catch {
             throw .storage("cannot read the events: \(String(describing: error).prefix(200))")
         }
+    }
+
+    public func events(_ query: EventQuery, page: ListingRequest) async throws(BackplaneError) -> ListingPage<RecordedEvent> {
+        var select = Self.filtered(sql.select().columns("*").from(Self.table), query)
+        if let after = page.afterKey {
+            guard let ordinal = Int64(after[0]) else { throw .badRequest("the cursor (after) is not one of the events listing") }
+            select = select.where(SQLBinaryExpression(SQLGroupExpression([SQLIdentifier("ordinal"), SQLIdentifier("record_id")]), .lessThan,
+                                                      SQLGroupExpression([SQLBind(ordinal), SQLBind(after[1])])))
+        }
+        do {
+            let rows = try await select.orderBy("ordinal", .descending).orderBy("record_id", .descending).limit(page.limit + 1).all()
+            let keyed = try rows.map { row in (try Self.event(row), [String(try row.decode(column: "ordinal", as: Int64.self)), try row.decode(column: "record_id", as: String.self)]) }
+            let items = keyed.prefix(page.limit)
+            return ListingPage(items: items.map(\.0), next: keyed.count > page.limit ? items.last.map { ListingCursor(listing: RecordedEvent.listing, key: $0.1).encoded } : nil)
+        } catch {
+            throw .storage("cannot read the events: \(String(describing: error).prefix(200))")
+        }
+    }
+
+    /// An event as a row of the table holds it.
+    static func event(_ row: any SQLRow) throws -> RecordedEvent {
+        let device = try row.decode(column: "device_id", as: String.self)
+        let record = try row.decode(column: "record_id", as: String.self)
+        let event = DeviceEvent(eventID: String(record.dropFirst(device.count + 1)),
+                                kind: DeviceEventKind(rawValue: try row.decode(column: "kind", as: String.self)) ?? .downloadError,
+                                time: try row.decode(column: "at", as: Date.self), assetID: try row.decode(column: "asset_id", as: String?.self),
+                                reason: try row.decode(column: "reason", as: String?.self), seconds: try row.decode(column: "seconds", as: Double?.self),
+                                detail: try row.decode(column: "detail", as: String?.self))
+        return RecordedEvent(event: event, deviceID: device, user: try row.decode(column: "user_id", as: String.self),
+                             received: try row.decode(column: "received_at", as: Date.self))
     }
 
     public func counts(_ query: EventQuery, by grouping: EventGrouping, limit: Int) async throws(BackplaneError) -> [EventCount] {
@@ -122,4 +145,9 @@ public struct AddDeviceEvents: AsyncMigration {
     public func revert(on database: any Database) async throws {
         try await database.schema(FluentEventStore.table).delete()
     }
+}
+
+extension RecordedEvent {
+    /// The events listing's name in its cursors.
+    public static let listing = "events"
 }

@@ -1,5 +1,6 @@
 import FluentKit
 import Foundation
+import SatchelBytes
 import SQLKit
 
 /// Where the backplane keeps feeds and their items: the seam between the routes and a database.
@@ -7,11 +8,11 @@ public protocol FeedStoring: Sendable {
     /// Makes a feed (`feedExists` when the ID is taken).
     func create(_ feedID: String, title: String, at now: Date) async throws(BackplaneError) -> Feed
     /// Every feed, by ID, with its item count.
-    func feeds(limit: Int) async throws(BackplaneError) -> [Feed]
+    func feeds(_ page: ListingRequest) async throws(BackplaneError) -> ListingPage<Feed>
     /// Adds an item to a feed, numbered after its last (`feedItemExists` when the feed offers the asset already).
     func add(_ item: FeedItem) async throws(BackplaneError) -> FeedItem
     /// A feed's items after the `after`-th, in order, at most `limit`.
-    func items(feed: String, after: Int64, limit: Int) async throws(BackplaneError) -> [FeedItem]
+    func items(feed: String, page: ListingRequest) async throws(BackplaneError) -> ListingPage<FeedItem>
     /// Subscribes `device` to a feed, or changes its quota settings when it is subscribed (`unknownFeed`,
     /// `subscriptionLimit`).
     func subscribe(device: String, _ request: SubscriptionRequest, at now: Date) async throws(BackplaneError) -> Subscription
@@ -20,7 +21,7 @@ public protocol FeedStoring: Sendable {
     /// A device's subscriptions, by feed.
     func subscriptions(device: String) async throws(BackplaneError) -> [Subscription]
     /// A feed's subscribers, by device.
-    func subscribers(feed: String, limit: Int) async throws(BackplaneError) -> [Subscription]
+    func subscribers(feed: String, page: ListingRequest) async throws(BackplaneError) -> ListingPage<Subscription>
     /// Keeps the last item `device` applied of each feed (`applied`; never lowered), then answers each subscribed feed
     /// with the items after it, in order, as many as an answer holds (`more` when others follow).
     func deliver(device: String, applied: [String: Int64]) async throws(BackplaneError) -> [FeedDelivery]
@@ -53,10 +54,15 @@ public struct FluentFeedStore: FeedStoring {
         }
     }
 
-    public func feeds(limit: Int) async throws(BackplaneError) -> [Feed] {
-        try await store.transaction("list the feeds") { database async throws in
-            let models = try await BackplaneFeedModel.query(on: database).sort(\.$id).limit(max(0, min(limit, 10_000))).all()
-            return models.map { Feed(feedID: $0.id ?? "", title: $0.title, created: $0.created, items: Int($0.nextSequence - 1)) }
+    public func feeds(_ page: ListingRequest) async throws(BackplaneError) -> ListingPage<Feed> {
+        try await store.transaction("list the feeds", atomic: false) { database async throws in
+            var query = BackplaneFeedModel.query(on: database)
+            if let after = page.afterKey?.first { query = query.filter(\.$id > after) }
+            if let prefix = page.prefix { query = query.filter(\.$id >= prefix) }
+            var feeds = try await query.sort(\.$id).limit(page.limit + 1).all()
+                .map { Feed(feedID: $0.id ?? "", title: $0.title, created: $0.created, items: Int($0.nextSequence - 1)) }
+            if let prefix = page.prefix, let end = feeds.firstIndex(where: { !$0.feedID.hasPrefix(prefix) }) { feeds.removeSubrange(end...) }
+            return ListingPage(reading: feeds, limit: page.limit, listing: Feed.listing) { [$0.feedID] }
         }
     }
 
@@ -82,11 +88,13 @@ public struct FluentFeedStore: FeedStoring {
         }
     }
 
-    public func items(feed: String, after: Int64, limit: Int) async throws(BackplaneError) -> [FeedItem] {
-        try await store.transaction("read the items") { database async throws in
+    public func items(feed: String, page: ListingRequest) async throws(BackplaneError) -> ListingPage<FeedItem> {
+        let after = try FeedItem.sequence(after: page)
+        return try await store.transaction("read the items", atomic: false) { database async throws in
             guard try await BackplaneFeedModel.find(feed, on: database) != nil else { throw BackplaneError.unknownFeed(feed) }
-            return try await BackplaneFeedItemModel.query(on: database).filter(\.$feed == feed).filter(\.$sequence > after).sort(\.$sequence)
-                .limit(max(0, min(limit, 10_000))).all().map { try $0.value() }
+            let items = try await BackplaneFeedItemModel.query(on: database).filter(\.$feed == feed).filter(\.$sequence > after).sort(\.$sequence)
+                .limit(page.limit + 1).all().map { try $0.value() }
+            return ListingPage(reading: items, limit: page.limit, listing: FeedItem.listing) { [String($0.sequence)] }
         }
     }
 }
@@ -159,4 +167,26 @@ public struct AddFeeds: AsyncMigration {
     public func revert(on database: any Database) async throws {
         for schema in [BackplaneFeedItemModel.schema, BackplaneFeedModel.schema] { try await database.schema(schema).delete() }
     }
+}
+
+extension Feed {
+    /// The feeds listing's name in its cursors.
+    public static let listing = "feeds"
+}
+
+extension FeedItem {
+    /// The items listing's name in its cursors.
+    public static let listing = "items"
+
+    /// The sequence a page of items starts after (0 on the first page).
+    static func sequence(after page: ListingRequest) throws(BackplaneError) -> Int64 {
+        guard let key = page.afterKey?.first else { return 0 }
+        guard let sequence = Int64(key), sequence >= 0 else { throw .badRequest("the cursor (after) is not one of this feed's items") }
+        return sequence
+    }
+}
+
+extension Subscription {
+    /// The subscribers listing's name in its cursors.
+    public static let listing = "subscribers"
 }

@@ -1,5 +1,6 @@
 import FluentKit
 import Foundation
+import SatchelBytes
 import SQLKit
 
 /// Which device follows which feed (seed 003 "Subscriptions"), in the backplane's database. A change of a device's
@@ -52,11 +53,13 @@ extension FluentFeedStore {
         }
     }
 
-    public func subscribers(feed: String, limit: Int) async throws(BackplaneError) -> [Subscription] {
-        try await store.transaction("read the subscribers") { database async throws in
+    public func subscribers(feed: String, page: ListingRequest) async throws(BackplaneError) -> ListingPage<Subscription> {
+        try await store.transaction("read the subscribers", atomic: false) { database async throws in
             guard try await BackplaneFeedModel.find(feed, on: database) != nil else { throw BackplaneError.unknownFeed(feed) }
-            return try await BackplaneSubscriptionModel.query(on: database).filter(\.$feed == feed).sort(\.$device)
-                .limit(max(0, min(limit, 10_000))).all().map(\.value)
+            var query = BackplaneSubscriptionModel.query(on: database).filter(\.$feed == feed)
+            if let after = page.afterKey?.first { query = query.filter(\.$device > after) }
+            let rows = try await query.sort(\.$device).limit(page.limit + 1).all().map(\.value)
+            return ListingPage(reading: rows, limit: page.limit, listing: Subscription.listing) { [$0.deviceID] }
         }
     }
 

@@ -2,6 +2,7 @@ import FluentKit
 import Foundation
 import SQLKit
 import SatchelBytes
+import SatchelStorage
 
 /// The backplane's store on a FluentKit database. Each change to a user's devices or grants first takes the user's
 /// row (`backplane_users`, created on first use): on PostgreSQL with `SELECT … FOR UPDATE`, so two nodes counting
@@ -31,9 +32,8 @@ public struct FluentBackplaneStore: BackplaneStoring {
                 try await existing.save(on: database)
                 return BackplaneRegistration(device: existing.value, notice: .alreadyRegistered)
             }
-            let limits = try await Self.limitTable(on: database).limits(for: device.user)
-            let enabled = try await BackplaneDeviceModel.query(on: database).filter(\.$user == device.user).filter(\.$downloadEnabled == true)
-                .filter(\.$state == BackplaneDevice.State.active.rawValue).count()
+            let limits = try await Self.effectiveLimits(of: device.user, on: database)
+            let enabled = try await BackplaneQueries.count(BackplaneQueries.enabledDevices(user: device.user, except: ""), on: database)
             let enrollment = BackplaneRules.enrollment(enabledDevices: enabled, limits: limits)
             let model = BackplaneDeviceModel()
             model.id = device.deviceID
@@ -54,11 +54,15 @@ public struct FluentBackplaneStore: BackplaneStoring {
         try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value }
     }
 
-    public func devices(user: String?, limit: Int) async throws(BackplaneError) -> [BackplaneDevice] {
-        try await transaction("list the devices") { database async throws in
+    public func devices(user: String?, page: ListingRequest) async throws(BackplaneError) -> ListingPage<BackplaneDevice> {
+        try await transaction("list the devices", atomic: false) { database async throws in
             var query = BackplaneDeviceModel.query(on: database)
             if let user { query = query.filter(\.$user == user) }
-            return try await query.sort(\.$registered).sort(\.$id).limit(max(0, min(limit, 100_000))).all().map(\.value)
+            if let after = page.afterKey?.first { query = query.filter(\.$id > after) }
+            if let prefix = page.prefix { query = query.filter(\.$id >= prefix) }
+            var rows = try await query.sort(\.$id).limit(page.limit + 1).all().map(\.value)
+            if let prefix = page.prefix, let end = rows.firstIndex(where: { !$0.deviceID.hasPrefix(prefix) }) { rows.removeSubrange(end...) }
+            return ListingPage(reading: rows, limit: page.limit, listing: BackplaneDevice.listing) { [$0.deviceID] }
         }
     }
 
@@ -74,9 +78,8 @@ public struct FluentBackplaneStore: BackplaneStoring {
             let user = try await Self.model(reference, on: database).user
             try await BackplaneRowLocks.user(user, on: database)
             let model = try await Self.model(reference, on: database)  // read again under the lock
-            let limits = try await Self.limitTable(on: database).limits(for: model.user)
-            let others = try await BackplaneDeviceModel.query(on: database).filter(\.$user == model.user).filter(\.$downloadEnabled == true)
-                .filter(\.$state == BackplaneDevice.State.active.rawValue).filter(\.$id != model.id ?? "").count()
+            let limits = try await Self.effectiveLimits(of: model.user, on: database)
+            let others = try await BackplaneQueries.count(BackplaneQueries.enabledDevices(user: model.user, except: model.id ?? ""), on: database)
             let enabled = try BackplaneRules.downloadEnabled(wanted, device: model.value, otherEnabledDevices: others, limits: limits)
             if enabled != model.downloadEnabled {
                 model.downloadEnabled = enabled
@@ -86,8 +89,8 @@ public struct FluentBackplaneStore: BackplaneStoring {
         }
     }
 
-    public func users(limit: Int) async throws(BackplaneError) -> [String] {
-        try await transaction("list the users") { database async throws in try await BackplaneQueries.users(limit: limit, on: database) }
+    public func users(_ page: ListingRequest) async throws(BackplaneError) -> ListingPage<String> {
+        try await transaction("list the users", atomic: false) { database async throws in try await BackplaneQueries.users(page, on: database) }
     }
 
     public func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError) {
@@ -111,16 +114,20 @@ public struct FluentBackplaneStore: BackplaneStoring {
         try await transaction("read the limits") { database async throws in try await Self.limitTable(on: database) }
     }
 
+    public func limits(of user: String) async throws(BackplaneError) -> (global: BackplaneLimits, own: BackplaneLimits?) {
+        try await transaction("read the user's limits", atomic: false) { database async throws in try await Self.limits(of: user, on: database) }
+    }
+
     public func permission(device: String, asset: String, downloadable: Bool) async throws(BackplaneError) -> DownloadPermission {
         try await transaction("decide the permission") { database async throws in
             let user = try await Self.model(.device(device), on: database).user
             try await BackplaneRowLocks.user(user, on: database)
             let model = try await Self.model(.device(device), on: database)
-            let already = try await BackplaneGrantModel.query(on: database).filter(\.$device == device).filter(\.$asset == asset).count() > 0
-            let onDevice = try await BackplaneGrantModel.query(on: database).filter(\.$device == device).count()
-            let account = try await BackplaneGrantModel.query(on: database).filter(\.$user == user).count()
+            let already = try await BackplaneQueries.count(BackplaneQueries.grant(device: device, asset: asset), on: database) > 0
+            let onDevice = try await BackplaneQueries.count(BackplaneQueries.grants(device: device), on: database)
+            let account = try await BackplaneQueries.count(BackplaneQueries.grants(user: user), on: database)
             let answer = BackplaneRules.permission(device: model.value, alreadyGranted: already, downloadable: downloadable, assetsOnDevice: onDevice,
-                                                   accountDownloads: account, limits: try await Self.limitTable(on: database).limits(for: user))
+                                                   accountDownloads: account, limits: try await Self.effectiveLimits(of: user, on: database))
             if answer.isGranted, !already {
                 let grant = BackplaneGrantModel()
                 grant.id = SecureRandom.uuid().uuidString.lowercased()

@@ -54,5 +54,5 @@ public struct AddStreamSlots: AsyncMigration {
 /// Every migration of the backplane, in order: run them with the license service's.
 public enum BackplaneMigrations {
     /// The backplane's tables, then what came after them.
-    public static var all: [any Migration] { [CreateBackplaneSchema(), AddStreamSlots(), AddDeviceEvents(), AddFeeds(), AddSubscriptions()] }
+    public static var all: [any Migration] { [CreateBackplaneSchema(), AddStreamSlots(), AddDeviceEvents(), AddFeeds(), AddSubscriptions(), IndexBackplaneForScale()] }
 }

@@ -17,7 +17,7 @@ public protocol StreamSlotStoring: Sendable {
     /// Releases the device's slot (releasing one already gone changes nothing).
     func release(device: String, slot: String) async throws(BackplaneError)
     /// The slots held at `now` (every account's, or `user`'s), oldest first, at most `limit`.
-    func slots(user: String?, at now: Date, limit: Int) async throws(BackplaneError) -> [StreamSlot]
+    func slots(user: String?, at now: Date, page: ListingRequest) async throws(BackplaneError) -> ListingPage<StreamSlot>
 }
 
 /// The stream slots on a FluentKit database (the backplane's, migrated with ``BackplaneMigrations/all``). Taking and
@@ -90,19 +90,22 @@ public struct FluentStreamSlots: StreamSlotStoring {
         }
     }
 
-    public func slots(user: String?, at now: Date, limit: Int) async throws(BackplaneError) -> [StreamSlot] {
-        try await store.transaction("list the stream slots") { database async throws in
+    public func slots(user: String?, at now: Date, page: ListingRequest) async throws(BackplaneError) -> ListingPage<StreamSlot> {
+        try await store.transaction("list the stream slots", atomic: false) { database async throws in
             var query = BackplaneSlotModel.query(on: database).filter(\.$expires > now)
             if let user { query = query.filter(\.$user == user) }
-            return try await query.sort(\.$acquired).sort(\.$id).limit(max(0, min(limit, 100_000))).all().map(\.value)
+            if let after = page.afterKey?.first { query = query.filter(\.$id > after) }
+            let rows = try await query.sort(\.$id).limit(page.limit + 1).all().map(\.value)
+            return ListingPage(reading: rows, limit: page.limit, listing: StreamSlot.listing) { [$0.slotID] }
         }
     }
 
     /// The slots `user` holds at `now` (ended leases freed first) and the user's limits; the user's row is held.
     static func held(user: String, at now: Date, on database: any Database) async throws -> (held: Int, limits: BackplaneLimits) {
-        try await BackplaneSlotModel.query(on: database).filter(\.$user == user).filter(\.$expires <= now).delete()
-        let held = try await BackplaneSlotModel.query(on: database).filter(\.$user == user).count()
-        return (held, try await FluentBackplaneStore.limitTable(on: database).limits(for: user))
+        let sql = try BackplaneQueries.sqlDatabase(database)
+        try await sql.raw(BackplaneQueries.endedSlots(user: user, at: now)).run()
+        let held = try await BackplaneQueries.count(BackplaneQueries.slots(user: user), on: database)
+        return (held, try await FluentBackplaneStore.effectiveLimits(of: user, on: database))
     }
 
     /// The lease in force (the settings', else a minute).
@@ -110,4 +113,9 @@ public struct FluentStreamSlots: StreamSlotStoring {
         let settings = try await FluentBackplaneStore.document(FluentBackplaneStore.settingsDocument, as: BackplaneSettings.self, on: database)
         return settings?.streamLease ?? StreamSlotRules.defaultLease
     }
+}
+
+extension StreamSlot {
+    /// The slots listing's name in its cursors.
+    public static let listing = "slots"
 }

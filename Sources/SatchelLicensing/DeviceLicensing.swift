@@ -198,15 +198,9 @@ public struct DeviceLicensing: Sendable {
         return try await keys(asset: assetID)
     }
 
-    /// Every key of an asset.
+    /// Every key of an asset (the key store reads them through its index by asset).
     private func keys(asset assetID: String) async throws(LicensingError) -> [StoredKey] {
-        let first = try await service.store.key(asset: assetID)
-        var keys: [StoredKey] = []
-        for summary in try await service.store.list() where summary.assetID == first.assetID {
-            guard let keyID = try? KeyID(hex: summary.keyID) else { continue }
-            keys.append(try await service.store.key(id: keyID))
-        }
-        return keys.isEmpty ? [first] : keys
+        try await service.store.keys(asset: assetID)
     }
 
     private func sign(_ claims: some Encodable) async throws(LicensingError) -> String {

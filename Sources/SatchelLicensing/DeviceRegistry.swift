@@ -97,8 +97,10 @@ public struct DeviceRegistry: Sendable {
     /// Registers a device key for a user: the same key registered again by the same user keeps its device ID.
     public func register(_ key: PublicKeyJWK, subject: String, name: String?, externalID: String?, at now: Date) async throws(LicensingError) -> DeviceRecord {
         let fingerprint = key.fingerprint, keyText = try Self.json(key)
+        let sql = try sqlDatabase()
         let model = try await stored("register the device") { () async throws -> DeviceModel in
-            if let existing = try await DeviceModel.query(on: database).filter(\.$subject == subject).filter(\.$fingerprint == fingerprint).first() {
+            if let row = try await sql.raw(LicensingQueries.device(subject: subject, fingerprint: fingerprint)).first(),
+               let existing = try await DeviceModel.find(try row.decode(column: "device_id", as: String.self), on: database) {
                 if name != nil { existing.name = name }
                 if externalID != nil { existing.externalID = externalID }
                 try await existing.save(on: database)
@@ -118,9 +120,7 @@ public struct DeviceRegistry: Sendable {
         // fields at every row, a large part of a device request's CPU.
         let sql = try sqlDatabase()
         let found = try await stored("read devices") { () async throws -> (any SQLRow)? in
-            try await sql.raw("""
-                SELECT subject, public_key, name, external_id, registered_at, disabled FROM \(ident: DeviceModel.schema) WHERE device_id = \(bind: id)
-                """).first()
+            try await sql.raw(LicensingQueries.device(id: id)).first()
         }
         guard let row = found else { throw .notEntitled("the device is not registered with this server") }
         let fields = try await stored("read devices") { () throws -> (String, String, String?, String?, Date, Bool?) in
@@ -189,22 +189,17 @@ public struct DeviceRegistry: Sendable {
             return true
         }
         if due {
-            try await stored("forget old nonces") {
-                try await DeviceNonceModel.query(on: database).filter(\.$seenAt < now.addingTimeInterval(-retention)).delete()
-            }
+            let sql = try sqlDatabase()
+            try await stored("forget old nonces") { try await sql.raw(LicensingQueries.forgetNonces(before: now.addingTimeInterval(-retention))).run() }
         }
         do {
             // Plain SQL, with an ID from the random reservoir: Fluent's would open /dev/urandom for each request.
-            try await sqlDatabase().raw("""
-                INSERT INTO \(ident: DeviceNonceModel.schema) (id, device_id, nonce, seen_at)
-                VALUES (\(bind: SecureRandom.uuid()), \(bind: device), \(bind: nonce), \(bind: now))
-                """).run()
+            try await sqlDatabase().raw(LicensingQueries.insertNonce(id: SecureRandom.uuid(), device: device, nonce: nonce, at: now)).run()
         } catch {
             // The unique index (this device used the nonce, here or on another server of a scale-out), or a failure.
-            let seen = try await stored("read nonces") {
-                try await DeviceNonceModel.query(on: database).filter(\.$deviceID == device).filter(\.$nonce == nonce).count()
-            }
-            guard seen == 0 else { throw .replayed("this request was already answered (its nonce was used before)") }
+            let sql = try sqlDatabase()
+            let seen = try await stored("read nonces") { try await sql.raw(LicensingQueries.nonce(device: device, nonce: nonce)).first() != nil }
+            guard !seen else { throw .replayed("this request was already answered (its nonce was used before)") }
             throw .storage("cannot record the request's nonce")
         }
     }
@@ -220,13 +215,12 @@ public struct DeviceRegistry: Sendable {
         return records
     }
 
-    /// The licenses issued to one device, newest first (at most `limit`).
+    /// The licenses issued to one device, newest first (at most `limit`), through the licenses' index by device.
     public func licenses(device: String, limit: Int = 10_000) async throws(LicensingError) -> [DeviceLicenseRecord] {
-        let models = try await stored("read licenses") {
-            try await DeviceLicenseModel.query(on: database).filter(\.$deviceID == device).sort(\.$issuedAt, .descending).limit(limit).all()
-        }
+        let sql = try sqlDatabase()
+        let rows = try await stored("read licenses") { try await sql.raw(LicensingQueries.licenses(device: device, limit: limit)).all() }
         var records: [DeviceLicenseRecord] = []
-        for model in models { records.append(try record(model)) }
+        for row in rows { records.append(try record(row)) }
         return records
     }
 
@@ -253,6 +247,24 @@ public struct DeviceRegistry: Sendable {
         }
         return DeviceRecord(deviceID: model.id ?? "", subject: model.subject, publicKey: key, name: model.name, externalID: model.externalID,
                             registeredAt: model.registeredAt, disabled: model.disabled ?? false)
+    }
+
+    private func record(_ row: any SQLRow) throws(LicensingError) -> DeviceLicenseRecord {
+        do {
+            guard let rights = RightsJSON.value(Rights.self, from: try row.decode(column: "rights", as: String.self)),
+                  let state = DeviceLicenseState(rawValue: try row.decode(column: "state", as: String.self)) else {
+                throw LicensingError.storage("a stored license cannot be read")
+            }
+            return DeviceLicenseRecord(licenseID: try row.decode(column: "license_id", as: String.self), deviceID: try row.decode(column: "device_id", as: String.self),
+                                       subject: try row.decode(column: "subject", as: String.self), assetID: try row.decode(column: "asset_id", as: String.self),
+                                       persistent: try row.decode(column: "persistent", as: Bool.self), state: state, rights: rights,
+                                       issuedAt: try row.decode(column: "issued_at", as: Date.self), renewedAt: try row.decode(column: "renewed_at", as: Date?.self),
+                                       releasedAt: try row.decode(column: "released_at", as: Date?.self), customData: try row.decode(column: "custom_data", as: String?.self))
+        } catch let error as LicensingError {
+            throw error
+        } catch {
+            throw .storage("a stored license cannot be read")
+        }
     }
 
     private func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord {

@@ -1,5 +1,7 @@
 import FluentKit
 import Foundation
+import SQLKit
+import SatchelStorage
 import SatchelSystem
 import SatchelBytes
 import SatchelProtection
@@ -41,6 +43,7 @@ public struct FluentKeyStore: KeyStore {
                            reassign: Bool) async throws(LicensingError) {
         guard !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("an asset ID is 1 to 200 bytes") }
         guard !keys.isEmpty else { throw .badRequest("no keys to import") }
+        guard keys.count <= CatalogEntry.maximumKeys else { throw .badRequest("an asset has at most \(CatalogEntry.maximumKeys) keys") }
         let policyText: String
         do { policyText = String(decoding: try Self.encoder.encode(policy), as: UTF8.self) } catch { throw .badRequest("policy cannot be encoded") }
         var sealing: [(String, [UInt8], String)] = []
@@ -79,18 +82,97 @@ public struct FluentKeyStore: KeyStore {
         }
     }
 
-    /// Every key with its asset and policy (no key material).
-    public func list() async throws(LicensingError) -> [KeySummary] {
-        do {
-            let assets = try await AssetModel.query(on: database).all()
-            let keys = try await KeyModel.query(on: database).sort(\.$assetID).all()
-            return try keys.compactMap { key -> KeySummary? in
-                guard let asset = assets.first(where: { $0.id == key.assetID }), let keyID = key.id else { return nil }
-                return KeySummary(assetID: key.assetID, fairPlayAssetID: asset.fairPlayAssetID, keyID: keyID,
-                                  policy: try Self.decoder.decode(AssetPolicy.self, from: Data(asset.policy.utf8)))
+    /// Imports a catalogue's assets in one transaction: the key IDs checked against the keys held by other assets,
+    /// then the assets and keys written with multi-row upserts (an asset or key imported before is replaced, never
+    /// doubled).
+    public func importCatalog(_ entries: [CatalogEntry]) async throws(LicensingError) -> Int {
+        guard !entries.isEmpty else { return 0 }
+        let now = Date()
+        var assets: [[any SQLExpression]] = [], keys: [[any SQLExpression]] = [], owners: [String: String] = [:]
+        for entry in entries {
+            let policy: String
+            do { policy = String(decoding: try Self.encoder.encode(entry.policy), as: UTF8.self) } catch { throw .badRequest("policy cannot be encoded") }
+            assets.append([SQLBind(entry.assetID), SQLBind(entry.fairPlayAssetID ?? entry.assetID), SQLBind(policy), SQLBind(now)])
+            for (index, key) in entry.keys.enumerated() {
+                if let other = owners.updateValue(entry.assetID, forKey: key.keyID.hex), other != entry.assetID {
+                    throw .keyHeld(keyID: key.keyID.hex, asset: other)
+                }
+                // Each key a microsecond after the one before: an asset's keys keep their order (its first key is the first given).
+                keys.append([SQLBind(key.keyID.hex), SQLBind(entry.assetID), SQLBind(Data(try kek.seal(key.key, keyID: key.keyID.hex))),
+                             SQLBind(Hex.encode(key.iv)), SQLBind(now.addingTimeInterval(Double(index) / 1_000_000))])
             }
+        }
+        let (assetRows, keyRows, owned) = (assets, keys, owners)
+        cache.clear()
+        do {
+            try await database.transaction { database in
+                guard let sql = database as? any SQLDatabase else { throw LicensingError.storage("the key store needs an SQL database") }
+                for chunk in Array(owned.keys).chunked(Self.rowsPerStatement) {
+                    for row in try await sql.raw("SELECT key_id, asset_id FROM satchel_keys WHERE key_id IN (\(binds: chunk.map { $0 as any Encodable & Sendable }))").all() {
+                        let (keyID, holder) = (try row.decode(column: "key_id", as: String.self), try row.decode(column: "asset_id", as: String.self))
+                        if owned[keyID] != holder { throw LicensingError.keyHeld(keyID: keyID, asset: holder) }
+                    }
+                }
+                for chunk in assetRows.chunked(Self.rowsPerStatement) {
+                    try await sql.raw("""
+                        INSERT INTO satchel_assets (asset_id, fairplay_asset_id, policy, created_at) VALUES \(SQLList(chunk.map { SQLGroupExpression($0) }))
+                        ON CONFLICT (asset_id) DO UPDATE SET fairplay_asset_id = excluded.fairplay_asset_id, policy = excluded.policy
+                        """).run()
+                }
+                for chunk in keyRows.chunked(Self.rowsPerStatement) {
+                    try await sql.raw("""
+                        INSERT INTO satchel_keys (key_id, asset_id, sealed_key, iv, created_at) VALUES \(SQLList(chunk.map { SQLGroupExpression($0) }))
+                        ON CONFLICT (key_id) DO UPDATE SET sealed_key = excluded.sealed_key, iv = excluded.iv
+                        """).run()
+                }
+            }
+        } catch let error as LicensingError {
+            throw error
+        } catch {
+            throw .storage("catalogue import failed: \(String(describing: error).prefix(200))")
+        }
+        return keyRows.count
+    }
+
+    /// Rows one INSERT writes (SQLite takes at most 32,766 bound values a statement).
+    static let rowsPerStatement = 500
+
+    /// A page of every key with its asset and policy (no key material), by asset ID then key ID.
+    public func summaries(_ page: ListingRequest) async throws(LicensingError) -> ListingPage<KeySummary> {
+        let sql = try sqlDatabase()
+        var conditions: [SQLQueryString] = []
+        if let after = page.afterKey {
+            conditions.append("(satchel_keys.asset_id, satchel_keys.key_id) > (\(bind: after[0]), \(bind: after[1]))")
+        }
+        if let prefix = page.prefix { conditions.append("satchel_keys.asset_id >= \(bind: prefix)") }
+        let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        do {
+            let rows = try await sql.raw("""
+                SELECT satchel_keys.asset_id, satchel_keys.key_id, satchel_assets.fairplay_asset_id, satchel_assets.policy
+                FROM satchel_keys JOIN satchel_assets ON satchel_assets.asset_id = satchel_keys.asset_id \(condition)
+                ORDER BY satchel_keys.asset_id, satchel_keys.key_id LIMIT \(literal: page.limit + 1)
+                """).all()
+            var summaries: [KeySummary] = []
+            for row in rows {
+                let assetID = try row.decode(column: "asset_id", as: String.self)
+                if let prefix = page.prefix, !assetID.hasPrefix(prefix) { break }  // past the IDs that start with it
+                summaries.append(KeySummary(assetID: assetID, fairPlayAssetID: try row.decode(column: "fairplay_asset_id", as: String.self),
+                                            keyID: try row.decode(column: "key_id", as: String.self),
+                                            policy: try Self.decoder.decode(AssetPolicy.self, from: Data(try row.decode(column: "policy", as: String.self).utf8))))
+            }
+            return ListingPage(reading: summaries, limit: page.limit, listing: KeySummary.listing, key: \.sortKey)
         } catch {
             throw .storage("cannot list keys: \(String(describing: error).prefix(200))")
+        }
+    }
+
+    /// How many assets and keys the store holds, estimated (never a count of a large table).
+    public func estimatedCounts() async throws(LicensingError) -> (assets: Int, keys: Int) {
+        let sql = try sqlDatabase()
+        do {
+            return (try await TableSize.estimate(AssetModel.schema, on: sql), try await TableSize.estimate(KeyModel.schema, on: sql))
+        } catch {
+            throw .storage("cannot count the keys: \(String(describing: error).prefix(200))")
         }
     }
 
@@ -117,55 +199,59 @@ public struct FluentKeyStore: KeyStore {
 
     /// The key with this key ID.
     public func key(id keyID: KeyID) async throws(LicensingError) -> StoredKey {
-        if let cached = cache.get("kid:" + keyID.hex) { return cached }
-        let stored = try await loadKey(id: keyID)
-        cache.put(stored, for: ["kid:" + keyID.hex])
+        if let cached = cache.get("kid:" + keyID.hex)?.first { return cached }
+        guard let stored = try await load(LicensingQueries.key(id: keyID.hex)).first else { throw .unknownAsset(keyID.hex) }
+        cache.put([stored], for: ["kid:" + keyID.hex])
         return stored
     }
 
     /// The (first) key of an asset, by asset ID or FairPlay asset ID.
     public func key(asset: String) async throws(LicensingError) -> StoredKey {
+        guard let first = try await keys(asset: asset).first else { throw .unknownAsset(asset) }
+        return first
+    }
+
+    /// Every key of an asset, by asset ID or FairPlay asset ID, through the keys' index by asset.
+    public func keys(asset: String) async throws(LicensingError) -> [StoredKey] {
         if let cached = cache.get("asset:" + asset) { return cached }
-        let stored = try await loadKey(asset: asset)
-        cache.put(stored, for: ["asset:" + asset, "kid:" + stored.key.keyID.hex])
-        return stored
+        var keys = try await load(LicensingQueries.keys(assetID: asset))
+        if keys.isEmpty { keys = try await load(LicensingQueries.keys(fairPlayAssetID: asset)) }
+        guard !keys.isEmpty else { throw .unknownAsset(asset) }
+        cache.put(keys, for: ["asset:" + asset])
+        return keys
     }
 
-    private func loadKey(id keyID: KeyID) async throws(LicensingError) -> StoredKey {
-        let model: KeyModel?
-        do { model = try await KeyModel.find(keyID.hex, on: database) } catch { throw .storage("lookup failed") }
-        guard let model else { throw .unknownAsset(keyID.hex) }
-        return try await open(model)
-    }
-
-    private func loadKey(asset: String) async throws(LicensingError) -> StoredKey {
-        let model: KeyModel?
-        do {
-            var assetID = asset
-            if try await AssetModel.find(asset, on: database) == nil,
-               let byFairPlay = try await AssetModel.query(on: database).filter(\.$fairPlayAssetID == asset).first(), let id = byFairPlay.id {
-                assetID = id
+    /// The keys a query of ``LicensingQueries`` reads, opened.
+    private func load(_ query: SQLQueryString) async throws(LicensingError) -> [StoredKey] {
+        let sql = try sqlDatabase()
+        let rows: [any SQLRow]
+        do { rows = try await sql.raw(query).all() } catch { throw .storage("lookup failed") }
+        var keys: [StoredKey] = []
+        for row in rows {
+            let fields: (keyID: String, assetID: String, sealed: Data, iv: String, fairPlay: String, policy: String)
+            do {
+                fields = (try row.decode(column: "key_id", as: String.self), try row.decode(column: "asset_id", as: String.self),
+                          try row.decode(column: "sealed_key", as: Data.self), try row.decode(column: "iv", as: String.self),
+                          try row.decode(column: "fairplay_asset_id", as: String.self), try row.decode(column: "policy", as: String.self))
+            } catch {
+                throw .storage("a stored record is damaged")
             }
-            model = try await KeyModel.query(on: database).filter(\.$assetID == assetID).sort(\.$createdAt).first()
-        } catch {
-            throw .storage("lookup failed")
+            let key = try kek.open(Array(fields.sealed), keyID: fields.keyID)
+            do {
+                let policy = try Self.decoder.decode(AssetPolicy.self, from: Data(fields.policy.utf8))
+                let content = try ContentKey(keyID: KeyID(hex: fields.keyID), key: key, iv: Hex.decode(fields.iv, count: 16))
+                keys.append(StoredKey(assetID: fields.assetID, fairPlayAssetID: fields.fairPlay, key: content, policy: policy))
+            } catch {
+                throw .storage("a stored record is damaged")
+            }
         }
-        guard let model else { throw .unknownAsset(asset) }
-        return try await open(model)
+        return keys
     }
 
-    private func open(_ model: KeyModel) async throws(LicensingError) -> StoredKey {
-        let asset: AssetModel?
-        do { asset = try await AssetModel.find(model.assetID, on: database) } catch { throw .storage("lookup failed") }
-        guard let asset, let keyID = model.id else { throw .unknownAsset(model.assetID) }
-        let key = try kek.open(Array(model.sealedKey), keyID: keyID)
-        do {
-            let policy = try Self.decoder.decode(AssetPolicy.self, from: Data(asset.policy.utf8))
-            let content = try ContentKey(keyID: KeyID(hex: keyID), key: key, iv: Hex.decode(model.iv, count: 16))
-            return StoredKey(assetID: model.assetID, fairPlayAssetID: asset.fairPlayAssetID, key: content, policy: policy)
-        } catch {
-            throw .storage("a stored record is damaged")
-        }
+    /// The database as SQL (SQLite and PostgreSQL both are).
+    private func sqlDatabase() throws(LicensingError) -> any SQLDatabase {
+        guard let sql = database as? any SQLDatabase else { throw .storage("the key store needs an SQL database") }
+        return sql
     }
 
     /// Records an issued license.
@@ -210,11 +296,18 @@ public struct FluentKeyStore: KeyStore {
     }
 }
 
-/// Opened keys by lookup key, each with the time it was loaded.
-final class KeyCache: Sendable {
-    private let entries = Locked<[String: (key: StoredKey, loaded: ContinuousClock.Instant)]>([:])
+extension Array {
+    /// The array in consecutive slices of at most `size` elements.
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}
 
-    func get(_ lookup: String) -> StoredKey? {
+/// Opened keys by lookup key (a key ID, or an asset's keys), each with the time it was loaded.
+final class KeyCache: Sendable {
+    private let entries = Locked<[String: (key: [StoredKey], loaded: ContinuousClock.Instant)]>([:])
+
+    func get(_ lookup: String) -> [StoredKey]? {
         entries.withLock { entries in
             guard let entry = entries[lookup] else { return nil }
             guard entry.loaded.duration(to: .now) < FluentKeyStore.cacheLifetime else {
@@ -225,7 +318,7 @@ final class KeyCache: Sendable {
         }
     }
 
-    func put(_ key: StoredKey, for lookups: [String]) {
+    func put(_ key: [StoredKey], for lookups: [String]) {
         entries.withLock { entries in
             if entries.count > 10_000 { entries.removeAll() }
             for lookup in lookups { entries[lookup] = (key, .now) }

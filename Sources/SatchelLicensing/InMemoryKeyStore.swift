@@ -37,13 +37,28 @@ public actor InMemoryKeyStore: KeyStore {
         assets[assetID] = Asset(fairPlayAssetID: fairPlayAssetID ?? assetID, policy: policy, keys: kept)
     }
 
-    public func list() -> [KeySummary] {
-        order.sorted().flatMap { id in
+    public func summaries(_ page: ListingRequest) -> ListingPage<KeySummary> {
+        let rows = order.sorted().flatMap { id in
             (assets[id]?.keys ?? []).map { key in
                 KeySummary(assetID: id, fairPlayAssetID: assets[id]?.fairPlayAssetID ?? id, keyID: key.keyID.hex,
                            policy: assets[id]?.policy ?? AssetPolicy())
             }
+        }.sorted { $0.sortKey.lexicographicallyPrecedes($1.sortKey) }
+        .filter { row in
+            (page.afterKey.map { row.sortKey.lexicographicallyPrecedes($0) == false && row.sortKey != $0 } ?? true)
+                && (page.prefix.map { row.assetID.hasPrefix($0) } ?? true)
         }
+        return ListingPage(reading: Array(rows.prefix(page.limit + 1)), limit: page.limit, listing: KeySummary.listing, key: \.sortKey)
+    }
+
+    public func keys(asset: String) throws(LicensingError) -> [StoredKey] {
+        let id = assets[asset] != nil ? asset : assets.first { $0.value.fairPlayAssetID == asset }?.key
+        guard let id, let found = assets[id], !found.keys.isEmpty else { throw .unknownAsset(asset) }
+        return found.keys.map { stored(id, found, $0) }
+    }
+
+    public func estimatedCounts() -> (assets: Int, keys: Int) {
+        (assets.count, assets.values.reduce(0) { $0 + $1.keys.count })
     }
 
     public func delete(_ id: String) -> Bool {

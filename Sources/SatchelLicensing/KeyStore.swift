@@ -86,8 +86,18 @@ public protocol KeyStore: Sendable {
     /// Stores (or replaces) an asset's policy and keys. A key ID another asset holds is refused
     /// (``LicensingError/keyHeld(keyID:asset:)``) unless `reassign`, which moves it.
     func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy, reassign: Bool) async throws(LicensingError)
-    /// Every key with its asset and policy (no key material), by asset.
-    func list() async throws(LicensingError) -> [KeySummary]
+    /// A page of every key with its asset and policy (no key material), in order of asset ID then key ID; with a
+    /// prefix, only assets whose ID starts with it.
+    func summaries(_ page: ListingRequest) async throws(LicensingError) -> ListingPage<KeySummary>
+    /// Imports many assets at once (a catalogue): each asset's row and keys put in place, or replaced when the asset is
+    /// there already, so an import run again after a failure ends with each key once. A key ID another asset holds is
+    /// refused (``LicensingError/keyHeld(keyID:asset:)``) and nothing of the batch is kept. Answers the keys imported.
+    func importCatalog(_ entries: [CatalogEntry]) async throws(LicensingError) -> Int
+    /// Every key of an asset named by its asset ID or FairPlay asset ID, first imported first (`unknownAsset` when
+    /// there is none): what a device license carries.
+    func keys(asset: String) async throws(LicensingError) -> [StoredKey]
+    /// How many assets and keys the store holds, estimated without counting rows (the dashboard's figures).
+    func estimatedCounts() async throws(LicensingError) -> (assets: Int, keys: Int)
     /// Deletes an asset (and its keys), or a single key by its key ID. False when nothing matched.
     func delete(_ id: String) async throws(LicensingError) -> Bool
     /// The key with this key ID.
@@ -119,6 +129,36 @@ extension KeyStore {
     public func licenses(limit: Int) async throws(LicensingError) -> [IssuedLicense] {
         try await licenses(matching: AuditFilter(), limit: limit)
     }
+}
+
+extension KeyStore {
+    /// Every key summary, page after page (scripts and tests; a server answers one page at a time).
+    public func allSummaries() async throws(LicensingError) -> [KeySummary] {
+        var all: [KeySummary] = [], request = ListingRequest(limit: ListingRequest.maximumLimit)
+        while true {
+            let page = try await summaries(request)
+            all += page.items
+            guard let next = page.next else { return all }
+            request.after = try? ListingCursor(decoding: next, listing: KeySummary.listing, columns: 2)
+        }
+    }
+}
+
+extension KeyStore {
+    /// A catalogue imported an asset at a time (stores without a batched import).
+    public func importCatalog(_ entries: [CatalogEntry]) async throws(LicensingError) -> Int {
+        for entry in entries {
+            try await importKeys(entry.keys, assetID: entry.assetID, fairPlayAssetID: entry.fairPlayAssetID, policy: entry.policy, reassign: false)
+        }
+        return entries.reduce(0) { $0 + $1.keys.count }
+    }
+}
+
+extension KeySummary {
+    /// The listing's name in its cursors.
+    public static let listing = "keys"
+    /// The listing's sort key: asset ID, key ID.
+    public var sortKey: [String] { [assetID, keyID] }
 }
 
 extension KeyStore {

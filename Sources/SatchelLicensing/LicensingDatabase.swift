@@ -53,7 +53,7 @@ public final class LicensingDatabase: Sendable {
         }
         do {
             let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
-                                                                                       CreateFairPlayRecords(), AddLicenseCustomData()] + more,
+                                                                                       CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale()] + more,
                                              logger: logger)
             databases = store.databases
             database = store.database

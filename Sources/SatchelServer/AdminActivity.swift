@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBackplane
+import SatchelBytes
 
 /// The dashboard's activity pages, from the devices' events (seed 003 "Event Logging"): downloads completed and
 /// failed per hour, plays per hour, the top assets and the errors by reason over the last 24 hours; and one user's
@@ -41,10 +42,11 @@ struct AdminActivity {
 
     /// One user's page: their devices (downloads completed, plays, licenses acquired, last event) and latest events.
     func user(_ user: String) async throws -> [String: Any] {
-        let devices = try await backplane.store.devices(user: user, limit: 1_000)
+        let devices = try await backplane.store.devices(user: user, page: ListingRequest(limit: ListingRequest.maximumLimit)).items
         let events = try await backplane.events.events(EventQuery(user: user), limit: Self.chartLimit)
         let byDevice = Dictionary(grouping: events, by: \.deviceID)
-        let limits = try await backplane.store.limits().limits(for: user)
+        let (global, own) = try await backplane.store.limits(of: user)
+        let limits = global.overridden(by: own)
         let rows: [[String: Any]] = devices.map { device in
             let own = byDevice[device.deviceID] ?? []
             func count(_ kind: DeviceEventKind) -> Int { own.filter { $0.event.kind == kind }.count }

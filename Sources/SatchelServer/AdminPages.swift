@@ -1,5 +1,6 @@
 import Foundation
 import SatchelBackplane
+import SatchelBytes
 import Hummingbird
 import SatchelLicensing
 
@@ -16,7 +17,7 @@ struct AdminPages {
 
     /// Counts, the two hourly charts of the last 24 hours, and the newest licenses.
     func overview() async throws -> [String: Any] {
-        let keys = try await console.service.store.list()
+        let counts = try await console.service.store.estimatedCounts()
         let hours = HourlyChart.hours(endingAt: now, count: 24)
         let day = try await console.service.store.licenses(matching: AuditFilter(since: hours.first), limit: Self.chartLimit)
         let devices = try await console.registry?.devices(limit: 100_000) ?? []
@@ -30,7 +31,7 @@ struct AdminPages {
         let downloads = HourlyChart(hours: hours, series: [.init(name: "offline licenses", cssClass: "s4", counts: HourlyChart.counts(of: offlineDates, in: hours))])
         return [
             "stats": [
-                ["label": "Assets", "value": Set(keys.map(\.assetID)).count, "note": "\(keys.count) key\(keys.count == 1 ? "" : "s")"],
+                ["label": "Assets", "value": counts.assets, "note": "\(counts.keys) key\(counts.keys == 1 ? "" : "s")"],
                 ["label": "Licenses, 24 h", "value": day.count, "note": "\(offlineDates.count) offline"],
                 ["label": "Devices", "value": devices.count, "note": "\(devices.filter(\.disabled).count) disabled"],
                 ["label": "Active device licenses", "value": deviceLicenses.filter { $0.state != .released }.count, "note": "of \(deviceLicenses.count) issued"],
@@ -44,27 +45,47 @@ struct AdminPages {
         ]
     }
 
-    /// Every asset with its FairPlay asset ID, key IDs and policy.
-    func assets(deleted: String?) async throws -> [String: Any] {
-        let keys = try await console.service.store.list()
+    /// A page of assets with their FairPlay asset IDs, key IDs and policies, by asset ID (`after`: the page's cursor;
+    /// `q`: an asset ID prefix).
+    func assets(query: Parameters) async throws -> [String: Any] {
+        let search = query["q"].map { String($0.prefix(200)).trimmingCharacters(in: .whitespaces) } ?? ""
+        let deleted = query["deleted"].map(String.init)
+        let request = try ListingRequest(limit: nil, after: query["after"].map(String.init), prefix: search, listing: KeySummary.listing, columns: 2)
+        let page = try await console.service.store.summaries(request)
         var order: [String] = []
         var byAsset: [String: [KeySummary]] = [:]
-        for key in keys {
+        for key in page.items {
             if byAsset[key.assetID] == nil { order.append(key.assetID) }
             byAsset[key.assetID, default: []].append(key)
         }
-        let rows: [[String: Any]] = order.sorted().compactMap { asset in
+        let rows: [[String: Any]] = order.compactMap { asset in
             guard let group = byAsset[asset], let first = group.first else { return nil }
             var row: [String: Any] = ["asset": asset, "keyIDs": group.map(\.keyID), "policy": Self.policyWords(first.policy)]
             if !first.fairPlayAssetID.isEmpty, first.fairPlayAssetID != asset { row["fairPlay"] = first.fairPlayAssetID }
             return row
         }
-        var values: [String: Any] = ["assets": rows, "count": rows.count, "empty": rows.isEmpty]
+        let counts = try await console.service.store.estimatedCounts()
+        var values: [String: Any] = ["assets": rows, "count": counts.assets, "keyCount": counts.keys, "empty": rows.isEmpty, "search": search,
+                                     "searching": !search.isEmpty]
+        values["paging"] = Self.paging(base: "/admin/assets", next: page.next, atStart: request.after == nil, fields: ["q": search])
         // The address names what was deleted: an asset ID only, and only when it is indeed gone.
-        if let deleted, PlayerRoutes.isAssetID(deleted), byAsset[deleted] == nil {
+        if let deleted, PlayerRoutes.isAssetID(deleted), (try? await console.service.store.keys(asset: deleted)) == nil {
             values["flash"] = "Deleted \(deleted) and its keys: no new license is issued for it."
         }
         return values
+    }
+
+    /// A listing page's links: the next page's (its cursor) and the first page's, keeping the page's other `fields`.
+    static func paging(base: String, next: String?, atStart: Bool, fields: [String: String]) -> [String: Any] {
+        func link(_ extra: [String: String]) -> String {
+            let query = fields.merging(extra) { _, new in new }.filter { !$0.value.isEmpty }.sorted { $0.key < $1.key }
+                .map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
+            return query.isEmpty ? base : base + "?" + query
+        }
+        var paging: [String: Any] = [:]
+        if let next { paging["next"] = link(["after": next]) }
+        if !atStart { paging["first"] = link([:]) }
+        return paging
     }
 
     /// The audit, filtered by the query's `asset`, `subject`, `type` and `hours`.
@@ -121,7 +142,7 @@ struct AdminPages {
     /// The backplane's devices by ID and its limits (empty without a backplane).
     private func backplaneDevices() async throws -> (devices: [String: BackplaneDevice], limits: LimitTable) {
         guard let store = console.backplane?.store else { return ([:], LimitTable()) }
-        let devices = try await store.devices(user: nil, limit: 1000)
+        let devices = try await store.devices(user: nil, page: ListingRequest(limit: ListingRequest.maximumLimit)).items
         return (Dictionary(devices.map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first }), try await store.limits())
     }
 

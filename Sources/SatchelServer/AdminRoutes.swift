@@ -87,7 +87,7 @@ struct AdminRoutes: RouteGroup {
             try await signedPage(request, "admin-overview", "Overview") { try await AdminPages(console: console).overview() }
         }
         router.get("/admin/assets") { request, _ in
-            try await signedPage(request, "admin-assets", "Assets") { try await AdminPages(console: console).assets(deleted: request.uri.queryParameters["deleted"].map(String.init)) }
+            try await signedPage(request, "admin-assets", "Assets") { try await AdminPages(console: console).assets(query: request.uri.queryParameters) }
         }
         router.post("/admin/assets/{assetId}/delete") { request, context in
             _ = try await checked(request, context)

@@ -17,18 +17,19 @@ struct BackplaneOperatorRoutes: RouteGroup {
     let backplane: BackplaneService
     let sessions: AdminSessions
     static let base = "/backplane/operator"
-    /// The most devices or users one answer lists.
+    /// The most event counts one answer lists.
     static let listLimit = 10_000
 
     struct AssetBody: Codable { var assetID: String }
-    struct DevicesAnswer: Codable { var devices: [BackplaneDevice] }
-    struct UsersAnswer: Codable { var users: [BackplaneUser] }
-    struct SlotsAnswer: Codable { var slots: [StreamSlot] }
-    struct EventsAnswer: Codable { var events: [RecordedEvent] }
+    /// Each listing's page: its rows and `next`, the cursor of the next page (absent on the last).
+    struct DevicesAnswer: Codable { var devices: [BackplaneDevice]; var next: String? }
+    struct UsersAnswer: Codable { var users: [BackplaneUser]; var next: String? }
+    struct SlotsAnswer: Codable { var slots: [StreamSlot]; var next: String? }
+    struct EventsAnswer: Codable { var events: [RecordedEvent]; var next: String? }
     struct CountsAnswer: Codable { var counts: [EventCount] }
-    struct FeedsAnswer: Codable { var feeds: [Feed] }
-    struct ItemsAnswer: Codable { var items: [FeedItem] }
-    struct SubscribersAnswer: Codable { var subscriptions: [Subscription] }
+    struct FeedsAnswer: Codable { var feeds: [Feed]; var next: String? }
+    struct ItemsAnswer: Codable { var items: [FeedItem]; var next: String? }
+    struct SubscribersAnswer: Codable { var subscriptions: [Subscription]; var next: String? }
     struct FeedBody: Codable { var feedID: String; var title: String }
     struct ItemBody: Codable {
         var assetID: String
@@ -41,13 +42,11 @@ struct BackplaneOperatorRoutes: RouteGroup {
 
     func register(on router: Router<SatchelRequestContext>) {
         let group = router.group(RouterPath(Self.base)).add(middleware: OperatorKeyMiddleware(sessions: sessions))
-        group.get("users") { _, _ in
-            let table = try await backplane.store.limits()
-            let devices = Dictionary(grouping: try await backplane.store.devices(user: nil, limit: Self.listLimit), by: \.user)
-            let users = try await backplane.store.users(limit: Self.listLimit).map {
-                BackplaneUser(user: $0, limits: table.limits(for: $0), ownLimits: table.perUser[$0], devices: devices[$0] ?? [])
-            }
-            return try Response.json(UsersAnswer(users: users))
+        group.get("users") { request, _ in
+            let page = try await backplane.store.users(try Self.page(request, listing: backplaneUsersListing))
+            var users: [BackplaneUser] = []
+            for user in page.items { users.append(try await backplane.user(user)) }
+            return try Response.json(UsersAnswer(users: users, next: page.next))
         }
         group.get("users/{user}") { _, context in
             try Response.json(try await backplane.user(try Self.parameter("user", context)))
@@ -61,7 +60,8 @@ struct BackplaneOperatorRoutes: RouteGroup {
         }
         group.get("devices") { request, _ in
             let user = request.uri.queryParameters.get("user")
-            return try Response.json(DevicesAnswer(devices: try await backplane.store.devices(user: user, limit: Self.listLimit)))
+            let page = try await backplane.store.devices(user: user, page: try Self.page(request, listing: BackplaneDevice.listing))
+            return try Response.json(DevicesAnswer(devices: page.items, next: page.next))
         }
         group.get("devices/{device}") { _, context in
             try Response.json(try await backplane.store.device(try Self.reference(context)))
@@ -86,16 +86,20 @@ struct BackplaneOperatorRoutes: RouteGroup {
         }
         group.get("slots") { request, _ in
             let user = request.uri.queryParameters.get("user")
-            return try Response.json(SlotsAnswer(slots: try await backplane.slots.slots(user: user, at: backplane.now, limit: Self.listLimit)))
+            let page = try await backplane.slots.slots(user: user, at: backplane.now, page: try Self.page(request, listing: StreamSlot.listing))
+            return try Response.json(SlotsAnswer(slots: page.items, next: page.next))
         }
-        group.get("feeds") { _, _ in try Response.json(FeedsAnswer(feeds: try await backplane.feeds.feeds(limit: Self.listLimit))) }
+        group.get("feeds") { request, _ in
+            let page = try await backplane.feeds.feeds(try Self.page(request, listing: Feed.listing))
+            return try Response.json(FeedsAnswer(feeds: page.items, next: page.next))
+        }
         group.post("feeds") { request, _ in
             let body = try await Self.decode(FeedBody.self, request)
             return try Response.json(try await backplane.feeds.create(body.feedID, title: body.title, at: backplane.now), status: .created)
         }
         group.get("feeds/{feed}/items") { request, context in
-            let after = try Self.cursor(request.uri.queryParameters.get("after"))
-            return try Response.json(ItemsAnswer(items: try await backplane.feeds.items(feed: try Self.parameter("feed", context), after: after, limit: Self.listLimit)))
+            let page = try await backplane.feeds.items(feed: try Self.parameter("feed", context), page: try Self.itemsPage(request))
+            return try Response.json(ItemsAnswer(items: page.items, next: page.next))
         }
         group.post("feeds/{feed}/items") { request, context in
             let body = try await Self.decode(ItemBody.self, request)
@@ -105,14 +109,13 @@ struct BackplaneOperatorRoutes: RouteGroup {
             backplane.hub.wake(feed: added.feedID)
             return try Response.json(added, status: .created)
         }
-        group.get("feeds/{feed}/subscribers") { _, context in
-            try Response.json(SubscribersAnswer(subscriptions: try await backplane.feeds.subscribers(feed: try Self.parameter("feed", context),
-                                                                                                  limit: Self.listLimit)))
+        group.get("feeds/{feed}/subscribers") { request, context in
+            let page = try await backplane.feeds.subscribers(feed: try Self.parameter("feed", context), page: try Self.page(request, listing: Subscription.listing))
+            return try Response.json(SubscribersAnswer(subscriptions: page.items, next: page.next))
         }
         group.get("events") { request, _ in
-            let parameters = request.uri.queryParameters
-            let limit = try Self.limit(parameters.get("limit"))
-            return try Response.json(EventsAnswer(events: try await backplane.events.events(try Self.eventQuery(request), limit: limit)))
+            let page = try await backplane.events.events(try Self.eventQuery(request), page: try Self.page(request, listing: RecordedEvent.listing, columns: 2))
+            return try Response.json(EventsAnswer(events: page.items, next: page.next))
         }
         group.get("events/counts") { request, _ in
             let by = request.uri.queryParameters.get("by") ?? "kind"
@@ -142,18 +145,24 @@ struct BackplaneOperatorRoutes: RouteGroup {
                           since: try date("since"), until: try date("until"))
     }
 
-    /// `after`: an item's sequence, 0 or more (default 0).
-    static func cursor(_ text: String?) throws(BackplaneError) -> Int64 {
-        guard let text else { return 0 }
-        guard let value = Int64(text), value >= 0 else { throw .badRequest("after is an item's sequence: 0 or more") }
-        return value
+    /// The page a listing request asks for: `limit` (1 to 1,000; 100 when not given), `after` (the cursor the previous
+    /// page ended with) and `prefix` (IDs that start with it).
+    static func page(_ request: Request, listing: String, columns: Int = 1) throws(ListingError) -> ListingRequest {
+        let parameters = request.uri.queryParameters
+        return try ListingRequest(limit: parameters.get("limit"), after: parameters.get("after"), prefix: parameters.get("prefix"), listing: listing,
+                               columns: columns)
     }
 
-    /// `limit`: 1 to 10,000 (default 1,000).
-    static func limit(_ text: String?) throws(BackplaneError) -> Int {
-        guard let text else { return 1_000 }
-        guard let value = Int(text), (1...listLimit).contains(value) else { throw .badRequest("limit is 1 to \(listLimit)") }
-        return value
+    /// A page of a feed's items: `after` is a cursor of the items listing, or an item's number (the items after it).
+    static func itemsPage(_ request: Request) throws -> ListingRequest {
+        let parameters = request.uri.queryParameters
+        if let after = parameters.get("after"), let sequence = Int64(after) {
+            guard sequence >= 0 else { throw BackplaneError.badRequest("after is an item's number (0 or more) or the cursor a page ended with") }
+            var page = try ListingRequest(limit: parameters.get("limit"), after: nil, listing: FeedItem.listing, columns: 1)
+            page.after = ListingCursor(listing: FeedItem.listing, key: [String(sequence)])
+            return page
+        }
+        return try page(request, listing: FeedItem.listing)
     }
 
     static func parameter(_ name: String, _ context: SatchelRequestContext) throws -> String {

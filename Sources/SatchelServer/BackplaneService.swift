@@ -112,8 +112,8 @@ public struct BackplaneService: Sendable {
 
     /// A user: their devices and limits.
     func user(_ user: String) async throws(BackplaneError) -> BackplaneUser {
-        let table = try await store.limits()
-        return BackplaneUser(user: user, limits: table.limits(for: user), ownLimits: table.perUser[user],
-                             devices: try await store.devices(user: user, limit: 10_000))
+        let (global, own) = try await store.limits(of: user)
+        return BackplaneUser(user: user, limits: global.overridden(by: own), ownLimits: own,
+                             devices: try await store.devices(user: user, page: ListingRequest(limit: ListingRequest.maximumLimit)).items)
     }
 }

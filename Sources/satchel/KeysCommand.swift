@@ -13,24 +13,44 @@ struct KeysCommand: AsyncParsableCommand {
                                                     subcommands: [Import.self, Export.self, List.self, Delete.self])
 
     struct Import: SatchelAsyncCommand {
-        static let configuration = CommandConfiguration(commandName: "import",
-                                                        abstract: "Import a package's key file (OUT.keys.json), or a DASH-IF CPIX document's keys, with a policy.")
+        static let configuration = CommandConfiguration(
+            commandName: "import",
+            abstract: "Import a package's key file (OUT.keys.json), a DASH-IF CPIX document's keys, or a whole catalogue (JSON Lines), with a policy.",
+            discussion: """
+                A catalogue holds one asset a line: {"assetID": "movie-1", "keys": [{"keyID": HEX, "key": HEX, "iv": HEX}],                 "policy": {"rentalSeconds": 172800, "offline": true}} ("fairPlayAssetID" optional, every policy field optional).                 It is imported in batches, each in one transaction; run the same command again after a failure and it takes up                 where it stopped (assets imported before are replaced, never doubled).
+                """)
         @Argument(help: "The key file written by satchel package (OUT.keys.json).") var file: String?
         @Option(help: "A CPIX document whose content keys to import (instead of a key file).") var cpix: String?
+        @Option(help: "A catalogue to import: JSON Lines, one asset with its keys and policy a line (instead of a key file).") var catalog: String?
         @Option(name: .customLong("private-key"), help: "With --cpix: the private key (PEM) of the certificate the document's keys are encrypted for.")
         var privateKey: String?
-        @Option(name: .customLong("asset-id"), help: "The asset ID.") var assetID: String
+        @Option(name: .customLong("asset-id"), help: "The asset ID (not with --catalog: each line names its asset).") var assetID: String?
         @OptionGroup var store: StoreOptions
         @OptionGroup var policy: PolicyOptions
         @Flag(help: "Move a key ID another asset holds to this one (recorded in the log); without it such an import is refused.")
         var reassign = false
 
         func validate() throws {
-            guard (file == nil) != (cpix == nil) else { throw ValidationError("give a key file or --cpix FILE (one of them)") }
+            guard [file, cpix, catalog].compactMap({ $0 }).count == 1 else { throw ValidationError("give a key file, --cpix FILE or --catalog FILE (one of them)") }
             if privateKey != nil && cpix == nil { throw ValidationError("--private-key goes with --cpix") }
+            if catalog != nil, assetID != nil { throw ValidationError("--asset-id does not go with --catalog: each line of a catalogue names its asset") }
+            if catalog == nil, assetID == nil { throw ValidationError("--asset-id is required: the asset the keys are for") }
+            if catalog != nil, reassign { throw ValidationError("--reassign does not go with --catalog") }
         }
 
         func execute() async throws {
+            if let catalog {
+                let (keyStore, database) = try await store.open()
+                do {
+                    try await CatalogImport(file: catalog, store: keyStore).run()
+                } catch {
+                    await database.shutdown()
+                    throw error
+                }
+                await database.shutdown()
+                return
+            }
+            let assetID = assetID ?? ""
             let keys: [ContentKeyAlias]
             if let cpix {
                 keys = try CPIXFiles.read(cpix, privateKey: privateKey).keys.map(\.contentKey)
@@ -41,7 +61,10 @@ struct KeysCommand: AsyncParsableCommand {
             }
             let (keyStore, database) = try await store.open()
             do {
-                let held = reassign ? Dictionary(try await keyStore.list().map { ($0.keyID, $0.assetID) }) { first, _ in first } : [:]
+                var held: [String: String] = [:]
+                if reassign {
+                    for key in keys { held[key.keyID.hex] = (try? await keyStore.key(id: key.keyID))?.assetID }
+                }
                 try await keyStore.importKeys(keys, assetID: assetID, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy(),
                                               reassign: reassign)
                 for key in keys {
@@ -76,9 +99,7 @@ struct KeysCommand: AsyncParsableCommand {
             let (keyStore, database) = try await store.open(readOnly: true)
             var keys: [ContentKeyAlias] = []
             do {
-                for row in try await keyStore.list() where row.assetID == assetID {
-                    keys.append(try await keyStore.key(id: KeyID(hex: row.keyID)).key)
-                }
+                keys = try await keyStore.keys(asset: assetID).filter { $0.assetID == assetID }.map(\.key)
             } catch {
                 await database.shutdown()
                 throw error
@@ -95,20 +116,27 @@ struct KeysCommand: AsyncParsableCommand {
     }
 
     struct List: SatchelAsyncCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List keys (IDs and policies, never keys).")
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List keys (IDs and policies, never keys), a page at a time, by asset ID then key ID.",
+            discussion: "A page ends with the --after value of the next page, when there is one; --all prints every page as JSON Lines.")
         @OptionGroup var store: StoreOptions
-        @Flag(help: "Print JSON.") var json = false
+        @OptionGroup var paging: PagingOptions
+        @Option(help: "Only assets whose ID starts with this.") var prefix: String?
+        @Flag(help: "Print JSON: the page's items and the cursor of the next page.") var json = false
 
         func execute() async throws {
             let (keyStore, database) = try await store.open(readOnly: true)
-            let rows: [KeySummary]
-            do { rows = try await keyStore.list() } catch { await database.shutdown(); throw error }
-            await database.shutdown()
-            if json {
-                print(String(decoding: try JSONCoding.encoder(.pretty).encode(rows), as: UTF8.self))
-            } else {
-                for row in rows { print("\(row.assetID)\t\(row.keyID)\tfairplay:\(row.fairPlayAssetID)\toffline:\(row.policy.offline)") }
+            do {
+                try await paging.walk(listing: KeySummary.listing, columns: 2, prefix: prefix, json: json) { request throws in
+                    try await keyStore.summaries(request)
+                } line: { row in
+                    "\(row.assetID)\t\(row.keyID)\tfairplay:\(row.fairPlayAssetID)\toffline:\(row.policy.offline)"
+                }
+            } catch {
+                await database.shutdown()
+                throw error
             }
+            await database.shutdown()
         }
     }
 

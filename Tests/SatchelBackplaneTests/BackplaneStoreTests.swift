@@ -81,7 +81,7 @@ struct BackplaneStoreTests {
             #expect(try rows.first?.decode(column: "n", as: Int.self) == 2)
             // Each change of the toggle is a command to the device, in order.
             #expect(try await store.pending(device: "a1", after: 0, limit: 10).map(\.action) == [.downloadEnabled(false)])
-            #expect(try await store.devices(user: "alice", limit: 10).map(\.deviceID) == ["a1", "a2", "a3"])
+            #expect(try await store.devices(user: "alice", page: ListingRequest(limit: 10)).items.map(\.deviceID) == ["a1", "a2", "a3"])
             await #expect(throws: BackplaneError.unknownDevice("ext:nope")) { try await store.device(.external("nope")) }
             await #expect(throws: BackplaneError.externalIDTaken, "another device's external ID") { try await store.register(Self.device("a9", external: "tv-1")) }
             #expect(try await store.register(Self.device("a1", external: "tv-1")).notice == .alreadyRegistered, "its own again")
@@ -134,7 +134,7 @@ struct BackplaneStoreTests {
             #expect(try await store.acknowledgedThrough(device: "k1") == 1, "up to the first not acknowledged")
             try await store.acknowledge(device: "k1", command: issued[1].id)
             #expect(try await store.acknowledgedThrough(device: "k1") == 3, "all of them: the last issued")
-            #expect(try await store.users(limit: 10) == ["alice"])
+            #expect(try await store.users(ListingRequest(limit: 10)).items == ["alice"])
             await #expect(throws: BackplaneError.unknownCommand("nope")) { try await store.acknowledge(device: "k1", command: "nope") }
             await #expect(throws: BackplaneError.badRequest("downloading is turned on or off through its own request (the limit applies)")) {
                 try await store.issue(.downloadEnabled(true), to: .device("k1"), at: Self.now)
@@ -231,7 +231,7 @@ struct BackplaneStoreTests {
             }
             let enabled = try await sql.raw("SELECT COUNT(*) AS n FROM backplane_devices WHERE user_id = 'carol' AND download_enabled").all()
             #expect(try enabled.first?.decode(column: "n", as: Int.self) == 3)
-            let devices = try await stores[1].devices(user: "carol", limit: 1_000).filter(\.downloadEnabled).map(\.deviceID)
+            let devices = try await stores[1].devices(user: "carol", page: ListingRequest(limit: 1_000)).items.filter(\.downloadEnabled).map(\.deviceID)
             let answers = try await withThrowingTaskGroup(of: DownloadPermission.self) { group in
                 var answers: [DownloadPermission] = []
                 for index in 0..<200 {

@@ -1,3 +1,4 @@
+import SatchelBytes
 import Foundation
 import Testing
 @testable import SatchelBackplane
@@ -79,10 +80,10 @@ extension BackplaneStoreTests {
             }
             #expect(items.map(\.sequence) == [1, 2, 3])
             await #expect(throws: BackplaneError.feedItemExists("tuesday")) { try await feeds.add(FeedRulesTests.item("tuesday", day: 5)) }
-            #expect(try await feeds.items(feed: "news", after: 1, limit: 10) == Array(items.dropFirst()))
-            #expect(try await feeds.items(feed: "news", after: 0, limit: 10).first?.metadata == ["show": "news", "episode": "1"])
-            #expect(try await feeds.feeds(limit: 10).map(\.items) == [3])
-            await #expect(throws: BackplaneError.unknownFeed("sports")) { try await feeds.items(feed: "sports", after: 0, limit: 10) }
+            #expect(try await feeds.items(feed: "news", page: ListingRequest(limit: 10, after: ListingCursor(listing: FeedItem.listing, key: ["1"]))).items == Array(items.dropFirst()))
+            #expect(try await feeds.items(feed: "news", page: ListingRequest(limit: 10)).items.first?.metadata == ["show": "news", "episode": "1"])
+            #expect(try await feeds.feeds(ListingRequest(limit: 10)).items.map(\.items) == [3])
+            await #expect(throws: BackplaneError.unknownFeed("sports")) { try await feeds.items(feed: "sports", page: ListingRequest(limit: 10)) }
             var stray = FeedRulesTests.item("x", day: 0)
             stray.feedID = "sports"
             await #expect(throws: BackplaneError.unknownFeed("sports")) { try await feeds.add(stray) }
@@ -118,7 +119,7 @@ extension BackplaneStoreTests {
             let again = try await feeds.subscribe(device: "d1", SubscriptionRequest(feedID: "news", maxItems: 5, autodelete: true), at: Self.now)
             #expect(again.applied == 3 && again.maxItems == 5 && again.autodelete && again.created == first.created)
             #expect(try await feeds.subscriptions(device: "d1").map(\.feedID) == ["news"])
-            #expect(try await feeds.subscribers(feed: "news", limit: 10).map(\.deviceID) == ["d1"])
+            #expect(try await feeds.subscribers(feed: "news", page: ListingRequest(limit: 10)).items.map(\.deviceID) == ["d1"])
 
             // A listing: the items published since a date, of the feeds followed or of every feed; nothing applied.
             var sport = FeedRulesTests.item("final", day: 4)

@@ -1,3 +1,4 @@
+import SatchelBytes
 import Foundation
 import SQLKit
 import Testing
@@ -27,7 +28,7 @@ extension BackplaneStoreTests {
             let third = try await slots.acquire(device: "tablet", asset: "movie", at: Self.now.addingTimeInterval(2))
             #expect(!third.granted && third.reason == .streamLimit && third.slot == nil)
             #expect(try await slots.acquire(device: "other", asset: "movie", at: Self.now.addingTimeInterval(2)).granted, "another account's limit")
-            #expect(try await slots.slots(user: "alice", at: Self.now.addingTimeInterval(2), limit: 10).map(\.deviceID) == ["phone", "tv"])
+            #expect(try await slots.slots(user: "alice", at: Self.now.addingTimeInterval(2), page: ListingRequest(limit: 10)).items.map(\.deviceID) == ["phone", "tv"])
 
             // The phone renews; the tv does not: at 31 s the tv's lease has ended and the tablet takes its place.
             let firstID = try #require(first.slot?.slotID), secondID = try #require(second.slot?.slotID)
@@ -40,7 +41,7 @@ extension BackplaneStoreTests {
             await #expect(throws: BackplaneError.slotLost(firstID), "another device's slot") {
                 try await slots.renew(device: "tablet", slot: firstID, at: Self.now.addingTimeInterval(32))
             }
-            #expect(try await slots.slots(user: "alice", at: Self.now.addingTimeInterval(32), limit: 10).map(\.deviceID) == ["phone", "tablet"])
+            #expect(try await slots.slots(user: "alice", at: Self.now.addingTimeInterval(32), page: ListingRequest(limit: 10)).items.map(\.deviceID) == ["phone", "tablet"])
 
             // A release frees the slot at once (another device's release of it changes nothing).
             try await slots.release(device: "tv", slot: firstID)

@@ -77,7 +77,7 @@ struct FairPlayLeaseTests {
         try await setup.backplane.setLimits(BackplaneLimits(maxStreams: 1), user: "user-1")
         let token = try await setup.world.token(asset: setup.world.assetID, expires: 86_400)
         _ = try await setup.service.fairPlay(spc: try Self.spc(setup, hu: Self.phone).spc, token: token)
-        let held = try await setup.slots.slots(user: "user-1", at: setup.clock.now, limit: 10)
+        let held = try await setup.slots.slots(user: "user-1", at: setup.clock.now, page: ListingRequest(limit: 10)).items
         #expect(held.map(\.deviceID) == ["fairplay:" + Hex.encode(Self.phone)] && held.first?.assetID == setup.world.assetID)
         await #expect(throws: LicensingError.streamLimit) { try await setup.service.fairPlay(spc: try Self.spc(setup, hu: Self.tablet).spc, token: token) }
         for _ in 0..<3 {  // renewed every 50 s: held past its first minute
@@ -85,10 +85,10 @@ struct FairPlayLeaseTests {
             _ = try await setup.service.fairPlay(spc: try Self.spc(setup, hu: Self.phone, state: .leaseExpiring).spc, token: token)
         }
         await #expect(throws: LicensingError.streamLimit) { try await setup.service.fairPlay(spc: try Self.spc(setup, hu: Self.tablet).spc, token: token) }
-        #expect(try await setup.slots.slots(user: "user-1", at: setup.clock.now, limit: 10).count == 1)
+        #expect(try await setup.slots.slots(user: "user-1", at: setup.clock.now, page: ListingRequest(limit: 10)).items.count == 1)
         setup.clock.advance(61)  // the phone stopped renewing
         _ = try await setup.service.fairPlay(spc: try Self.spc(setup, hu: Self.tablet).spc, token: token)
-        #expect(try await setup.slots.slots(user: "user-1", at: setup.clock.now, limit: 10).map(\.deviceID) == ["fairplay:" + Hex.encode(Self.tablet)])
+        #expect(try await setup.slots.slots(user: "user-1", at: setup.clock.now, page: ListingRequest(limit: 10)).items.map(\.deviceID) == ["fairplay:" + Hex.encode(Self.tablet)])
     }
 
     @Test("dual expiry: each download's CKC carries a content ID of its own, which the answer names; a Sync SPC names one download alone and a zero duration releases it; another account's Sync SPC changes nothing")

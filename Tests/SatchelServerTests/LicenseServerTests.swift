@@ -269,7 +269,7 @@ struct LicenseServerTests {
         let store = FluentKeyStore(database: second.database, kek: reloaded.kek)
         let stored = try await store.key(asset: "kept-fps")
         #expect(stored.key == key && stored.policy.rentalSeconds == 99 && stored.policy.offline)
-        #expect(try await store.list().map(\.keyID) == [key.keyID.hex])
+        #expect(try await store.allSummaries().map(\.keyID) == [key.keyID.hex])
         await second.shutdown()
         let file = try TestMedia.bytes(URL(fileURLWithPath: data).appendingPathComponent("satchel.sqlite"))
         #expect(!contains(file, key.key.bytes), "no plaintext content key in the database file")

@@ -22,7 +22,7 @@ struct SeamTests {
         try await store.importKeys([second], assetID: "trailer", fairPlayAssetID: nil, policy: AssetPolicy())
         #expect(try await store.key(asset: "movie-fps").assetID == "movie")
         #expect(try await store.key(id: second.keyID).assetID == "trailer")
-        #expect(await store.list().map(\.assetID) == ["movie", "trailer"])
+        #expect(try await store.allSummaries().map(\.assetID) == ["movie", "trailer"])
         await #expect(throws: LicensingError.unknownAsset("nothing")) { try await store.key(asset: "nothing") }
         await #expect(throws: LicensingError.badRequest("no keys to import")) {
             try await store.importKeys([], assetID: "x", fairPlayAssetID: nil, policy: AssetPolicy())
