@@ -333,7 +333,7 @@ let package = Package(
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
         .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelDownloads", "SatchelBackplane", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
                                                              "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams", .product(name: "Crypto", package: "swift-crypto"),
-                                                             .product(name: "Logging", package: "swift-log")]),
+                                                             .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")]),
         .testTarget(
             name: "SatchelFairPlayTests",
             dependencies: [

@@ -41,7 +41,7 @@ public struct FluentStreamSlots: StreamSlotStoring {
             if let refusal = StreamSlotRules.refusal(device: model.value, heldSlots: held, limits: limits) {
                 return StreamSlotAnswer(assetID: asset, refused: refusal, leaseSeconds: lease)
             }
-            let slot = StreamSlot(slotID: SecureRandom.uuid().uuidString.lowercased(), user: user, deviceID: device, assetID: asset, acquired: now,
+            let slot = StreamSlot(slotID: SecureRandom.uuidV7(at: now).uuidString.lowercased(), user: user, deviceID: device, assetID: asset, acquired: now,
                                   expires: StreamSlotRules.leaseEnd(from: now, lease: lease))
             try await BackplaneSlotModel(slot).create(on: database)
             return StreamSlotAnswer(granted: slot, leaseSeconds: lease)
