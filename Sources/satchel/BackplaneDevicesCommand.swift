@@ -10,17 +10,16 @@ extension BackplaneOperatorCommand {
             subcommands: [List.self, Show.self, Enable.self, Disable.self, Wipe.self, Kill.self, DeleteAsset.self, Delete.self])
 
         struct List: SatchelAsyncCommand {
-            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every device, or a user's.")
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every device, or a user's, by device ID, a page at a time.")
             @Option(help: "Only this user's devices.") var user: String?
+            @Option(help: "Only devices whose ID starts with this.") var prefix: String?
+            @OptionGroup var paging: PagingOptions
             @OptionGroup var options: OperatorOptions
-            struct Answer: Codable { var devices: [BackplaneDevice] }
 
             func execute() async throws {
-                let query = user.map { "?user=" + OperatorClient.segment($0) } ?? ""
-                let answer = try await options.client().call(.GET, "devices" + query, as: Answer.self)
-                try BackplaneOperatorCommand.output(answer.devices, json: options.json) {
-                    answer.devices.map(BackplaneOperatorCommand.line).joined(separator: "\n")
-                }
+                let query = [("user", user), ("prefix", prefix)].compactMap { name, value in value.map { (name, $0) } }
+                try await paging.walk(try options.client(), path: "devices", query: query, json: options.json, empty: "no devices",
+                                      line: { (device: BackplaneDevice) in BackplaneOperatorCommand.line(device) })
             }
         }
 

@@ -26,33 +26,30 @@ extension BackplaneOperatorCommand {
                 }
             }
 
+            /// The filters given, as query names and values.
+            var pairs: [(String, String)] {
+                [("device", device), ("user", user), ("kind", kind), ("asset", asset), ("since", since.flatMap(ISODate.date).map(ISODate.string)),
+                 ("until", until.flatMap(ISODate.date).map(ISODate.string))].compactMap { name, value in value.map { (name, $0) } }
+            }
+
             /// The query string, each value percent-encoded.
             func query(_ more: [(String, String)] = []) -> String {
-                let pairs = [("device", device), ("user", user), ("kind", kind), ("asset", asset), ("since", since.flatMap(ISODate.date).map(ISODate.string)),
-                             ("until", until.flatMap(ISODate.date).map(ISODate.string))].compactMap { name, value in value.map { (name, $0) } } + more
-                return pairs.isEmpty ? "" : "?" + pairs.map { "\($0.0)=\(OperatorClient.segment($0.1))" }.joined(separator: "&")
+                let all = pairs + more
+                return all.isEmpty ? "" : "?" + all.map { "\($0.0)=\(OperatorClient.segment($0.1))" }.joined(separator: "&")
             }
         }
 
         struct List: SatchelAsyncCommand {
-            static let configuration = CommandConfiguration(commandName: "list", abstract: "Events, newest first: time, kind, user, device, asset, reason.")
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Events, the last received first, a page at a time: time, kind, user, device, asset, reason.")
             @OptionGroup var filters: Filters
-            @Option(help: "At most this many (1 to 10000).") var limit = 100
+            @OptionGroup var paging: PagingOptions
             @OptionGroup var options: OperatorOptions
-            struct Answer: Codable { var events: [RecordedEvent] }
-
-            func validate() throws {
-                guard (1...10_000).contains(limit) else { throw ValidationError("--limit is 1 to 10000") }
-            }
 
             func execute() async throws {
-                let answer = try await options.client().call(.GET, "events" + filters.query([("limit", String(limit))]), as: Answer.self)
-                try BackplaneOperatorCommand.output(answer.events, json: options.json) {
-                    answer.events.isEmpty ? "no events" : answer.events.map { recorded in
-                        let event = recorded.event
-                        return [ISODate.string(event.time), event.kind.rawValue, recorded.user, recorded.deviceID, event.assetID ?? "-",
-                                event.reason ?? "", event.seconds.map { String(format: "%.0f s", $0) } ?? ""].joined(separator: "\t")
-                    }.joined(separator: "\n")
+                try await paging.walk(try options.client(), path: "events", query: filters.pairs, json: options.json, empty: "no events") { (recorded: RecordedEvent) in
+                    let event = recorded.event
+                    return [ISODate.string(event.time), event.kind.rawValue, recorded.user, recorded.deviceID, event.assetID ?? "-",
+                            event.reason ?? "", event.seconds.map { String(format: "%.0f s", $0) } ?? ""].joined(separator: "\t")
                 }
             }
         }

@@ -46,14 +46,13 @@ extension BackplaneOperatorCommand {
         }
 
         struct List: SatchelAsyncCommand {
-            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every feed: ID, items, title.")
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every feed by ID, a page at a time: ID, items, title.")
+            @OptionGroup var paging: PagingOptions
             @OptionGroup var options: OperatorOptions
-            struct Answer: Codable { var feeds: [Feed] }
 
             func execute() async throws {
-                let answer = try await options.client().call(.GET, "feeds", as: Answer.self)
-                try BackplaneOperatorCommand.output(answer.feeds, json: options.json) {
-                    answer.feeds.isEmpty ? "no feeds" : answer.feeds.map { "\($0.feedID)\t\($0.items) items\t\($0.title)" }.joined(separator: "\n")
+                try await paging.walk(try options.client(), path: "feeds", json: options.json, empty: "no feeds") { (feed: Feed) in
+                    "\(feed.feedID)\t\(feed.items) items\t\(feed.title)"
                 }
             }
         }
@@ -61,16 +60,14 @@ extension BackplaneOperatorCommand {
         struct Items: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "items", abstract: "A feed's items, in the order added: number, asset, published, title.")
             @Argument(help: "The feed's ID.") var feed: String
+            @OptionGroup var paging: PagingOptions
             @OptionGroup var options: OperatorOptions
-            struct Answer: Codable { var items: [FeedItem] }
 
             func execute() async throws {
-                let answer = try await options.client().call(.GET, "feeds/" + OperatorClient.segment(feed) + "/items", as: Answer.self)
-                try BackplaneOperatorCommand.output(answer.items, json: options.json) {
-                    answer.items.isEmpty ? "no items" : answer.items.map {
-                        [String($0.sequence), $0.assetID, ISODate.string($0.published), $0.expires.map { "expires " + ISODate.string($0) } ?? "", $0.title ?? ""]
-                            .joined(separator: "\t")
-                    }.joined(separator: "\n")
+                try await paging.walk(try options.client(), path: "feeds/" + OperatorClient.segment(feed) + "/items", json: options.json,
+                                      empty: "no items") { (item: FeedItem) in
+                    [String(item.sequence), item.assetID, ISODate.string(item.published), item.expires.map { "expires " + ISODate.string($0) } ?? "", item.title ?? ""]
+                        .joined(separator: "\t")
                 }
             }
         }
@@ -78,15 +75,13 @@ extension BackplaneOperatorCommand {
         struct Subscribers: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "subscribers", abstract: "The devices following a feed: device, quota, last item applied.")
             @Argument(help: "The feed's ID.") var feed: String
+            @OptionGroup var paging: PagingOptions
             @OptionGroup var options: OperatorOptions
-            struct Answer: Codable { var subscriptions: [Subscription] }
 
             func execute() async throws {
-                let answer = try await options.client().call(.GET, "feeds/" + OperatorClient.segment(feed) + "/subscribers", as: Answer.self)
-                try BackplaneOperatorCommand.output(answer.subscriptions, json: options.json) {
-                    answer.subscriptions.isEmpty ? "no subscribers" : answer.subscriptions.map {
-                        "\($0.deviceID)\t\($0.maxItems == 0 ? "no limit" : "at most \($0.maxItems)")\tapplied through item \($0.applied)"
-                    }.joined(separator: "\n")
+                try await paging.walk(try options.client(), path: "feeds/" + OperatorClient.segment(feed) + "/subscribers", json: options.json,
+                                      empty: "no subscribers") { (subscription: Subscription) in
+                    "\(subscription.deviceID)\t\(subscription.maxItems == 0 ? "no limit" : "at most \(subscription.maxItems)")\tapplied through item \(subscription.applied)"
                 }
             }
         }

@@ -33,15 +33,15 @@ struct BackplaneOperatorCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "users", abstract: "The users and their devices.", subcommands: [List.self, Show.self])
 
         struct List: SatchelAsyncCommand {
-            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every user: devices, enabled devices, limits.")
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "Every user by user ID, a page at a time: devices, enabled devices, limits.")
+            @Option(help: "Only users whose ID starts with this.") var prefix: String?
+            @OptionGroup var paging: PagingOptions
             @OptionGroup var options: OperatorOptions
-            struct Answer: Codable { var users: [BackplaneUser] }
 
             func execute() async throws {
-                let answer = try await options.client().call(.GET, "users", as: Answer.self)
-                try BackplaneOperatorCommand.output(answer, json: options.json) {
-                    answer.users.map { "\($0.user)\t\($0.devices.count) devices, \($0.enabledDevices) enabled\t\(BackplaneOperatorCommand.line($0.limits))" }
-                        .joined(separator: "\n")
+                try await paging.walk(try options.client(), path: "users", query: prefix.map { [("prefix", $0)] } ?? [], json: options.json,
+                                      empty: "no users") { (user: BackplaneUser) in
+                    "\(user.user)\t\(user.devices.count) devices, \(user.enabledDevices) enabled\t\(BackplaneOperatorCommand.line(user.limits))"
                 }
             }
         }
@@ -171,17 +171,14 @@ extension BackplaneOperatorCommand {
         struct List: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(commandName: "list", abstract: "Every slot held, or a user's: device, asset, when the lease ends.")
             @Option(help: "Only this user's slots.") var user: String?
+            @OptionGroup var paging: PagingOptions
             @OptionGroup var options: OperatorOptions
-            struct Answer: Codable { var slots: [StreamSlot] }
 
             func execute() async throws {
-                let query = user.map { "?user=" + OperatorClient.segment($0) } ?? ""
-                let answer = try await options.client().call(.GET, "slots" + query, as: Answer.self)
-                try BackplaneOperatorCommand.output(answer.slots, json: options.json) {
-                    answer.slots.isEmpty ? "no stream slot is held" : answer.slots.map {
-                        [$0.slotID, $0.user, $0.deviceID, $0.assetID, "since \(ISODate.string($0.acquired))", "lease ends \(ISODate.string($0.expires))"]
-                            .joined(separator: "\t")
-                    }.joined(separator: "\n")
+                try await paging.walk(try options.client(), path: "slots", query: user.map { [("user", $0)] } ?? [], json: options.json,
+                                      empty: "no stream slot is held") { (slot: StreamSlot) in
+                    [slot.slotID, slot.user, slot.deviceID, slot.assetID, "since \(ISODate.string(slot.acquired))", "lease ends \(ISODate.string(slot.expires))"]
+                        .joined(separator: "\t")
                 }
             }
         }

@@ -122,7 +122,7 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
         @OptionGroup var paging: PagingOptions
         @Option(help: "Only assets whose ID starts with this.") var prefix: String?
-        @Flag(help: "Print JSON: the page's items and the cursor of the next page.") var json = false
+        @Flag(help: "Print the page as a JSON array.") var json = false
 
         func execute() async throws {
             let (keyStore, database) = try await store.open(readOnly: true)

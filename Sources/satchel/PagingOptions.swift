@@ -13,7 +13,7 @@ struct PagingOptions: ParsableArguments {
         guard (1...ListingRequest.maximumLimit).contains(limit) else { throw ValidationError("--limit is a whole number from 1 to \(ListingRequest.maximumLimit)") }
     }
 
-    /// Prints a listing: one page (as `line`s, or as JSON with `json`), its last line the cursor of the next page; or,
+    /// Prints a listing: one page (as `line`s, or as a JSON array with `json`), the next page's cursor said on stderr; or,
     /// with `--all`, every page as JSON Lines.
     func walk<Item: Encodable & Sendable>(listing: String, columns: Int, prefix: String? = nil, json: Bool,
                                           page: (ListingRequest) async throws -> ListingPage<Item>, line: (Item) -> String) async throws {
@@ -28,12 +28,59 @@ struct PagingOptions: ParsableArguments {
                 continue
             }
             if json {
-                print(String(decoding: try JSONCoding.encoder(.pretty).encode(answer), as: UTF8.self))
+                print(String(decoding: try JSONCoding.encoder(.pretty).encode(answer.items), as: UTF8.self))
             } else {
                 for item in answer.items { print(line(item)) }
-                if let next = answer.next { FileHandle.standardError.write(Data("more: --after \(next)\n".utf8)) }
             }
+            if let next = answer.next { FileHandle.standardError.write(Data("more: --after \(next)\n".utf8)) }
             return
         }
+    }
+}
+
+extension PagingOptions {
+    /// Prints a listing of the operator API at `path` (with the filters in `query`): one page — lines, or with `json` the
+    /// page's rows as a JSON array — its next cursor said on stderr; or, with `--all`, every page as JSON Lines.
+    func walk<Item: Codable & Sendable>(_ client: OperatorClient, path: String, query: [(String, String)] = [], json: Bool, empty: String,
+                                        line: (Item) -> String) async throws {
+        var after = self.after
+        while true {
+            let pairs = query + [("limit", String(limit))] + (after.map { [("after", $0)] } ?? [])
+            let page = try await client.call(.GET, path + "?" + pairs.map { "\($0.0)=\(OperatorClient.segment($0.1))" }.joined(separator: "&"),
+                                             as: RemotePage<Item>.self)
+            if all {
+                let encoder = JSONCoding.encoder()
+                for item in page.items { print(String(decoding: try encoder.encode(item), as: UTF8.self)) }
+                guard let next = page.next else { return }
+                after = next
+                continue
+            }
+            try BackplaneOperatorCommand.output(page.items, json: json) { page.items.isEmpty ? empty : page.items.map(line).joined(separator: "\n") }
+            if let next = page.next { FileHandle.standardError.write(Data("more: --after \(next)\n".utf8)) }
+            return
+        }
+    }
+}
+
+/// A page of the operator API: its one array of rows (whatever the listing calls it) and `next`.
+struct RemotePage<Item: Decodable>: Decodable {
+    var items: [Item]
+    var next: String?
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        next = try container.decodeIfPresent(String.self, forKey: Key(stringValue: "next"))
+        guard let key = container.allKeys.first(where: { $0.stringValue != "next" }) else {
+            items = []
+            return
+        }
+        items = try container.decode([Item].self, forKey: key)
     }
 }
