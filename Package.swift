@@ -302,12 +302,12 @@ let package = Package(
             name: "SatchelServerTests",
             dependencies: [
                 "SatchelBytes", "SatchelFairPlay", "SatchelProtection", "SatchelPackager", "SatchelLicensing", "SatchelServer", "SatchelRights", "SatchelBackplane",
-                "SatchelHTTP", "SatchelSystem", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
+                "SatchelStorage", "SatchelHTTP", "SatchelSystem", "SatchelTestSupport", .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"), .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "FluentKit", package: "fluent-kit"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "SQLKit", package: "sql-kit"), .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

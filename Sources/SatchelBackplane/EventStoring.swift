@@ -2,6 +2,7 @@ import FluentKit
 import Foundation
 import SatchelBytes
 import SQLKit
+import SatchelStorage
 
 /// Where the backplane keeps the devices' events: the seam between the routes and a database. An event reported
 /// twice (its answer lost, sent again) is kept once: a device's event ID is unique.
@@ -12,6 +13,8 @@ public protocol EventStoring: Sendable {
     func events(_ query: EventQuery, limit: Int) async throws(BackplaneError) -> [RecordedEvent]
     /// A page of the events `query` selects, the last received first.
     func events(_ query: EventQuery, page: ListingRequest) async throws(BackplaneError) -> ListingPage<RecordedEvent>
+    /// Events received per hour of `hours` (hour starts, oldest first) by kind, dated by the device, from the hourly roll-ups.
+    func perHour(_ kinds: [DeviceEventKind], hours: [Date]) async throws(BackplaneError) -> [DeviceEventKind: [Int]]
     /// How many events `query` selects, by `grouping`, most first.
     func counts(_ query: EventQuery, by grouping: EventGrouping, limit: Int) async throws(BackplaneError) -> [EventCount]
 }
@@ -39,13 +42,23 @@ public struct FluentEventStore: EventStoring {
             return values.map { SQLBind($0) }
         }
         do {
-            let inserted = try await sql.insert(into: Self.table)
-                .columns("record_id", "device_id", "user_id", "kind", "asset_id", "reason", "seconds", "detail", "at", "received_at", "ordinal")
-                .rows(rows)
-                .ignoringConflicts(with: "record_id")
-                .returning("record_id")
-                .all()
-            return inserted.count
+            // The events inserted (not those sent again) are counted into the hourly roll-ups in the same transaction.
+            let write: @Sendable (any SQLDatabase) async throws -> Int = { sql in
+                let inserted = try await sql.insert(into: Self.table)
+                    .columns("record_id", "device_id", "user_id", "kind", "asset_id", "reason", "seconds", "detail", "at", "received_at", "ordinal")
+                    .rows(rows)
+                    .ignoringConflicts(with: "record_id")
+                    .returning("kind", "at")
+                    .all()
+                let counted = try inserted.map { (try $0.decode(column: "kind", as: String.self), try $0.decode(column: "at", as: Date.self)) }
+                try await Rollups.add(Rollups.tally(counted) { Rollups.Bucket("event:" + $0.0, at: $0.1) }, on: sql)
+                return inserted.count
+            }
+            guard let database = sql as? any Database else { return try await write(sql) }
+            return try await database.transaction { database in
+                guard let sql = database as? any SQLDatabase else { throw BackplaneError.storage("the backplane needs an SQL database") }
+                return try await write(sql)
+            }
         } catch {
             throw .storage("cannot keep the events: \(String(describing: error).prefix(200))")
         }
@@ -89,6 +102,15 @@ public struct FluentEventStore: EventStoring {
                                 detail: try row.decode(column: "detail", as: String?.self))
         return RecordedEvent(event: event, deviceID: device, user: try row.decode(column: "user_id", as: String.self),
                              received: try row.decode(column: "received_at", as: Date.self))
+    }
+
+    public func perHour(_ kinds: [DeviceEventKind], hours: [Date]) async throws(BackplaneError) -> [DeviceEventKind: [Int]] {
+        do {
+            let counts = try await Rollups.counts(kinds.map { "event:" + $0.rawValue }, hours: hours, on: sql)
+            return Dictionary(uniqueKeysWithValues: kinds.map { ($0, counts["event:" + $0.rawValue] ?? Array(repeating: 0, count: hours.count)) })
+        } catch {
+            throw .storage("cannot read the hourly counts: \(String(describing: error).prefix(200))")
+        }
     }
 
     public func counts(_ query: EventQuery, by grouping: EventGrouping, limit: Int) async throws(BackplaneError) -> [EventCount] {

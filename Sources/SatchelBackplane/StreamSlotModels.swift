@@ -1,4 +1,5 @@
 import FluentKit
+import SatchelStorage
 import Foundation
 import SQLKit
 
@@ -54,5 +55,6 @@ public struct AddStreamSlots: AsyncMigration {
 /// Every migration of the backplane, in order: run them with the license service's.
 public enum BackplaneMigrations {
     /// The backplane's tables, then what came after them.
-    public static var all: [any Migration] { [CreateBackplaneSchema(), AddStreamSlots(), AddDeviceEvents(), AddFeeds(), AddSubscriptions(), IndexBackplaneForScale()] }
+    public static var all: [any Migration] { [CreateBackplaneSchema(), AddStreamSlots(), AddDeviceEvents(), AddFeeds(), AddSubscriptions(), IndexBackplaneForScale(),
+                                                    CreateRollups(name: "satchel-backplane-rollups")] }
 }

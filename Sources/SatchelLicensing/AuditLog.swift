@@ -1,6 +1,7 @@
 import FluentKit
 import FluentSQLiteDriver
 import Foundation
+import SatchelStorage
 import Logging
 import SQLKit
 import SatchelBytes
@@ -195,23 +196,36 @@ public actor AuditLog {
     private func write(_ pendingLicenses: [LicenseEntry], _ pendingSyncs: [SyncEntry]) async throws {
         guard !pendingLicenses.isEmpty || !pendingSyncs.isEmpty else { return }
         try await database.withConnection { connection in
+            // The rows inserted (not those a record folded again left alone) are counted into the hourly roll-ups, in the
+            // same transaction: the dashboard's charts always equal a count of the audit.
             if connection is any SQLiteDatabase {
                 let statements = AuditSQLite.inserts(pendingLicenses, pendingSyncs)
                 try await connection.transaction { db in
-                    guard let sqlite = db as? any SQLiteDatabase else { throw LicensingError.storage("the audit log lost its SQLite connection") }
-                    for statement in statements { _ = try await sqlite.query(statement.sql, statement.binds) }
+                    guard let sqlite = db as? any SQLiteDatabase, let sql = db as? any SQLDatabase else {
+                        throw LicensingError.storage("the audit log lost its SQLite connection")
+                    }
+                    var inserted: [(type: String, at: Date)] = []
+                    for statement in statements {
+                        for row in try await sqlite.query(statement.sql, statement.binds) {
+                            guard let type = row.column("type")?.string, let seconds = row.column("issued_at")?.double else { continue }
+                            inserted.append((type, Date(timeIntervalSince1970: seconds)))
+                        }
+                    }
+                    try await Rollups.add(Rollups.tally(inserted) { Rollups.Bucket("license:" + $0.type, at: $0.at) }, on: sql)
                 }
                 return
             }
-            guard let sql = connection as? any SQLDatabase else { throw LicensingError.storage("the audit log needs an SQL database") }
-            let statements = Self.inserts(pendingLicenses, pendingSyncs, on: sql)
-            if statements.count == 1, let statement = statements.first {
-                try await statement.run()
-            } else {
-                try await connection.transaction { db in
-                    guard let sql = db as? any SQLDatabase else { throw LicensingError.storage("the audit log needs an SQL database") }
-                    for statement in Self.inserts(pendingLicenses, pendingSyncs, on: sql) { try await statement.run() }
+            try await connection.transaction { db in
+                guard let sql = db as? any SQLDatabase else { throw LicensingError.storage("the audit log needs an SQL database") }
+                var inserted: [(type: String, at: Date)] = []
+                let statements = Self.inserts(pendingLicenses, pendingSyncs, on: sql)
+                for statement in statements.licenses {
+                    for row in try await statement.all() {
+                        inserted.append((try row.decode(column: "type", as: String.self), try row.decode(column: "issued_at", as: Date.self)))
+                    }
                 }
+                for statement in statements.syncs { try await statement.run() }
+                try await Rollups.add(Rollups.tally(inserted) { Rollups.Bucket("license:" + $0.type, at: $0.at) }, on: sql)
             }
         }
         written += pendingLicenses.count + pendingSyncs.count
@@ -220,15 +234,16 @@ public actor AuditLog {
 
     /// PostgreSQL's multi-row INSERTs (at most 500 rows each) for the records, through SQLKit (SQLite's, the hot path
     /// of the journal's folds, bind SQLite values directly: `AuditSQLite`). A row already there is left as it is.
-    private static func inserts(_ licenses: [LicenseEntry], _ syncs: [SyncEntry], on sql: any SQLDatabase) -> [SQLInsertBuilder] {
-        var statements: [SQLInsertBuilder] = []
+    private static func inserts(_ licenses: [LicenseEntry], _ syncs: [SyncEntry], on sql: any SQLDatabase)
+        -> (licenses: [SQLReturningResultBuilder<SQLInsertBuilder>], syncs: [SQLInsertBuilder]) {
+        var statements: (licenses: [SQLReturningResultBuilder<SQLInsertBuilder>], syncs: [SQLInsertBuilder]) = ([], [])
         for start in stride(from: 0, to: licenses.count, by: 500) {
             var insert = sql.insert(into: LicenseModel.schema).columns("id", "asset_id", "key_id", "subject", "type", "issued_at", "custom_data")
             for entry in licenses[start..<min(start + 500, licenses.count)] {
                 insert = insert.values(SQLBind(entry.id), SQLBind(entry.assetID), SQLBind(entry.keyID), SQLBind(entry.subject),
                                        SQLBind(entry.type), SQLBind(entry.issuedAt), SQLBind(entry.customData))
             }
-            statements.append(insert.ignoringConflicts())
+            statements.licenses.append(insert.ignoringConflicts().returning("type", "issued_at"))
         }
         for start in stride(from: 0, to: syncs.count, by: 500) {
             var insert = sql.insert(into: SyncModel.schema).columns("id", "content_id", "duration_to_expiry", "subject", "received_at")
@@ -236,7 +251,7 @@ public actor AuditLog {
                 insert = insert.values(SQLBind(entry.id), SQLBind(entry.contentID), SQLBind(entry.durationToExpiry),
                                        SQLBind(entry.subject), SQLBind(entry.receivedAt))
             }
-            statements.append(insert.ignoringConflicts())
+            statements.syncs.append(insert.ignoringConflicts())
         }
         return statements
     }

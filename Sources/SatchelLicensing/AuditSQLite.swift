@@ -8,7 +8,8 @@ enum AuditSQLite {
     /// Rows per statement (7 values each, far under SQLite's limit on parameters).
     static let rowsPerStatement = 500
 
-    /// Multi-row INSERTs for the records; a row already there (a record folded again after a crash) is left as it is.
+    /// Multi-row INSERTs for the records; a row already there (a record folded again after a crash) is left as it is. A
+    /// license statement answers the rows it inserted (type, time), which the roll-ups count.
     static func inserts(_ licenses: [AuditLog.LicenseEntry], _ syncs: [AuditLog.SyncEntry]) -> [(sql: String, binds: [SQLiteData])] {
         var statements: [(sql: String, binds: [SQLiteData])] = []
         for start in stride(from: 0, to: licenses.count, by: rowsPerStatement) {
@@ -19,7 +20,8 @@ enum AuditSQLite {
                 binds += [.text(entry.id.uuidString), .text(entry.assetID), .text(entry.keyID), .text(entry.subject), .text(entry.type),
                           .float(entry.issuedAt.timeIntervalSince1970), entry.customData.map { .text($0) } ?? .null]
             }
-            statements.append((statement(LicenseModel.schema, ["id", "asset_id", "key_id", "subject", "type", "issued_at", "custom_data"], rows.count), binds))
+            statements.append((statement(LicenseModel.schema, ["id", "asset_id", "key_id", "subject", "type", "issued_at", "custom_data"], rows.count)
+                                   + " RETURNING type, issued_at", binds))
         }
         for start in stride(from: 0, to: syncs.count, by: rowsPerStatement) {
             let rows = syncs[start..<min(start + rowsPerStatement, syncs.count)]

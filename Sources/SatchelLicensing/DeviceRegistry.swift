@@ -4,6 +4,7 @@ import Foundation
 import SQLKit
 import SatchelBytes
 import SatchelRights
+import SatchelStorage
 import SatchelSystem
 
 /// A registered device as the server knows it.
@@ -139,6 +140,26 @@ public struct DeviceRegistry: Sendable {
         return sql
     }
 
+    /// About how many devices are registered, how many of them are disabled (counted through their index: few are)
+    /// and how many licenses were issued to devices; never a count of a large table.
+    public func estimatedCounts() async throws(LicensingError) -> (devices: Int, disabled: Int, licenses: Int) {
+        let sql = try sqlDatabase()
+        return try await stored("count the devices") {
+            let disabled = try await sql.raw("SELECT COUNT(*) AS n FROM satchel_devices WHERE disabled = \(bind: true)").first()?.decode(column: "n", as: Int.self) ?? 0
+            return (try await TableSize.estimate(DeviceModel.schema, on: sql), disabled, try await TableSize.estimate(DeviceLicenseModel.schema, on: sql))
+        }
+    }
+
+    /// Device licenses issued per hour of `hours`, persistent (offline) and streaming, from the roll-ups.
+    public func issuedPerHour(hours: [Date]) async throws(LicensingError) -> (persistent: [Int], streaming: [Int]) {
+        let sql = try sqlDatabase()
+        let counts = try await stored("read the hourly counts") {
+            try await Rollups.counts(["device-license:persistent", "device-license:streaming"], hours: hours, on: sql)
+        }
+        let none = Array(repeating: 0, count: hours.count)
+        return (counts["device-license:persistent"] ?? none, counts["device-license:streaming"] ?? none)
+    }
+
     /// Registered devices, newest first.
     public func devices(limit: Int = 1000) async throws(LicensingError) -> [DeviceRecord] {
         let models = try await stored("read devices") { try await DeviceModel.query(on: database).sort(\.$registeredAt, .descending).limit(max(limit, 0)).all() }
@@ -161,7 +182,14 @@ public struct DeviceRegistry: Sendable {
         let model = DeviceLicenseModel(id: license.licenseID, deviceID: license.deviceID, subject: license.subject, assetID: license.assetID,
                                        persistent: license.persistent, rights: try Self.json(license.rights), issuedAt: license.issuedAt)
         model.customData = license.customData
-        try await stored("record the license") { try await model.create(on: database) }
+        let bucket = Rollups.Bucket(license.persistent ? "device-license:persistent" : "device-license:streaming", at: license.issuedAt)
+        try await stored("record the license") {
+            try await database.transaction { database in
+                try await model.create(on: database)
+                guard let sql = database as? any SQLDatabase else { return }
+                try await Rollups.add([bucket: 1], on: sql)
+            }
+        }
     }
 
     /// The license with this ID.

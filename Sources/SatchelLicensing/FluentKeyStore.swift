@@ -166,6 +166,18 @@ public struct FluentKeyStore: KeyStore {
         }
     }
 
+    /// Licenses issued per hour by type, from the roll-ups (what is still in the journal folded first).
+    public func issuedPerHour(types: [String], hours: [Date]) async throws(LicensingError) -> [String: [Int]] {
+        let sql = try sqlDatabase()
+        do {
+            try await audit.flush()
+            let counts = try await Rollups.counts(types.map { "license:" + $0 }, hours: hours, on: sql)
+            return Dictionary(uniqueKeysWithValues: types.map { ($0, counts["license:" + $0] ?? Array(repeating: 0, count: hours.count)) })
+        } catch {
+            throw .storage("cannot read the hourly counts: \(String(describing: error).prefix(200))")
+        }
+    }
+
     /// How many assets and keys the store holds, estimated (never a count of a large table).
     public func estimatedCounts() async throws(LicensingError) -> (assets: Int, keys: Int) {
         let sql = try sqlDatabase()

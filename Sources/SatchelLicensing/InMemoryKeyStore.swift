@@ -57,6 +57,16 @@ public actor InMemoryKeyStore: KeyStore {
         return found.keys.map { stored(id, found, $0) }
     }
 
+    public func issuedPerHour(types: [String], hours: [Date]) -> [String: [Int]] {
+        guard let first = hours.first else { return [:] }
+        var counts = Dictionary(uniqueKeysWithValues: types.map { ($0, Array(repeating: 0, count: hours.count)) })
+        for license in issued {
+            let slot = Int((license.issuedAt.timeIntervalSince(first) / 3600).rounded(.down))
+            if slot >= 0, slot < hours.count { counts[license.type]?[slot] += 1 }
+        }
+        return counts
+    }
+
     public func estimatedCounts() -> (assets: Int, keys: Int) {
         (assets.count, assets.values.reduce(0) { $0 + $1.keys.count })
     }

@@ -96,6 +96,9 @@ public protocol KeyStore: Sendable {
     /// Every key of an asset named by its asset ID or FairPlay asset ID, first imported first (`unknownAsset` when
     /// there is none): what a device license carries.
     func keys(asset: String) async throws(LicensingError) -> [StoredKey]
+    /// Licenses issued per hour of `hours` (hour starts, oldest first) by recorded type (``AuditFilter/type``), read from
+    /// the hourly roll-ups kept with the audit (the dashboard's charts).
+    func issuedPerHour(types: [String], hours: [Date]) async throws(LicensingError) -> [String: [Int]]
     /// How many assets and keys the store holds, estimated without counting rows (the dashboard's figures).
     func estimatedCounts() async throws(LicensingError) -> (assets: Int, keys: Int)
     /// Deletes an asset (and its keys), or a single key by its key ID. False when nothing matched.

@@ -53,7 +53,8 @@ public final class LicensingDatabase: Sendable {
         }
         do {
             let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
-                                                                                       CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale()] + more,
+                                                                                       CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale(),
+                                                                                       CreateRollups(name: "satchel-licensing-rollups")] + more,
                                              logger: logger)
             databases = store.databases
             database = store.database

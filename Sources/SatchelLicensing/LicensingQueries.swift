@@ -113,6 +113,7 @@ struct IndexForScale: AsyncMigration {
         ("satchel_keys_asset", "satchel_keys", ["asset_id", "key_id"]),
         ("satchel_devices_subject", "satchel_devices", ["subject", "registered_at"]),
         ("satchel_devices_registered", "satchel_devices", ["registered_at", "device_id"]),
+        ("satchel_devices_disabled", "satchel_devices", ["disabled"]),
         ("satchel_device_licenses_device", "satchel_device_licenses", ["device_id", "issued_at"]),
         ("satchel_device_licenses_issued", "satchel_device_licenses", ["issued_at", "license_id"]),
         ("satchel_licenses_issued", "satchel_licenses", ["issued_at"]),

@@ -10,40 +10,46 @@ struct AdminPages {
     let console: AdminConsole
     /// The most audit rows a page reads.
     static let auditLimit = 200
-    /// The most rows a chart counts (a day of a very busy service is sampled at its newest rows).
+    /// The most device licenses the devices page reads to count each device's.
     static let chartLimit = 100_000
 
     private var now: Date { console.service.clock.now }
 
-    /// Counts, the two hourly charts of the last 24 hours, and the newest licenses.
+    /// Counts (estimated: never a count of a large table), the two hourly charts of the last 24 hours (from the hourly
+    /// roll-ups, not the audit's rows), and the newest licenses.
     func overview() async throws -> [String: Any] {
         let counts = try await console.service.store.estimatedCounts()
         let hours = HourlyChart.hours(endingAt: now, count: 24)
-        let day = try await console.service.store.licenses(matching: AuditFilter(since: hours.first), limit: Self.chartLimit)
-        let devices = try await console.registry?.devices(limit: 100_000) ?? []
-        let deviceLicenses = try await console.registry?.licenses(limit: Self.chartLimit) ?? []
+        let issuedPerHour = try await console.service.store.issuedPerHour(types: Self.licenseTypes, hours: hours)
+        let none = Array(repeating: 0, count: hours.count)
+        let devices = try await console.registry?.estimatedCounts() ?? (0, 0, 0)
+        let deviceLicenses = try await console.registry?.issuedPerHour(hours: hours) ?? (persistent: none, streaming: none)
         let families = [("FairPlay", "fairplay", "s1"), ("Clear Key", "clearkey", "s2"), ("AES-128", "aes-128", "s3"), ("Satchel devices", "satchel", "s4")]
+        func sum(_ series: [[Int]]) -> [Int] { series.reduce(none) { zip($0, $1).map { $0 + $1 } } }
         let issued = HourlyChart(hours: hours, series: families.map { family in
-            .init(name: family.0, cssClass: family.2, counts: HourlyChart.counts(of: day.filter { $0.type.hasPrefix(family.1) }.map(\.issuedAt), in: hours))
+            .init(name: family.0, cssClass: family.2, counts: sum(Self.licenseTypes.filter { $0.hasPrefix(family.1) }.map { issuedPerHour[$0] ?? none }))
         })
-        let offlineDates = day.filter { $0.type == "clearkey-persistent-license" }.map(\.issuedAt)
-            + deviceLicenses.filter { $0.persistent && $0.issuedAt >= (hours.first ?? now) }.map(\.issuedAt)
-        let downloads = HourlyChart(hours: hours, series: [.init(name: "offline licenses", cssClass: "s4", counts: HourlyChart.counts(of: offlineDates, in: hours))])
+        let offline = sum([issuedPerHour["clearkey-persistent-license"] ?? none, deviceLicenses.persistent])
+        let downloads = HourlyChart(hours: hours, series: [.init(name: "offline licenses", cssClass: "s4", counts: offline)])
+        let recent = try await console.service.store.licenses(limit: 8)
         return [
             "stats": [
                 ["label": "Assets", "value": counts.assets, "note": "\(counts.keys) key\(counts.keys == 1 ? "" : "s")"],
-                ["label": "Licenses, 24 h", "value": day.count, "note": "\(offlineDates.count) offline"],
-                ["label": "Devices", "value": devices.count, "note": "\(devices.filter(\.disabled).count) disabled"],
-                ["label": "Active device licenses", "value": deviceLicenses.filter { $0.state != .released }.count, "note": "of \(deviceLicenses.count) issued"],
+                ["label": "Licenses, 24 h", "value": issued.total, "note": "\(offline.reduce(0, +)) offline"],
+                ["label": "Devices", "value": devices.0, "note": "\(devices.1) disabled"],
+                ["label": "Device licenses", "value": devices.2, "note": "issued"],
             ] as [[String: Any]],
             "issuedChart": issued.svg(label: "Licenses issued per hour, last 24 hours"),
             "issuedLegend": families.map { ["name": $0.0, "class": $0.2] },
             "issuedTotal": issued.total,
             "downloadsChart": downloads.svg(label: "Offline licenses (downloads) per hour, last 24 hours"),
             "downloadsTotal": downloads.total,
-            "recent": day.prefix(8).map(Self.licenseRow),
+            "recent": recent.map(Self.licenseRow),
         ]
     }
+
+    /// The license types the audit records (``AuditFilter/type``).
+    static let licenseTypes = ["fairplay", "fairplay-sync", "clearkey-temporary", "clearkey-persistent-license", "aes-128", "satchel"]
 
     /// A page of assets with their FairPlay asset IDs, key IDs and policies, by asset ID (`after`: the page's cursor;
     /// `q`: an asset ID prefix).
@@ -98,7 +104,7 @@ struct AdminPages {
         let filter = AuditFilter(assetID: field("asset"), subject: field("subject"), type: field("type"),
                                  since: hours.map { now.addingTimeInterval(-Double($0) * 3600) })
         let rows = try await console.service.store.licenses(matching: filter, limit: Self.auditLimit)
-        let types = ["fairplay", "fairplay-sync", "clearkey-temporary", "clearkey-persistent-license", "aes-128", "satchel"]
+        let types = Self.licenseTypes
         let spans = [(1, "Last hour"), (24, "Last 24 hours"), (168, "Last 7 days"), (720, "Last 30 days")]
         return [
             "rows": rows.map(Self.licenseRow), "count": rows.count, "empty": rows.isEmpty, "limited": rows.count == Self.auditLimit,

@@ -41,6 +41,10 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (default 10).") var headerTimeout: Double = 10
     @Option(name: .customLong("idle-timeout"), help: "Seconds a kept-alive connection may stay idle (default 60).") var idleTimeout: Double = 60
     @Option(name: .customLong("max-connections"), help: "Connections served at once (default: from the descriptor limit).") var maxConnections: Int?
+    @Option(name: .customLong("retain-audit"), help: "Days the audit (licenses issued, FairPlay sync reports) is kept; older records are deleted every hour (default: kept for ever).")
+    var retainAudit: Int?
+    @Option(name: .customLong("retain-events"), help: "Days the devices' events are kept; older events are deleted every hour (default: kept for ever).")
+    var retainEvents: Int?
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
     @OptionGroup var logging: LoggingOptions
     @Option(name: .customLong("demo-tokens"), help: .hidden) var demoTokenKID: String?
@@ -69,6 +73,9 @@ struct ServeCommand: SatchelAsyncCommand {
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
         if demoTokenKID != nil && jwksPath == nil { throw ValidationError("--demo-tokens signs with a key of --jwks") }
         if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
+        for (name, days) in [("--retain-audit", retainAudit), ("--retain-events", retainEvents)] where days.map({ !(1...36_500).contains($0) }) ?? false {
+            throw ValidationError("\(name) is a number of days from 1 to 36500")
+        }
     }
 
     func execute() async throws {
@@ -150,6 +157,11 @@ struct ServeCommand: SatchelAsyncCommand {
                                          sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
         let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
         var lifecycle: [any Service] = []
+        let retention = HistoryRetention(auditDays: retainAudit, eventDays: retainEvents)
+        if retention.isEnabled {
+            let sql = try database.sql()
+            lifecycle.append(BackgroundService(name: "history retention") { await retention.run(on: sql) })
+        }
         if let url = store.resolvedDatabaseURL {  // other nodes' changes reach this node's streams
             let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)
             lifecycle.append(BackgroundService(name: "backplane listener") { await listener.run() })

@@ -1,0 +1,60 @@
+import Foundation
+import Logging
+import SQLKit
+import SatchelStorage
+
+/// `satchel serve --retain-audit DAYS --retain-events DAYS`: the audit (licenses issued, FairPlay sync reports) and the
+/// devices' events kept that many days, swept at start and then every hour in small batches (``Retention``).
+public struct HistoryRetention: Sendable {
+    /// Days of audit kept (nil: for ever).
+    public var auditDays: Int?
+    /// Days of device events kept (nil: for ever).
+    public var eventDays: Int?
+    /// How often a sweep runs.
+    public static let interval: Duration = .seconds(3600)
+
+    /// The audit's tables, and the events'.
+    static let audit = [
+        Retention.History(table: "satchel_licenses", key: "id", time: "issued_at", rollups: "license:%"),
+        Retention.History(table: "satchel_syncs", key: "id", time: "received_at", rollups: nil),
+    ]
+    static let events = [Retention.History(table: "backplane_events", key: "record_id", time: "at", rollups: "event:%")]
+
+    /// A retention of `auditDays` and `eventDays` (each 1 or more, or nil).
+    public init(auditDays: Int?, eventDays: Int?) {
+        (self.auditDays, self.eventDays) = (auditDays, eventDays)
+    }
+
+    /// Whether anything is ever deleted.
+    public var isEnabled: Bool { auditDays != nil || eventDays != nil }
+
+    /// One sweep at `now`: answers the rows deleted by table.
+    @discardableResult
+    public func sweep(at now: Date, on sql: any SQLDatabase) async throws -> [String: Int] {
+        var deleted: [String: Int] = [:]
+        for (days, histories) in [(auditDays, Self.audit), (eventDays, Self.events)] {
+            guard let days else { continue }
+            for history in histories {
+                deleted[history.table] = try await Retention.sweep(history, before: Retention.cutoff(days: days, at: now), on: sql)
+            }
+        }
+        return deleted
+    }
+
+    /// Sweeps now and every ``interval`` until cancelled; a failed sweep is logged and tried again at the next.
+    public func run(on sql: any SQLDatabase, logger: Logger = Logger(label: "satchel.retention")) async {
+        while !Task.isCancelled {
+            do {
+                let deleted = try await sweep(at: Date(), on: sql)
+                if deleted.values.contains(where: { $0 > 0 }) {
+                    logger.notice("history past its retention deleted", metadata: deleted.mapValues { .stringConvertible($0) })
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.error("the retention sweep failed; it runs again in an hour", metadata: ["error": "\(String(describing: error).prefix(200))"])
+            }
+            try? await Task.sleep(for: Self.interval)
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import SQLKit
+import SatchelBackplane
+import SatchelBytes
+@testable import SatchelLicensing
+@testable import SatchelServer
+import SatchelStorage
+import Testing
+
+/// Issue 47, point 4: history that grows forever stays cheap. The charts' hourly roll-ups, kept as records arrive,
+/// equal a count over the raw rows (a record sent again counted once); a retention sweep deletes what is older than
+/// the setting, in batches, with its roll-ups, and leaves the rest intact.
+@Suite("History retention", .serialized)
+struct HistoryRetentionTests {
+    /// A PostgreSQL database of its own (scripts/test makes it afresh): the test empties the audit and the events.
+    static let postgres = ProcessInfo.processInfo.environment["SATCHEL_HISTORY_DATABASE_URL"]
+
+    @Test("roll-ups equal the raw counts; a sweep keeps 30 days of audit and 10 of events, exactly (SQLite)")
+    func retentionSQLite() async throws {
+        let directory = NSTemporaryDirectory() + "satchel-retention-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await Self.retention(try await LicensingDatabase(dataDirectory: directory, url: nil, more: BackplaneMigrations.all))
+    }
+
+    @Test("roll-ups equal the raw counts; a sweep keeps 30 days of audit and 10 of events, exactly (PostgreSQL)", .enabled(if: postgres != nil))
+    func retentionPostgreSQL() async throws {
+        try await Self.retention(try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: try #require(Self.postgres), more: BackplaneMigrations.all))
+    }
+
+    /// The roll-ups as (hour, series) → count, and the same counted from the raw rows.
+    static func rollupsAndRaw(_ sql: any SQLDatabase) async throws -> (rollups: [String: Int], raw: [String: Int]) {
+        var rollups: [String: Int] = [:], raw: [String: Int] = [:]
+        for row in try await sql.raw("SELECT hour, series, count FROM satchel_rollups WHERE series LIKE 'license:%' OR series LIKE 'event:%'").all() {
+            rollups["\(try row.decode(column: "hour", as: Int64.self)) \(try row.decode(column: "series", as: String.self))"] = try row.decode(column: "count", as: Int.self)
+        }
+        for row in try await sql.raw("SELECT type, issued_at FROM satchel_licenses").all() {
+            raw["\(Rollups.hour(of: try row.decode(column: "issued_at", as: Date.self))) license:\(try row.decode(column: "type", as: String.self))", default: 0] += 1
+        }
+        for row in try await sql.raw("SELECT kind, at FROM backplane_events").all() {
+            raw["\(Rollups.hour(of: try row.decode(column: "at", as: Date.self))) event:\(try row.decode(column: "kind", as: String.self))", default: 0] += 1
+        }
+        return (rollups, raw)
+    }
+
+    static func retention(_ database: LicensingDatabase) async throws {
+        do {
+            let sql = try database.sql()
+            for table in ["satchel_licenses", "satchel_syncs", "backplane_events", "satchel_rollups"] { try await sql.raw("DELETE FROM \(ident: table)").run() }
+            let store = FluentKeyStore(database: database, kek: try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32))))
+            let now = Date(timeIntervalSince1970: 1_800_000_000.5)
+            let types = ["fairplay", "satchel", "clearkey-temporary"]
+            // 240 licenses, one every 6 hours back over 60 days; 480 events, one every 3 hours, sent in batches (one batch twice).
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<240 {
+                    group.addTask {
+                        try await store.recordLicense(assetID: "a", keyID: "k", subject: "u", type: types[index % 3], at: now.addingTimeInterval(-Double(index) * 21_600))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let events = FluentEventStore(database: sql)
+            let all = (0..<480).map { DeviceEvent(eventID: "event-number-\($0)", kind: $0 % 2 == 0 ? .playStart : .downloadCompleted, time: now.addingTimeInterval(-Double($0) * 10_800)) }
+            for start in stride(from: 0, to: all.count, by: 100) {
+                _ = try await events.record(Array(all[start..<min(start + 100, all.count)]), device: "phone", user: "alice", received: now)
+            }
+            #expect(try await events.record(Array(all[0..<100]), device: "phone", user: "alice", received: now) == 0, "a batch sent again adds nothing")
+            try await database.audit.flush()
+            let before = try await rollupsAndRaw(sql)
+            #expect(before.raw.values.reduce(0, +) == 720 && before.rollups == before.raw, "the roll-ups equal the raw counts")
+
+            let retention = HistoryRetention(auditDays: 30, eventDays: 10)
+            let deleted = try await retention.sweep(at: now, on: sql)
+            let auditCutoff = Retention.cutoff(days: 30, at: now), eventCutoff = Retention.cutoff(days: 10, at: now)
+            let keptLicenses = (0..<240).filter { now.addingTimeInterval(-Double($0) * 21_600) >= auditCutoff }.count
+            let keptEvents = (0..<480).filter { now.addingTimeInterval(-Double($0) * 10_800) >= eventCutoff }.count
+            #expect(deleted["satchel_licenses"] == 240 - keptLicenses && deleted["backplane_events"] == 480 - keptEvents, "\(deleted)")
+            let after = try await rollupsAndRaw(sql)
+            #expect(after.raw.values.reduce(0, +) == keptLicenses + keptEvents, "the rest intact")
+            #expect(after.rollups == after.raw, "the roll-ups still equal the raw counts")
+            let oldest = try await sql.raw("SELECT MIN(issued_at) AS t FROM satchel_licenses").first()?.decode(column: "t", as: Date.self)
+            #expect(oldest.map { $0 >= auditCutoff } == true)
+            #expect(try await retention.sweep(at: now, on: sql).values.allSatisfy { $0 == 0 }, "a second sweep finds nothing")
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+}
