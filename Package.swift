@@ -184,7 +184,8 @@ let package = Package(
         .target(
             name: "SatchelServer",
             dependencies: [
-                "SatchelBytes", "SatchelMedia", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelRights", "SatchelHTTP", "SatchelBackplane",
+                "SatchelBytes", "SatchelMedia", "SatchelFairPlay", "SatchelProtection", "SatchelLicensing", "SatchelRights", "SatchelHTTP", "SatchelBackplane", "SatchelStorage",
+                .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -267,7 +268,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                "SatchelBackplane", "SatchelHTTP",
+                "SatchelBackplane", "SatchelHTTP", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit"),
             ]
         ),
         .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
@@ -284,7 +285,7 @@ let package = Package(
                                                               "SatchelTestSupport"]),
         .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP", .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
                                                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types")]),
-        .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit")]),
+        .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelProtection", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
                                                           .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -20,13 +20,7 @@ package enum BackplaneQueries {
         // fields at every row, which was most of a sync's CPU.
         let sql = try sqlDatabase(database)
         guard let row = try await sql.raw(Self.device(device)).first() else { throw BackplaneError.unknownDevice(DeviceReference.device(device).description) }
-        let value = BackplaneDevice(deviceID: device, user: try row.decode(column: "user_id", as: String.self),
-                                    externalID: try row.decode(column: "external_id", as: String?.self),
-                                    name: try row.decode(column: "name", as: String.self), platform: try row.decode(column: "platform", as: String.self),
-                                    downloadEnabled: try row.decode(column: "download_enabled", as: Bool.self),
-                                    state: BackplaneDevice.State(rawValue: try row.decode(column: "state", as: String.self)) ?? .active,
-                                    lastSync: try row.decode(column: "last_sync", as: Date?.self),
-                                    registered: try row.decode(column: "registered_at", as: Date.self))
+        let value = try Self.device(row, id: device)
         let nextSequence = try row.decode(column: "next_sequence", as: Int64.self)
         let unacknowledged = try await sql.raw(Self.unacknowledged(device: device, limit: limit)).all()
             .map { row throws in try JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(try row.decode(column: "body", as: String.self).utf8)) }
@@ -87,6 +81,57 @@ package enum BackplaneQueries {
         """
     }
 
+    /// A device read from a row of `backplane_devices` (the columns of ``device(_:)``).
+    static func device(_ row: any SQLRow, id: String) throws -> BackplaneDevice {
+        BackplaneDevice(deviceID: id, user: try row.decode(column: "user_id", as: String.self), externalID: try row.decode(column: "external_id", as: String?.self),
+                        name: try row.decode(column: "name", as: String.self), platform: try row.decode(column: "platform", as: String.self),
+                        downloadEnabled: try row.decode(column: "download_enabled", as: Bool.self),
+                        state: BackplaneDevice.State(rawValue: try row.decode(column: "state", as: String.self)) ?? .active,
+                        lastSync: try row.decode(column: "last_sync", as: Date?.self), registered: try row.decode(column: "registered_at", as: Date.self))
+    }
+
+    /// A page of the devices, or of a user's, by device ID (plain SQL: an operator's page of a thousand rows).
+    static func devices(user: String?, page: ListingRequest, on database: any Database) async throws -> ListingPage<BackplaneDevice> {
+        var devices = try await sqlDatabase(database).raw(devicePage(user: user, after: page.afterKey?.first, prefix: page.prefix, limit: page.limit + 1))
+            .all().map { try device($0, id: try $0.decode(column: "device_id", as: String.self)) }
+        if let prefix = page.prefix, let end = devices.firstIndex(where: { !$0.deviceID.hasPrefix(prefix) }) { devices.removeSubrange(end...) }
+        return ListingPage(reading: devices, limit: page.limit, listing: BackplaneDevice.listing) { [$0.deviceID] }
+    }
+
+    /// The statement of a page of devices: every device's by device ID (the primary key), or a user's
+    /// (`backplane_devices_user`).
+    static func devicePage(user: String?, after: String?, prefix: String?, limit: Int) -> SQLQueryString {
+        var conditions: [SQLQueryString] = []
+        if let user { conditions.append("user_id = \(bind: user)") }
+        if let after { conditions.append("device_id > \(bind: after)") }
+        if let prefix { conditions.append("device_id >= \(bind: prefix)") }
+        let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return """
+            SELECT device_id, user_id, external_id, name, platform, download_enabled, state, last_sync, registered_at FROM backplane_devices
+            \(condition) ORDER BY device_id LIMIT \(literal: limit)
+            """
+    }
+
+    /// The statement of a page of users, by user ID (the users' primary key).
+    static func userPage(after: String?, prefix: String?, limit: Int) -> SQLQueryString {
+        var conditions: [SQLQueryString] = []
+        if let after { conditions.append("user_id > \(bind: after)") }
+        if let prefix { conditions.append("user_id >= \(bind: prefix)") }
+        let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return "SELECT user_id FROM backplane_users \(condition) ORDER BY user_id LIMIT \(literal: limit)"
+    }
+
+    /// The operator's listings, first and later pages, with example cursors: each walks an index from the cursor.
+    package static var listings: [HotQuery] {
+        [
+            HotQuery("devices, first page", devicePage(user: nil, after: nil, prefix: nil, limit: 101)),
+            HotQuery("devices, a later page", devicePage(user: nil, after: "device-5000", prefix: nil, limit: 101)),
+            HotQuery("a user's devices, a later page", devicePage(user: "user-7", after: "device-20", prefix: nil, limit: 101)),
+            HotQuery("users, a later page", userPage(after: "user-500", prefix: nil, limit: 101)),
+            HotQuery("users by prefix", userPage(after: nil, prefix: "user-5", limit: 101)),
+        ]
+    }
+
     /// A device's commands not yet acknowledged, in order (`backplane_commands_pending`).
     static func unacknowledged(device: String, limit: Int) -> SQLQueryString {
         """
@@ -143,11 +188,7 @@ package enum BackplaneQueries {
 
     /// A page of the users known (every user with a device has a row: registration takes it), by user ID.
     static func users(_ page: ListingRequest, on database: any Database) async throws -> ListingPage<String> {
-        var conditions: [SQLQueryString] = []
-        if let after = page.afterKey?.first { conditions.append("user_id > \(bind: after)") }
-        if let prefix = page.prefix { conditions.append("user_id >= \(bind: prefix)") }
-        let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        var users = try await sqlDatabase(database).raw("SELECT user_id FROM backplane_users \(condition) ORDER BY user_id LIMIT \(literal: page.limit + 1)")
+        var users = try await sqlDatabase(database).raw(userPage(after: page.afterKey?.first, prefix: page.prefix, limit: page.limit + 1))
             .all().map { try $0.decode(column: "user_id", as: String.self) }
         if let prefix = page.prefix, let end = users.firstIndex(where: { !$0.hasPrefix(prefix) }) { users.removeSubrange(end...) }
         return ListingPage(reading: users, limit: page.limit, listing: backplaneUsersListing) { [$0] }

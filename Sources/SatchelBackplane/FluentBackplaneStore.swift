@@ -32,7 +32,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
                 try await existing.save(on: database)
                 return BackplaneRegistration(device: existing.value, notice: .alreadyRegistered)
             }
-            let limits = try await Self.effectiveLimits(of: device.user, on: database)
+            let limits = try await BackplaneLimitRows.effectiveLimits(of: device.user, on: database)
             let enabled = try await BackplaneQueries.count(BackplaneQueries.enabledDevices(user: device.user, except: ""), on: database)
             let enrollment = BackplaneRules.enrollment(enabledDevices: enabled, limits: limits)
             let model = BackplaneDeviceModel()
@@ -56,13 +56,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
 
     public func devices(user: String?, page: ListingRequest) async throws(BackplaneError) -> ListingPage<BackplaneDevice> {
         try await transaction("list the devices", atomic: false) { database async throws in
-            var query = BackplaneDeviceModel.query(on: database)
-            if let user { query = query.filter(\.$user == user) }
-            if let after = page.afterKey?.first { query = query.filter(\.$id > after) }
-            if let prefix = page.prefix { query = query.filter(\.$id >= prefix) }
-            var rows = try await query.sort(\.$id).limit(page.limit + 1).all().map(\.value)
-            if let prefix = page.prefix, let end = rows.firstIndex(where: { !$0.deviceID.hasPrefix(prefix) }) { rows.removeSubrange(end...) }
-            return ListingPage(reading: rows, limit: page.limit, listing: BackplaneDevice.listing) { [$0.deviceID] }
+            try await BackplaneQueries.devices(user: user, page: page, on: database)
         }
     }
 
@@ -78,7 +72,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
             let user = try await Self.model(reference, on: database).user
             try await BackplaneRowLocks.user(user, on: database)
             let model = try await Self.model(reference, on: database)  // read again under the lock
-            let limits = try await Self.effectiveLimits(of: model.user, on: database)
+            let limits = try await BackplaneLimitRows.effectiveLimits(of: model.user, on: database)
             let others = try await BackplaneQueries.count(BackplaneQueries.enabledDevices(user: model.user, except: model.id ?? ""), on: database)
             let enabled = try BackplaneRules.downloadEnabled(wanted, device: model.value, otherEnabledDevices: others, limits: limits)
             if enabled != model.downloadEnabled {
@@ -111,11 +105,11 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func limits() async throws(BackplaneError) -> LimitTable {
-        try await transaction("read the limits") { database async throws in try await Self.limitTable(on: database) }
+        try await transaction("read the limits") { database async throws in try await BackplaneLimitRows.limitTable(on: database) }
     }
 
     public func limits(of user: String) async throws(BackplaneError) -> (global: BackplaneLimits, own: BackplaneLimits?) {
-        try await transaction("read the user's limits", atomic: false) { database async throws in try await Self.limits(of: user, on: database) }
+        try await transaction("read the user's limits", atomic: false) { database async throws in try await BackplaneLimitRows.limits(of: user, on: database) }
     }
 
     public func permission(device: String, asset: String, downloadable: Bool) async throws(BackplaneError) -> DownloadPermission {
@@ -127,7 +121,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
             let onDevice = try await BackplaneQueries.count(BackplaneQueries.grants(device: device), on: database)
             let account = try await BackplaneQueries.count(BackplaneQueries.grants(user: user), on: database)
             let answer = BackplaneRules.permission(device: model.value, alreadyGranted: already, downloadable: downloadable, assetsOnDevice: onDevice,
-                                                   accountDownloads: account, limits: try await Self.effectiveLimits(of: user, on: database))
+                                                   accountDownloads: account, limits: try await BackplaneLimitRows.effectiveLimits(of: user, on: database))
             if answer.isGranted, !already {
                 let grant = BackplaneGrantModel()
                 grant.id = SecureRandom.uuid().uuidString.lowercased()

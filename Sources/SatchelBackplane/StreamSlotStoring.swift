@@ -105,7 +105,7 @@ public struct FluentStreamSlots: StreamSlotStoring {
         let sql = try BackplaneQueries.sqlDatabase(database)
         try await sql.raw(BackplaneQueries.endedSlots(user: user, at: now)).run()
         let held = try await BackplaneQueries.count(BackplaneQueries.slots(user: user), on: database)
-        return (held, try await FluentBackplaneStore.effectiveLimits(of: user, on: database))
+        return (held, try await BackplaneLimitRows.effectiveLimits(of: user, on: database))
     }
 
     /// The lease in force (the settings', else a minute).

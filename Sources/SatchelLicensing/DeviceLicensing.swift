@@ -58,7 +58,7 @@ public struct DeviceLicensing: Sendable {
         let policy = try await service.consult("satchel", assetID: first.assetID, subject: device.subject, customData: claims.customData,
                                                policy: first.policy.applying(entitlement.policy))
         let rights = try rights(policy, entitlement, persistent: claims.persistent == true)
-        let licenseID = SecureRandom.uuid().uuidString.lowercased()
+        let licenseID = SecureRandom.uuidV7(at: service.clock.now).uuidString.lowercased()  // time-ordered: the listing's order
         let now = service.clock.now
         try await registry.recordIssued(DeviceLicenseRecord(licenseID: licenseID, deviceID: device.deviceID, subject: device.subject,
                                                             assetID: first.assetID, persistent: rights.persistent, state: .active,

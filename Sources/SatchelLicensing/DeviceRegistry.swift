@@ -107,7 +107,7 @@ public struct DeviceRegistry: Sendable {
                 try await existing.save(on: database)
                 return existing
             }
-            let model = DeviceModel(id: SecureRandom.uuid().uuidString.lowercased(), subject: subject, publicKey: keyText, fingerprint: fingerprint,
+            let model = DeviceModel(id: SecureRandom.uuidV7(at: now).uuidString.lowercased(), subject: subject, publicKey: keyText, fingerprint: fingerprint,
                                     name: name, externalID: externalID, registeredAt: now)
             try await model.create(on: database)
             return model
@@ -132,40 +132,6 @@ public struct DeviceRegistry: Sendable {
         guard let key = RightsJSON.value(PublicKeyJWK.self, from: fields.1) else { throw .storage("a stored device key cannot be read") }
         return DeviceRecord(deviceID: id, subject: fields.0, publicKey: key, name: fields.2, externalID: fields.3, registeredAt: fields.4,
                             disabled: fields.5 ?? false)
-    }
-
-    /// The database as SQL (SQLite and PostgreSQL both are).
-    private func sqlDatabase() throws(LicensingError) -> any SQLDatabase {
-        guard let sql = database as? any SQLDatabase else { throw .storage("devices need an SQL database") }
-        return sql
-    }
-
-    /// About how many devices are registered, how many of them are disabled (counted through their index: few are)
-    /// and how many licenses were issued to devices; never a count of a large table.
-    public func estimatedCounts() async throws(LicensingError) -> (devices: Int, disabled: Int, licenses: Int) {
-        let sql = try sqlDatabase()
-        return try await stored("count the devices") {
-            let disabled = try await sql.raw("SELECT COUNT(*) AS n FROM satchel_devices WHERE disabled = \(bind: true)").first()?.decode(column: "n", as: Int.self) ?? 0
-            return (try await TableSize.estimate(DeviceModel.schema, on: sql), disabled, try await TableSize.estimate(DeviceLicenseModel.schema, on: sql))
-        }
-    }
-
-    /// Device licenses issued per hour of `hours`, persistent (offline) and streaming, from the roll-ups.
-    public func issuedPerHour(hours: [Date]) async throws(LicensingError) -> (persistent: [Int], streaming: [Int]) {
-        let sql = try sqlDatabase()
-        let counts = try await stored("read the hourly counts") {
-            try await Rollups.counts(["device-license:persistent", "device-license:streaming"], hours: hours, on: sql)
-        }
-        let none = Array(repeating: 0, count: hours.count)
-        return (counts["device-license:persistent"] ?? none, counts["device-license:streaming"] ?? none)
-    }
-
-    /// Registered devices, newest first.
-    public func devices(limit: Int = 1000) async throws(LicensingError) -> [DeviceRecord] {
-        let models = try await stored("read devices") { try await DeviceModel.query(on: database).sort(\.$registeredAt, .descending).limit(max(limit, 0)).all() }
-        var records: [DeviceRecord] = []
-        for model in models { records.append(try record(model)) }
-        return records
     }
 
     /// Disables a device (no new license, no renewal) or enables it again; false when no such device is registered.
@@ -235,14 +201,6 @@ public struct DeviceRegistry: Sendable {
     /// How often one process forgets old nonces.
     static let noncePruning: TimeInterval = 30
 
-    /// Every device license, newest first.
-    public func licenses(limit: Int = 1000) async throws(LicensingError) -> [DeviceLicenseRecord] {
-        let models = try await stored("read licenses") { try await DeviceLicenseModel.query(on: database).sort(\.$issuedAt, .descending).limit(limit).all() }
-        var records: [DeviceLicenseRecord] = []
-        for model in models { records.append(try record(model)) }
-        return records
-    }
-
     /// The licenses issued to one device, newest first (at most `limit`), through the licenses' index by device.
     public func licenses(device: String, limit: Int = 10_000) async throws(LicensingError) -> [DeviceLicenseRecord] {
         let sql = try sqlDatabase()
@@ -259,54 +217,29 @@ public struct DeviceRegistry: Sendable {
         return model
     }
 
+    /// The operator's reads: pages, counts, licenses per hour.
+    public var listings: DeviceListings { DeviceListings(database: database) }
+
     /// Runs database work: a failure becomes `storage`, naming what could not be done.
     @discardableResult
-    private func stored<T>(_ what: String, _ body: () async throws -> T) async throws(LicensingError) -> T {
-        do {
-            return try await body()
-        } catch {
-            throw .storage("cannot \(what): \(String(describing: error).prefix(200))")
-        }
-    }
-
-    private func record(_ model: DeviceModel) throws(LicensingError) -> DeviceRecord {
-        guard let key = RightsJSON.value(PublicKeyJWK.self, from: model.publicKey) else {
-            throw .storage("a stored device key cannot be read")
-        }
-        return DeviceRecord(deviceID: model.id ?? "", subject: model.subject, publicKey: key, name: model.name, externalID: model.externalID,
-                            registeredAt: model.registeredAt, disabled: model.disabled ?? false)
-    }
-
-    private func record(_ row: any SQLRow) throws(LicensingError) -> DeviceLicenseRecord {
-        do {
-            guard let rights = RightsJSON.value(Rights.self, from: try row.decode(column: "rights", as: String.self)),
-                  let state = DeviceLicenseState(rawValue: try row.decode(column: "state", as: String.self)) else {
-                throw LicensingError.storage("a stored license cannot be read")
-            }
-            return DeviceLicenseRecord(licenseID: try row.decode(column: "license_id", as: String.self), deviceID: try row.decode(column: "device_id", as: String.self),
-                                       subject: try row.decode(column: "subject", as: String.self), assetID: try row.decode(column: "asset_id", as: String.self),
-                                       persistent: try row.decode(column: "persistent", as: Bool.self), state: state, rights: rights,
-                                       issuedAt: try row.decode(column: "issued_at", as: Date.self), renewedAt: try row.decode(column: "renewed_at", as: Date?.self),
-                                       releasedAt: try row.decode(column: "released_at", as: Date?.self), customData: try row.decode(column: "custom_data", as: String?.self))
-        } catch let error as LicensingError {
-            throw error
-        } catch {
-            throw .storage("a stored license cannot be read")
-        }
-    }
-
-    private func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord {
-        guard let rights = RightsJSON.value(Rights.self, from: model.rights),
-              let state = DeviceLicenseState(rawValue: model.state) else {
-            throw .storage("a stored license cannot be read")
-        }
-        return DeviceLicenseRecord(licenseID: model.id ?? "", deviceID: model.deviceID, subject: model.subject, assetID: model.assetID,
-                                   persistent: model.persistent, state: state, rights: rights, issuedAt: model.issuedAt,
-                                   renewedAt: model.renewedAt, releasedAt: model.releasedAt, customData: model.customData)
-    }
+    private func stored<T>(_ what: String, _ body: () async throws -> T) async throws(LicensingError) -> T { try await DeviceRows.stored(what, body) }
+    private func record(_ model: DeviceModel) throws(LicensingError) -> DeviceRecord { try DeviceRows.record(model) }
+    private func record(_ row: any SQLRow) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(row) }
+    private func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(model) }
+    private func sqlDatabase() throws(LicensingError) -> any SQLDatabase { try DeviceRows.sqlDatabase(database) }
 
     static func json(_ value: some Encodable) throws(LicensingError) -> String {
         guard let text = RightsJSON.text(value) else { throw .storage("a value cannot be encoded") }
         return text
     }
+}
+
+extension DeviceRecord {
+    /// The registry's devices listing's name in its cursors.
+    public static let listing = "registered-devices"
+}
+
+extension DeviceLicenseRecord {
+    /// The device licenses listing's name in its cursors.
+    public static let listing = "device-licenses"
 }

@@ -89,9 +89,15 @@ public struct FluentKeyStore: KeyStore {
         guard !entries.isEmpty else { return 0 }
         let now = Date()
         var assets: [[any SQLExpression]] = [], keys: [[any SQLExpression]] = [], owners: [String: String] = [:]
+        var encoded: (policy: AssetPolicy, text: String)?  // a catalogue's assets mostly share a policy: encoded once
         for entry in entries {
             let policy: String
-            do { policy = String(decoding: try Self.encoder.encode(entry.policy), as: UTF8.self) } catch { throw .badRequest("policy cannot be encoded") }
+            if let encoded, encoded.policy == entry.policy {
+                policy = encoded.text
+            } else {
+                do { policy = String(decoding: try Self.encoder.encode(entry.policy), as: UTF8.self) } catch { throw .badRequest("policy cannot be encoded") }
+                encoded = (entry.policy, policy)
+            }
             assets.append([SQLBind(entry.assetID), SQLBind(entry.fairPlayAssetID ?? entry.assetID), SQLBind(policy), SQLBind(now)])
             for (index, key) in entry.keys.enumerated() {
                 if let other = owners.updateValue(entry.assetID, forKey: key.keyID.hex), other != entry.assetID {
@@ -140,18 +146,8 @@ public struct FluentKeyStore: KeyStore {
     /// A page of every key with its asset and policy (no key material), by asset ID then key ID.
     public func summaries(_ page: ListingRequest) async throws(LicensingError) -> ListingPage<KeySummary> {
         let sql = try sqlDatabase()
-        var conditions: [SQLQueryString] = []
-        if let after = page.afterKey {
-            conditions.append("(satchel_keys.asset_id, satchel_keys.key_id) > (\(bind: after[0]), \(bind: after[1]))")
-        }
-        if let prefix = page.prefix { conditions.append("satchel_keys.asset_id >= \(bind: prefix)") }
-        let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         do {
-            let rows = try await sql.raw("""
-                SELECT satchel_keys.asset_id, satchel_keys.key_id, satchel_assets.fairplay_asset_id, satchel_assets.policy
-                FROM satchel_keys JOIN satchel_assets ON satchel_assets.asset_id = satchel_keys.asset_id \(condition)
-                ORDER BY satchel_keys.asset_id, satchel_keys.key_id LIMIT \(literal: page.limit + 1)
-                """).all()
+            let rows = try await sql.raw(LicensingQueries.keyPage(after: page.afterKey, prefix: page.prefix, limit: page.limit + 1)).all()
             var summaries: [KeySummary] = []
             for row in rows {
                 let assetID = try row.decode(column: "asset_id", as: String.self)

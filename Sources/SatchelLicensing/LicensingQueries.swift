@@ -82,6 +82,29 @@ package enum LicensingQueries {
         license_id, device_id, subject, asset_id, persistent, state, rights, issued_at, renewed_at, released_at, custom_data
         """
 
+    /// A page of key summaries after `after` (asset ID, key ID): the keys' index walked from there for `limit` rows,
+    /// then their assets joined (the join after the limit: a planner joining first would read the catalogue).
+    static func keyPage(after: [String]?, prefix: String?, limit: Int) -> SQLQueryString {
+        var conditions: [SQLQueryString] = []
+        if let after { conditions.append("(asset_id, key_id) > (\(bind: after[0]), \(bind: after[1]))") }
+        if let prefix { conditions.append("asset_id >= \(bind: prefix)") }
+        let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+        return """
+            SELECT page.asset_id, page.key_id, satchel_assets.fairplay_asset_id, satchel_assets.policy
+            FROM (SELECT asset_id, key_id FROM satchel_keys \(condition) ORDER BY asset_id, key_id LIMIT \(literal: limit)) AS page
+            JOIN satchel_assets ON satchel_assets.asset_id = page.asset_id ORDER BY page.asset_id, page.key_id
+            """
+    }
+
+    /// The operator's listings, first and later pages, with example cursors: each walks an index from the cursor.
+    package static var listings: [HotQuery] {
+        [
+            HotQuery("keys, first page", keyPage(after: nil, prefix: nil, limit: 101)),
+            HotQuery("keys, a later page", keyPage(after: ["asset-5000", "k1"], prefix: nil, limit: 101)),
+            HotQuery("keys by asset ID prefix", keyPage(after: nil, prefix: "asset-5", limit: 101)),
+        ]
+    }
+
     /// The hot statements with example binds.
     package static var hot: [HotQuery] {
         let now = Date()

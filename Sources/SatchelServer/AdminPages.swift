@@ -22,8 +22,8 @@ struct AdminPages {
         let hours = HourlyChart.hours(endingAt: now, count: 24)
         let issuedPerHour = try await console.service.store.issuedPerHour(types: Self.licenseTypes, hours: hours)
         let none = Array(repeating: 0, count: hours.count)
-        let devices = try await console.registry?.estimatedCounts() ?? (0, 0, 0)
-        let deviceLicenses = try await console.registry?.issuedPerHour(hours: hours) ?? (persistent: none, streaming: none)
+        let devices = try await console.registry?.listings.estimatedCounts() ?? (0, 0, 0)
+        let deviceLicenses = try await console.registry?.listings.issuedPerHour(hours: hours) ?? (persistent: none, streaming: none)
         let families = [("FairPlay", "fairplay", "s1"), ("Clear Key", "clearkey", "s2"), ("AES-128", "aes-128", "s3"), ("Satchel devices", "satchel", "s4")]
         func sum(_ series: [[Int]]) -> [Int] { series.reduce(none) { zip($0, $1).map { $0 + $1 } } }
         let issued = HourlyChart(hours: hours, series: families.map { family in
@@ -115,41 +115,45 @@ struct AdminPages {
         ]
     }
 
-    /// Registered devices with their licenses and state.
-    func devices() async throws -> [String: Any] {
+    /// A page of the registered devices (newest first), with their licenses counted and the backplane's state of each.
+    func devices(query: Parameters) async throws -> [String: Any] {
         guard let registry = console.registry else { return ["unavailable": true, "empty": true] }
-        let devices = try await registry.devices(limit: 1000)
-        let licenses = Dictionary(grouping: try await registry.licenses(limit: Self.chartLimit), by: \.deviceID)
-        let backplane = try await backplaneDevices()
-        let rows: [[String: Any]] = devices.map { device in
-            let own = licenses[device.deviceID] ?? []
+        let request = try ListingRequest(limit: nil, after: query["after"].map(String.init), listing: DeviceRecord.listing, columns: 1)
+        let page = try await registry.listings.devices(request)
+        let licenses = try await registry.listings.licenseCounts(devices: page.items.map(\.deviceID))
+        let store = console.backplane?.store
+        var global = BackplaneLimits.none
+        var userLimits: [String: BackplaneLimits] = [:]
+        var rows: [[String: Any]] = []
+        for device in page.items {
+            let own = licenses[device.deviceID] ?? (0, 0, 0)
             var row: [String: Any] = ["id": device.deviceID, "name": device.name ?? "—", "subject": device.subject,
                                       "userHref": "/admin/users/" + AdminActivity.pathSegment(device.subject),
-                                      "registered": Self.time(device.registeredAt), "disabled": device.disabled, "licenses": own.count,
-                                      "active": own.filter { $0.state != .released }.count, "offline": own.filter(\.persistent).count]
+                                      "registered": Self.time(device.registeredAt), "disabled": device.disabled, "licenses": own.issued,
+                                      "active": own.active, "offline": own.offline]
             if let external = device.externalID, !external.isEmpty { row["externalID"] = external }
-            if let known = backplane.devices[device.deviceID] {
+            if let store, let known = try? await store.device(.device(device.deviceID)) {
+                if userLimits[known.user] == nil {
+                    let limits = try await store.limits(of: known.user)
+                    global = limits.global
+                    userLimits[known.user] = limits.global.overridden(by: limits.own)
+                }
                 row["killed"] = known.state == .killed
                 row["backplane"] = ["downloads": known.downloadEnabled, "killed": known.state == .killed,
                                     "lastSync": known.lastSync.map(Self.time) ?? "never",
-                                    "limit": backplane.limits.limits(for: known.user).maxDevices.map { "\($0)" } ?? "no limit"] as [String: Any]
+                                    "limit": userLimits[known.user]?.maxDevices.map { "\($0)" } ?? "no limit"] as [String: Any]
             }
-            return row
+            rows.append(row)
         }
-        var values: [String: Any] = ["devices": rows, "count": rows.count, "empty": rows.isEmpty]
-        if console.backplane != nil {
+        let counts = try await registry.listings.estimatedCounts()
+        var values: [String: Any] = ["devices": rows, "count": counts.devices, "empty": rows.isEmpty,
+                                     "paging": Self.paging(base: "/admin/devices", next: page.next, atStart: request.after == nil, fields: [:])]
+        if let store {
+            if userLimits.isEmpty { global = try await store.limits(of: "").global }
             values["hasBackplane"] = true
-            values["globalLimit"] = backplane.limits.global.maxDevices.map { "at most \($0) download-enabled device(s) per user" }
-                ?? "no limit on download-enabled devices per user"
+            values["globalLimit"] = global.maxDevices.map { "at most \($0) download-enabled device(s) per user" } ?? "no limit on download-enabled devices per user"
         }
         return values
-    }
-
-    /// The backplane's devices by ID and its limits (empty without a backplane).
-    private func backplaneDevices() async throws -> (devices: [String: BackplaneDevice], limits: LimitTable) {
-        guard let store = console.backplane?.store else { return ([:], LimitTable()) }
-        let devices = try await store.devices(user: nil, page: ListingRequest(limit: ListingRequest.maximumLimit)).items
-        return (Dictionary(devices.map { ($0.deviceID, $0) }, uniquingKeysWith: { first, _ in first }), try await store.limits())
     }
 
     /// What happened, newest first: licenses issued (the audit), devices registered, device licenses renewed and released.
@@ -159,10 +163,10 @@ struct AdminPages {
             events.append((license.issuedAt, "license", "\(license.type) license for \(license.assetID)", license.subject))
         }
         if let registry = console.registry {
-            for device in try await registry.devices(limit: Self.auditLimit) {
+            for device in try await registry.listings.devices(limit: Self.auditLimit) {
                 events.append((device.registeredAt, "device", "device \(device.name ?? String(device.deviceID.prefix(8))) registered", device.subject))
             }
-            for license in try await registry.licenses(limit: Self.auditLimit) {
+            for license in try await registry.listings.licenses(limit: Self.auditLimit) {
                 if let renewed = license.renewedAt { events.append((renewed, "renewal", "license of \(license.assetID) renewed", license.subject)) }
                 if let released = license.releasedAt { events.append((released, "release", "license of \(license.assetID) released", license.subject)) }
             }

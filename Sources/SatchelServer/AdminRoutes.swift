@@ -99,7 +99,7 @@ struct AdminRoutes: RouteGroup {
             try await signedPage(request, "admin-licenses", "Licenses") { try await AdminPages(console: console).licenses(query: request.uri.queryParameters) }
         }
         router.get("/admin/devices") { request, _ in
-            try await signedPage(request, "admin-devices", "Devices") { try await AdminPages(console: console).devices() }
+            try await signedPage(request, "admin-devices", "Devices") { try await AdminPages(console: console).devices(query: request.uri.queryParameters) }
         }
         router.post("/admin/devices/{deviceId}/{action}") { request, context in
             let form = try await checkedForm(request, context).form

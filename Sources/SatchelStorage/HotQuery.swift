@@ -27,6 +27,25 @@ package enum QueryPlan {
         return try await sql.raw("EXPLAIN QUERY PLAN \(query)").all().map { try $0.decode(column: "detail", as: String.self) }
     }
 
+    /// Where a listing's plan (`lines`, of `dialect`) reads more than its page: a table of `growing` read whole, or every
+    /// matching row sorted before the first is given (SQLite's `USE TEMP B-TREE FOR ORDER BY`, PostgreSQL's `Sort`
+    /// node). An index walked in order (`SCAN table USING INDEX`) stops at the page's limit.
+    package static func unbounded(in lines: [String], of growing: Set<String>, dialect: String) -> [String] {
+        var found: [String] = []
+        for line in lines {
+            let text = line.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "->  ", with: "")
+            if dialect == "postgresql" {
+                found += scans(in: [line], of: growing, dialect: dialect)
+                if text.hasPrefix("Sort ") { found.append("a sort of every matching row") }
+            } else {
+                let words = text.split(separator: " ").map(String.init)
+                if words.count >= 2, words[0] == "SCAN", growing.contains(words[1]), !text.contains("USING") { found.append(words[1]) }
+                if text.contains("USE TEMP B-TREE FOR ORDER BY") { found.append("a sort of every matching row") }
+            }
+        }
+        return found
+    }
+
     /// The tables of `growing` that `lines` (a plan of `dialect`) read whole: SQLite's `SCAN table` (with or without an
     /// index: a walk of a whole index grows with its table too), PostgreSQL's `Seq Scan on table`.
     package static func scans(in lines: [String], of growing: Set<String>, dialect: String) -> [String] {

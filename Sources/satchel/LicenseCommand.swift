@@ -114,24 +114,27 @@ struct LicenseCommand: ParsableCommand {
     }
 }
 
-/// `satchel licenses`: on the server, every device license with its device and state.
+/// `satchel licenses`: on the server, the device licenses with their device and state, a page at a time.
 struct LicensesCommand: SatchelAsyncCommand {
-    static let configuration = CommandConfiguration(commandName: "licenses", abstract: "List the Satchel licenses issued to devices (server side).")
+    static let configuration = CommandConfiguration(commandName: "licenses", abstract: "List the Satchel licenses issued to devices (server side), newest first, a page at a time.")
     @OptionGroup var store: StoreOptions
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var paging: PagingOptions
+    @Flag(help: "Print the page as a JSON array.") var json = false
 
     func execute() async throws {
         let (_, database) = try await store.open(readOnly: true)
-        let rows: [DeviceLicenseRecord]
-        do { rows = try await store.registry(database).licenses() } catch { await database.shutdown(); throw error }
-        await database.shutdown()
-        if json {
-            try RightsReport.print(rows)
-        } else {
-            for row in rows {
-                print([row.licenseID, row.deviceID, row.subject, row.assetID, row.state.rawValue, row.persistent ? "persistent" : "streaming",
-                       ISODate.string(row.issuedAt)].joined(separator: "\t"))
+        do {
+            let registry = try store.registry(database)
+            try await paging.walk(listing: DeviceLicenseRecord.listing, columns: 1, json: json) { request throws in
+                try await registry.listings.licenses(request)
+            } line: { row in
+                [row.licenseID, row.deviceID, row.subject, row.assetID, row.state.rawValue, row.persistent ? "persistent" : "streaming",
+                 ISODate.string(row.issuedAt)].joined(separator: "\t")
             }
+        } catch {
+            await database.shutdown()
+            throw error
         }
+        await database.shutdown()
     }
 }

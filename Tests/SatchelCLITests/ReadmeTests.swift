@@ -107,6 +107,19 @@ struct ReadmeTests {
         #expect(lines.last.flatMap { Int($0) }.map { $0 > 0 } == true, "signed in, the assets page lists show: \(result.stdout)")
     }
 
+    @Test("the at-scale example runs as written: a catalogue imported twice (replaced, not doubled), a page, the next page, every page as JSON Lines",
+          .timeLimit(.minutes(3)))
+    func atScaleExample() async throws {
+        try TestMedia.require("python3")
+        let result = try await Self.run(try Self.block(after: "<!-- at-scale -->"), label: "readme-at-scale")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasPrefix("imported 2000 keys of 1000 assets") }.count == 2, "\(lines.prefix(3))")
+        #expect(lines.dropFirst(2).prefix(5).allSatisfy { $0.hasPrefix("title-000") } && lines.count == 9, "\(lines)")
+        #expect(lines[7].hasPrefix("title-0002\t"), "the next page goes on after the first: \(lines)")
+        #expect(lines.last?.trimmingCharacters(in: .whitespaces) == "2000", "every key once: \(lines)")
+    }
+
     @Test("the scale-out example runs as written on a new PostgreSQL database: a device registered through one node, licensed by the other, renewed through the first; both list the license",
           .timeLimit(.minutes(3)))
     func scaleOutExample() async throws {

@@ -27,7 +27,7 @@ struct QueryPlanTests {
 
     @Test("every hot query reads through an index on PostgreSQL", .enabled(if: postgres != nil))
     func postgresql() async throws {
-        try await Self.check(try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: try #require(Self.postgres), more: BackplaneMigrations.all))
+        try await Self.check(try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all))
     }
 
     static func check(_ database: LicensingDatabase) async throws {
@@ -40,9 +40,16 @@ struct QueryPlanTests {
                 let scans = QueryPlan.scans(in: plan, of: growing, dialect: sql.dialect.name)
                 #expect(scans.isEmpty, "\(query.name) reads \(scans.joined(separator: ", ")) whole on \(sql.dialect.name): \(plan.joined(separator: " | "))")
             }
+            for query in LicensingQueries.listings + BackplaneQueries.listings {
+                let plan = try await QueryPlan.lines(query.sql, on: sql)
+                let unbounded = QueryPlan.unbounded(in: plan, of: growing, dialect: sql.dialect.name)
+                #expect(unbounded.isEmpty, "\(query.name) reads \(unbounded.joined(separator: ", ")) on \(sql.dialect.name): \(plan.joined(separator: " | "))")
+            }
             // The check itself: a statement without an index is seen as a scan (the test would catch a dropped index).
             let unindexed = try await QueryPlan.lines("SELECT key_id FROM satchel_keys WHERE iv = \(bind: "00")", on: sql)
             #expect(QueryPlan.scans(in: unindexed, of: growing, dialect: sql.dialect.name) == ["satchel_keys"], "\(unindexed)")
+            let sorted = try await QueryPlan.lines("SELECT key_id FROM satchel_keys ORDER BY iv LIMIT 10", on: sql)
+            #expect(!QueryPlan.unbounded(in: sorted, of: growing, dialect: sql.dialect.name).isEmpty, "a page sorted after reading every row is seen: \(sorted)")
         } catch {
             await database.shutdown()
             throw error

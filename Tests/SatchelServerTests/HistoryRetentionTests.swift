@@ -24,7 +24,7 @@ struct HistoryRetentionTests {
 
     @Test("roll-ups equal the raw counts; a sweep keeps 30 days of audit and 10 of events, exactly (PostgreSQL)", .enabled(if: postgres != nil))
     func retentionPostgreSQL() async throws {
-        try await Self.retention(try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: try #require(Self.postgres), more: BackplaneMigrations.all))
+        try await Self.retention(try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all))
     }
 
     /// The roll-ups as (hour, series) → count, and the same counted from the raw rows.

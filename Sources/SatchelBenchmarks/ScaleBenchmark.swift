@@ -1,0 +1,140 @@
+import Crypto
+import Foundation
+import SQLKit
+import SatchelBackplane
+import SatchelBytes
+import SatchelLicensing
+import SatchelProtection
+import SatchelRights
+import SatchelStorage
+
+/// `scale`: every request a device or a player makes, and the first and a deep page of each operator listing, timed
+/// (p50, p99 under 8 concurrent callers) on a small store (1,000 assets, users and devices) and on one seeded at an
+/// operator's size — SQLite: 100,000 assets (200,000 keys) and 100,000 devices; PostgreSQL (`SATCHEL_BENCH_DATABASE_URL`,
+/// a database it may empty): 100,000 assets, 1,000,000 users, 2,000,000 devices, 10,000,000 audit records and
+/// 10,000,000 events — in the same run. Keys are seeded through the key store's catalogue import (its rate printed);
+/// users, devices and history through multi-row SQL. The services are called in process: what grows with the data is
+/// in the store, and HTTP's cost does not change with it.
+struct ScaleBenchmark {
+    /// Sizes of one store.
+    struct Sizes {
+        var assets: Int, users: Int, devices: Int, audit: Int, events: Int
+        static let small = Sizes(assets: 1_000, users: 1_000, devices: 1_000, audit: 1_000, events: 1_000)
+        static let sqlite = Sizes(assets: 100_000, users: 50_000, devices: 100_000, audit: 1_000_000, events: 1_000_000)
+        static let postgres = Sizes(assets: 100_000, users: 1_000_000, devices: 2_000_000, audit: 10_000_000, events: 10_000_000)
+    }
+
+    /// Operations timed per figure, and callers at once.
+    let operations: Int
+    let concurrency = 8
+    /// Scales every seeded size (1: the operator's sizes above).
+    let factor: Double
+
+    func run() async throws {
+        print("== scale: requests on a small store beside a store at an operator's size (p50 / p99 ms, \(concurrency) callers, \(operations) operations each) ==")
+        try await compare(kind: "sqlite", url: nil, large: Sizes.sqlite)
+        if let url = ProcessInfo.processInfo.environment["SATCHEL_BENCH_DATABASE_URL"] {
+            try await compare(kind: "postgresql", url: url, large: Sizes.postgres)
+        } else {
+            print("PostgreSQL skipped: set SATCHEL_BENCH_DATABASE_URL to a database the benchmark may empty")
+        }
+    }
+
+    func scaled(_ sizes: Sizes) -> Sizes {
+        func f(_ n: Int) -> Int { max(1_000, Int(Double(n) * factor)) }
+        return Sizes(assets: f(sizes.assets), users: f(sizes.users), devices: f(sizes.devices), audit: f(sizes.audit), events: f(sizes.events))
+    }
+
+    func compare(kind: String, url: String?, large: Sizes) async throws {
+        let large = scaled(large)
+        let small = try await measure(kind: kind, url: url, sizes: .small)
+        let big = try await measure(kind: kind, url: url, sizes: large)
+        print("\(kind): small store \(Sizes.small.assets) assets, \(Sizes.small.users) users, \(Sizes.small.devices) devices; large store \(large.assets) assets, "
+              + "\(large.users) users, \(large.devices) devices, \(large.audit) audit records, \(large.events) events")
+        func padded(_ text: String) -> String { text.padding(toLength: 32, withPad: " ", startingAt: 0) }
+        print("  " + padded("operation") + "  small p50 / p99 ms   large p50 / p99 ms   p99 large/small")
+        for (name, figure) in small.figures {
+            guard let other = big.figures.first(where: { $0.0 == name })?.1 else { continue }
+            print("  " + padded(name) + String(format: "  %8.2f / %7.2f   %8.2f / %7.2f   %6.2f×", figure.p50, figure.p99, other.p50, other.p99, other.p99 / max(figure.p99, 0.001)))
+        }
+        for (name, value) in big.notes { print("  \(name): \(value)") }
+    }
+
+    struct Result {
+        var figures: [(String, (p50: Double, p99: Double))] = []
+        var notes: [(String, String)] = []
+    }
+
+    /// Seeds a fresh store of `sizes` and times every operation on it.
+    func measure(kind: String, url: String?, sizes: Sizes) async throws -> Result {
+        var result = Result()
+        let directory = NSTemporaryDirectory() + "satchel-scale-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        if let url, Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) == nil {
+            throw StorageError.cannotOpen("cannot empty the PostgreSQL database named by SATCHEL_BENCH_DATABASE_URL (psql)")
+        }
+        let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all)
+        do {
+            let sql = try database.sql()
+            let kek = try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32)))
+            let store = FluentKeyStore(database: database, kek: kek)
+            // Keys through the catalogue import, in batches of 5,000 keys.
+            let started = ContinuousClock.now
+            var keyIDs: [KeyID] = []
+            for start in stride(from: 0, to: sizes.assets, by: 2_500) {
+                var entries: [CatalogEntry] = []
+                for asset in start..<min(start + 2_500, sizes.assets) {
+                    let keys = try (0..<2).map { _ in try ContentKey(keyID: KeyID(SecureRandom.bytes(16)), key: SecretBytes(SecureRandom.bytes(16)), iv: SecureRandom.bytes(16)) }
+                    keyIDs += keys.map(\.keyID)
+                    entries.append(try CatalogEntry(assetID: String(format: "asset-%07d", asset), keys: keys, policy: AssetPolicy(rentalSeconds: 86_400, offline: true)))
+                }
+                _ = try await store.importCatalog(entries)
+            }
+            let keySeconds = (ContinuousClock.now - started) / .seconds(1)
+            let seeding = ContinuousClock.now
+            try await ScaleSeed.rows(sizes, on: sql)
+            let rowSeconds = (ContinuousClock.now - seeding) / .seconds(1)
+            let rows = sizes.users + 2 * sizes.devices + sizes.audit + sizes.events
+            result.notes.append(("seeding", String(format: "%d keys through the catalogue import at %.0f keys/s; %d rows of users, devices and history at %.0f rows/s",
+                                                    sizes.assets * 2, Double(sizes.assets * 2) / keySeconds, rows, Double(rows) / rowSeconds)))
+            if let size = try await ScaleSeed.databaseBytes(sql, directory: directory) {
+                result.notes.append(("database size", String(format: "%.0f MB in all, %.0f MB per million devices", Double(size) / 1e6,
+                                                         Double(size) / 1e6 / (Double(sizes.devices) / 1e6))))
+            }
+            let world = try await ScaleWorld(database: database, store: store, kek: kek, keyIDs: keyIDs, sizes: sizes)
+            for (name, operation) in world.operations() {
+                result.figures.append((name, try await time(operation, cold: ScaleWorld.cold.contains(name))))
+            }
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+        return result
+    }
+
+    /// p50 and p99 in milliseconds of `operation` run `operations` times by `concurrency` callers.
+    func time(_ operation: @escaping @Sendable (Int) async throws -> Void, cold: Bool) async throws -> (p50: Double, p99: Double) {
+        for index in 0..<20 { try await operation(-1 - index) }  // warm-up
+        if cold { try await Task.sleep(for: FluentKeyStore.cacheLifetime + .milliseconds(500)) }
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for caller in 0..<concurrency {
+                group.addTask {
+                    var own: [Double] = []
+                    for index in stride(from: caller, to: operations, by: concurrency) {
+                        let start = ContinuousClock.now
+                        try await operation(index)
+                        own.append((ContinuousClock.now - start) / .milliseconds(1))
+                    }
+                    return own
+                }
+            }
+            var all: [Double] = []
+            for try await own in group { all += own }
+            return all.sorted()
+        }
+        guard !latencies.isEmpty else { return (0, 0) }
+        return (latencies[latencies.count / 2], latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))])
+    }
+}
+

@@ -1,0 +1,56 @@
+import Foundation
+import SQLKit
+
+/// The scale benchmark's users, devices and history, written with multi-row SQL (`INSERT … SELECT` over a series of
+/// numbers): names `user-0000001`, `device-0000001`, audit records and events spread over the last 60 days.
+enum ScaleSeed {
+    static func rows(_ sizes: ScaleBenchmark.Sizes, on sql: any SQLDatabase) async throws {
+        let postgres = sql.dialect.name == "postgresql"
+        func numbers(_ count: Int) -> SQLQueryString {
+            postgres ? "SELECT i FROM generate_series(1, \(literal: count)) AS n(i)"
+                : "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(literal: count)) SELECT i FROM n"
+        }
+        func name(_ prefix: String, _ number: SQLQueryString) -> SQLQueryString {
+            postgres ? "\(literal: prefix) || lpad((\(number))::text, 7, '0')" : "printf('\(unsafeRaw: prefix)%07d', \(number))"
+        }
+        func ago(_ seconds: SQLQueryString) -> SQLQueryString {
+            postgres ? "now() - make_interval(secs => \(seconds))" : "(unixepoch() - (\(seconds)))"
+        }
+        let uuid: SQLQueryString = postgres ? "gen_random_uuid()" : "lower(hex(randomblob(16)))"
+        let user: SQLQueryString = "(i % \(literal: sizes.users)) + 1"
+        let (yes, no) = (true, false)
+        let statements: [SQLQueryString] = [
+            "INSERT INTO backplane_users (user_id) SELECT \(name("user-", "i")) FROM (\(numbers(sizes.users))) AS n",
+            """
+            INSERT INTO satchel_devices (device_id, subject, public_key, fingerprint, registered_at, disabled)
+            SELECT \(name("device-", "i")), \(name("user-", user)), '{}', 'f' || i, \(ago("i % 5184000")), \(bind: no) FROM (\(numbers(sizes.devices))) AS n
+            """,
+            """
+            INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, next_sequence)
+            SELECT \(name("device-", "i")), \(name("user-", user)), 'phone', 'linux', \(bind: yes), 'active', \(ago("i % 5184000")), 1
+            FROM (\(numbers(sizes.devices))) AS n
+            """,
+            """
+            INSERT INTO satchel_licenses (id, asset_id, key_id, subject, type, issued_at)
+            SELECT \(uuid), \(name("asset-", "i % 100000")), 'k', \(name("user-", user)), 'satchel', \(ago("i % 5184000")) FROM (\(numbers(sizes.audit))) AS n
+            """,
+            """
+            INSERT INTO backplane_events (record_id, device_id, user_id, kind, at, received_at, ordinal)
+            SELECT \(name("device-", "(i % \(literal: sizes.devices)) + 1")) || ':seed-' || i, \(name("device-", "(i % \(literal: sizes.devices)) + 1")),
+            \(name("user-", user)), 'play-start', \(ago("(\(literal: sizes.events) - i) % 5184000")), \(ago("(\(literal: sizes.events) - i) % 5184000")), i
+            FROM (\(numbers(sizes.events))) AS n
+            """,
+        ]
+        for statement in statements { try await sql.raw(statement).run() }
+        try await sql.raw("ANALYZE").run()
+    }
+
+    /// The database's size in bytes: PostgreSQL's own figure, or SQLite's file with its write-ahead log.
+    static func databaseBytes(_ sql: any SQLDatabase, directory: String) async throws -> Int? {
+        if sql.dialect.name == "postgresql" {
+            return try await sql.raw("SELECT pg_database_size(current_database()) AS n").first()?.decode(column: "n", as: Int.self)
+        }
+        let files = ["satchel.sqlite", "satchel.sqlite-wal"].map { (directory as NSString).appendingPathComponent($0) }
+        return files.compactMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.reduce(0, +)
+    }
+}
