@@ -126,7 +126,6 @@ package enum BackplaneQueries {
         [
             HotQuery("devices, first page", devicePage(user: nil, after: nil, prefix: nil, limit: 101)),
             HotQuery("devices, a later page", devicePage(user: nil, after: "device-5000", prefix: nil, limit: 101)),
-            HotQuery("a user's devices, a later page", devicePage(user: "user-7", after: "device-20", prefix: nil, limit: 101)),
             HotQuery("users, a later page", userPage(after: "user-500", prefix: nil, limit: 101)),
             HotQuery("users by prefix", userPage(after: nil, prefix: "user-5", limit: 101)),
         ]
@@ -163,6 +162,8 @@ package enum BackplaneQueries {
             HotQuery("a device", device("device-1")),
             HotQuery("a device's pending commands", unacknowledged(device: "device-1", limit: 100)),
             HotQuery("a device's sync recorded", recordSync(device: "device-1", at: Date())),
+            // A user's devices are few: sorted after an index read of them, they are bounded by the user, not the table.
+            HotQuery("a user's devices, a later page", devicePage(user: "user-7", after: "device-20", prefix: nil, limit: 101)),
         ]
     }
 

@@ -36,7 +36,7 @@ package enum QueryPlan {
             let text = line.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "->  ", with: "")
             if dialect == "postgresql" {
                 found += scans(in: [line], of: growing, dialect: dialect)
-                if text.hasPrefix("Sort ") { found.append("a sort of every matching row") }
+                if text.hasPrefix("Sort  (") || text.hasPrefix("Sort (") { found.append("a sort of every matching row") }
             } else {
                 let words = text.split(separator: " ").map(String.init)
                 if words.count >= 2, words[0] == "SCAN", growing.contains(words[1]), !text.contains("USING") { found.append(words[1]) }

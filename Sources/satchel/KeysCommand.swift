@@ -99,7 +99,11 @@ struct KeysCommand: AsyncParsableCommand {
             let (keyStore, database) = try await store.open(readOnly: true)
             var keys: [ContentKeyAlias] = []
             do {
-                keys = try await keyStore.keys(asset: assetID).filter { $0.assetID == assetID }.map(\.key)
+                do {
+                    keys = try await keyStore.keys(asset: assetID).filter { $0.assetID == assetID }.map(\.key)
+                } catch LicensingError.unknownAsset {
+                    keys = []
+                }
             } catch {
                 await database.shutdown()
                 throw error
