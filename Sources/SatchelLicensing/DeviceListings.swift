@@ -8,7 +8,7 @@ import SatchelStorage
 /// The operator's reads of the device registry: pages of devices and of device licenses (newest first, by their
 /// time-ordered IDs), each device's licenses counted, estimated totals and licenses issued per hour (the roll-ups) —
 /// never a whole table. `DeviceRegistry.listings`.
-public struct DeviceListings: Sendable {
+public struct DeviceListings: Sendable, DeviceRowReading {
     let database: any Database
 
     /// About how many devices are registered, how many of them are disabled (counted through their index: few are)
@@ -98,11 +98,4 @@ public struct DeviceListings: Sendable {
         for model in models { records.append(try record(model)) }
         return records
     }
-
-    @discardableResult
-    private func stored<T>(_ what: String, _ body: () async throws -> T) async throws(LicensingError) -> T { try await DeviceRows.stored(what, body) }
-    private func record(_ model: DeviceModel) throws(LicensingError) -> DeviceRecord { try DeviceRows.record(model) }
-    private func record(_ row: any SQLRow) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(row) }
-    private func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(model) }
-    private func sqlDatabase() throws(LicensingError) -> any SQLDatabase { try DeviceRows.sqlDatabase(database) }
 }

@@ -52,8 +52,8 @@ public struct DeviceLicenseRecord: Sendable, Codable, Equatable {
 }
 
 /// Devices, the licenses issued to them, and the server's signing key, in the licensing database.
-public struct DeviceRegistry: Sendable {
-    private let database: any Database
+public struct DeviceRegistry: Sendable, DeviceRowReading {
+    let database: any Database
     private let kek: KeyEncryptionKey
     private let signer = Locked<(kid: String, key: P256.Signing.PrivateKey)?>(nil)
     /// When this process last forgot old nonces.
@@ -219,14 +219,6 @@ public struct DeviceRegistry: Sendable {
 
     /// The operator's reads: pages, counts, licenses per hour.
     public var listings: DeviceListings { DeviceListings(database: database) }
-
-    /// Runs database work: a failure becomes `storage`, naming what could not be done.
-    @discardableResult
-    private func stored<T>(_ what: String, _ body: () async throws -> T) async throws(LicensingError) -> T { try await DeviceRows.stored(what, body) }
-    private func record(_ model: DeviceModel) throws(LicensingError) -> DeviceRecord { try DeviceRows.record(model) }
-    private func record(_ row: any SQLRow) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(row) }
-    private func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(model) }
-    private func sqlDatabase() throws(LicensingError) -> any SQLDatabase { try DeviceRows.sqlDatabase(database) }
 
     static func json(_ value: some Encodable) throws(LicensingError) -> String {
         guard let text = RightsJSON.text(value) else { throw .storage("a value cannot be encoded") }

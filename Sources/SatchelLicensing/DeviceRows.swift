@@ -59,3 +59,18 @@ enum DeviceRows {
         return sql
     }
 }
+
+/// A reader of the registry's rows (the registry and its listings), with ``DeviceRows``' decoding and error wording.
+protocol DeviceRowReading {
+    var database: any Database { get }
+}
+
+extension DeviceRowReading {
+    /// Runs database work: a failure becomes `storage`, naming what could not be done.
+    @discardableResult
+    func stored<T>(_ what: String, _ body: () async throws -> T) async throws(LicensingError) -> T { try await DeviceRows.stored(what, body) }
+    func record(_ model: DeviceModel) throws(LicensingError) -> DeviceRecord { try DeviceRows.record(model) }
+    func record(_ row: any SQLRow) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(row) }
+    func record(_ model: DeviceLicenseModel) throws(LicensingError) -> DeviceLicenseRecord { try DeviceRows.record(model) }
+    func sqlDatabase() throws(LicensingError) -> any SQLDatabase { try DeviceRows.sqlDatabase(database) }
+}
