@@ -3,8 +3,10 @@ import Foundation
 import SQLKit
 
 /// Counts per hour kept as records arrive (`satchel_rollups`: the hour's start in seconds since 1970, a series such as
-/// `license:fairplay` or `event:play-start`, a count), written in the same transaction as the rows they count, so the
-/// dashboard's charts read 24 rows a series instead of a day of raw history, and always equal a count of those rows.
+/// `license:fairplay` or `event:play-start`, one of ``slots`` places, a count), written in the same transaction as the
+/// rows they count, so the dashboard's charts read a few rows an hour instead of a day of raw history, and always equal
+/// a count of those rows. Each transaction adds to one place chosen at random: concurrent writers (several nodes, every
+/// device's event batch) do not all wait for the lock of one row, and a read sums the places.
 public enum Rollups {
     /// The table.
     public static let table = "satchel_rollups"
@@ -14,15 +16,19 @@ public enum Rollups {
         Int64((date.timeIntervalSince1970 / 3600).rounded(.down)) * 3600
     }
 
+    /// The places each hour and series is counted in.
+    public static let slots = 8
+
     /// Adds `counts` (by hour start and series) to the roll-ups, on `sql` (the caller's transaction).
     public static func add(_ counts: [Bucket: Int], on sql: any SQLDatabase) async throws {
         guard !counts.isEmpty else { return }
+        let slot = Int64.random(in: 0..<Int64(slots))
         let rows = counts.sorted { ($0.key.hour, $0.key.series) < ($1.key.hour, $1.key.series) }
-            .map { SQLGroupExpression([SQLBind($0.key.hour), SQLBind($0.key.series), SQLBind(Int64($0.value))] as [any SQLExpression]) }
+            .map { SQLGroupExpression([SQLBind($0.key.hour), SQLBind($0.key.series), SQLBind(slot), SQLBind(Int64($0.value))] as [any SQLExpression]) }
         for start in stride(from: 0, to: rows.count, by: 500) {
             try await sql.raw("""
-                INSERT INTO satchel_rollups (hour, series, count) VALUES \(SQLList(Array(rows[start..<min(start + 500, rows.count)])))
-                ON CONFLICT (hour, series) DO UPDATE SET count = satchel_rollups.count + excluded.count
+                INSERT INTO satchel_rollups (hour, series, slot, count) VALUES \(SQLList(Array(rows[start..<min(start + 500, rows.count)])))
+                ON CONFLICT (hour, series, slot) DO UPDATE SET count = satchel_rollups.count + excluded.count
                 """).run()
         }
     }
@@ -31,8 +37,8 @@ public enum Rollups {
     public static func counts(_ series: [String], hours: [Date], on sql: any SQLDatabase) async throws -> [String: [Int]] {
         guard let first = hours.first, let last = hours.last, !series.isEmpty else { return [:] }
         let rows = try await sql.raw("""
-            SELECT hour, series, count FROM satchel_rollups WHERE series IN (\(binds: series.map { $0 as any Encodable & Sendable })) AND hour >= \(bind: hour(of: first))
-            AND hour <= \(bind: hour(of: last))
+            SELECT hour, series, CAST(SUM(count) AS BIGINT) AS count FROM satchel_rollups WHERE series IN (\(binds: series.map { $0 as any Encodable & Sendable })) AND hour >= \(bind: hour(of: first))
+            AND hour <= \(bind: hour(of: last)) GROUP BY hour, series
             """).all()
         var counts = Dictionary(uniqueKeysWithValues: series.map { ($0, Array(repeating: 0, count: hours.count)) })
         for row in rows {
@@ -79,7 +85,8 @@ public struct CreateRollups: AsyncMigration {
     public func prepare(on database: any Database) async throws {
         guard let sql = database as? any SQLDatabase else { return }
         try await sql.raw("""
-            CREATE TABLE IF NOT EXISTS satchel_rollups (hour BIGINT NOT NULL, series TEXT NOT NULL, count BIGINT NOT NULL, PRIMARY KEY (hour, series))
+            CREATE TABLE IF NOT EXISTS satchel_rollups (hour BIGINT NOT NULL, series TEXT NOT NULL, slot BIGINT NOT NULL, count BIGINT NOT NULL,
+            PRIMARY KEY (hour, series, slot))
             """).run()
     }
 

@@ -30,7 +30,9 @@ struct HistoryRetentionTests {
     /// The roll-ups as (hour, series) → count, and the same counted from the raw rows.
     static func rollupsAndRaw(_ sql: any SQLDatabase) async throws -> (rollups: [String: Int], raw: [String: Int]) {
         var rollups: [String: Int] = [:], raw: [String: Int] = [:]
-        for row in try await sql.raw("SELECT hour, series, count FROM satchel_rollups WHERE series LIKE 'license:%' OR series LIKE 'event:%'").all() {
+        for row in try await sql.raw("""
+            SELECT hour, series, CAST(SUM(count) AS BIGINT) AS count FROM satchel_rollups WHERE series LIKE 'license:%' OR series LIKE 'event:%' GROUP BY hour, series
+            """).all() {
             rollups["\(try row.decode(column: "hour", as: Int64.self)) \(try row.decode(column: "series", as: String.self))"] = try row.decode(column: "count", as: Int.self)
         }
         for row in try await sql.raw("SELECT type, issued_at FROM satchel_licenses").all() {
