@@ -19,7 +19,7 @@ struct FairPlayBenchmark {
     }
 
     func run() async throws {
-        let certificate = Array(try Data(contentsOf: Self.credentialsDirectory.appendingPathComponent("dev_certificate.der")))
+        let certificate = Array(try Data(contentsOf: Self.credentialsDirectory.appendingPathComponent("dev_certificate.der")))  // blocking-ok: set-up before the clock starts
         let keyPEM = try String(contentsOf: Self.credentialsDirectory.appendingPathComponent("dev_private_key.pem"), encoding: .utf8)
         let dFunction = try DevelopmentDFunction(dask: SecretBytes(hex: "d87ce7a26081de2e8eb8acef3a6dc179", count: 16))
         let credential = try FairPlayCredential(certificate: certificate, privateKey: Array(keyPEM.utf8), dFunction: dFunction)

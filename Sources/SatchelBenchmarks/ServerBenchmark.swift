@@ -31,7 +31,7 @@ struct ServerBenchmark {
         }
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("satchel-server-bench-\(UUID().uuidString)")
         let credentialsDirectory = FairPlayBenchmark.credentialsDirectory
-        let certificate = Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_certificate.der")))
+        let certificate = Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_certificate.der")))  // blocking-ok: set-up before the clock starts
         let dFunction = try DevelopmentDFunction(dask: SecretBytes(hex: "d87ce7a26081de2e8eb8acef3a6dc179", count: 16))
         let credential = try FairPlayCredential(certificate: certificate,
                                                 privateKey: Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_private_key.pem"))),

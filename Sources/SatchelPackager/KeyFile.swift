@@ -34,7 +34,7 @@ public struct KeyFile: Codable, Sendable, Equatable {
 
     /// Reads a key file.
     public static func read(_ path: String) throws -> KeyFile {
-        try JSONCoding.decoder().decode(KeyFile.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        try JSONCoding.decoder().decode(KeyFile.self, from: Data(contentsOf: URL(fileURLWithPath: path)))  // blocking-ok: a key file of a few hundred bytes, read by the CLI before anything serves
     }
 
     /// The content keys.

@@ -43,7 +43,7 @@ final class SignalWatch: Sendable {
         child.takeTerminal()
         let watch = SignalWatch { _ in
             child.signal(SIGTERM)
-            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { child.signal(SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { child.signal(SIGKILL) }  // blocking-ok: a timer, nothing waits on the pool
         }
         let status = await child.wait()
         child.returnTerminal()
