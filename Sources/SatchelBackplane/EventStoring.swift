@@ -24,6 +24,9 @@ public protocol EventStoring: Sendable {
 public struct FluentEventStore: EventStoring {
     let sql: any SQLDatabase
     static let table = "backplane_events"
+    /// The events as history: partitioned by month of the device's time on PostgreSQL (an event sent again carries the
+    /// same time, so its key and time are still unique).
+    public static let history = MonthlyPartitions.Table(name: table, key: "record_id", time: "at")
 
     /// The events on `database` (migrated with ``BackplaneMigrations/all``).
     public init(database: any SQLDatabase) {
@@ -47,7 +50,7 @@ public struct FluentEventStore: EventStoring {
                 let inserted = try await sql.insert(into: Self.table)
                     .columns("record_id", "device_id", "user_id", "kind", "asset_id", "reason", "seconds", "detail", "at", "received_at", "ordinal")
                     .rows(rows)
-                    .ignoringConflicts(with: "record_id")
+                    .ignoringConflicts()
                     .returning("kind", "at")
                     .all()
                 let counted = try inserted.map { (try $0.decode(column: "kind", as: String.self), try $0.decode(column: "at", as: Date.self)) }

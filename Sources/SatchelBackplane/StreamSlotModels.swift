@@ -56,5 +56,6 @@ public struct AddStreamSlots: AsyncMigration {
 public enum BackplaneMigrations {
     /// The backplane's tables, then what came after them.
     public static var all: [any Migration] { [CreateBackplaneSchema(), AddStreamSlots(), AddDeviceEvents(), AddFeeds(), AddSubscriptions(), IndexBackplaneForScale(),
-                                                    CreateRollups(name: "satchel-backplane-rollups")] }
+                                                    CreateRollups(name: "satchel-backplane-rollups"),
+                                                    PartitionByMonth(name: "satchel-backplane-events-by-month", tables: [FluentEventStore.history])] }
 }

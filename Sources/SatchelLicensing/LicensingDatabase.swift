@@ -54,7 +54,9 @@ public final class LicensingDatabase: Sendable {
         do {
             let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
                                                                                        CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale(),
-                                                                                       CreateRollups(name: "satchel-licensing-rollups")] + more,
+                                                                                       CreateRollups(name: "satchel-licensing-rollups"),
+                                                                                       PartitionByMonth(name: "satchel-licensing-history-by-month",
+                                                                                                        tables: [LicensingQueries.licenseHistory, LicensingQueries.syncHistory])] + more,
                                              logger: logger)
             databases = store.databases
             database = store.database

@@ -122,6 +122,11 @@ package enum LicensingQueries {
         ]
     }
 
+    /// The audit of licenses issued, partitioned by month of issue on PostgreSQL.
+    public static let licenseHistory = MonthlyPartitions.Table(name: "satchel_licenses", key: "id", time: "issued_at")
+    /// The FairPlay sync reports, partitioned by month of receipt on PostgreSQL.
+    public static let syncHistory = MonthlyPartitions.Table(name: "satchel_syncs", key: "id", time: "received_at")
+
     /// The license service's tables that grow with the catalogue, the audience or the history.
     package static let growingTables: Set<String> = [
         "satchel_assets", "satchel_keys", "satchel_licenses", "satchel_syncs", "satchel_devices", "satchel_device_licenses",

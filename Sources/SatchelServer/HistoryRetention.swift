@@ -1,10 +1,14 @@
 import Foundation
 import Logging
 import SQLKit
+import SatchelBackplane
+import SatchelLicensing
 import SatchelStorage
 
 /// `satchel serve --retain-audit DAYS --retain-events DAYS`: the audit (licenses issued, FairPlay sync reports) and the
-/// devices' events kept that many days, swept at start and then every hour in small batches (``Retention``).
+/// devices' events kept that many days, swept at start and then every hour (``Retention``: whole months dropped on
+/// PostgreSQL, the rest in small batches). On PostgreSQL each sweep also makes the months ahead (``MonthlyPartitions``),
+/// so it runs whether or not anything is ever deleted.
 public struct HistoryRetention: Sendable {
     /// Days of audit kept (nil: for ever).
     public var auditDays: Int?
@@ -15,27 +19,25 @@ public struct HistoryRetention: Sendable {
 
     /// The audit's tables, and the events'.
     static let audit = [
-        Retention.History(table: "satchel_licenses", key: "id", time: "issued_at", rollups: "license:%"),
-        Retention.History(table: "satchel_syncs", key: "id", time: "received_at", rollups: nil),
+        Retention.History(LicensingQueries.licenseHistory, rollups: "license:%"),
+        Retention.History(LicensingQueries.syncHistory, rollups: nil),
     ]
-    static let events = [Retention.History(table: "backplane_events", key: "record_id", time: "at", rollups: "event:%")]
+    static let events = [Retention.History(FluentEventStore.history, rollups: "event:%")]
 
     /// A retention of `auditDays` and `eventDays` (each 1 or more, or nil).
     public init(auditDays: Int?, eventDays: Int?) {
         (self.auditDays, self.eventDays) = (auditDays, eventDays)
     }
 
-    /// Whether anything is ever deleted.
-    public var isEnabled: Bool { auditDays != nil || eventDays != nil }
-
-    /// One sweep at `now`: answers the rows deleted by table.
+    /// One sweep at `now`: on PostgreSQL the months ahead made first; answers the rows deleted by table.
     @discardableResult
     public func sweep(at now: Date, on sql: any SQLDatabase) async throws -> [String: Int] {
+        for history in Self.audit + Self.events { try await MonthlyPartitions.ensure(history.table, at: now, on: sql) }
         var deleted: [String: Int] = [:]
         for (days, histories) in [(auditDays, Self.audit), (eventDays, Self.events)] {
             guard let days else { continue }
             for history in histories {
-                deleted[history.table] = try await Retention.sweep(history, before: Retention.cutoff(days: days, at: now), on: sql)
+                deleted[history.table.name] = try await Retention.sweep(history, before: Retention.cutoff(days: days, at: now), on: sql)
             }
         }
         return deleted

@@ -46,6 +46,15 @@ package enum QueryPlan {
         return found
     }
 
+    /// The table of `growing` that `name` is a monthly partition of (``MonthlyPartitions``), or `name`.
+    static func parent(of name: String, in growing: Set<String>) -> String {
+        for suffix in ["_default"] + (name.count > 8 ? [String(name.suffix(8))] : []) where name.hasSuffix(suffix) {
+            let base = String(name.dropLast(suffix.count))
+            if growing.contains(base), suffix == "_default" || MonthlyPartitions.Month.parse(name, of: base) != nil { return base }
+        }
+        return name
+    }
+
     /// The tables of `growing` that `lines` (a plan of `dialect`) read whole: SQLite's `SCAN table` (with or without an
     /// index: a walk of a whole index grows with its table too), PostgreSQL's `Seq Scan on table`.
     package static func scans(in lines: [String], of growing: Set<String>, dialect: String) -> [String] {
@@ -59,7 +68,7 @@ package enum QueryPlan {
                 } else {
                     table = word == "SCAN" && index + 1 < words.count ? words[index + 1] : nil
                 }
-                if let table, growing.contains(table), !found.contains(table) { found.append(table) }
+                if let table = table.map({ parent(of: $0, in: growing) }), growing.contains(table), !found.contains(table) { found.append(table) }
             }
         }
         return found

@@ -1,24 +1,20 @@
 import Foundation
 import SQLKit
 
-/// History that grows forever kept for a while: rows older than a cutoff deleted in small batches through the index on
-/// their time (each batch its own short statement, so a sweep never holds the database for long), and the hourly
+/// History that grows forever kept for a while: on PostgreSQL the months wholly older than a cutoff dropped
+/// (``MonthlyPartitions``); then rows older than the cutoff deleted in small batches through the index on their time (each batch its own short statement, so a sweep never holds the database for long), and the hourly
 /// roll-ups of the hours deleted with them (the cutoff is an hour's start: the charts still equal a count of the rows).
 public enum Retention {
-    /// One kind of history: its table, key, time column (indexed), and the roll-up series that count it.
+    /// One kind of history: its table (key and indexed time) and the roll-up series that count it.
     public struct History: Sendable {
         /// The table.
-        public var table: String
-        /// Its primary key.
-        public var key: String
-        /// The time its rows are kept by.
-        public var time: String
+        public var table: MonthlyPartitions.Table
         /// A `LIKE` pattern of the roll-up series that count its rows, or nil.
         public var rollups: String?
 
         /// A kind of history.
-        public init(table: String, key: String, time: String, rollups: String?) {
-            (self.table, self.key, self.time, self.rollups) = (table, key, time, rollups)
+        public init(_ table: MonthlyPartitions.Table, rollups: String?) {
+            (self.table, self.rollups) = (table, rollups)
         }
     }
 
@@ -33,13 +29,14 @@ public enum Retention {
     /// Deletes `history`'s rows older than `cutoff` (and their roll-ups), a batch at a time; answers how many rows went.
     @discardableResult
     public static func sweep(_ history: History, before cutoff: Date, on sql: any SQLDatabase) async throws -> Int {
-        var deleted = 0
+        var deleted = try await MonthlyPartitions.drop(history.table, before: cutoff, on: sql)
+        let (table, key, time) = (history.table.name, history.table.key, history.table.time)
         while true {
             try Task.checkCancellation()
             let rows = try await sql.raw("""
-                DELETE FROM \(ident: history.table) WHERE \(ident: history.key) IN
-                (SELECT \(ident: history.key) FROM \(ident: history.table) WHERE \(ident: history.time) < \(bind: cutoff) LIMIT \(literal: batch))
-                RETURNING \(ident: history.key)
+                DELETE FROM \(ident: table) WHERE \(ident: time) < \(bind: cutoff) AND \(ident: key) IN
+                (SELECT \(ident: key) FROM \(ident: table) WHERE \(ident: time) < \(bind: cutoff) LIMIT \(literal: batch))
+                RETURNING \(ident: key)
                 """).all()
             deleted += rows.count
             if rows.count < batch { break }

@@ -156,12 +156,8 @@ struct ServeCommand: SatchelAsyncCommand {
                                          feeds: FluentFeedStore(database: database.database), hub: hub, licensing: devices,
                                          sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
         let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
-        var lifecycle: [any Service] = []
-        let retention = HistoryRetention(auditDays: retainAudit, eventDays: retainEvents)
-        if retention.isEnabled {
-            let sql = try database.sql()
-            lifecycle.append(BackgroundService(name: "history retention") { await retention.run(on: sql) })
-        }
+        let retention = HistoryRetention(auditDays: retainAudit, eventDays: retainEvents), historySQL = try database.sql()
+        var lifecycle: [any Service] = [BackgroundService(name: "history retention") { await retention.run(on: historySQL) }]
         if let url = store.resolvedDatabaseURL {  // other nodes' changes reach this node's streams
             let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)
             lifecycle.append(BackgroundService(name: "backplane listener") { await listener.run() })

@@ -18,6 +18,13 @@ struct QueryPlanTests {
     static var hot: [HotQuery] { LicensingQueries.hot + BackplaneQueries.hot }
     static var growing: Set<String> { LicensingQueries.growingTables.union(BackplaneQueries.growingTables) }
 
+    @Test("a scan of a month's partition, or of the default one, counts as a scan of its table")
+    func partitionScans() {
+        let plan = ["Append  (cost=0.00..35.50 rows=10 width=8)", "  ->  Seq Scan on backplane_events_p202611  (cost=0.00..1.00 rows=1 width=8)",
+                    "  ->  Seq Scan on satchel_licenses_default  (cost=0.00..1.00 rows=1 width=8)", "  ->  Seq Scan on satchel_licenses_p2026  (cost=0.00..1.00)"]
+        #expect(QueryPlan.scans(in: plan, of: Self.growing, dialect: "postgresql") == ["backplane_events", "satchel_licenses"])
+    }
+
     @Test("every hot query reads through an index on SQLite")
     func sqlite() async throws {
         let directory = NSTemporaryDirectory() + "satchel-plans-\(UUID().uuidString)"

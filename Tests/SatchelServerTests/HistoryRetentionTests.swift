@@ -79,9 +79,58 @@ struct HistoryRetentionTests {
             let after = try await rollupsAndRaw(sql)
             #expect(after.raw.values.reduce(0, +) == keptLicenses + keptEvents, "the rest intact")
             #expect(after.rollups == after.raw, "the roll-ups still equal the raw counts")
+            if sql.dialect.name == "postgresql" {
+                // Whole months past the cutoff are dropped partitions; the cutoff's own month stays (swept by rows).
+                for (history, cutoff) in [(LicensingQueries.licenseHistory, auditCutoff), (LicensingQueries.syncHistory, auditCutoff), (FluentEventStore.history, eventCutoff)] {
+                    let partitioned = try await MonthlyPartitions.isPartitioned(history, on: sql)
+                    #expect(partitioned, "\(history.name) is partitioned by month")
+                    let months = try await MonthlyPartitions.months(history, on: sql)
+                    #expect(months.allSatisfy { $0.end > cutoff } && months.contains(MonthlyPartitions.Month(of: cutoff)), "\(history.name): \(months)")
+                    #expect(months.contains(MonthlyPartitions.Month(of: now).adding(MonthlyPartitions.monthsAhead)), "the months ahead are made")
+                }
+            }
             let oldest = try await sql.raw("SELECT MIN(issued_at) AS t FROM satchel_licenses").first()?.decode(column: "t", as: Date.self)
             #expect(oldest.map { $0 >= auditCutoff } == true)
             #expect(try await retention.sweep(at: now, on: sql).values.allSatisfy { $0 == 0 }, "a second sweep finds nothing")
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+
+    @Test("a month made ahead takes the rows its default partition held; a time far off is kept, deduplicated and swept (PostgreSQL)", .enabled(if: postgres != nil))
+    func defaultPartition() async throws {
+        let database = try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all)
+        do {
+            let sql = try database.sql()
+            for table in ["backplane_events", "satchel_rollups"] { try await sql.raw("DELETE FROM \(ident: table)").run() }
+            let now = Date(timeIntervalSince1970: 1_800_000_000.5), history = FluentEventStore.history
+            try await MonthlyPartitions.ensure(history, at: now, on: sql)
+            let later = now.addingTimeInterval(200 * 86_400), ancient = Date(timeIntervalSince1970: 40_000_000)
+            let laterMonth = MonthlyPartitions.Month(of: later)
+            #expect(!(try await MonthlyPartitions.months(history, on: sql)).contains(laterMonth), "the month is not made yet")
+            let events = FluentEventStore(database: sql)
+            let sent = [DeviceEvent(eventID: "clock-ahead-1", kind: .playStart, time: later), DeviceEvent(eventID: "clock-behind-1", kind: .playStart, time: ancient),
+                        DeviceEvent(eventID: "clock-right-1", kind: .playStart, time: now)]
+            #expect(try await events.record(sent, device: "phone", user: "alice", received: now) == 3)
+            #expect(try await events.record(sent, device: "phone", user: "alice", received: now.addingTimeInterval(60)) == 0, "sent again: kept once")
+            func count(_ table: String) async throws -> Int {
+                try await sql.raw("SELECT COUNT(*) AS n FROM \(ident: table)").first()?.decode(column: "n", as: Int.self) ?? -1
+            }
+            #expect(try await count("backplane_events_default") == 2, "the far times wait in the default partition")
+
+            try await MonthlyPartitions.ensure(history, monthsAhead: 8, at: now, on: sql)
+            #expect(try await MonthlyPartitions.months(history, on: sql).contains(laterMonth))
+            #expect(try await count(laterMonth.partition(of: "backplane_events")) == 1, "the event moved into its month")
+            let (fallback, total) = (try await count("backplane_events_default"), try await count("backplane_events"))
+            #expect(fallback == 1 && total == 3, "nothing lost")
+            #expect(try await events.record(sent, device: "phone", user: "alice", received: now.addingTimeInterval(120)) == 0, "still kept once after the move")
+
+            let deleted = try await HistoryRetention(auditDays: nil, eventDays: 10).sweep(at: now, on: sql)
+            let left = try await count("backplane_events_default")
+            #expect(deleted["backplane_events"] == 1 && left == 0, "the ancient event is swept: \(deleted)")
+            #expect(try await events.events(EventQuery(), page: ListingRequest()).items.map(\.event.eventID).sorted() == ["clock-ahead-1", "clock-right-1"])
         } catch {
             await database.shutdown()
             throw error
