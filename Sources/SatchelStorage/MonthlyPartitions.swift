@@ -116,6 +116,9 @@ public enum MonthlyPartitions {
         guard let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql", !(try await isPartitioned(table, on: sql)) else { return }
         try await database.transaction { database in
             guard let sql = database as? any SQLDatabase else { return }
+            // Another node converting at the same time: wait for it, then find the table converted.
+            try await sql.raw("SELECT pg_advisory_xact_lock(hashtext(\(bind: table.name)))").run()
+            guard !(try await isPartitioned(table, on: sql)) else { return }
             let old = table.name + "_unpartitioned"
             // The indexes other than the primary key, as statements naming the table (read before it is renamed).
             let indexes = try await sql.raw("""

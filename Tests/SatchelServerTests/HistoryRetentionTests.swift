@@ -99,6 +99,43 @@ struct HistoryRetentionTests {
         await database.shutdown()
     }
 
+    @Test("two nodes opening a new PostgreSQL database at once both migrate it (the history partitioned once)", .enabled(if: postgres != nil))
+    func concurrentMigration() async throws {
+        let reset = try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all)
+        do {
+            try await reset.sql().raw("DROP SCHEMA public CASCADE").run()
+            try await reset.sql().raw("CREATE SCHEMA public").run()
+        } catch {
+            await reset.shutdown()
+            throw error
+        }
+        await reset.shutdown()
+        let results = await withTaskGroup(of: Result<LicensingDatabase, any Error>.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    do { return .success(try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all)) } catch { return .failure(error) }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let opened = results.compactMap { try? $0.get() }
+        #expect(opened.count == 3, "every node opens: \(results.compactMap { if case .failure(let error) = $0 { String(describing: error).prefix(200) } else { nil } })")
+        guard !opened.isEmpty else { return }
+        do {
+            let sql = try opened[0].sql()
+            for history in [LicensingQueries.licenseHistory, LicensingQueries.syncHistory, FluentEventStore.history] {
+                let partitioned = try await MonthlyPartitions.isPartitioned(history, on: sql)
+                #expect(partitioned, "\(history.name)")
+            }
+            let logged = try await sql.raw("SELECT COUNT(*) AS n, COUNT(DISTINCT name) AS d FROM _fluent_migrations").first()
+            #expect(try logged?.decode(column: "n", as: Int.self) == logged?.decode(column: "d", as: Int.self), "each migration ran once")
+        } catch {
+            for database in opened { await database.shutdown() }
+            throw error
+        }
+        for database in opened { await database.shutdown() }
+    }
+
     @Test("a month made ahead takes the rows its default partition held; a time far off is kept, deduplicated and swept (PostgreSQL)", .enabled(if: postgres != nil))
     func defaultPartition() async throws {
         let database = try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all)
@@ -109,6 +146,7 @@ struct HistoryRetentionTests {
             try await MonthlyPartitions.ensure(history, at: now, on: sql)
             let later = now.addingTimeInterval(200 * 86_400), ancient = Date(timeIntervalSince1970: 40_000_000)
             let laterMonth = MonthlyPartitions.Month(of: later)
+            try await sql.raw("DROP TABLE IF EXISTS \(ident: laterMonth.partition(of: history.name))").run()
             #expect(!(try await MonthlyPartitions.months(history, on: sql)).contains(laterMonth), "the month is not made yet")
             let events = FluentEventStore(database: sql)
             let sent = [DeviceEvent(eventID: "clock-ahead-1", kind: .playStart, time: later), DeviceEvent(eventID: "clock-behind-1", kind: .playStart, time: ancient),
