@@ -20,11 +20,7 @@ enum BackplaneLimitRows {
     static func limitTable(on database: any Database) async throws -> LimitTable {
         let global = try await FluentBackplaneStore.document(FluentBackplaneStore.limitsDocument, as: BackplaneLimits.self, on: database) ?? .none
         var perUser: [String: BackplaneLimits] = [:]
-        for row in try await BackplaneQueries.sqlDatabase(database).raw("""
-            SELECT user_id, max_devices, max_assets_per_device, max_downloads, max_streams FROM backplane_users
-            WHERE max_devices IS NOT NULL OR max_assets_per_device IS NOT NULL OR max_downloads IS NOT NULL OR max_streams IS NOT NULL
-            ORDER BY user_id LIMIT \(literal: ownLimitsListed)
-            """).all() {
+        for row in try await BackplaneQueries.sqlDatabase(database).raw(BackplaneQueries.ownLimits(limit: ownLimitsListed)).all() {
             perUser[try row.decode(column: "user_id", as: String.self)] = BackplaneLimits(
                 maxDevices: try row.decode(column: "max_devices", as: Int?.self), maxAssetsPerDevice: try row.decode(column: "max_assets_per_device", as: Int?.self),
                 maxDownloads: try row.decode(column: "max_downloads", as: Int?.self), maxStreams: try row.decode(column: "max_streams", as: Int?.self))

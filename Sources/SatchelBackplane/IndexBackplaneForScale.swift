@@ -33,3 +33,17 @@ public struct IndexBackplaneForScale: AsyncMigration {
         for index in Self.indexes { try await sql.drop(index: index.name).run() }
     }
 }
+
+/// The users with limits of their own, in order (a partial index: the operator's limits table reads them alone, not
+/// every user's row).
+struct IndexOwnLimits: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        guard let sql = database as? any SQLDatabase else { return }
+        try await sql.raw("CREATE INDEX IF NOT EXISTS backplane_users_own_limits ON backplane_users (user_id) WHERE \(BackplaneQueries.hasOwnLimits)").run()
+    }
+
+    func revert(on database: any Database) async throws {
+        guard let sql = database as? any SQLDatabase else { return }
+        try await sql.drop(index: "backplane_users_own_limits").run()
+    }
+}

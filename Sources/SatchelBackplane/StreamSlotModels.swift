@@ -57,5 +57,6 @@ public enum BackplaneMigrations {
     /// The backplane's tables, then what came after them.
     public static var all: [any Migration] { [CreateBackplaneSchema(), AddStreamSlots(), AddDeviceEvents(), AddFeeds(), AddSubscriptions(), IndexBackplaneForScale(),
                                                     CreateRollups(name: "satchel-backplane-rollups"),
-                                                    PartitionByMonth(name: "satchel-backplane-events-by-month", tables: [FluentEventStore.history])] }
+                                                    PartitionByMonth(name: "satchel-backplane-events-by-month", tables: [FluentEventStore.history]),
+                                                    IndexOwnLimits()] }
 }

@@ -297,7 +297,7 @@ public struct FluentKeyStore: KeyStore {
     public func syncReports() async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
         do {
             try await audit.flush()
-            return try await SyncModel.query(on: database).all().map { ($0.contentID, $0.durationToExpiry, $0.subject) }
+            return try await SyncModel.query(on: database).sort(\.$receivedAt, .descending).limit(1000).all().map { ($0.contentID, $0.durationToExpiry, $0.subject) }
         } catch {
             throw .storage("cannot read sync reports")
         }

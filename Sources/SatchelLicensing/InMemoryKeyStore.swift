@@ -109,7 +109,7 @@ public actor InMemoryKeyStore: KeyStore {
     }
 
     public func syncReports() -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
-        syncs
+        Array(syncs.reversed().prefix(1000))
     }
 
     private func stored(_ assetID: String, _ asset: Asset, _ key: ContentKey) -> StoredKey {

@@ -113,7 +113,7 @@ public protocol KeyStore: Sendable {
     func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date) async throws(LicensingError)
     /// Issued licenses that pass `filter`, newest first, at most `limit`.
     func licenses(matching filter: AuditFilter, limit: Int) async throws(LicensingError) -> [IssuedLicense]
-    /// Sync reports received.
+    /// The sync reports last received, newest first, at most 1,000.
     func syncReports() async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)]
 }
 
