@@ -210,6 +210,8 @@ public enum EventRules {
 
     /// The most events one batch carries.
     public static let batchLimit = 500
+    /// The newest events a count by user, asset, device, kind or reason reads, at most.
+    public static let countedEvents = 100_000
 }
 
 /// `POST /backplane/events`' answer.

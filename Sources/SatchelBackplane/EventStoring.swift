@@ -15,7 +15,8 @@ public protocol EventStoring: Sendable {
     func events(_ query: EventQuery, page: ListingRequest) async throws(BackplaneError) -> ListingPage<RecordedEvent>
     /// Events received per hour of `hours` (hour starts, oldest first) by kind, dated by the device, from the hourly roll-ups.
     func perHour(_ kinds: [DeviceEventKind], hours: [Date]) async throws(BackplaneError) -> [DeviceEventKind: [Int]]
-    /// How many events `query` selects, by `grouping`, most first.
+    /// How many events `query` selects, by `grouping`, most first: among the newest ``EventRules/countedEvents`` of them
+    /// (by the device's time), so a count costs the same on a day of a busy service as on a quiet one.
     func counts(_ query: EventQuery, by grouping: EventGrouping, limit: Int) async throws(BackplaneError) -> [EventCount]
 }
 
@@ -125,8 +126,10 @@ public struct FluentEventStore: EventStoring {
         case .reason: SQLFunction("COALESCE", args: SQLIdentifier("reason"), SQLLiteral.string(""))
         }
         do {
-            let rows = try await Self.filtered(sql.select().column(SQLAlias(column, as: SQLIdentifier("group_key")))
-                .column(SQLAlias(SQLFunction("COUNT", args: SQLLiteral.all), as: SQLIdentifier("n"))).from(Self.table), query)
+            let newest = Self.filtered(sql.select().columns("*").from(Self.table), query).orderBy("at", .descending).limit(EventRules.countedEvents)
+            let rows = try await sql.select().column(SQLAlias(column, as: SQLIdentifier("group_key")))
+                .column(SQLAlias(SQLFunction("COUNT", args: SQLLiteral.all), as: SQLIdentifier("n")))
+                .from(SQLAlias(SQLGroupExpression(newest.select), as: SQLIdentifier("newest")))
                 .groupBy(column).orderBy("n", .descending).orderBy("group_key").limit(max(0, min(limit, 100_000))).all()
             return try rows.map { EventCount(grouping: grouping, key: try $0.decode(column: "group_key", as: String.self), count: try $0.decode(column: "n", as: Int.self)) }
         } catch {
