@@ -3,7 +3,7 @@ import Logging
 import SatchelBytes
 
 /// Satchel's swift-log handler: one level chosen at run time, records redacted (``LogRedaction``), written
-/// to standard error and/or a ``RotatingLogFile``, and published to ``LogHub`` for subscribers.
+/// to standard error and/or a ``RotatingLogFile`` by the ``LogWriter``'s thread, and published to ``LogHub`` for subscribers.
 package struct SatchelLogHandler: LogHandler {
     /// Where records go.
     package struct Sinks: Sendable {
@@ -50,8 +50,8 @@ package struct SatchelLogHandler: LogHandler {
         let record = LogRecord(date: Date(), level: event.level, label: label, message: LogRedaction.redact(event.message.description),
                                metadata: merged.mapValues { LogRedaction.redact($0.description) })
         let text = record.line
-        if sinks.standardError { FileHandle.standardError.write(Data((text + "\n").utf8)) }
-        sinks.file?.append(text)
+        // Written by the log's own thread: a log call on an event loop never waits for a write().
+        if sinks.standardError || sinks.file != nil { LogWriter.shared.enqueue(.init(line: text, standardError: sinks.standardError, file: sinks.file)) }
         if sinks.hub.hasSubscribers { sinks.hub.publish(record) }
     }
 
@@ -59,6 +59,7 @@ package struct SatchelLogHandler: LogHandler {
     /// at start; swift-log allows one bootstrap per process).
     package static func bootstrap(level: Logger.Level, sinks: Sinks) {
         LoggingSystem.bootstrap { label in SatchelLogHandler(label: label, level: level, sinks: sinks) }
+        atexit { LogWriter.shared.flush() }  // a command's last lines are written before it exits
     }
 
     /// The level asked for: `name` (a command-line option) if given, else `SATCHEL_LOG_LEVEL`, else `fallback`.

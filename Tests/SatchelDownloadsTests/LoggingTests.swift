@@ -23,6 +23,52 @@ struct LoggingTests {
         #expect(LogRedaction.redact("is it done? yes") == "is it done? yes", "a question mark outside a URL stays")
     }
 
+    @Test("a log call never waits for the writer: with the destination stuck, 20,000 lines from 4 threads return, the oldest are dropped and counted, and a notice says so")
+    func writerNeverBlocks() async throws {
+        let gate = DispatchSemaphore(value: 0), started = DispatchSemaphore(value: 0)
+        let written = Locked<[String]>([])
+        let writer = LogWriter(capacity: 1_000) { batch in
+            if written.current.isEmpty, batch.count == 1 {
+                started.signal()
+                gate.wait()  // blocking-ok: the writer's own thread, stuck on purpose
+            }
+            written.withLock { $0 += batch.map(\.line) }
+        }
+        writer.enqueue(.init(line: "first", standardError: false, file: nil))
+        #expect(await Self.waitOnThread(started, seconds: 10), "the writer took the first line and is stuck")
+        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            Thread {
+                DispatchQueue.concurrentPerform(iterations: 4) { thread in
+                    for index in 0..<5_000 { writer.enqueue(.init(line: "line \(thread)-\(index)", standardError: false, file: nil)) }
+                }
+                continuation.resume(returning: true)
+            }.start()
+        }
+        #expect(finished && writer.droppedLines == 20_000 - 1_000, "every call returned while the destination was stuck")
+        gate.signal()
+        writer.flush(timeout: 10)
+        let lines = written.current
+        #expect(lines.first == "first" && lines.count == 1 + 1 + 1_000, "\(lines.count)")
+        #expect(lines[1] == "19000 log line(s) dropped: the log could not keep up")
+        // Oldest dropped first: what is kept of each thread's lines is its last ones, in order.
+        var kept: [Substring: [Int]] = [:]
+        for line in lines.dropFirst(2) {
+            let parts = line.dropFirst(5).split(separator: "-")
+            kept[parts[0], default: []].append(Int(parts[1]) ?? -1)
+        }
+        for (thread, indices) in kept {
+            let expected = Array((5_000 - indices.count)..<5_000)
+            #expect(indices == expected, "thread \(thread) keeps its newest lines")
+        }
+    }
+
+    /// Waits for `semaphore` on a thread of its own (never a task-pool thread).
+    static func waitOnThread(_ semaphore: DispatchSemaphore, seconds: Double) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: semaphore.wait(timeout: .now() + seconds) == .success) }.start()  // blocking-ok: its own thread
+        }
+    }
+
     @Test("a log file rotates by size, keeping the newest generations; every line whole")
     func rotation() throws {
         let directory = try TestMedia.temporaryDirectory("log-rotation")
