@@ -13,7 +13,7 @@ import SatchelSystem
 final class EventOutbox: Sendable {
     /// Events kept at most while the backplane cannot be reached: past it, only mandatory events are kept.
     static let capacity = 100_000
-    private let databases: Databases
+    private let store: FluentStore
     private let database: any Database
     private let fileLock: FileLock
     private let local = AsyncMutex()
@@ -31,8 +31,9 @@ final class EventOutbox: Sendable {
         var quiet = logger
         if quiet.logLevel < .info { quiet.logLevel = .info }
         do {
-            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateEventOutbox()], logger: quiet)
-            databases = store.databases
+            // A sync at every commit: an event the device reported (a license used, a play) is never taken back.
+            store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateEventOutbox()],
+                                               sqlite: SQLiteSettings(durability: .everyCommit), logger: quiet)
             database = store.database
         } catch {
             throw .storage("cannot open or migrate \(path): \(error)")
@@ -40,7 +41,7 @@ final class EventOutbox: Sendable {
     }
 
     func close() async {
-        await databases.shutdownAsync()
+        await store.shutdown()
     }
 
     /// Keeps `event` (a non-mandatory one is dropped when the outbox is full); answers whether it was kept.

@@ -76,7 +76,7 @@ public final class LicenseStore: Sendable {
     }
 
     static let stateName = "device-state"
-    private let databases: Databases
+    private let store: FluentStore
     private let database: any Database
     private let seal: StateSeal
     private let anchor: any StoreAnchoring
@@ -105,8 +105,10 @@ public final class LicenseStore: Sendable {
             // Fluent logs every query's values at debug: licenses (JWS) have no place in a log, so the store logs from info up.
             var quiet = logger
             if quiet.logLevel < .info { quiet.logLevel = .info }
-            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateAgentSchema()], logger: quiet)
-            databases = store.databases
+            // A sync at every commit: the store's anchor (a file of its own) must never be ahead of what the store
+            // holds after a power loss, or the device would take its own store for one rolled back.
+            store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateAgentSchema()],
+                                               sqlite: SQLiteSettings(durability: .everyCommit), logger: quiet)
             database = store.database
         } catch {
             throw .storage("cannot open or migrate \(path): \(error)")
@@ -120,7 +122,7 @@ public final class LicenseStore: Sendable {
 
     /// Closes the store.
     public func close() async {
-        await databases.shutdownAsync()
+        await store.shutdown()
     }
 
     /// A value that moves whenever the store may have changed: with every change this process writes, and with the

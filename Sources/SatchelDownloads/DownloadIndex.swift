@@ -12,7 +12,7 @@ import SatchelStorage
 /// may list 200,000 files) lives in the asset's folder, written once when the asset is added, so a state change
 /// writes a small row. Plans of rows written by earlier versions (inline, or in the plan table) are still read.
 public final class DownloadIndex: DownloadIndexing {
-    private let databases: Databases
+    private let store: FluentStore
     private let database: any Database
     private let encoder = JSONCoding.encoder(dates: .referenceSeconds)
     private let decoder = JSONCoding.decoder(dates: .referenceSeconds)
@@ -32,9 +32,10 @@ public final class DownloadIndex: DownloadIndexing {
             throw .storage("cannot create \(path) (owner only): \(error.description)")
         }
         do {
-            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateDownloadSchema(), CreatePlanSchema()],
-                                                   logger: logger)
-            databases = store.databases
+            // Synced at checkpoints: a power loss may take the last state changes back, which the engine redoes (the
+            // files are the truth: a segment on disk is found again, a missing one fetched again).
+            store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [CreateDownloadSchema(), CreatePlanSchema()],
+                                               sqlite: SQLiteSettings(durability: .processCrash), logger: logger)
             database = store.database
         } catch {
             throw .storage("cannot open or migrate \(path): \(error)")
@@ -44,13 +45,13 @@ public final class DownloadIndex: DownloadIndexing {
     /// Closes the database.
     public func close() async {
         guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
-        await databases.shutdownAsync()
+        await store.shutdown()
     }
 
     /// An index dropped without ``close()`` closes its database here, waiting for it (never on an event loop:
     /// the index is released by the engine's actor or its caller).
     deinit {
-        if !closed.current { databases.shutdown() }
+        if !closed.current { store.shutdownBlocking() }
     }
 
     /// Every asset, in queue order.

@@ -10,7 +10,7 @@ import SatchelSystem
 /// The key store's database: a SQLite file in the data directory by default, PostgreSQL with a
 /// `postgres://` URL. Migrations run when it opens.
 public final class LicensingDatabase: Sendable {
-    private let databases: Databases
+    private let store: FluentStore
     /// The database handle.
     public let database: any Database
     /// "sqlite" or "postgres".
@@ -52,41 +52,25 @@ public final class LicensingDatabase: Sendable {
             (id, kind) = (.sqlite, "sqlite")
         }
         do {
-            let store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
-                                                                                       CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale(),
-                                                                                       CreateRollups(name: "satchel-licensing-rollups"),
-                                                                                       PartitionByMonth(name: "satchel-licensing-history-by-month",
-                                                                                                        tables: [LicensingQueries.licenseHistory, LicensingQueries.syncHistory])] + more,
-                                             logger: logger)
-            databases = store.databases
+            // SQLite: write-ahead logging (readers never wait for the audit's writer), synced at checkpoints rather than
+            // at every commit: a commit is durable against a crash of the process (what the audit promises: no license
+            // answered without its record), not against one of the machine. A large store: 64 MB of cache, mapped.
+            store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
+                                                                                 CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale(),
+                                                                                 CreateRollups(name: "satchel-licensing-rollups"),
+                                                                                 PartitionByMonth(name: "satchel-licensing-history-by-month",
+                                                                                                  tables: [LicensingQueries.licenseHistory, LicensingQueries.syncHistory])] + more,
+                                               sqlite: kind == "sqlite" ? SQLiteSettings(durability: .processCrash, large: true) : nil, logger: logger)
             database = store.database
         } catch {
             throw .storage("cannot open or migrate the \(kind) database: \(error)")
-        }
-        if kind == "sqlite" {
-            // Write-ahead logging (kept in the file): readers never wait for the audit's writer. With NORMAL the log
-            // is synced at checkpoints rather than at every commit: a commit is durable against a crash of the process
-            // (what the audit promises: no license answered without its record), not against one of the machine.
-            // The handle uses one connection (one event loop's pool of one); should it be reopened, SQLite's default
-            // (FULL: a sync at every commit) applies, which is stricter.
-            do {
-                try await (database as? any SQLDatabase)?.raw("PRAGMA journal_mode = WAL").run()
-                try await (database as? any SQLDatabase)?.raw("PRAGMA synchronous = NORMAL").run()
-                // A store of an operator's size is gigabytes: SQLite's own page cache (2 MB by default) would send most
-                // reads of a request to the kernel. 64 MB of cache and the file mapped for reads keep an index walk in memory.
-                try await (database as? any SQLDatabase)?.raw("PRAGMA cache_size = -65536").run()
-                try await (database as? any SQLDatabase)?.raw("PRAGMA mmap_size = 4294967296").run()
-            } catch {
-                await databases.shutdownAsync()
-                throw .storage("cannot switch the SQLite database to write-ahead logging: \(error)")
-            }
         }
         var journal: AuditJournal?
         if kind == "sqlite" {
             do {
                 journal = try AuditJournal.claim(directory: dataDirectory)
             } catch {
-                await databases.shutdownAsync()
+                await store.shutdown()
                 throw .storage("cannot open the audit journal: \(error.description)")
             }
         }
@@ -104,6 +88,6 @@ public final class LicensingDatabase: Sendable {
     public func shutdown() async {
         try? await audit.flush()
         await audit.release()
-        await databases.shutdownAsync()
+        await store.shutdown()
     }
 }

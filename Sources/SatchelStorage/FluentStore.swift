@@ -2,31 +2,85 @@ import FluentKit
 import Logging
 import NIOCore
 import NIOPosix
+import SQLKit
+
+/// How a SQLite store commits. Every store writes ahead (`journal_mode = WAL`: one sync per commit at most, readers
+/// never wait for the writer), and chooses when the log reaches the disk by what a lost commit would cost.
+public enum SQLiteDurability: Sendable {
+    /// `synchronous = FULL`: the log is synced at every commit, so a commit survives a power loss. For a store whose
+    /// commits something else vouches for (the agent's store, whose anchor a rolled-back store would contradict).
+    case everyCommit
+    /// `synchronous = NORMAL`: the log is synced at checkpoints, so a commit survives a crash of the process but a
+    /// power loss may take the last ones back (never corrupting the file). For a store that can be rebuilt or redone.
+    case processCrash
+
+    var pragma: String {
+        switch self {
+        case .everyCommit: "FULL"
+        case .processCrash: "NORMAL"
+        }
+    }
+}
+
+/// A SQLite store's settings: its durability, and whether it is large (an operator's store: gigabytes).
+public struct SQLiteSettings: Sendable {
+    /// When a commit reaches the disk.
+    public var durability: SQLiteDurability
+    /// A large store gets 64 MB of page cache and the file mapped for reads (SQLite's 2 MB would send most reads of an
+    /// index walk to the kernel).
+    public var large: Bool
+
+    /// Settings.
+    public init(durability: SQLiteDurability, large: Bool = false) {
+        (self.durability, self.large) = (durability, large)
+    }
+
+    /// How long a statement waits for another process's lock before it fails (SQLite sleeps between tries: the
+    /// driver's own handler would retry at once, for ever, spinning a thread).
+    public static let busyTimeoutMilliseconds = 5_000
+}
 
 /// An open FluentKit database with its migrations applied: what the key store and the download index share.
 public struct FluentStore: Sendable {
-    /// The connection sources; shut them down when done.
+    /// The connection sources; shut them down with ``shutdown()``.
     public let databases: Databases
     /// The database handle.
     public let database: any Database
+    /// A SQLite store's own thread (its blocking calls never wait behind another store's, or take a thread the
+    /// downloads' file work needs); nil for PostgreSQL, whose driver does not block.
+    let threadPool: NIOThreadPool?
 
     /// How many times migrating is tried before opening fails.
     static let migrationAttempts = 5
 
-    /// Opens `configuration` and runs `migrations` (setting up the migration log first). Everything opened
-    /// is shut down again when this fails.
+    /// Opens `configuration` and runs `migrations` (setting up the migration log first); `sqlite` says the store is a
+    /// SQLite file and how it commits. Everything opened is shut down again when this fails.
     public static func open(_ configuration: DatabaseConfigurationFactory, as id: DatabaseID, migrations: [any Migration],
-                            logger: Logger) async throws(StorageError) -> FluentStore {
+                            sqlite: SQLiteSettings? = nil, logger: Logger) async throws(StorageError) -> FluentStore {
         let group = MultiThreadedEventLoopGroup.singleton
-        let databases = Databases(threadPool: NIOThreadPool.singleton, on: group)
+        // One event loop for the handle and the migrations: a SQLite store then has one connection, whose settings hold.
+        let loop = group.next()
+        let threadPool = sqlite.map { _ in NIOThreadPool(numberOfThreads: 1) }
+        threadPool?.start()
+        let databases = Databases(threadPool: threadPool ?? NIOThreadPool.singleton, on: group)
         databases.use(configuration, as: id)
-        guard let database = databases.database(logger: logger, on: group.any()) else {
+        guard let database = databases.database(logger: logger, on: loop) else {
             await databases.shutdownAsync()
+            try? await threadPool?.shutdownGracefully()
             throw .cannotOpen("no database is configured under this ID")
+        }
+        let store = FluentStore(databases: databases, database: database, threadPool: threadPool)
+        if let sqlite {
+            do {
+                try await store.apply(sqlite)
+            } catch {
+                await store.shutdown()
+                throw .cannotOpen("cannot set up the SQLite file: \(String(String(describing: error).prefix(200)))")
+            }
         }
         let list = Migrations()
         for migration in migrations { list.add(migration) }
-        let migrator = Migrator(databases: databases, migrations: list, logger: logger, on: group.any(), migrationLogLevel: .debug)
+        let migrator = Migrator(databases: databases, migrations: list, logger: logger, on: loop, migrationLogLevel: .debug)
         // Several nodes starting at once against a new database migrate it at once: one's statement fails on what the
         // other made. Trying again after a pause finds the other's migrations logged and goes on from there.
         for attempt in 1...migrationAttempts {
@@ -36,10 +90,35 @@ public struct FluentStore: Sendable {
                 break
             } catch {
                 if attempt < migrationAttempts, (try? await Task.sleep(for: .milliseconds(250 * attempt))) != nil { continue }
-                await databases.shutdownAsync()
+                await store.shutdown()
                 throw .migration(String(String(describing: error).prefix(200)))
             }
         }
-        return FluentStore(databases: databases, database: database)
+        return store
+    }
+
+    /// Sets up the SQLite connection: the busy timeout first (another process may hold the file), then the journal.
+    private func apply(_ settings: SQLiteSettings) async throws {
+        guard let sql = database as? any SQLDatabase else { return }
+        try await sql.raw("PRAGMA busy_timeout = \(literal: SQLiteSettings.busyTimeoutMilliseconds)").run()
+        try await sql.raw("PRAGMA journal_mode = WAL").run()
+        try await sql.raw("PRAGMA synchronous = \(unsafeRaw: settings.durability.pragma)").run()
+        if settings.large {
+            try await sql.raw("PRAGMA cache_size = -65536").run()
+            try await sql.raw("PRAGMA mmap_size = 4294967296").run()
+        }
+    }
+
+    /// Closes every connection, then the store's own thread.
+    public func shutdown() async {
+        await databases.shutdownAsync()
+        try? await threadPool?.shutdownGracefully()
+    }
+
+    /// Closes every connection and the store's thread, waiting for them (never on an event loop or in the task pool:
+    /// for a `deinit`).
+    public func shutdownBlocking() {
+        databases.shutdown()
+        try? threadPool?.syncShutdownGracefully()
     }
 }
