@@ -177,6 +177,7 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // Layer 4: the HTTP application (license endpoints, health, metrics, the origin, the web pages).
@@ -283,7 +284,8 @@ let package = Package(
         .testTarget(name: "SatchelRightsTests", dependencies: ["SatchelBytes", "SatchelRights", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SatchelStreamsTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelStreams",
                                                               "SatchelTestSupport"]),
-        .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP", .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
+        .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP", "SatchelSystem", .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
+                                                          .product(name: "NIOPosix", package: "swift-nio"),
                                                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelProtection", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.

@@ -10,6 +10,7 @@ import SatchelFairPlay
 import SatchelHTTP
 import SatchelLicensing
 import SatchelServer
+import SatchelSystem
 #if canImport(Glibc)
 import Glibc
 private let systemBind = Glibc.bind
@@ -45,6 +46,8 @@ struct ServeCommand: SatchelAsyncCommand {
     var retainAudit: Int?
     @Option(name: .customLong("retain-events"), help: "Days the devices' events are kept; older events are deleted every hour (default: kept for ever).")
     var retainEvents: Int?
+    @Option(name: .customLong("stall-report"), help: ArgumentHelp("Log a warning, with what every thread was doing, whenever an event loop or the task pool does not run for this many milliseconds (50 to 60000).", valueName: "ms"))
+    var stallReport: Int?
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
     @OptionGroup var logging: LoggingOptions
     @Option(name: .customLong("demo-tokens"), help: .hidden) var demoTokenKID: String?
@@ -76,6 +79,7 @@ struct ServeCommand: SatchelAsyncCommand {
         for (name, days) in [("--retain-audit", retainAudit), ("--retain-events", retainEvents)] where days.map({ !(1...36_500).contains($0) }) ?? false {
             throw ValidationError("\(name) is a number of days from 1 to 36500")
         }
+        if let stallReport, !(50...60_000).contains(stallReport) { throw ValidationError("--stall-report is 50 to 60000 milliseconds") }
     }
 
     func execute() async throws {
@@ -92,6 +96,8 @@ struct ServeCommand: SatchelAsyncCommand {
         do { files = try origin.map { try OriginFiles(folder: $0) } } catch { throw CLIError("--origin: \(error)") }
         try logging.bootstrap(fallback: .info)
         let logger = Logger(label: "satchel.serve")
+        let watchdog = stallReport.map { StallWatchdog.logging(limit: .milliseconds($0), to: Logger(label: "satchel.stalls")) }
+        defer { watchdog?.stop() }
         let tls = try tlsIdentity(logger: logger)  // before the database opens: a bad certificate stops here
         let scheme = tls == nil ? "http" : "https"
         var credentials: [FairPlayCredential] = []

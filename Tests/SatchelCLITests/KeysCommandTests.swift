@@ -73,6 +73,8 @@ struct KeysCommandTests {
             #expect(badDate.status != 0 && badDate.stderr.split(separator: "\n").count == 1)
             let noJWKS = try CLIRunner.run(["serve", "--data-dir", data])
             #expect(noJWKS.status != 0 && noJWKS.stderr.contains("--jwks"))
+            let stall = try CLIRunner.run(["serve", "--data-dir", data, "--insecure-no-entitlement", "--stall-report", "10"])
+            #expect(stall.status != 0 && stall.stderr.contains("--stall-report is 50 to 60000 milliseconds"), "\(stall.stderr)")
         }
     }
 }

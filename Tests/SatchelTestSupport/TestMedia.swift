@@ -5,6 +5,7 @@ import SatchelSystem
 public enum TestMedia {
     public static let directory: URL = {
         TestLogging.start()
+        TestWatchdog.start()
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-media-\(ProcessInfo.processInfo.processIdentifier)")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url

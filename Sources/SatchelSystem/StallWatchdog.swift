@@ -1,0 +1,125 @@
+import Foundation
+import SatchelBytes
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Finds the moments a process stops answering: heartbeats (an event loop's repeating task, a task of Swift's pool)
+/// that a sampler on a thread of its own expects every few milliseconds. When one is later than its limit, the sampler
+/// takes a snapshot of every thread of the process (``ThreadSnapshot``: name, state, what it waits in and on which
+/// file), and once the heartbeat comes back it reports the stall with its length.
+package final class StallWatchdog: @unchecked Sendable {
+    /// A stall: which heartbeat was late, how late at most, when it started, and the threads as the sampler found them.
+    package struct Stall: Codable, Sendable {
+        /// The heartbeat's name ("event loop NIO-ELT-0-#1", "task pool").
+        package var source: String
+        /// How long it went without a beat, in milliseconds.
+        package var milliseconds: Int
+        /// When its last beat before the stall was, in seconds since 1970.
+        package var since: Double
+        /// The threads while it was stalled.
+        package var threads: [ThreadSnapshot]
+    }
+
+    /// A heartbeat: call ``beat()`` from the context it watches.
+    package final class Heartbeat: @unchecked Sendable {
+        let name: String
+        let limitNanoseconds: UInt64
+        private let last = Locked<UInt64>(StallWatchdog.now())
+
+        init(name: String, limit: Duration) {
+            self.name = name
+            limitNanoseconds = UInt64(limit.components.seconds) * 1_000_000_000 + UInt64(limit.components.attoseconds / 1_000_000_000)
+        }
+
+        /// The watched context is alive now.
+        package func beat() {
+            let now = StallWatchdog.now()
+            last.withLock { $0 = now }
+        }
+
+        var lastBeat: UInt64 { last.current }
+    }
+
+    /// How often heartbeats are expected to beat.
+    package static let beatInterval = Duration.milliseconds(20)
+
+    private let report: @Sendable (Stall) -> Void
+    private let heartbeats = Locked<[Heartbeat]>([])
+    private let stopped = Locked(false)
+
+    /// A watchdog that hands each stall, when it ends, to `report` (called on the sampler's thread).
+    package init(report: @escaping @Sendable (Stall) -> Void) {
+        self.report = report
+        let thread = Thread { [self] in sample() }
+        thread.name = "satchel-watchdog"
+        thread.start()
+    }
+
+    /// A heartbeat named `name` that is late past `limit`.
+    package func heartbeat(_ name: String, limit: Duration) -> Heartbeat {
+        let heartbeat = Heartbeat(name: name, limit: limit)
+        heartbeats.withLock { $0.append(heartbeat) }
+        return heartbeat
+    }
+
+    /// Beats for Swift's task pool every ``beatInterval`` from a task of the pool, late past `limit`.
+    package func watchTaskPool(limit: Duration) {
+        let heartbeat = heartbeat("task pool", limit: limit)
+        Task.detached { [stopped] in
+            while !stopped.current {
+                heartbeat.beat()
+                try? await Task.sleep(for: StallWatchdog.beatInterval)
+            }
+        }
+    }
+
+    /// Stops sampling and beating.
+    package func stop() {
+        stopped.withLock { $0 = true }
+    }
+
+    private struct Open {
+        var since: UInt64
+        var wall: Double
+        var worst: UInt64
+        var threads: [ThreadSnapshot]
+    }
+
+    private func sample() {
+        var open: [ObjectIdentifier: Open] = [:]
+        while !stopped.current {
+            usleep(10_000)  // blocking-ok: the sampler's own thread
+            let now = Self.now()
+            for heartbeat in heartbeats.current {
+                let key = ObjectIdentifier(heartbeat)
+                let last = heartbeat.lastBeat
+                let age = now > last ? now - last : 0
+                let late = age > heartbeat.limitNanoseconds + UInt64(Self.beatInterval.components.attoseconds / 1_000_000_000)
+                if let stall = open[key], stall.since != last || !late {
+                    // It beat again: the stall lasted from its last beat before to the next one.
+                    open[key] = nil
+                    let length = max(stall.worst, last > stall.since ? last - stall.since : 0)
+                    report(Stall(source: heartbeat.name, milliseconds: Int(length / 1_000_000), since: stall.wall, threads: stall.threads))
+                }
+                guard late else { continue }
+                if var stall = open[key] {
+                    stall.worst = max(stall.worst, age)
+                    open[key] = stall
+                } else {
+                    let wall = Date().timeIntervalSince1970 - Double(age) / 1e9
+                    open[key] = Open(since: last, wall: wall, worst: age, threads: ThreadSnapshot.all())
+                }
+            }
+        }
+    }
+
+    /// The monotonic clock, in nanoseconds.
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+import SatchelBytes
+import SatchelHTTP
+import SatchelSystem
+
+/// The stall watchdog of the test process (issue 48): when `$SATCHEL_STALL_FILE` names a file (`scripts/test` sets it),
+/// every event loop of SwiftNIO's shared group and Swift's task pool beat every 20 ms, and each stall (a loop late past
+/// 100 ms, the pool past 1 s) is appended to the file as a JSON line with every thread's state, for
+/// `scripts/stall-report` to set beside the tests running at that moment.
+public enum TestWatchdog {
+    private static let watchdog = Locked<StallWatchdog?>(nil)
+
+    /// Starts the watchdog once, when the environment asks for it.
+    public static func start() {
+        guard let path = ProcessInfo.processInfo.environment["SATCHEL_STALL_FILE"], !path.isEmpty else { return }
+        watchdog.withLock { running in
+            guard running == nil else { return }
+            let file = Locked<FileHandle?>(nil)
+            let dog = StallWatchdog { stall in
+                guard let data = try? JSONCoding.encoder().encode(stall) else { return }
+                file.withLock { handle in
+                    if handle == nil {
+                        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+                        handle = FileHandle(forWritingAtPath: path)
+                    }
+                    handle?.seekToEndOfFile()
+                    handle?.write(data + Data("\n".utf8))
+                }
+            }
+            dog.watch(limit: .milliseconds(100))
+            dog.watchTaskPool(limit: .seconds(1))
+            running = dog
+        }
+    }
+}
