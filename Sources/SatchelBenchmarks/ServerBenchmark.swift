@@ -34,7 +34,7 @@ struct ServerBenchmark {
         let certificate = Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_certificate.der")))  // blocking-ok: set-up before the clock starts
         let dFunction = try DevelopmentDFunction(dask: SecretBytes(hex: "d87ce7a26081de2e8eb8acef3a6dc179", count: 16))
         let credential = try FairPlayCredential(certificate: certificate,
-                                                privateKey: Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_private_key.pem"))),
+                                                privateKey: Array(try Data(contentsOf: credentialsDirectory.appendingPathComponent("dev_private_key.pem"))),  // blocking-ok: set-up before the clock starts
                                                 dFunction: dFunction)
         let ksm = KeySecurityModule(configuration: .init(credentials: [credential]))
         let database = try await LicensingDatabase(dataDirectory: directory.path, url: nil)

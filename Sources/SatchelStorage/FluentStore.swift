@@ -81,12 +81,16 @@ public struct FluentStore: Sendable {
         let list = Migrations()
         for migration in migrations { list.add(migration) }
         let migrator = Migrator(databases: databases, migrations: list, logger: logger, on: loop, migrationLogLevel: .debug)
-        // Several nodes starting at once against a new database migrate it at once: one's statement fails on what the
-        // other made. Trying again after a pause finds the other's migrations logged and goes on from there.
+        // Several nodes starting at once against a new database would migrate it at once, one's statement failing on
+        // what the other made: on PostgreSQL they take turns under an advisory lock (held by a connection of its own
+        // while the migrations run on others); a failure is tried again after a pause, which finds what the other
+        // process migrated logged (two processes opening one SQLite file).
         for attempt in 1...migrationAttempts {
             do {
-                try await migrator.setupIfNeeded().get()
-                try await migrator.prepareBatch().get()
+                try await store.oneNodeAtATime {
+                    try await migrator.setupIfNeeded().get()
+                    try await migrator.prepareBatch().get()
+                }
                 break
             } catch {
                 if attempt < migrationAttempts, (try? await Task.sleep(for: .milliseconds(250 * attempt))) != nil { continue }
@@ -95,6 +99,25 @@ public struct FluentStore: Sendable {
             }
         }
         return store
+    }
+
+    /// The advisory lock nodes migrating one PostgreSQL database take turns under (any constant they agree on).
+    static let migrationLock: Int64 = 0x5341_5443_4845_4C4D
+
+    /// Runs `body` while this node holds the migration lock (PostgreSQL), or at once (SQLite).
+    private func oneNodeAtATime(_ body: @escaping @Sendable () async throws -> Void) async throws {
+        guard (database as? any SQLDatabase)?.dialect.name == "postgresql" else { return try await body() }
+        try await database.withConnection { connection in
+            guard let sql = connection as? any SQLDatabase else { return try await body() }
+            try await sql.raw("SELECT pg_advisory_lock(\(bind: Self.migrationLock))").run()
+            do {
+                try await body()
+            } catch {
+                try? await sql.raw("SELECT pg_advisory_unlock(\(bind: Self.migrationLock))").run()
+                throw error
+            }
+            try await sql.raw("SELECT pg_advisory_unlock(\(bind: Self.migrationLock))").run()
+        }
     }
 
     /// Sets up the SQLite connection: the busy timeout first (another process may hold the file), then the journal.

@@ -155,7 +155,7 @@ struct DownloadCommandTests {
             let elapsed = Date().timeIntervalSince(started)
             #expect(!process.isRunning && elapsed < 8, "stopped \(elapsed) s after \(command)")
             if process.isRunning { process.terminate() }
-            process.waitUntilExit()
+            try await TestMedia.exit(of: process)
             #expect(process.terminationStatus == 3, "waiting, not blocked")
             #expect(try await Self.run(["download", command == ["disable"] ? "enable" : "resume", "x", "--data-dir", data].filter { command != ["disable"] || $0 != "x" }).status == 0)
         }
@@ -192,7 +192,7 @@ struct DownloadCommandTests {
             }
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...400, using: &generator)))
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try await TestMedia.exit(of: process)
         }
         origin.setThrottle(chunk: 1 << 20, microseconds: 0)
         let final = try await Self.run(["download", "run", "--data-dir", data, "--headroom", "0"])
@@ -202,7 +202,7 @@ struct DownloadCommandTests {
         #expect(!media.isEmpty && !media.contains { $0.hasSuffix(".part") || $0.hasSuffix(".tmp") })
         for path in media {
             let originFile = directory.appendingPathComponent("site/asset").appendingPathComponent(path)
-            #expect(try Data(contentsOf: local.appendingPathComponent(path)) == (try Data(contentsOf: originFile)), "\(path)")
+            #expect(try await TestMedia.contents(of: local.appendingPathComponent(path)) == (try await TestMedia.contents(of: originFile)), "\(path)")
         }
         let rows = try await Self.list(data)
         let progress = try #require(rows.first?["progress"] as? [String: Any])

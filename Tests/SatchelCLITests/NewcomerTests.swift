@@ -33,7 +33,7 @@ struct NewcomerTests {
         let made = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", "user-42", "--asset", "movie",
                                       "--persistent", "--ttl", "600"])
         #expect(made.status == 0, "\(made.stderr)")
-        let verifier = try await EntitlementVerifier(jwks: Data(contentsOf: jwks))
+        let verifier = try await EntitlementVerifier(jwks: try await TestMedia.contents(of: jwks))
         let claims = try await verifier.verify(made.stdout.trimmingCharacters(in: .whitespacesAndNewlines), now: Date())
         #expect(claims.sub.value == "user-42" && claims.asset == "movie" && claims.persistent == true)
         #expect(claims.exp.value.timeIntervalSinceNow > 500 && claims.exp.value.timeIntervalSinceNow <= 600)

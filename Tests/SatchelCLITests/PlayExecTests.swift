@@ -131,7 +131,7 @@ enum EarlyStop {
         // One that never says a line is killed after a minute: the read ends, and the caller's checks say so.
         let pid = process.processIdentifier
         let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 60, execute: watchdog)  // blocking-ok: a timer that only sends a signal
         defer { watchdog.cancel() }
         var line = [UInt8](), byte: UInt8 = 0
         while line.last != UInt8(ascii: "\n"), read(output.fileHandleForReading.fileDescriptor, &byte, 1) == 1 { line.append(byte) }

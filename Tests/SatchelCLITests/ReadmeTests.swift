@@ -30,7 +30,7 @@ struct ReadmeTests {
         #expect(result.stdout.contains("\"type\":\"temporary\"") || result.stdout.contains("\"keys\""), "the Clear Key license was printed")
         #expect(result.stdout.contains("CKC opened: R1 matches"))
         #expect(result.stdout.contains("\nplayed\n"), "\(result.stderr.suffix(600))")
-        #expect((try? Data(contentsOf: work.appendingPathComponent("movie.key")).count) == 16)
+        #expect((try? Data(contentsOf: work.appendingPathComponent("movie.key")).count) == 16)  // blocking-ok: README, read once
     }
 
     /// The clip block (a directory beside the checkout, `in.mp4` made there) followed by the example after `marker`:
@@ -229,7 +229,7 @@ struct ReadmeTests {
         demo.standardOutput = try FileHandle(forWritingTo: output)
         demo.standardError = FileHandle.nullDevice
         try demo.run()
-        defer { demo.terminate(); demo.waitUntilExit() }
+        defer { demo.terminate(); demo.waitUntilExit() }  // blocking-ok: a child already sent SIGTERM, at the test's end
         let started = try await TestMedia.offloaded { () -> Bool in
             for _ in 0..<600 {
                 if (try? RawConnection(port: 8080, timeout: 1)) != nil, (try? String(contentsOf: output, encoding: .utf8))?.contains("Offline round trip") == true { return true }

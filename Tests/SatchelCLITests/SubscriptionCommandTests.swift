@@ -136,7 +136,7 @@ import Testing
             #expect(listener.wait(for: "subscription: added breaking", seconds: 15), "\(listener.lines)")
             let file = device.directory + "/assets/breaking/clip.mp4"
             let deadline = Date().addingTimeInterval(30)
-            while !FileManager.default.fileExists(atPath: file), Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+            while !FileManager.default.fileExists(atPath: file), Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }  // blocking-ok: the scenario runs on a thread of its own (withFeed)
             #expect(FileManager.default.fileExists(atPath: file), "downloaded by the listening device")
             #expect(Date().timeIntervalSince(added) < 30)
             listener.stop()

@@ -54,7 +54,7 @@ struct DownloadFaultTests {
         defer { world.origin.stop() }
         let manager = try await world.manager()
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
-        let original = try Data(contentsOf: world.site.appendingPathComponent(Self.segment))
+        let original = try await TestMedia.contents(of: world.site.appendingPathComponent(Self.segment))
         let replaced = Array(original.reversed())
         world.origin.inject(.reset(after: 5000), on: Self.segment)
         world.origin.inject(.body(replaced), on: Self.segment)
@@ -63,7 +63,7 @@ struct DownloadFaultTests {
         // The reset comes after 5000 bytes; how many reach the part before it depends on the machine's load.
         let resumedAt = requests.count == 2 ? requests[1].range.flatMap { Int($0.dropFirst("bytes=".count).dropLast()) } : nil
         #expect((resumedAt ?? 0) > 0 && (resumedAt ?? 0) <= 5000, "the second request asked to resume (\(requests.map(\.range)))")
-        #expect(try Data(contentsOf: world.assetDirectory("a").appendingPathComponent("video_0/segment_2.ts")) == Data(replaced))
+        #expect(try await TestMedia.contents(of: world.assetDirectory("a").appendingPathComponent("video_0/segment_2.ts")) == Data(replaced))
         await manager.close()
     }
 
@@ -73,7 +73,7 @@ struct DownloadFaultTests {
         defer { world.origin.stop() }
         let manager = try await world.manager()
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
-        let original = Array(try Data(contentsOf: world.site.appendingPathComponent(Self.segment)))
+        let original = Array(try await TestMedia.contents(of: world.site.appendingPathComponent(Self.segment)))
         // The new version: the same bytes reversed (another ETag, the same total), or longer (another total too).
         let changed = change == "same length" ? Array(original.reversed()) : original + Array(repeating: 0x47, count: 188)
         world.origin.inject(.reset(after: 5000), on: Self.segment)
@@ -81,7 +81,7 @@ struct DownloadFaultTests {
         #expect(await manager.run().allComplete)
         let requests = world.origin.log.filter { $0.path == Self.segment }
         #expect(requests.count == 3 && requests[1].range != nil && requests[2].range == nil, "resumed, then fetched whole: \(requests.map(\.range))")
-        let stored = Array(try Data(contentsOf: world.assetDirectory("a").appendingPathComponent("video_0/segment_2.ts")))
+        let stored = Array(try await TestMedia.contents(of: world.assetDirectory("a").appendingPathComponent("video_0/segment_2.ts")))
         #expect(stored == original, "the file as the origin serves it now, whole: never the start of one version and the rest of another")
         await manager.close()
     }

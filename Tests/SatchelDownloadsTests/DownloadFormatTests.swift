@@ -62,7 +62,7 @@ struct DownloadFormatTests {
         let audio = try HLSMediaPlaylist(parsing: String(contentsOf: package.appendingPathComponent("audio_0/index.m3u8"), encoding: .utf8))
         var whole = Data(), ranged = audio
         for index in audio.segments.indices {
-            let piece = try Data(contentsOf: package.appendingPathComponent("audio_0").appendingPathComponent(audio.segments[index].uri))
+            let piece = try await TestMedia.contents(of: package.appendingPathComponent("audio_0").appendingPathComponent(audio.segments[index].uri))
             ranged.segments[index].uri = "all.m4s"
             ranged.segments[index].byteRange = HLSByteRange(length: piece.count, offset: whole.count)
             whole.append(piece)
@@ -127,17 +127,17 @@ struct DownloadFormatTests {
         let package = world.site.appendingPathComponent("asset")
         // One file per rendition (init + every segment), as a SegmentBase/SegmentList origin would have.
         var ranges: [String] = [], videoWhole = Data()
-        let videoInit = try Data(contentsOf: package.appendingPathComponent("video_0/init.mp4"))
+        let videoInit = try await TestMedia.contents(of: package.appendingPathComponent("video_0/init.mp4"))
         videoWhole.append(videoInit)
         var number = 1
-        while let segment = try? Data(contentsOf: package.appendingPathComponent("video_0/segment_\(number).m4s")) {
+        while let segment = try? try await TestMedia.contents(of: package.appendingPathComponent("video_0/segment_\(number).m4s")) {
             ranges.append("\(videoWhole.count)-\(videoWhole.count + segment.count - 1)")
             videoWhole.append(segment)
             number += 1
         }
-        var audioWhole = try Data(contentsOf: package.appendingPathComponent("audio_0/init.mp4"))
+        var audioWhole = try await TestMedia.contents(of: package.appendingPathComponent("audio_0/init.mp4"))
         number = 1
-        while let segment = try? Data(contentsOf: package.appendingPathComponent("audio_0/segment_\(number).m4s")) {
+        while let segment = try? try await TestMedia.contents(of: package.appendingPathComponent("audio_0/segment_\(number).m4s")) {
             audioWhole.append(segment)
             number += 1
         }
@@ -177,10 +177,10 @@ struct DownloadFormatTests {
         // Each ranged piece is the origin's slice; SegmentBase's file is whole.
         for (index, range) in ranges.enumerated() {
             let bounds = range.split(separator: "-").compactMap { Int($0) }
-            let piece = try Data(contentsOf: directory.appendingPathComponent("video.\(bounds[0])-\(bounds[1] - bounds[0] + 1).mp4"))
+            let piece = try await TestMedia.contents(of: directory.appendingPathComponent("video.\(bounds[0])-\(bounds[1] - bounds[0] + 1).mp4"))
             #expect(piece == videoWhole.subdata(in: bounds[0]..<(bounds[1] + 1)), "piece \(index)")
         }
-        #expect(try Data(contentsOf: directory.appendingPathComponent("audio.mp4")) == audioWhole)
+        #expect(try await TestMedia.contents(of: directory.appendingPathComponent("audio.mp4")) == audioWhole)
         // The local MPD needs no ranges and names only files that exist.
         let local = try DASHManifest(parsing: String(contentsOfFile: try await manager.localPath("list"), encoding: .utf8))
         let list = try #require(local.adaptationSets.first?.representations.first?.segmentList)
@@ -239,13 +239,13 @@ struct DownloadFormatTests {
         defer { world.origin.stop() }
         let input = try TestMedia.make("engine-source-6", seconds: 6)
         try FileManager.default.copyItem(at: input, to: world.site.appendingPathComponent("movie.mp4"))
-        let bytes = try Data(contentsOf: input)
+        let bytes = try await TestMedia.contents(of: input)
         let manager = try await world.manager()
         let log = await EventLog(manager)
         let asset = try await manager.add(url: world.origin.url("movie.mp4"), id: "movie")
         #expect(asset.plan.format == .file && asset.plan.expectedBytes == bytes.count)
         #expect(await manager.run().allComplete)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: try await manager.localPath("movie"))) == bytes)
+        #expect(try await TestMedia.contents(of: URL(fileURLWithPath: try await manager.localPath("movie"))) == bytes)
         #expect(try await manager.progress("movie").expectedBytes == Int64(bytes.count))
 
         // A type outside the list is refused at enqueue.

@@ -149,7 +149,7 @@ struct LosslessManifestTests {
         #expect(try FileManager.default.attributesOfItem(atPath: plan.path)[.systemFileNumber] as? Int == inode, "state changes never rewrite the plan")
         #expect(try String(contentsOf: plan, encoding: .utf8).contains("EXT-X-ACME-CHANNEL"))
         for name in try FileManager.default.contentsOfDirectory(atPath: world.dataDirectory) where name.hasPrefix("downloads.sqlite") {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: world.dataDirectory).appendingPathComponent(name))
+            let bytes = try await TestMedia.contents(of: URL(fileURLWithPath: world.dataDirectory).appendingPathComponent(name))
             #expect(bytes.range(of: Data("EXT-X-ACME-CHANNEL".utf8)) == nil, "\(name) holds no manifest text")
         }
 

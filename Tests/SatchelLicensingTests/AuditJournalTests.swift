@@ -167,7 +167,7 @@ struct AuditJournalTests {
         #expect(licenses.map(\.assetID).sorted() == ["before", "film-1", "film-2"])
         #expect(licenses.first { $0.assetID == "film-2" }?.customData == "c")
         #expect(try await second.syncReports().count == 1)
-        let aside = try Data(contentsOf: URL(fileURLWithPath: directory + "/audit-0.journal.damaged"))
+        let aside = try Data(contentsOf: URL(fileURLWithPath: directory + "/audit-0.journal.damaged"))  // blocking-ok: a 20-byte file
         #expect(Array(aside) == Array(Self.license(4).encoded.prefix(20)))
         await secondDatabase.shutdown()
         #expect(Self.journalBytes(directory) == [0, 0])

@@ -33,7 +33,7 @@ import Testing
         let key = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
         let (folder, clear) = try PlaybackProxyTests.encryptedFolder(key: key, iv: iv)
         let site = try TestMedia.temporaryDirectory("origin")
-        let stored = try Data(contentsOf: folder.appendingPathComponent("s0.ts"))
+        let stored = try await TestMedia.contents(of: folder.appendingPathComponent("s0.ts"))
         try FileManager.default.moveItem(at: folder.appendingPathComponent("s0.ts"), to: site.appendingPathComponent("s0.ts"))
         let origin = try await TestOrigin.start(root: site)
         let proxy = try PlaybackProxy(library: PartlyCached(folder: folder.path, origin: origin.baseURL, keeps: keeps),
@@ -58,7 +58,7 @@ import Testing
             let base = String(url.dropLast("index.m3u8".count))
             let answer = try await PlaybackProxyTests.get(base + "s0.ts")
             #expect(answer.status == 200 && answer.body == (mode == .decrypt ? clear[0] : stored), "\(mode)")
-            let kept = try Data(contentsOf: folder.appendingPathComponent("s0.ts"))
+            let kept = try await TestMedia.contents(of: folder.appendingPathComponent("s0.ts"))
             #expect(Array(kept) == stored, "\(mode): the store holds the file as the origin sent it")
             let again = try await PlaybackProxyTests.get(base + "s0.ts")
             #expect(again.body == answer.body && origin.log.count == 1, "\(mode): the second read comes from disk")

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelBytes
 import SatchelSystem
 
 /// Test media made with ffmpeg at test time (testsrc2 video, sine audio); never committed.
@@ -45,13 +46,20 @@ public enum TestMedia {
         }
     }
 
-    private static let lock = NSLock()
+    private static let locks = Locked<[String: NSLock]>([:])
 
     /// An H.264 + AAC file; `name` keys a cache so each variant is made once per run. Safe to call
     /// from parallel tests: files are made under a lock and renamed into place when complete.
     public static func make(_ name: String, seconds: Int = 6, size: String = "320x240", rate: Int = 25, extra: [String] = [],
                      audio: Bool = true, video: Bool = true, container: String = "mp4") throws -> URL {
         let url = directory.appendingPathComponent("\(name).\(container)")
+        // One lock per file: a test waits for the encode of the file it asks for, not for every other one.
+        let lock = locks.withLock { locks in
+            if let lock = locks[url.lastPathComponent] { return lock }
+            let lock = NSLock()
+            locks[url.lastPathComponent] = lock
+            return lock
+        }
         lock.lock()
         defer { lock.unlock() }
         if FileManager.default.fileExists(atPath: url.path) { return url }
@@ -144,11 +152,25 @@ public enum ProcessRunner {
 }
 
 extension TestMedia {
-    /// Runs blocking work (a child process, a big file read) on a Dispatch thread, so that it does not hold
+    /// A file's bytes, read on a thread of its own (never a task-pool thread).
+    public static func contents(of url: URL) async throws -> Data {
+        try await offloaded { try Data(contentsOf: url) }  // blocking-ok: on its own thread
+    }
+
+    /// Waits for `process` to exit on a thread of its own.
+    public static func exit(of process: Process) async throws {
+        try await offloaded { process.waitUntilExit() }  // blocking-ok: on its own thread
+    }
+
+    /// Runs blocking work (a child process, a big file read) on a thread of its own, so that it does not hold
     /// one of the few cooperative threads that servers in the same test process (the loopback origin) need.
     public static func offloaded<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        // A thread of its own: on Linux, Dispatch's global queues run on the same threads as the task pool.
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+            let thread = Thread { continuation.resume(with: Result { try body() }) }
+            thread.name = "satchel-test-blocking"
+            thread.stackSize = 4 << 20
+            thread.start()
         }
     }
 }
