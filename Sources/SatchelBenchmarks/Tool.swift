@@ -21,9 +21,7 @@ enum Tool {
     /// its load: waiting on one of the cooperative pool's threads (one a core) would leave the server under test a
     /// thread short — on two cores, half its capacity.
     static func outputOffPool(_ arguments: [String]) async -> String? {
-        await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: output(arguments)) }.start()
-        }
+        await OwnThread.run { output(arguments) }
     }
 
     /// Runs `name` with `arguments` (output discarded); answers its wall time in seconds and its peak memory in MB;

@@ -1,5 +1,6 @@
 import Foundation
 import SatchelStreams
+import SatchelSystem
 
 extension DownloadPlanner {
     /// The plan for a probed URL, fetching the documents the planner asks for with `fetchText` (the engine's HTTP;
@@ -7,7 +8,9 @@ extension DownloadPlanner {
     public static func plan(probe: Probe, options: PlanOptions, fetchText: @Sendable (URL) async throws -> String) async throws -> DownloadPlan {
         var documents: [URL: String] = [:]
         for _ in 0..<maximumRounds {
-            switch try step(probe: probe, options: options, documents: documents) {
+            // A manifest may hold a quarter of a million lines: parsed on a thread of its own, not the engine's.
+            let known = documents
+            switch try await OwnThread.run({ try step(probe: probe, options: options, documents: known) }) {
             case let .plan(plan):
                 return plan
             case let .fetch(urls):

@@ -82,10 +82,7 @@ package final class ChildProcess: Sendable {
 
     /// Waits for the process to end on a thread of its own (no cooperative thread is held); answers its status.
     package func wait() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: self.waitBlocking()) }
-            thread.start()
-        }
+        await OwnThread.run { self.waitBlocking() }
     }
 
     /// Sends `signal` to the process's group when it leads one (everything it started, also once the process

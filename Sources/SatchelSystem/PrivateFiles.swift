@@ -91,12 +91,7 @@ public final class FileLock: Sendable {
         let operation = shared ? LOCK_SH : LOCK_EX
         if flock(descriptor, operation | LOCK_NB) == 0 { return }
         let descriptor = descriptor
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread {
-                while flock(descriptor, operation) != 0, errno == EINTR {}
-                continuation.resume()
-            }.start()
-        }
+        await OwnThread.run { while flock(descriptor, operation) != 0, errno == EINTR {} }
     }
 
     /// Gives the lock back.

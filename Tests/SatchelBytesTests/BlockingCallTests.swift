@@ -33,16 +33,26 @@ struct BlockingCallTests {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             // A signature continued from the line before (its parameters, `async`, `throws`, the result).
             let continued = [")", "->", "async", "throws"].contains(where: trimmed.hasPrefix) ? previous : ""
-            for position in characters.indices {
-                let rest = String(characters[position...])
-                if !marked, let refusal = refused.first(where: { rest.hasPrefix($0.pattern) }), refusal.anywhere || (scopes.last ?? false),
+            // Where each refused call starts on the line (found once, by the string search, not at every character).
+            var calls: [Int: (pattern: String, anywhere: Bool)] = [:]
+            if !marked {
+                for refusal in refused {
+                    var from = line.startIndex
+                    while let range = line.range(of: refusal.pattern, range: from..<line.endIndex) {
+                        calls[line.distance(from: line.startIndex, to: range.lowerBound)] = refusal
+                        from = range.upperBound
+                    }
+                }
+            }
+            for position in characters.indices where calls[position] != nil || characters[position] == "{" || characters[position] == "}" {
+                if let refusal = calls[position], refusal.anywhere || (scopes.last ?? false),
                    !(refusal.pattern == ".wait()" && String(characters[..<position]).contains("await ")) {  // an async wait
                     found.append((index + 1, refusal.pattern))
                 }
                 if characters[position] == "{" {
                     let before = continued + String(characters[..<position])
                     let segment = before.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "{" || $0 == "}" }).last.map(String.init) ?? before
-                    let after = rest.dropFirst().split(separator: "{", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+                    let after = String(characters[(position + 1)...]).split(separator: "{", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
                     scopes.append(kind(segment: segment, closureSignature: after, inside: scopes.last ?? false))
                 } else if characters[position] == "}", scopes.count > 1 {
                     scopes.removeLast()

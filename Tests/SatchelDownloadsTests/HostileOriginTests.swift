@@ -46,7 +46,7 @@ struct PathEscapeTests {
         let outside = world.directory.appendingPathComponent("outside/x")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
         try Data("precious".utf8).write(to: outside.appendingPathComponent("ESC.ts"))
-        let segment = try Array(try await TestMedia.contents(of: world.site.appendingPathComponent("asset/video_0/segment_0.ts")))
+        let segment = Array(try await TestMedia.contents(of: world.site.appendingPathComponent("asset/video_0/segment_0.ts")))
         // From data/assets/<id>/ four levels up is the test directory.
         let escape = "%2e%2e/%2e%2e/%2e%2e/%2e%2e/outside/x/ESC.ts"
         for (name, uri) in [("lower", escape), ("upper", escape.replacingOccurrences(of: "%2e", with: "%2E"))] {
@@ -83,7 +83,7 @@ struct PathEscapeTests {
     func doubleEncoded() async throws {
         let world = try await DownloadWorld.make("escape2")
         defer { world.origin.stop() }
-        let segment = try Array(try await TestMedia.contents(of: world.site.appendingPathComponent("asset/video_0/segment_0.ts")))
+        let segment = Array(try await TestMedia.contents(of: world.site.appendingPathComponent("asset/video_0/segment_0.ts")))
         let other = world.origin.baseURL.replacingOccurrences(of: "127.0.0.1", with: "localhost")
         let raw = "/%252e%252e/%252e%252e/%252e%252e/%252e%252e/%252e%252e/outside/ESC.ts"
         world.origin.serve(rawPath: raw, bytes: segment)

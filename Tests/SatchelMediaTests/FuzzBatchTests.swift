@@ -9,20 +9,29 @@ import Testing
 /// `SatchelBenchmarks fuzz` (scripts/fuzz) runs the same targets for 100,000 inputs or more each.
 @Suite("Fuzzing: a seeded batch per parser")
 struct FuzzBatchTests {
-    static let corpus: FuzzCorpus? = {
-        guard let input = try? TestMedia.make("fuzz-seed", seconds: 4),
-              let directory = try? TestMedia.temporaryDirectory("fuzz-corpus") else { return nil }
-        return try? FuzzCorpus.make(input: input.path, workDirectory: directory.path)
-    }()
+    /// The seed corpus (ffmpeg and three packager runs), made once on a thread of its own: the cases wait for it
+    /// without holding a task-pool thread (a `static let` made in its initialiser held every waiting case's thread).
+    static let making = Task<FuzzCorpus?, Never> {
+        (try? await TestMedia.offloaded { () -> FuzzCorpus? in
+            guard let input = try? TestMedia.make("fuzz-seed", seconds: 4),
+                  let directory = try? TestMedia.temporaryDirectory("fuzz-corpus") else { return nil }
+            return try? FuzzCorpus.make(input: input.path, workDirectory: directory.path)
+        }) ?? nil
+    }
+
+    static var corpus: FuzzCorpus? {
+        get async { await making.value }
+    }
 
     @Test("each target: 3,000 mutated inputs from real seeds, typed errors only, none slower than the hang limit",
           arguments: ["hls-media", "hls-master", "dash", "xml-spans", "smooth", "mp4", "cenc-fragment", "ts", "tllv", "json", "sidx", "sealed-state", "event-stream"])
-    func batch(name: String) throws {
-        let corpus = try #require(Self.corpus, "the seed corpus is made with ffmpeg and the packager")
+    func batch(name: String) async throws {
+        let corpus = try #require(await Self.corpus, "the seed corpus is made with ffmpeg and the packager")
         let target = try #require(FuzzTargets.all(corpus).first { $0.name == name })
         #expect(!target.seeds.isEmpty && target.seeds.allSatisfy { !$0.isEmpty })
         #expect(target.seeds.allSatisfy(target.run), "every real seed parses")
-        let report = FuzzCampaign.run(target, count: 3_000, seed: 0x5A7C_4E11 ^ UInt64(name.utf8.count))
+        // 3,000 parses: seconds of CPU, on a thread of their own rather than one of the task pool's two.
+        let report = try await TestMedia.offloaded { FuzzCampaign.run(target, count: 3_000, seed: 0x5A7C_4E11 ^ UInt64(name.utf8.count)) }
         #expect(report.inputs == 3_000 && report.hangs == 0, "\(report)")
         #expect(report.rejected > 0, "the mutations reach the refusing paths: \(report)")
     }
@@ -35,8 +44,8 @@ struct FuzzBatchTests {
     }
 
     @Test("what the fuzzer found stays fixed: a fragment decode time near Int64.max and a sample before the segment are typed errors, not traps")
-    func fuzzFindings() throws {
-        let corpus = try #require(Self.corpus)
+    func fuzzFindings() async throws {
+        let corpus = try #require(await Self.corpus)
         let file = try #require(corpus.mp4Files.first)
         #expect((try? MP4Demuxer.demux(file)) != nil)
         func patched(_ fourCC: String, at skip: Int, with value: [UInt8]) throws -> [UInt8] {

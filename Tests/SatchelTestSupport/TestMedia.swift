@@ -166,12 +166,7 @@ extension TestMedia {
     /// one of the few cooperative threads that servers in the same test process (the loopback origin) need.
     public static func offloaded<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         // A thread of its own: on Linux, Dispatch's global queues run on the same threads as the task pool.
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try body() }) }
-            thread.name = "satchel-test-blocking"
-            thread.stackSize = 4 << 20
-            thread.start()
-        }
+        try await OwnThread.run(body)
     }
 }
 
