@@ -46,9 +46,15 @@ public struct FluentStore: Sendable {
     public let databases: Databases
     /// The database handle.
     public let database: any Database
+    /// A handle for reads that need not see this process's uncommitted writes: on SQLite a second connection (on
+    /// another event loop), so a request's read never waits for a batch the writer's connection is committing (write-
+    /// ahead logging lets a reader go beside the writer); on PostgreSQL the same pooled handle.
+    public let reader: any Database
     /// A SQLite store's own thread (its blocking calls never wait behind another store's, or take a thread the
     /// downloads' file work needs); nil for PostgreSQL, whose driver does not block.
     let threadPool: NIOThreadPool?
+    /// Whether ``reader`` is a connection of its own.
+    let separateReader: Bool
 
     /// How many times migrating is tried before opening fails.
     static let migrationAttempts = 5
@@ -69,7 +75,11 @@ public struct FluentStore: Sendable {
             try? await threadPool?.shutdownGracefully()
             throw .cannotOpen("no database is configured under this ID")
         }
-        let store = FluentStore(databases: databases, database: database, threadPool: threadPool)
+        // A SQLite reader: another loop's pool, so another connection (one loop: the same one).
+        let readLoop = group.makeIterator().first { $0 !== loop } ?? loop
+        let ownReader = sqlite != nil && readLoop !== loop ? databases.database(logger: logger, on: readLoop) : nil
+        let (reader, separate) = (ownReader ?? database, ownReader != nil)
+        let store = FluentStore(databases: databases, database: database, reader: reader, threadPool: threadPool, separateReader: separate)
         if let sqlite {
             do {
                 try await store.apply(sqlite)
@@ -129,6 +139,13 @@ public struct FluentStore: Sendable {
         if settings.large {
             try await sql.raw("PRAGMA cache_size = -65536").run()
             try await sql.raw("PRAGMA mmap_size = 4294967296").run()
+        }
+        guard separateReader, let read = reader as? any SQLDatabase else { return }
+        try await read.raw("PRAGMA busy_timeout = \(literal: SQLiteSettings.busyTimeoutMilliseconds)").run()
+        try await read.raw("PRAGMA query_only = 1").run()
+        if settings.large {
+            try await read.raw("PRAGMA cache_size = -65536").run()
+            try await read.raw("PRAGMA mmap_size = 4294967296").run()
         }
     }
 

@@ -21,6 +21,41 @@ struct SQLiteSettingsTests {
             #expect(try await pragma("busy_timeout") == "5000")
             #expect(try await pragma("journal_mode") == "wal")
             #expect(try await pragma("synchronous") == "1", "NORMAL")
+            guard let reader = database.reader as? any SQLDatabase else { Issue.record("no SQL reader"); return }
+            let readerTimeout = try await reader.raw("PRAGMA busy_timeout").first().flatMap { try? $0.decode(column: $0.allColumns.first ?? "", as: Int.self) }
+            let readOnly = try await reader.raw("PRAGMA query_only").first().flatMap { try? $0.decode(column: $0.allColumns.first ?? "", as: Int.self) }
+            #expect(readerTimeout == 5000 && readOnly == 1, "the reader is a read-only connection that waits by sleeping")
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+
+    @Test("a key lookup's read does not wait for the writer: while a transaction holds the writer's connection for 1.5 s, the reader answers at once, without its uncommitted row; after the commit it sees it")
+    func readerBesideWriter() async throws {
+        let directory = NSTemporaryDirectory() + "satchel-sqlite-reader-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let database = try await LicensingDatabase(dataDirectory: directory, url: nil)
+        do {
+            guard let reader = database.reader as? any SQLDatabase else { Issue.record("no SQL reader"); return }
+            let count: @Sendable () async throws -> Int = {
+                try await reader.raw("SELECT COUNT(*) AS n FROM satchel_rollups").first()?.decode(column: "n", as: Int.self) ?? -1
+            }
+            let writer = Task {
+                try await database.database.transaction { db in
+                    try await (db as? any SQLDatabase)?.raw("INSERT INTO satchel_rollups (hour, series, slot, count) VALUES (0, 'test', 0, 1)").run()
+                    try await Task.sleep(for: .milliseconds(1500))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let clock = ContinuousClock(), start = clock.now
+            let during = try await count()
+            let waited = start.duration(to: clock.now)
+            #expect(during == 0 && waited < .milliseconds(1_100), "read in \(waited) while the writer held its connection")
+            try await writer.value
+            #expect(try await count() == 1, "the committed row is seen")
+
         } catch {
             await database.shutdown()
             throw error
