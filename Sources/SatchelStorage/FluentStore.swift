@@ -50,7 +50,7 @@ public struct FluentStore: Sendable {
     /// another event loop), so a request's read never waits for a batch the writer's connection is committing (write-
     /// ahead logging lets a reader go beside the writer); on PostgreSQL the same pooled handle.
     public let reader: any Database
-    /// A SQLite store's own thread (its blocking calls never wait behind another store's, or take a thread the
+    /// A SQLite store's own threads (its blocking calls never wait behind another store's, or take a thread the
     /// downloads' file work needs); nil for PostgreSQL, whose driver does not block.
     let threadPool: NIOThreadPool?
     /// Whether ``reader`` is a connection of its own.
@@ -66,7 +66,8 @@ public struct FluentStore: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         // One event loop for the handle and the migrations: a SQLite store then has one connection, whose settings hold.
         let loop = group.next()
-        let threadPool = sqlite.map { _ in NIOThreadPool(numberOfThreads: 1) }
+        // Two threads: the writer's connection and the reader's each block one while SQLite works.
+        let threadPool = sqlite.map { _ in NIOThreadPool(numberOfThreads: 2) }
         threadPool?.start()
         let databases = Databases(threadPool: threadPool ?? NIOThreadPool.singleton, on: group)
         databases.use(configuration, as: id)
