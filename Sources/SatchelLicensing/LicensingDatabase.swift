@@ -13,7 +13,7 @@ public final class LicensingDatabase: Sendable {
     private let store: FluentStore
     /// The database handle.
     public let database: any Database
-    /// The handle for key lookups (``FluentStore/reader``): on SQLite a connection beside the audit's writer.
+    /// The handle for key lookups (`FluentStore.reader`): on SQLite a connection beside the audit's writer.
     public let reader: any Database
     /// "sqlite" or "postgres".
     public let kind: String

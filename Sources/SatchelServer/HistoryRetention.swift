@@ -6,8 +6,8 @@ import SatchelLicensing
 import SatchelStorage
 
 /// `satchel serve --retain-audit DAYS --retain-events DAYS`: the audit (licenses issued, FairPlay sync reports) and the
-/// devices' events kept that many days, swept at start and then every hour (``Retention``: whole months dropped on
-/// PostgreSQL, the rest in small batches). On PostgreSQL each sweep also makes the months ahead (``MonthlyPartitions``),
+/// devices' events kept that many days, swept at start and then every hour (`Retention`: whole months dropped on
+/// PostgreSQL, the rest in small batches). On PostgreSQL each sweep also makes the months ahead (`MonthlyPartitions`),
 /// so it runs whether or not anything is ever deleted.
 public struct HistoryRetention: Sendable {
     /// Days of audit kept (nil: for ever).
