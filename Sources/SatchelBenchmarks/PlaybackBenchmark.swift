@@ -251,7 +251,7 @@ struct PlaybackBenchmark {
         let video = site.appendingPathComponent("cenc/video_0"), audio = site.appendingPathComponent("cenc/audio_0")
         let name = try Self.middleSegment(site.appendingPathComponent("cenc")).split(separator: "/").last.map(String.init) ?? ""
         let inputs = try [video, audio].map { folder in
-            (initSegment: try [UInt8](Data(contentsOf: folder.appendingPathComponent("init.mp4"))),
+            (initSegment: try [UInt8](Data(contentsOf: folder.appendingPathComponent("init.mp4"))),  // blocking-ok: set-up before the clock starts
              media: try [UInt8](Data(contentsOf: folder.appendingPathComponent(name))))  // blocking-ok: set-up before the clock starts
         }
         let decryptors = try inputs.map { try FMP4Decryptor(initSegment: $0.initSegment) }

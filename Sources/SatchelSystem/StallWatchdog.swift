@@ -49,6 +49,8 @@ package final class StallWatchdog: @unchecked Sendable {
     private let report: @Sendable (Stall) -> Void
     private let heartbeats = Locked<[Heartbeat]>([])
     private let stopped = Locked(false)
+    /// The task pool's heartbeat task, kept to be cancelled at ``stop()``.
+    private let poolBeat = Locked<Task<Void, Never>?>(nil)
 
     /// A watchdog that hands each stall, when it ends, to `report` (called on the sampler's thread).
     package init(report: @escaping @Sendable (Stall) -> Void) {
@@ -68,17 +70,19 @@ package final class StallWatchdog: @unchecked Sendable {
     /// Beats for Swift's task pool every ``beatInterval`` from a task of the pool, late past `limit`.
     package func watchTaskPool(limit: Duration) {
         let heartbeat = heartbeat("task pool", limit: limit)
-        Task.detached { [stopped] in
-            while !stopped.current {
+        let beating = Task {
+            while !Task.isCancelled {
                 heartbeat.beat()
                 try? await Task.sleep(for: StallWatchdog.beatInterval)
             }
         }
+        poolBeat.withLock { $0?.cancel(); $0 = beating }
     }
 
     /// Stops sampling and beating.
     package func stop() {
         stopped.withLock { $0 = true }
+        poolBeat.withLock { $0?.cancel(); $0 = nil }
     }
 
     private struct Open {

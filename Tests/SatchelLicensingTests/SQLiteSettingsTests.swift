@@ -9,10 +9,7 @@ import Testing
 struct SQLiteSettingsTests {
     @Test("the license store's SQLite file: a 5 s busy timeout, write-ahead logging, synced at checkpoints (NORMAL)")
     func licenseStore() async throws {
-        let directory = NSTemporaryDirectory() + "satchel-sqlite-settings-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let database = try await LicensingDatabase(dataDirectory: directory, url: nil)
-        do {
+        try await Self.withStore { database in
             let sql = try database.sql()
             func pragma(_ name: String) async throws -> String? {
                 guard let row = try await sql.raw("PRAGMA \(unsafeRaw: name)").first(), let column = row.allColumns.first else { return nil }
@@ -25,19 +22,12 @@ struct SQLiteSettingsTests {
             let readerTimeout = try await reader.raw("PRAGMA busy_timeout").first().flatMap { try? $0.decode(column: $0.allColumns.first ?? "", as: Int.self) }
             let readOnly = try await reader.raw("PRAGMA query_only").first().flatMap { try? $0.decode(column: $0.allColumns.first ?? "", as: Int.self) }
             #expect(readerTimeout == 5000 && readOnly == 1, "the reader is a read-only connection that waits by sleeping")
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
     }
 
     @Test("a key lookup's read does not wait for the writer: while a transaction holds the writer's connection for 1.5 s, the reader answers at once, without its uncommitted row; after the commit it sees it")
     func readerBesideWriter() async throws {
-        let directory = NSTemporaryDirectory() + "satchel-sqlite-reader-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let database = try await LicensingDatabase(dataDirectory: directory, url: nil)
-        do {
+        try await Self.withStore { database in
             guard let reader = database.reader as? any SQLDatabase else { Issue.record("no SQL reader"); return }
             let count: @Sendable () async throws -> Int = {
                 try await reader.raw("SELECT COUNT(*) AS n FROM satchel_rollups").first()?.decode(column: "n", as: Int.self) ?? -1
@@ -55,7 +45,16 @@ struct SQLiteSettingsTests {
             #expect(during == 0 && waited < .milliseconds(1_100), "read in \(waited) while the writer held its connection")
             try await writer.value
             #expect(try await count() == 1, "the committed row is seen")
+        }
+    }
 
+    /// Runs `body` on a new SQLite license store, shut down and deleted after it, whatever it throws.
+    static func withStore(_ body: (LicensingDatabase) async throws -> Void) async throws {
+        let directory = NSTemporaryDirectory() + "satchel-sqlite-settings-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let database = try await LicensingDatabase(dataDirectory: directory, url: nil)
+        do {
+            try await body(database)
         } catch {
             await database.shutdown()
             throw error
