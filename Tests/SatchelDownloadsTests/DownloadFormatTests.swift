@@ -130,14 +130,14 @@ struct DownloadFormatTests {
         let videoInit = try await TestMedia.contents(of: package.appendingPathComponent("video_0/init.mp4"))
         videoWhole.append(videoInit)
         var number = 1
-        while let segment = try? try await TestMedia.contents(of: package.appendingPathComponent("video_0/segment_\(number).m4s")) {
+        while let segment = try? await TestMedia.contents(of: package.appendingPathComponent("video_0/segment_\(number).m4s")) {
             ranges.append("\(videoWhole.count)-\(videoWhole.count + segment.count - 1)")
             videoWhole.append(segment)
             number += 1
         }
         var audioWhole = try await TestMedia.contents(of: package.appendingPathComponent("audio_0/init.mp4"))
         number = 1
-        while let segment = try? try await TestMedia.contents(of: package.appendingPathComponent("audio_0/segment_\(number).m4s")) {
+        while let segment = try? await TestMedia.contents(of: package.appendingPathComponent("audio_0/segment_\(number).m4s")) {
             audioWhole.append(segment)
             number += 1
         }
