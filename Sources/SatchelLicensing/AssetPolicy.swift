@@ -29,7 +29,7 @@ public struct AssetPolicy: Codable, Sendable, Equatable {
     public var allowAirPlay: Bool
     /// Allow persistent (offline) licenses: Clear Key persistent-license, FairPlay persistence.
     public var offline: Bool
-    /// How often a device renews a Satchel license (nil: every half rental, or never without a rental).
+    /// How often a device renews a Satchel license (nil: never; a rental alone is not renewable).
     public var renewalSeconds: UInt32?
 
     /// Creates a policy; by default: no dates, no durations, no AirPlay, online only.

@@ -69,19 +69,25 @@ public struct DeviceLicensing: Sendable {
                                  renewalURL: renewalURL, nonce: claims.nonce)
     }
 
-    /// Renews a license within the asset's current policy: the rental restarts now, dates stay as the policy says.
+    /// Renews a license within the asset's current policy, when the policy names a renewal interval: its validity
+    /// starts again now, dates stay as the policy says. A license that has ended (its validity run out since it was
+    /// issued or last renewed, or its end date passed) is never renewed: the device acquires a new one.
     public func renew(_ request: String, token: String?, renewalURL: String?) async throws(LicensingError) -> String {
         let entitlement = try await service.entitlement(token)
         let (claims, device) = try await verify(request, subject: entitlement.sub.value)
         guard !device.disabled else { throw .deviceDisabled }
         let record = try await owned(claims, device)
         guard record.state != .released else { throw .policyDenied("the license was released") }
+        let now = service.clock.now
+        if let ended = record.rights.effectiveEnd(RightsUsage(acquired: record.renewedAt ?? record.issuedAt)), ended <= now {
+            throw .policyDenied("the license of \(record.assetID) ended at \(ISODate.string(ended)); acquire a new one")
+        }
         let keys = try await keys(asset: record.assetID)
         guard let first = keys.first else { throw .unknownAsset(record.assetID) }
         guard entitlement.covers([first.assetID, first.fairPlayAssetID]) else { throw .notEntitled("the token is not for \(record.assetID)") }
         let rights = try rights(first.policy.applying(entitlement.policy), entitlement, persistent: record.persistent)
         guard rights.renewalSeconds != nil else { throw .policyDenied("the license of \(record.assetID) is not renewable") }
-        try await registry.update(record.licenseID, state: .renewed, rights: rights, at: service.clock.now)
+        try await registry.update(record.licenseID, state: .renewed, rights: rights, at: now)
         return try await license(record.licenseID, device: device, assetID: record.assetID, keys: keys, rights: rights,
                                  renewalURL: renewalURL, nonce: claims.nonce)
     }
@@ -215,11 +221,11 @@ public struct DeviceLicensing: Sendable {
 
 extension AssetPolicy {
     /// These rights in the one rights model: the availability window as start and end, the rental as validity
-    /// after acquisition, the playback window, output controls; renewable every half rental unless a renewal
-    /// interval is set.
+    /// after acquisition, the playback window, output controls; renewable only when the policy names a renewal
+    /// interval (a rental alone is never renewed).
     public func rights(persistent: Bool) -> Rights {
         Rights(start: notBefore, end: notAfter, validitySeconds: rentalSeconds, playbackSeconds: playbackSeconds, persistent: persistent,
-               renewalSeconds: renewalSeconds ?? rentalSeconds.map { max(1, $0 / 2) },
+               renewalSeconds: renewalSeconds,
                output: OutputControls(hdcp: HDCPLevel(rawValue: (hdcp ?? .none).rawValue) ?? .none, airPlay: allowAirPlay,
                                       externalDisplay: allowAirPlay, analog: true))
     }

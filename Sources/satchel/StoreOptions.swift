@@ -63,7 +63,7 @@ struct PolicyOptions: ParsableArguments {
     @Option(name: .customLong("offline-content-id"), help: "Dual expiry on (32 hex digits; each download then gets a content ID of its own).") var offlineContentID: String?
     @Option(name: .customLong("storage-seconds"), help: "Dual expiry: storage duration.") var storageSeconds: UInt32?
     @Option(name: .customLong("playback-seconds"), help: "Playback window after first use (Satchel licenses; FairPlay dual expiry).") var playbackSeconds: UInt32?
-    @Option(name: .customLong("renewal-seconds"), help: "Satchel licenses: renew this often (default: every half rental).") var renewalSeconds: UInt32?
+    @Option(name: .customLong("renewal-seconds"), help: "Satchel licenses: renew this often; each renewal starts the rental again (default: not renewable).") var renewalSeconds: UInt32?
     @Option(help: "HDCP requirement: none, type0 or type1.") var hdcp: HDCPRequirementArgument?
     @Flag(name: .customLong("allow-airplay"), help: "Allow AirPlay and AV adapter output.") var allowAirPlay = false
     @Flag(help: "Allow persistent (offline) licenses.") var offline = false

@@ -30,7 +30,7 @@ import Testing
                 .write(to: jwks, atomically: true, encoding: .utf8)
             let day = ISO8601DateFormatter().string(from: Date().addingTimeInterval(86_400))
             try importKeys("movie", key: contentKey, kid: "7c3e9a14b2d05f6e8a1c4d7b2e9f0a63",
-                           ["--offline", "--rental-seconds", "3600", "--not-after", day])
+                           ["--offline", "--rental-seconds", "3600", "--renewal-seconds", "1800", "--not-after", day])
             try importKeys("clip", key: "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf", kid: "10112233445566778899aabbccddeeff", ["--offline"])
             try importKeys("online", key: "c0c1c2c3c4c5c6c7c8c9cacbcccdcecf", kid: "20112233445566778899aabbccddeeff", [])
             if future {

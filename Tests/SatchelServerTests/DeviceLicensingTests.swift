@@ -48,7 +48,7 @@ import Testing
 
     @Test("a renewal restarts the rental from the server's time; a released license is not renewed; the record follows")
     func renewal() async throws {
-        let world = try await Self.world("device-renew", policy: AssetPolicy(rentalSeconds: 3600, offline: true))
+        let world = try await Self.world("device-renew", policy: AssetPolicy(rentalSeconds: 3600, offline: true, renewalSeconds: 1800))
         let token = try await token(world)
         let (_, certificate) = try await world.licensing.register(PublicKeyJWK(world.device.publicKey), token: token, name: nil, externalID: nil)
         let keys = try await world.licensing.keySet()
@@ -68,6 +68,36 @@ import Testing
         await #expect(throws: LicensingError.policyDenied("the license was released")) {
             try await world.licensing.renew(try request(world, certificate: certificate, licenseID: first.licenseID), token: token, renewalURL: nil)
         }
+        await world.database.shutdown()
+    }
+
+    @Test("a rental is renewable only when the policy says so, and never after it has ended: a renewal six minutes after a 60 s rental ended is refused and the record keeps its rights")
+    func rentalRenewal() async throws {
+        let world = try await Self.world("device-rental", policy: AssetPolicy(rentalSeconds: 60, offline: true))
+        let token = try await token(world)
+        let (_, certificate) = try await world.licensing.register(PublicKeyJWK(world.device.publicKey), token: token, name: nil, externalID: nil)
+        let rental = try SignedToken.unverifiedClaims(try await world.licensing.acquire(try request(world, certificate: certificate, asset: "movie"),
+                                                                                       token: token, renewalURL: "/licenses/renew"), as: LicenseClaims.self)
+        #expect(rental.rights.renewalSeconds == nil && rental.renewalURL == nil, "a rental alone carries no renewal")
+        world.clock.advance(30)
+        await #expect(throws: LicensingError.policyDenied("the license of movie is not renewable")) {
+            try await world.licensing.renew(try request(world, certificate: certificate, licenseID: rental.licenseID), token: token, renewalURL: nil)
+        }
+
+        // Renewable by policy: renewed while valid; once its validity has run out, never again.
+        try await world.licensing.service.store.importKeys([ContentKey.random()], assetID: "series", fairPlayAssetID: nil,
+                                                           policy: AssetPolicy(rentalSeconds: 60, offline: true, renewalSeconds: 30))
+        let renewable = try SignedToken.unverifiedClaims(try await world.licensing.acquire(try request(world, certificate: certificate, asset: "series"),
+                                                                                          token: token, renewalURL: nil), as: LicenseClaims.self)
+        world.clock.advance(40)
+        _ = try await world.licensing.renew(try request(world, certificate: certificate, licenseID: renewable.licenseID), token: token, renewalURL: nil)
+        world.clock.advance(60 + 360)
+        let ended = world.clock.now.addingTimeInterval(-360)
+        await #expect(throws: LicensingError.policyDenied("the license of series ended at \(ISODate.string(ended)); acquire a new one")) {
+            try await world.licensing.renew(try request(world, certificate: certificate, licenseID: renewable.licenseID), token: token, renewalURL: nil)
+        }
+        let record = try await world.licensing.registry.license(renewable.licenseID)
+        #expect(record.state == .renewed && record.renewedAt == ended.addingTimeInterval(-60))
         await world.database.shutdown()
     }
 
