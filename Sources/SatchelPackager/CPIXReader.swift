@@ -13,6 +13,9 @@ extension CPIXDocument {
         let root: MarkupElement
         do { root = try MarkupElement.parse(xml) } catch { throw .cpix("not XML: \(error)") }
         guard root.name == "CPIX" else { throw .cpix("the root element is \(root.name.prefix(40)), not CPIX") }
+        // A document with a document key carries every content key encrypted and MACed: a key in the clear beside
+        // encrypted ones (a mixed document) could have been put there by anyone on the way.
+        let deliversKeys = root.child("DeliveryDataList")?.child("DeliveryData") != nil
         let sealing = try Self.sealing(root.child("DeliveryDataList"), privateKey: privateKey)
         let keyElements = root.child("ContentKeyList")?.children("ContentKey") ?? []
         let systemElements = root.child("DRMSystemList")?.children("DRMSystem") ?? []
@@ -27,6 +30,9 @@ extension CPIXDocument {
             guard let secret = element.child("Data")?.child("Secret") else { throw .cpix("the key \(keyID.uuidString) has no Data/Secret") }
             let key: SecretBytes
             if let plain = secret.child("PlainValue") {
+                guard !deliversKeys else {
+                    throw .cpix("the key \(keyID.uuidString) is in the clear in a document that encrypts its keys: a mixed document is refused")
+                }
                 key = SecretBytes(try Self.base64(plain.text, what: "a content key"))
             } else if let encrypted = secret.child("EncryptedValue") {
                 guard let sealing else { throw .cpix("the keys are encrypted: give the recipient's private key") }

@@ -48,7 +48,7 @@ import Testing
         #expect(try document.xml(for: CPIXRecipient(certificate: certificate)) != encrypted, "a fresh document key each time")
     }
 
-    @Test("refused with invalid-cpix and a reason, never a key: not XML, another root, encrypted without the private key or with another's, a changed encrypted key (its MAC), no MAC, a key ID twice, a 17-byte key, a bad explicitIV, a PSSH of another system, more keys than asked for")
+    @Test("refused with invalid-cpix and a reason, never a key: not XML, another root, encrypted without the private key or with another's, a changed encrypted key (its MAC), a key in the clear beside encrypted ones, no MAC, a key ID twice, a 17-byte key, a bad explicitIV, a PSSH of another system, more keys than asked for")
     func refusals() throws {
         let document = try Self.document()
         let (certificate, privateKey) = try Self.recipient("refusals")
@@ -63,12 +63,18 @@ import Testing
         let contentValue = try #require(values.dropFirst().first.flatMap { $0.components(separatedBy: "<enc:CipherValue>").last?.components(separatedBy: "<").first })
         var changedBytes = try #require(Data(base64Encoded: contentValue))
         changedBytes[20] ^= 1
+        // The first content key's encrypted value (with its MAC) replaced by the same key in the clear.
+        let keyList = try #require(encrypted.range(of: "<cpix:ContentKeyList"))
+        let firstSecret = try #require(encrypted.range(of: #"<pskc:Secret><pskc:EncryptedValue>(?:(?!</pskc:Secret>).)*</pskc:Secret>"#,
+                                                       options: .regularExpression, range: keyList.lowerBound..<encrypted.endIndex))
+        let mixed = encrypted.replacingCharacters(in: firstSecret, with: "<pskc:Secret><pskc:PlainValue>\(plain)</pskc:PlainValue></pskc:Secret>")
         let cases: [(String, String, CPIXPrivateKey?, String)] = [
             ("not XML", "<cpix:CPIX", nil, "not XML"),
             ("another root", "<MPD/>", nil, "not CPIX"),
             ("no private key", encrypted, nil, "give the recipient's private key"),
             ("another's key", encrypted, try CPIXPrivateKey(pem: otherKey), "does not open with this private key"),
             ("changed value", encrypted.replacingOccurrences(of: contentValue, with: changedBytes.base64EncodedString()), key, "MAC does not match"),
+            ("a key in the clear beside encrypted ones", mixed, key, "a mixed document is refused"),
             ("no MAC", encrypted.replacingOccurrences(of: #"<pskc:ValueMAC>[^<]*</pskc:ValueMAC>"#, with: "", options: .regularExpression), key, "MAC does not match"),
             ("a key ID twice", clear.replacingOccurrences(of: document.keys[1].contentKey.keyID.uuidString, with: first.keyID.uuidString), nil, "listed twice"),
             ("17-byte key", clear.replacingOccurrences(of: plain, with: Data(first.key.bytes + [0]).base64EncodedString()), nil, "17 bytes"),
