@@ -24,6 +24,12 @@ public struct HLSKey: Sendable, Equatable {
         self.keyID = keyID
     }
 
+    /// True when `uri` can be a key tag's quoted URI: RFC 8216 §4.2 forbids a double quote, CR and LF in a
+    /// quoted string, and no other control character belongs in a URI either (one would let a value write a tag of its own).
+    public static func isWritableURI(_ uri: String) -> Bool {
+        !uri.isEmpty && !uri.unicodeScalars.contains { $0 == "\"" || $0.value < 0x20 || $0.value == 0x7F }
+    }
+
     init(_ attributes: HLSAttributes) {
         self.init(method: attributes["METHOD"] ?? "NONE", uri: attributes["URI"], iv: attributes["IV"],
                   keyFormat: attributes["KEYFORMAT"], keyFormatVersions: attributes["KEYFORMATVERSIONS"], keyID: attributes["KEYID"])

@@ -61,7 +61,11 @@ extension CPIXDocument {
                     throw .cpix("the PSSH of system \(element.attributes["systemId"]?.prefix(40) ?? "") is not a pssh box of that system")
                 }
             }
-            system.hlsKeyURI = try element.child("URIExtXKey").map { (uri) throws(PackagerError) in try Self.text(uri.text, what: "a URIExtXKey") }
+            system.hlsKeyURI = try element.child("URIExtXKey").map { (element) throws(PackagerError) in
+                let uri = try Self.text(element.text, what: "a URIExtXKey")
+                guard HLSKey.isWritableURI(uri) else { throw .cpix("a URIExtXKey holds a double quote or a control character, which a playlist cannot carry") }
+                return uri
+            }
             for data in element.children("HLSSignalingData") {
                 let tag = try Self.text(data.text, what: "HLSSignalingData")
                 if data.attributes["playlist"] == "master" { system.hlsMasterTag = tag } else { system.hlsMediaTag = tag }

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelBytes
 import SatchelFairPlay
+import SatchelMedia
 import SatchelProtection
 
 /// The output layout.
@@ -111,6 +112,11 @@ public struct PackageOptions: Sendable {
         default: break
         }
         if let fairPlayURI, !fairPlayURI.hasPrefix("skd://") { throw .invalidOptions("--fairplay-uri must start with skd://") }
+        for (option, uri) in [("--key-uri", keyURI), ("--fairplay-uri", fairPlayURI)] {
+            if let uri, !HLSKey.isWritableURI(uri) {
+                throw .invalidOptions("\(option) holds a double quote or a control character, which a playlist cannot carry: percent-encode them")
+            }
+        }
         try validateSignalling()
         if let keyFile {
             let folder = URL(fileURLWithPath: output).standardizedFileURL.path
