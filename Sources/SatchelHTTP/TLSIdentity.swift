@@ -47,12 +47,20 @@ public final class TLSIdentity: Sendable {
         }
     }
 
-    /// The server's TLS configuration: TLS 1.2 and later, ALPN offering `h2` then `http/1.1`, and the certificate
-    /// and key in force at each handshake.
+    /// The cipher suites TLS 1.2 offers: forward secrecy (ECDHE) with an AEAD cipher only, no CBC, no SHA-1, no
+    /// static RSA key exchange (TLS 1.3's own suites are all of that kind).
+    public static let tls12CipherSuites: [NIOTLSCipher] = [
+        .TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        .TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, .TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, .TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ]
+
+    /// The server's TLS configuration: TLS 1.2 (with ``tls12CipherSuites`` only) and TLS 1.3, ALPN offering `h2`
+    /// then `http/1.1`, and the certificate and key in force at each handshake.
     public func serverConfiguration() -> TLSConfiguration {
         let loaded = current.withLock { $0 }
         var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: loaded.chain.map { .certificate($0) }, privateKey: .privateKey(loaded.key))
         configuration.minimumTLSVersion = .tlsv12
+        configuration.cipherSuiteValues = Self.tls12CipherSuites
         configuration.applicationProtocols = ["h2", "http/1.1"]
         configuration.sslContextCallback = { [current] _, promise in
             let loaded = current.withLock { $0 }

@@ -38,7 +38,7 @@ import Testing
         return (server, "https://127.0.0.1:\(try #require(URL(string: server.url)?.port))", certificate, key, log)
     }
 
-    @Test("HTTPS: HTTP/2 when the client offers it by ALPN, HTTP/1.1 when asked, the same answers; a client that does not trust the certificate is refused the handshake; plain HTTP to the port gets no answer; the listening line says https; the log names the certificate, not the key")
+    @Test("HTTPS: HTTP/2 when the client offers it by ALPN, HTTP/1.1 when asked, the same answers; a client that does not trust the certificate is refused the handshake; plain HTTP to the port gets no answer; TLS 1.2 takes only ECDHE with AEAD suites, TLS 1.3 is taken; the listening line says https; the log names the certificate, not the key")
     func https() async throws {
         let (server, https, certificate, key, log) = try await Self.server("tls-https")
         defer { server.stop() }
@@ -58,6 +58,18 @@ import Testing
                     https + "/content/big.bin", "--next", version, "--cacert", certificate, "-o", "/dev/null", "-w", "%{http_code} %{num_connects}", https + "/health"])
                 #expect(slow.stdout == "200 \(2 << 20) 1;200 0", "\(version): \(slow.stdout)")
             }
+            // TLS 1.2 offers forward secrecy with AEAD only; TLS 1.3 is taken.
+            let address = "127.0.0.1:\(try #require(URL(string: https)?.port))"
+            func handshake(_ options: [String]) throws -> Bool {
+                try ProcessRunner.run(try #require(TestMedia.which("openssl")), ["s_client", "-connect", address, "-brief"] + options).status == 0
+            }
+            for weak in ["AES128-SHA", "AES256-GCM-SHA384", "ECDHE-RSA-AES128-SHA", "ECDHE-RSA-AES256-SHA384"] {
+                #expect(try !handshake(["-tls1_2", "-cipher", weak]), "TLS 1.2 took \(weak)")
+            }
+            for strong in ["ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-CHACHA20-POLY1305"] {
+                #expect(try handshake(["-tls1_2", "-cipher", strong]), "TLS 1.2 refused \(strong)")
+            }
+            #expect(try handshake(["-tls1_3"]), "TLS 1.3 refused")
             let untrusted = try Self.curl(https + "/health", [])
             #expect(untrusted.status == 0 && untrusted.exit == 60, "curl: the certificate is not trusted: \(untrusted)")
             let plain = try Self.curl(server.url + "/health", [])
