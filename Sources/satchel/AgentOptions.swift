@@ -60,12 +60,14 @@ struct AgentCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "register",
                                                         abstract: "Register the device key with a license server; prints the device ID.")
         @Option(help: "The license server (satchel serve), e.g. http://127.0.0.1:8080.") var server: String
-        @Option(help: "An entitlement token of the device's user.") var token: String
+        @Option(help: "An entitlement token of the device's user (or --token-file, $SATCHEL_TOKEN).") var token: String?
+        @OptionGroup var tokenSource: TokenSource
         @OptionGroup var agent: AgentOptions
         @Option(help: "A name for the device.") var name: String?
         @Option(name: .customLong("external-id"), help: "The application's own ID for the device.") var externalID: String?
 
         func execute() async throws {
+            let token = try tokenSource.required(token)
             let (id, status) = try await agent.with { agent in
                 (try await agent.register(server: server, token: token, name: name, externalID: externalID), try? await agent.backplane.status())
             }

@@ -94,7 +94,8 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Flag(help: "Acquire a persistent license when the download starts (the device must be registered in --data-dir: satchel agent register).")
     var license = false
     @Option(help: "With --license: the license server (default: the one the device registered with).") var server: String?
-    @Option(help: "With --license: the entitlement token (kept with the asset, never printed).") var token: String?
+    @Option(help: "With --license: the entitlement token (or --token-file, $SATCHEL_TOKEN; kept with the asset, never printed).") var token: String?
+    @OptionGroup var tokenSource: TokenSource
     @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
     @Option(help: "The feed the asset belongs to (with --id, its asset ID in the feed): it then counts toward that feed's quota on this device, and may be deleted to make room for newer items.")
     var feed: String?
@@ -111,7 +112,7 @@ struct DownloadAdd: SatchelAsyncCommand {
                                       languages: languages, includeEncryptionKeys: includeKeys,
                                       permittedMimeTypes: try permittedMimeTypes.map(MIMEType.parseList), maxResources: maxFiles,
                                       headers: try DownloadOptions.parseHeaders(headers),
-                                      license: license ? LicenseRequest(server: server, token: token, assetID: licenseAsset) : nil,
+                                      license: license ? LicenseRequest(server: server, token: try tokenSource.resolve(token), assetID: licenseAsset) : nil,
                                       feed: feed.map { FeedMembership(feedID: $0, assetID: id ?? "", published: Date()) })
         if feed != nil, id == nil { throw CLIError("--feed needs --id: the item's asset ID in the feed") }
         if let position, position < 0 { throw CLIError("--position is 0 or more") }
@@ -123,7 +124,9 @@ struct DownloadAdd: SatchelAsyncCommand {
             options.userInfo = values
         }
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
-        if !license, server != nil || token != nil || licenseAsset != nil { throw CLIError("--server, --token and --license-asset go with --license") }
+        if !license, server != nil || token != nil || tokenSource.tokenFile != nil || licenseAsset != nil {
+            throw CLIError("--server, --token, --token-file and --license-asset go with --license")
+        }
         let asset = try await directory.withEngine { manager, agent in
             // The backplane's global defaults (seed 003: EAD and EAP "transmitted to all SDK instances") for what is not given.
             if let defaults = try await agent?.backplane.status().settings {

@@ -15,7 +15,8 @@ struct LicenseCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "acquire", abstract: "Acquire and store a license for an asset.")
         @Argument(help: "The asset ID.") var assetID: String
         @Option(help: "The license server (default: the one the device registered with).") var server: String?
-        @Option(help: "An entitlement token.") var token: String
+        @Option(help: "An entitlement token (or --token-file, $SATCHEL_TOKEN).") var token: String?
+        @OptionGroup var tokenSource: TokenSource
         @OptionGroup var agent: AgentOptions
         @Flag(help: "Ask for a persistent (offline) license.") var persistent = false
         @Option(name: .customLong("custom-data"), help: "Data for the license server's policy (e.g. XML), sent with the request as it is.")
@@ -25,6 +26,7 @@ struct LicenseCommand: ParsableCommand {
             if let customData, customData.utf8.count > LicenseService.maximumCustomData {
                 throw CLIError("--custom-data is at most \(LicenseService.maximumCustomData) bytes")
             }
+            let token = try tokenSource.required(token)
             let (license, evaluation) = try await agent.with { agent in
                 let license = try await agent.acquire(asset: assetID, token: token, persistent: persistent, server: server, customData: customData)
                 return (license, try await agent.rights(asset: assetID))
@@ -62,9 +64,11 @@ struct LicenseCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "renew", abstract: "Renew an asset's license.")
         @Argument(help: "The asset ID.") var assetID: String
         @OptionGroup var agent: AgentOptions
-        @Option(help: "An entitlement token.") var token: String
+        @Option(help: "An entitlement token (or --token-file, $SATCHEL_TOKEN).") var token: String?
+        @OptionGroup var tokenSource: TokenSource
 
         func execute() async throws {
+            let token = try tokenSource.required(token)
             let license = try await agent.with { try await $0.renew(asset: assetID, token: token) }
             let end = license.rights.effectiveEnd(license.usage).map { ISODate.string($0) } ?? "none"
             print("license \(license.licenseID) for \(assetID) renewed; ends \(end)")
@@ -101,9 +105,11 @@ struct LicenseCommand: ParsableCommand {
             commandName: "sync",
             abstract: "Reconcile the licenses with the license server's records, fetch its signed time, deliver owed releases, renew what is due.")
         @OptionGroup var agent: AgentOptions
-        @Option(help: "An entitlement token (needed to renew).") var token: String?
+        @Option(help: "An entitlement token, needed to renew (or --token-file, $SATCHEL_TOKEN).") var token: String?
+        @OptionGroup var tokenSource: TokenSource
 
         func execute() async throws {
+            let token = try tokenSource.resolve(token)
             let report = try await agent.with { try await $0.sync(token: token) }
             let time = report.serverTime.map { ISODate.string($0) } ?? "-"
             if report.restored { print("the license store was restored from the license server's records") }

@@ -21,7 +21,8 @@ struct LicenseRequestCommand: ParsableCommand {
         @Option(name: .customLong("custom-data"), help: "Custom data for the challenge (sent as the body's customData, or base64 in X-Satchel-Custom-Data).")
         var customData: String?
         @Option(name: .customLong("custom-data-file"), help: "Read the custom data from this file.") var customDataFile: String?
-        @Option(help: "The license token: sent as Authorization: Bearer, or in --token-header.") var token: String?
+        @Option(help: "The license token (or --token-file, $SATCHEL_TOKEN): sent as Authorization: Bearer, or in --token-header.") var token: String?
+        @OptionGroup var tokenSource: TokenSource
         @Option(name: .customLong("token-header"), help: "Send the token as this header's value (default: Authorization: Bearer).") var tokenHeader: String?
         @Option(help: "Seconds the request may take (default 30).") var timeout: Int64 = 30
 
@@ -32,7 +33,8 @@ struct LicenseRequestCommand: ParsableCommand {
 
         func make() throws -> LicenseRequestExtras {
             let data = try customDataFile.map { String(decoding: try FileIO.read($0, what: "custom data"), as: UTF8.self) } ?? customData
-            return try LicenseRequestExtras(headers: headers.map(LicenseRequestExtras.header), customData: data, token: token, tokenHeader: tokenHeader)
+            return try LicenseRequestExtras(headers: headers.map(LicenseRequestExtras.header), customData: data, token: try tokenSource.resolve(token),
+                                            tokenHeader: tokenHeader)
         }
 
         var client: KeyRequestClient { KeyRequestClient(timeout: .seconds(timeout)) }

@@ -26,8 +26,12 @@ struct PlayCommand: SatchelAsyncCommand {
     @Flag(help: "Keep the protection and the key tags (for players with DRM).") var passthrough = false
     @Option(help: "Run this command (a player) with {url} replaced by the session URL; exit with its status when it ends. Run without a shell: quotes group words, nothing else is interpreted.")
     var exec: String?
-    @Option(help: "An entitlement token: a license is acquired for its asset first unless one is valid (needs a registered device; never printed).")
-    var token: String?
+    @Option(name: .customLong("token"),
+            help: "An entitlement token (or --token-file, $SATCHEL_TOKEN): a license is acquired for its asset first unless one is valid (needs a registered device; never printed).")
+    var givenToken: String?
+    @OptionGroup var tokenSource: TokenSource
+    /// The entitlement token given, from whichever source (``validate()`` has reported a bad one).
+    var token: String? { (try? tokenSource.resolve(givenToken)) ?? nil }
     @Option(help: "With --token: the license server (default: the one the device registered with).") var server: String?
     @Option(name: .customLong("license-asset"),
             help: "The asset ID on the license server (default: the token's asset for a URL, the one the download was added with for an asset).")
@@ -79,7 +83,7 @@ struct PlayCommand: SatchelAsyncCommand {
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
         guard holdOff.isFinite, (0...600).contains(holdOff) else { throw ValidationError("--hold-off is 0 to 600 seconds") }
-        if server != nil, token == nil { throw ValidationError("--server goes with --token") }
+        if server != nil, try tokenSource.resolve(givenToken) == nil { throw ValidationError("--server goes with --token") }
         if !passthrough, !licenseHeaders.isEmpty || customData != nil || !licenseHosts.isEmpty {
             throw ValidationError("--license-header, --custom-data and --license-host go with --passthrough (the proxy forwards the player's key requests)")
         }
