@@ -38,6 +38,17 @@ int satchel_spawn(const char *file, char *const argv[], char *const envp[], cons
     if (input >= 0 && input != 0 && (status = posix_spawn_file_actions_adddup2(&actions, input, 0)) != 0) goto done;
     if (output >= 0 && output != 1 && (status = posix_spawn_file_actions_adddup2(&actions, output, 1)) != 0) goto done;
     if (error >= 0 && error != 2 && (status = posix_spawn_file_actions_adddup2(&actions, error, 2)) != 0) goto done;
+    // The child gets stdin, stdout and stderr and nothing else: a descriptor this process opened without
+    // close-on-exec (a listening socket, an event loop's eventfd, a pipe) is closed after the dup2s above.
+#if defined(__APPLE__)
+    flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
+    for (int fd = 0; fd < 3; fd++) {
+        if ((status = posix_spawn_file_actions_addinherit_np(&actions, fd)) != 0) goto done;
+    }
+    if ((status = posix_spawnattr_setflags(&attributes, flags)) != 0) goto done;
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    if ((status = posix_spawn_file_actions_addclosefrom_np(&actions, 3)) != 0) goto done;
+#endif  // elsewhere (an older C library): only descriptors opened close-on-exec stay out of the child
     if (directory != NULL) {
 #if defined(__linux__) || defined(__APPLE__)
         if ((status = posix_spawn_file_actions_addchdir_np(&actions, directory)) != 0) goto done;

@@ -77,6 +77,23 @@ import Testing
         #expect(result.stdout.contains("SigBlk:\t0000000000000000") && result.stdout.contains("SigIgn:\t0000000000000000"), "\(result.stdout)")
     }
 
+    @Test("the player gets stdin, stdout and stderr and no other descriptor of satchel's: not the proxy's listening socket, its event loops' descriptors or a pipe")
+    func onlyStandardDescriptors() async throws {
+        let (origin, work) = try await Self.stage("descriptors")
+        defer { origin.stop() }
+        let result = try await TestMedia.offloaded {
+            try Self.run(["play", origin.url("x/master.m3u8"), "--exec", "ls -l /proc/self/fd"], in: work)
+        }
+        #expect(result.status == 0, "\(result.stderr)")
+        // ls's own listing of /proc/self/fd is the one descriptor past stderr it may hold.
+        let inherited = result.stdout.split(separator: "\n").filter { line in
+            guard let arrow = line.range(of: " -> ") else { return false }
+            let number = line[..<arrow.lowerBound].split(separator: " ").last.flatMap { Int($0) } ?? -1
+            return number > 2 && !line[arrow.upperBound...].hasPrefix("/proc/")
+        }
+        #expect(inherited.isEmpty && result.stdout.contains(" 0 -> "), "the player inherited: \(inherited)")
+    }
+
     @Test("SIGTERM to satchel play ends the player's whole process group (the player and what it started) before satchel exits")
     func stopTakesThePlayer() async throws {
         let (origin, _) = try await Self.stage("stop")

@@ -96,7 +96,7 @@ struct SystemTests {
         }
     }
 
-    @Test("a child process: its exit status as a shell gives it, no signal blocked or ignored, output to a descriptor, and its whole group stopped by a signal")
+    @Test("a child process: its exit status as a shell gives it, no signal blocked or ignored, output to a descriptor, no descriptor but stdin, stdout and stderr, and its whole group stopped by a signal")
     func childProcesses() async throws {
         #expect(ChildProcess.nullDevice >= 0)
         #expect(await (try ChildProcess.spawn("sh", ["-c", "exit 7"])).wait() == 7)
@@ -111,6 +111,16 @@ struct SystemTests {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(child.waitBlocking() == 0)
         #expect(output == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n", "\(output)")
+        // Only stdin, stdout and stderr: a descriptor opened without close-on-exec (both ends of a pipe here) stays out.
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer { for end in ends { close(end) } }
+        let listing = Pipe()
+        let lister = try ChildProcess.spawn("sh", ["-c", "ls /proc/$$/fd"], output: listing.fileHandleForWriting.fileDescriptor)
+        try listing.fileHandleForWriting.close()
+        let descriptors = String(decoding: listing.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: "\n").compactMap { Int32($0) }
+        #expect(lister.waitBlocking() == 0)
+        #expect(descriptors.sorted() == [0, 1, 2], "the child holds \(descriptors), this process's pipe was \(ends)")
         // A group: the program and what it started end together.
         let group = try ChildProcess.spawn("sh", ["-c", "sleep 60 & exec sleep 61"], ownGroup: true)
         try await Task.sleep(for: .milliseconds(200))
