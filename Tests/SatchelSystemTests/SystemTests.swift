@@ -102,13 +102,13 @@ struct SystemTests {
         #expect(await (try ChildProcess.spawn("sh", ["-c", "exit 7"])).wait() == 7)
         #expect(await (try ChildProcess.spawn("sh", ["-c", "kill -TERM $$"])).wait() == 143)
         #expect(throws: SystemError.self) { try ChildProcess.spawn("/nonexistent/program", []) }
-        let pipe = Pipe()
+        let status = Pipe()
         // This process ignores SIGPIPE and blocks signals on its threads; the child must see neither.
         signal(SIGUSR1, SIG_IGN)
         defer { signal(SIGUSR1, SIG_DFL) }
-        let child = try ChildProcess.spawn("grep", ["-E", "^Sig(Blk|Ign)", "/proc/self/status"], output: pipe.fileHandleForWriting.fileDescriptor)
-        try pipe.fileHandleForWriting.close()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let child = try ChildProcess.spawn("grep", ["-E", "^Sig(Blk|Ign)", "/proc/self/status"], output: status.fileHandleForWriting.fileDescriptor)
+        try status.fileHandleForWriting.close()
+        let output = String(decoding: status.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(child.waitBlocking() == 0)
         #expect(output == "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n", "\(output)")
         // Only stdin, stdout and stderr: a descriptor opened without close-on-exec (both ends of a pipe here) stays out.
