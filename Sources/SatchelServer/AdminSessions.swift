@@ -30,7 +30,7 @@ public actor AdminSessions {
         case signedIn(Session)
         /// Not the operator key.
         case wrongKey
-        /// Too many failed logins (from this address, or from all of them): not even checked; try again after
+        /// Too many failed logins from this address, or with this wrong key: not even checked; try again after
         /// this many seconds.
         case throttled(retryAfter: Int)
     }
@@ -55,10 +55,10 @@ public actor AdminSessions {
     /// A login from `address`: a new session when `key` is the operator key (compared in constant time, through
     /// digests of equal length), unless the budget of failed logins is spent (``LoginThrottle``).
     public func logIn(key: String, from address: String) -> LoginOutcome {
-        let current = now()
-        if let wait = throttle.retryAfter(address, at: current) { return .throttled(retryAfter: wait) }
+        let current = now(), digest = Array(SHA256.hash(data: Array(key.utf8)))
+        if let wait = throttle.retryAfter(address, credential: digest, at: current) { return .throttled(retryAfter: wait) }
         guard let session = logIn(key: key) else {
-            throttle.failed(address, at: current)
+            throttle.failed(address, credential: digest, at: current)
             return .wrongKey
         }
         return .signedIn(session)
@@ -67,10 +67,10 @@ public actor AdminSessions {
     /// Whether `key`, an operator API request's bearer token from `address`, is the operator key: under the same budget
     /// of failures as sign-ins (a refused key counts against it); nil when it is the key, else the refusal.
     public func refusal(ofKey key: String, from address: String) -> AdminError? {
-        let current = now()
-        if let wait = throttle.retryAfter(address, at: current) { return .tooManyLogins(retryAfter: wait) }
-        guard ConstantTime.equals(Array(SHA256.hash(data: Array(key.utf8))), keyDigest) else {
-            throttle.failed(address, at: current)
+        let current = now(), digest = Array(SHA256.hash(data: Array(key.utf8)))
+        if let wait = throttle.retryAfter(address, credential: digest, at: current) { return .tooManyLogins(retryAfter: wait) }
+        guard ConstantTime.equals(digest, keyDigest) else {
+            throttle.failed(address, credential: digest, at: current)
             return .wrongOperatorKey
         }
         return nil

@@ -40,34 +40,47 @@ struct AdminUnitTests {
         #expect(throws: AdminError.weakOperatorKey) { try AdminSessions(operatorKey: SecretBytes(Array("short".utf8))) }
     }
 
-    @Test("the sign-in budget: 10 failures per address and 100 in all within a minute, then refused until the oldest leaves the window (whatever key); addresses tracked are bounded")
+    @Test("the sign-in budget: 10 failures per address and 10 per wrong key within a minute, then refused until the oldest leaves the window; no budget of all addresses, so 110 guesses from 11 addresses never refuse the right key from a new one; tracked names are bounded")
     func loginBudget() async throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let right = Array(repeating: UInt8(7), count: 32)
+        func guess(_ index: Int) -> [UInt8] { Array(repeating: UInt8(index % 256), count: 31) + [UInt8(index / 256)] }
         var throttle = LoginThrottle()
         for second in 0..<10 {
-            #expect(throttle.retryAfter("10.0.0.1", at: start + Double(second)) == nil)
-            throttle.failed("10.0.0.1", at: start + Double(second))
+            #expect(throttle.retryAfter("10.0.0.1", credential: guess(second), at: start + Double(second)) == nil)
+            throttle.failed("10.0.0.1", credential: guess(second), at: start + Double(second))
         }
-        #expect(throttle.retryAfter("10.0.0.1", at: start + 10) == 50, "the first failure leaves the window at 60 s")
-        #expect(throttle.retryAfter("10.0.0.2", at: start + 10) == nil, "another address has its own budget")
-        #expect(throttle.retryAfter("10.0.0.1", at: start + 60.5) == nil)
-        // A hundred addresses guessing once each spend the budget of all.
+        #expect(throttle.retryAfter("10.0.0.1", credential: right, at: start + 10) == 50, "the first failure leaves the window at 60 s")
+        #expect(throttle.retryAfter("10.0.0.2", credential: right, at: start + 10) == nil, "another address has its own budget")
+        #expect(throttle.retryAfter("10.0.0.1", credential: right, at: start + 60.5) == nil)
+        // One wrong key tried from many addresses spends that key's budget, not the addresses'.
+        var stuffing = LoginThrottle()
+        for index in 0..<10 { stuffing.failed("10.2.0.\(index)", credential: guess(1), at: start) }
+        #expect(stuffing.retryAfter("10.2.9.9", credential: guess(1), at: start + 1) == 59)
+        #expect(stuffing.retryAfter("10.2.9.9", credential: right, at: start + 1) == nil)
+        // A hundred and ten guesses from eleven addresses: each address is spent, a new one with the right key is not.
         var spread = LoginThrottle()
-        for index in 0..<100 { spread.failed("10.1.0.\(index)", at: start) }
-        #expect(spread.retryAfter("10.9.9.9", at: start + 1) == 59)
+        for index in 0..<110 { spread.failed("10.1.0.\(index / 10)", credential: guess(index), at: start) }
+        #expect(spread.retryAfter("10.1.0.3", credential: right, at: start + 1) == 59)
+        #expect(spread.retryAfter("10.9.9.9", credential: right, at: start + 1) == nil)
         var bounded = LoginThrottle()
-        bounded.addresses = 3
-        bounded.overall = 1_000
-        for index in 0..<5 { bounded.failed("a\(index)", at: start + Double(index)) }
+        bounded.tracked = 3
+        for index in 0..<5 { bounded.failed("a\(index)", credential: guess(index), at: start + Double(index)) }
         #expect(bounded.count("a0") == 0 && bounded.count("a4") == 1, "the stalest address is forgotten first")
 
-        // Through the sessions: a throttled sign-in is refused without checking the key.
+        // Through the sessions: a throttled sign-in is refused without checking the key; the operator API's keys
+        // count against the same budget.
         let key = "an-operator-key-of-some-length"
         let clock = Clock()
         let sessions = try AdminSessions(operatorKey: SecretBytes(Array(key.utf8)), now: { clock.now })
-        for _ in 0..<10 { if case .signedIn = await sessions.logIn(key: "wrong", from: "a") { Issue.record("signed in with a wrong key") } }
+        for index in 0..<10 { if case .signedIn = await sessions.logIn(key: "wrong-\(index)", from: "a") { Issue.record("signed in with a wrong key") } }
         guard case .throttled = await sessions.logIn(key: key, from: "a") else { Issue.record("not throttled"); return }
         guard case .signedIn = await sessions.logIn(key: key, from: "b") else { Issue.record("another address is refused"); return }
+        for address in 0..<11 {
+            for index in 0..<10 { _ = await sessions.refusal(ofKey: "guess-\(address)-\(index)", from: "10.3.0.\(address)") }
+        }
+        #expect(await sessions.refusal(ofKey: key, from: "10.3.0.99") == nil, "the right key from a new address, after 110 guesses from 11")
+        #expect(await sessions.refusal(ofKey: key, from: "10.3.0.1") == .tooManyLogins(retryAfter: 60))
         clock.now += 61
         guard case .signedIn = await sessions.logIn(key: key, from: "a") else { Issue.record("still throttled after the window"); return }
     }
