@@ -28,6 +28,8 @@ public enum BackplaneError: ProblemConvertible, Equatable {
     case subscriptionLimit(Int)
     /// The store failed.
     case storage(String)
+    /// The device has sent more events than its budget allows (``EventQuota``): send them again after this many seconds.
+    case tooManyEvents(retryAfter: Int)
 
     /// A stable identifier.
     public var code: String {
@@ -45,6 +47,7 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case .notSubscribed: return "not-subscribed"
         case .subscriptionLimit: return "subscription-limit"
         case .storage: return "backplane-storage"
+        case .tooManyEvents: return "too-many-events"
         }
     }
 
@@ -57,6 +60,7 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case .deviceLimitReached, .externalIDTaken, .feedExists, .feedItemExists, .subscriptionLimit: return 409
         case .slotLost: return 410
         case .storage: return 500
+        case .tooManyEvents: return 429
         }
     }
 
@@ -75,6 +79,7 @@ public enum BackplaneError: ProblemConvertible, Equatable {
         case let .subscriptionLimit(limit): return "a device follows at most \(limit) feeds"
         case let .slotLost(slot): return "stream slot \(slot) is no longer held (its lease ended, or it was released)"
         case let .storage(reason): return "backplane storage: \(reason)"
+        case let .tooManyEvents(wait): return "this device has sent more events than its budget allows; send them again in \(wait) s"
         }
     }
 }

@@ -93,6 +93,11 @@ public struct DeviceEvent: Codable, Sendable, Equatable {
         return self
     }
 
+    /// About the bytes the event takes in the history: its text fields and a fixed share for the rest of the row.
+    public var storedSize: Int {
+        96 + eventID.utf8.count + kind.rawValue.utf8.count + (assetID?.utf8.count ?? 0) + (reason?.utf8.count ?? 0) + (detail?.utf8.count ?? 0)
+    }
+
     private static func isIDByte(_ byte: UInt8) -> Bool {
         byte == UInt8(ascii: "-") || (0x30...0x39).contains(byte) || (0x61...0x7A).contains(byte)
     }

@@ -42,7 +42,8 @@ public struct FluentEventStore: EventStoring {
         let base = Int64((received.timeIntervalSince1970 * 1000).rounded(.down)) * 1000
         let rows: [[any SQLExpression]] = events.enumerated().map { index, event in
             let values: [any Encodable & Sendable] = [device + ":" + event.eventID, device, user, event.kind.rawValue, event.assetID, event.reason,
-                                                      event.seconds, event.detail, event.time, received, base + Int64(index)]
+                                                      event.seconds, event.detail, EventRules.storedTime(event.time, received: received), received,
+                                                      base + Int64(index)]
             return values.map { SQLBind($0) }
         }
         do {

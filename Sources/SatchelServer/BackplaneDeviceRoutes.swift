@@ -75,6 +75,11 @@ struct BackplaneDeviceRoutes: RouteGroup {
         }
         router.post("/backplane/events") { request, _ in
             let (device, events) = try await Self.signedBody([DeviceEvent].self, request, backplane: backplane, limit: Self.maximumEventBody)
+            let bytes = events.reduce(0) { $0 + $1.storedSize }, now = backplane.now
+            if let wait = backplane.eventQuota.withLock({ $0.take(device: device.deviceID, events: events.count, bytes: bytes, at: now) }) {
+                let error = BackplaneError.tooManyEvents(retryAfter: wait)
+                throw Problem(status: .tooManyRequests, type: error.problemType, detail: error.problemDetail, headers: [.retryAfter: String(wait)])
+            }
             let recorded = try await backplane.events.record(events, device: device.deviceID, user: device.user, received: backplane.now)
             return try Response.json(EventBatchAnswer(received: events.count, recorded: recorded))
         }

@@ -3,6 +3,7 @@ import SatchelBackplane
 import SatchelBytes
 import SatchelLicensing
 import SatchelRights
+import SatchelSystem
 
 /// The backplane as `satchel serve` runs it: the store, this node's streams, and the device licensing that signs
 /// devices in. Devices are enrolled when they register (`POST /devices`); one registered before the backplane
@@ -22,12 +23,15 @@ public struct BackplaneService: Sendable {
     let sessions: AdminSessions?
     /// How often a stream with nothing to send sends a comment, so idle proxies keep it open.
     let heartbeat: Duration
+    /// Each device's budget of events on this node.
+    let eventQuota: Locked<EventQuota>
 
     /// The backplane over `store`, `slots`, `events` and `feeds`, its devices signed in by `licensing`; `sessions` holds the operator key
-    /// the operator API takes as a bearer token (absent: no operator API).
+    /// the operator API takes as a bearer token (absent: no operator API); each device may send the events `eventQuota` allows.
     public init(store: any BackplaneStoring, slots: any StreamSlotStoring, events: any EventStoring, feeds: any FeedStoring,
                 hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
-                heartbeat: Duration = .seconds(15)) {
+                heartbeat: Duration = .seconds(15), eventQuota: EventQuota = EventQuota()) {
+        self.eventQuota = Locked(eventQuota)
         self.store = store
         self.slots = slots
         self.events = events

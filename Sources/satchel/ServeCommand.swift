@@ -46,6 +46,9 @@ struct ServeCommand: SatchelAsyncCommand {
     var retainAudit: Int?
     @Option(name: .customLong("retain-events"), help: "Days the devices' events are kept; older events are deleted every hour (default: kept for ever).")
     var retainEvents: Int?
+    @Option(name: .customLong("device-events-per-hour"),
+            help: "Events one device may send an hour (and at once); past it the device is told to send them again later (default 5000, at least 500).")
+    var deviceEventsPerHour = 5_000
     @Option(name: .customLong("stall-report"), help: ArgumentHelp("Log a warning, with what every thread was doing, whenever an event loop or the task pool does not run for this many milliseconds (50 to 60000).", valueName: "ms"))
     var stallReport: Int?
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
@@ -78,6 +81,9 @@ struct ServeCommand: SatchelAsyncCommand {
         if (tlsCertificate == nil) != (tlsKey == nil) { throw ValidationError("--tls-certificate and --tls-key go together") }
         for (name, days) in [("--retain-audit", retainAudit), ("--retain-events", retainEvents)] where days.map({ !(1...36_500).contains($0) }) ?? false {
             throw ValidationError("\(name) is a number of days from 1 to 36500")
+        }
+        if !(EventRules.batchLimit...10_000_000).contains(deviceEventsPerHour) {
+            throw ValidationError("--device-events-per-hour is \(EventRules.batchLimit) (a batch) to 10000000")
         }
         if let stallReport, !(50...60_000).contains(stallReport) { throw ValidationError("--stall-report is 50 to 60000 milliseconds") }
     }
@@ -160,7 +166,8 @@ struct ServeCommand: SatchelAsyncCommand {
         let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: slots,
                                          events: FluentEventStore(database: try database.sql()),
                                          feeds: FluentFeedStore(database: database.database), hub: hub, licensing: devices,
-                                         sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)))
+                                         sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)),
+                                         eventQuota: EventQuota(eventsPerHour: deviceEventsPerHour))
         let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
         let retention = HistoryRetention(auditDays: retainAudit, eventDays: retainEvents), historySQL = try database.sql()
         var lifecycle: [any Service] = [BackgroundService(name: "history retention") { await retention.run(on: historySQL) }]

@@ -36,6 +36,33 @@ struct DeviceEventRulesTests {
         }
     }
 
+    @Test("a device's budget of events: 5,000 at once and an hour, in events and in bytes; a batch over what is left is refused whole with the wait until it fits; other devices have their own; a batch that can never fit waits an hour; tracked devices are bounded")
+    func quota() {
+        var quota = EventQuota()
+        #expect(quota.take(device: "phone", events: 500, bytes: 500 * 200, at: Self.now) == nil)
+        for _ in 0..<9 { #expect(quota.take(device: "phone", events: 500, bytes: 500 * 200, at: Self.now) == nil) }
+        #expect(quota.take(device: "phone", events: 500, bytes: 500 * 200, at: Self.now) == 360, "500 events at 5,000 an hour: 6 minutes")
+        #expect(quota.take(device: "tv", events: 500, bytes: 500 * 200, at: Self.now) == nil, "another device's budget")
+        #expect(quota.take(device: "phone", events: 500, bytes: 500 * 200, at: Self.now + 360) == nil, "refilled")
+        #expect(quota.take(device: "phone", events: 1, bytes: 100, at: Self.now + 360) == 1)
+        var bytes = EventQuota()
+        #expect(bytes.take(device: "phone", events: 10, bytes: 5 << 20, at: Self.now) == nil)
+        #expect(bytes.take(device: "phone", events: 10, bytes: 1 << 20, at: Self.now) == 720, "a megabyte at 5 MB an hour")
+        #expect(bytes.take(device: "phone", events: 5_001, bytes: 0, at: Self.now + 86_400) == 3600, "never fits")
+        var bounded = EventQuota()
+        bounded.devices = 2
+        for device in ["a", "b", "c"] { _ = bounded.take(device: device, events: 5_000, bytes: 0, at: Self.now) }
+        #expect(bounded.take(device: "c", events: 1, bytes: 0, at: Self.now) != nil, "the newest device is still tracked")
+    }
+
+    @Test("a device's time for an event is kept within five minutes ahead of its receipt and a year behind")
+    func storedTime() {
+        let far = Date(timeIntervalSince1970: 253_402_214_400)  // 9999-12-31
+        #expect(EventRules.storedTime(far, received: Self.now) == Self.now + 300)
+        #expect(EventRules.storedTime(.distantPast, received: Self.now) == Self.now - 366 * 86_400)
+        #expect(EventRules.storedTime(Self.now - 86_400, received: Self.now) == Self.now - 86_400)
+    }
+
     @Test("a count is {\"kind\": …, \"count\": N}, the key named by its grouping, and reads back")
     func countJSON() throws {
         let count = EventCount(grouping: .kind, key: "download-completed", count: 3)
@@ -78,6 +105,12 @@ extension BackplaneStoreTests {
             #expect(try await store.counts(EventQuery(kind: .downloadCompleted), by: .asset, limit: 100).map(\.count) == [1, 1, 1])
             #expect(try await store.counts(EventQuery(), by: .asset, limit: 100).first == EventCount(grouping: .asset, key: "a", count: 3))
             #expect(try await store.counts(EventQuery(), by: .device, limit: 100).map(\.key) == ["phone", "tv"])
+
+            // A device dated 9999-12-31: kept as five minutes after its receipt, so it does not sort first for ever.
+            let far = DeviceEvent(kind: .reset, time: Date(timeIntervalSince1970: 253_402_214_400))
+            #expect(try await store.record([far], device: "clock", user: "eve", received: now) == 1)
+            #expect(try await store.events(EventQuery(device: "clock"), limit: 1).first?.event.time == now.addingTimeInterval(300))
+            #expect(try await store.record([far], device: "clock", user: "eve", received: now) == 0, "sent again: kept once")
 
             let tooMany = (0..<501).map { _ in DeviceEvent(kind: .playStart, time: now) }
             await #expect(throws: BackplaneError.self) { try await store.record(tooMany, device: "tv", user: "bob", received: now) }
