@@ -106,7 +106,7 @@ enum AgentBackplane {
         let server = try agent.identity.registered().server
         let after = try await status(agent).ledger.lastApplied
         let claims = DeviceRequestClaims(certificate: try agent.identity.registered().certificate, nonce: Hex.encode(SecureRandom.bytes(16)),
-                                         time: try await AgentClock.requestTime(agent, server: server))
+                                         time: try await AgentClock.requestTime(agent, server: server), route: "GET /backplane/stream")
         let client = try LicenseServerClient(server: server, http: agent.transport.client)
         var request = HTTPClientRequest(url: client.url("/backplane/stream"))
         request.headers.add(name: AgentRequests.deviceRequestHeader, value: try AgentRequests.sign(agent, claims))

@@ -37,7 +37,8 @@ enum AgentRequests {
     /// the body and the request's nonce.
     static func signedPost(_ agent: isolated Agent, _ path: String, server: String, token: String?, timeout: TimeAmount = .seconds(30),
                     _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims) async throws(AgentError) -> (Data, String) {
-        try await signed(agent, server: server, timeout: timeout, claims) { client, request throws(AgentError) in
+        try await signed(agent, server: server, route: DeviceRequestClaims.route(method: "POST", path: path), timeout: timeout, claims) {
+            client, request throws(AgentError) in
             try await client.post(path, json: DeviceRequestEnvelope(request: request), token: token)
         }
     }
@@ -46,7 +47,7 @@ enum AgentRequests {
     /// sync).
     static func signedGet(_ agent: isolated Agent, _ path: String, server: String, method: HTTPMethod = .GET,
                           timeout: TimeAmount = .seconds(30)) async throws(AgentError) -> Data {
-        try await signed(agent, server: server, timeout: timeout, { registration, nonce, time in
+        try await signed(agent, server: server, route: DeviceRequestClaims.route(method: method.rawValue, path: path), timeout: timeout, { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }) { client, request throws(AgentError) in
             var get = HTTPClientRequest(url: client.url(path))
@@ -62,7 +63,7 @@ enum AgentRequests {
         guard let data = try? JSONCoding.encoder().encode(body) else { throw .badRequest("the request cannot be encoded") }
         let text = String(decoding: data, as: UTF8.self)
         let digest = DeviceRequestClaims.digest(of: text)
-        return try await signed(agent, server: server, timeout: timeout, { registration, nonce, time in
+        return try await signed(agent, server: server, route: DeviceRequestClaims.route(method: "POST", path: path), timeout: timeout, { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time, bodyDigest: digest)
         }) { client, request throws(AgentError) in
             try await client.post(path, json: DeviceBodyEnvelope(request: request, body: text), token: nil)
@@ -72,9 +73,9 @@ enum AgentRequests {
     /// The header a GET carries its signed request in.
     static let deviceRequestHeader = "Satchel-Device-Request"
 
-    /// Signs the claims `claims` makes (a fresh nonce, the server's time) and sends them with `send`; a `clock-skew`
-    /// refusal fetches the server's signed time and tries once more.
-    static func signed(_ agent: isolated Agent, server: String, timeout: TimeAmount,
+    /// Signs the claims `claims` makes (a fresh nonce, the server's time) for `route` and sends them with `send`; a
+    /// `clock-skew` refusal fetches the server's signed time and tries once more.
+    static func signed(_ agent: isolated Agent, server: String, route: String, timeout: TimeAmount,
                        _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims,
                        send: (LicenseServerClient, String) async throws(AgentError) -> Data) async throws(AgentError) -> (Data, String) {
         let registration = try agent.identity.registered()
@@ -82,7 +83,9 @@ enum AgentRequests {
         var retried = false
         while true {
             let nonce = Hex.encode(SecureRandom.bytes(16))
-            let request = try sign(agent, claims(registration, nonce, try await AgentClock.requestTime(agent, server: server)))
+            var made = claims(registration, nonce, try await AgentClock.requestTime(agent, server: server))
+            made.route = route
+            let request = try sign(agent, made)
             do {
                 return (try await send(client, request), nonce)
             } catch where error.problemType == "clock-skew" && !retried {

@@ -32,8 +32,9 @@ struct BackplaneBenchmark {
         let id: String
         let certificate: String
 
-        func signed() throws -> String {
-            try SignedToken.sign(DeviceRequestClaims(certificate: certificate, nonce: Hex.encode(SecureRandom.bytes(16)), time: Date()), key: key)
+        /// A fresh signed request for `route` (`GET /backplane/sync`).
+        func signed(_ route: String) throws -> String {
+            try SignedToken.sign(DeviceRequestClaims(certificate: certificate, nonce: Hex.encode(SecureRandom.bytes(16)), time: Date(), route: route), key: key)
         }
     }
 
@@ -169,7 +170,7 @@ struct BackplaneBenchmark {
         for (index, _) in nodes.enumerated() {
             let file = root.appendingPathComponent("\(label)-headers-\(index).txt")
             var text = ""
-            for request in 0..<perNode { text += try devices[(request * nodes.count + index) % devices.count].signed() + "\n" }
+            for request in 0..<perNode { text += try devices[(request * nodes.count + index) % devices.count].signed("GET /backplane/sync") + "\n" }
             try text.write(to: file, atomically: true, encoding: .utf8)
             let script = root.appendingPathComponent("\(label)-sync-\(index).lua")
             try """

@@ -15,7 +15,7 @@ extension BackplaneBenchmark {
         let streams = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for device in devices {
-                    let signed = try device.signed()
+                    let signed = try device.signed("GET /backplane/stream")
                     group.addTask { try await Self.stream(device.id, signed, from: streamFrom, client, connected: connected, received: received) }
                 }
                 try await group.waitForAll()

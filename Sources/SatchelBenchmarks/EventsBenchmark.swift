@@ -108,7 +108,7 @@ struct EventsBenchmark {
         }
         let text = String(decoding: try JSONCoding.encoder().encode(events), as: UTF8.self)
         let claims = DeviceRequestClaims(certificate: device.certificate, nonce: Hex.encode(SecureRandom.bytes(16)), time: now,
-                                         bodyDigest: DeviceRequestClaims.digest(of: text))
+                                         bodyDigest: DeviceRequestClaims.digest(of: text), route: "POST /backplane/events")
         let envelope = DeviceBodyEnvelope(request: try SignedToken.sign(claims, key: device.key), body: text)
         return String(decoding: try JSONCoding.encoder().encode(envelope), as: UTF8.self)
     }

@@ -46,10 +46,14 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
     /// Custom data for the license server's policy (seed 000 §5.3.3.2: the app's, not interpreted by the agent),
     /// signed with the rest of the request.
     public var customData: String?
+    /// The method and path the request is for (``route(method:path:)``): the server answers it on that route only,
+    /// so a request signed for one route (a permission) cannot be posted to another (a command's acknowledgement).
+    public var route: String?
 
     /// Creates claims.
     public init(certificate: String, assetID: String? = nil, keyIDs: [String]? = nil, licenseID: String? = nil,
-                persistent: Bool? = nil, nonce: String, time: Date, bodyDigest: String? = nil, customData: String? = nil) {
+                persistent: Bool? = nil, nonce: String, time: Date, bodyDigest: String? = nil, customData: String? = nil,
+                route: String? = nil) {
         self.certificate = certificate
         self.assetID = assetID
         self.keyIDs = keyIDs
@@ -59,6 +63,13 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
         self.time = time
         self.bodyDigest = bodyDigest
         self.customData = customData
+        self.route = route
+    }
+
+    /// A route as ``route`` names it: the method, a space, and the path relative to the server, without its query
+    /// (`POST /backplane/commands/7/ack`).
+    public static func route(method: String, path: String) -> String {
+        method.uppercased() + " " + (path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? "")
     }
 
     /// The digest of a payload as ``bodyDigest`` carries it: SHA-256, lowercase hex.

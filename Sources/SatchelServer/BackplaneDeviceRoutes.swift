@@ -39,37 +39,37 @@ struct BackplaneDeviceRoutes: RouteGroup {
         }
         router.post("/backplane/commands/{commandId}/ack") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
-            let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let (_, device) = try await backplane.device(signed: body.request, for: request)
             let id = try context.parameters.require("commandId")
             try await backplane.store.acknowledge(device: device.deviceID, command: id)
             return Response(status: .noContent)
         }
         router.post("/backplane/permissions") { request, _ in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
-            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let (claims, device) = try await backplane.device(signed: body.request, for: request)
             return try Response.json(try await backplane.permission(device, asset: claims.assetID ?? ""))
         }
         router.post("/backplane/permissions/release") { request, _ in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
-            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let (claims, device) = try await backplane.device(signed: body.request, for: request)
             guard let asset = claims.assetID, !asset.isEmpty, asset.utf8.count <= 200 else { throw BackplaneError.badRequest("assetID is 1 to 200 bytes") }
             try await backplane.store.release(device: device.deviceID, asset: asset)
             return Response(status: .noContent)
         }
         router.post("/backplane/slots") { request, _ in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
-            let (claims, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let (claims, device) = try await backplane.device(signed: body.request, for: request)
             return try Response.json(try await backplane.slots.acquire(device: device.deviceID, asset: claims.assetID ?? "", at: backplane.now))
         }
         router.post("/backplane/slots/{slotId}/renew") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
-            let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let (_, device) = try await backplane.device(signed: body.request, for: request)
             let slot = try context.parameters.require("slotId")
             return try Response.json(try await backplane.slots.renew(device: device.deviceID, slot: slot, at: backplane.now))
         }
         router.post("/backplane/slots/{slotId}/release") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
-            let (_, device) = try await backplane.device(signed: body.request, token: request.bearerToken)
+            let (_, device) = try await backplane.device(signed: body.request, for: request)
             try await backplane.slots.release(device: device.deviceID, slot: try context.parameters.require("slotId"))
             return Response(status: .noContent)
         }
@@ -102,7 +102,7 @@ struct BackplaneDeviceRoutes: RouteGroup {
         guard let envelope = try? JSONCoding.decoder().decode(DeviceBodyEnvelope.self, from: Data(buffer.readableBytesView)) else {
             throw BackplaneError.badRequest("the body is {\"request\", \"body\"}: a signed request and the JSON it signs, as text")
         }
-        let (claims, device) = try await backplane.device(signed: envelope.request, token: request.bearerToken)
+        let (claims, device) = try await backplane.device(signed: envelope.request, for: request)
         guard claims.bodyDigest == DeviceRequestClaims.digest(of: envelope.body) else {
             throw BackplaneError.badRequest("the body is not the one the request signed (bodyDigest)")
         }
@@ -117,6 +117,7 @@ struct BackplaneDeviceRoutes: RouteGroup {
         guard let signed = request.headers[Self.requestHeader], signed.utf8.count <= DeviceLicenseRoutes.maximumBody else {
             throw BackplaneError.badRequest("a device's GET carries its signed request in the Satchel-Device-Request header")
         }
+        try SignedRoute.check(signed, for: request)
         return try await backplane.licensing.authenticate(signed, token: request.bearerToken).device
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import SatchelBackplane
 import SatchelBytes
 import SatchelLicensing
@@ -55,8 +56,9 @@ public struct BackplaneService: Sendable {
     }
 
     /// The device a signed request comes from (enrolled on its first call if it registered before the backplane).
-    func device(signed request: String, token: String?) async throws -> (claims: DeviceRequestClaims, device: BackplaneDevice) {
-        let (claims, record) = try await licensing.authenticate(request, token: token)
+    func device(signed request: String, for http: Request) async throws -> (claims: DeviceRequestClaims, device: BackplaneDevice) {
+        try SignedRoute.check(request, for: http)
+        let (claims, record) = try await licensing.authenticate(request, token: http.bearerToken)
         do {
             return (claims, try await store.device(.device(record.deviceID)))
         } catch BackplaneError.unknownDevice {

@@ -52,7 +52,7 @@ struct BackplaneSubscriptionRoutes: RouteGroup {
         guard let signed = request.headers[BackplaneDeviceRoutes.requestHeader], signed.utf8.count <= DeviceLicenseRoutes.maximumBody else {
             throw BackplaneError.badRequest("a device's GET or DELETE carries its signed request in the Satchel-Device-Request header")
         }
-        return try await backplane.device(signed: signed, token: request.bearerToken).device
+        return try await backplane.device(signed: signed, for: request).device
     }
 
     struct SubscriptionsAnswer: Codable {

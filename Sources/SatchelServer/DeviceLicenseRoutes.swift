@@ -36,23 +36,27 @@ struct DeviceLicenseRoutes: RouteGroup {
         }
         router.post("/licenses") { request, _ in
             let body = try await Self.decode(DeviceRequestEnvelope.self, request)
+            try SignedRoute.check(body.request, for: request)
             let license = try await licensing.acquire(body.request, token: request.bearerToken, renewalURL: Self.renewalPath)
             metrics.issued("satchel")
             return try Response.json(LicenseAnswer(license: license))
         }
         router.post("/licenses/renew") { request, _ in
             let body = try await Self.decode(DeviceRequestEnvelope.self, request)
+            try SignedRoute.check(body.request, for: request)
             let license = try await licensing.renew(body.request, token: request.bearerToken, renewalURL: Self.renewalPath)
             metrics.issued("satchel-renewal")
             return try Response.json(LicenseAnswer(license: license))
         }
         router.post("/licenses/release") { request, _ in
             let body = try await Self.decode(DeviceRequestEnvelope.self, request)
+            try SignedRoute.check(body.request, for: request)
             let record = try await licensing.release(body.request)
             return try Response.json(ReleaseAnswer(licenseID: record.licenseID, state: record.state.rawValue))
         }
         router.post("/licenses/status") { request, _ in
             let body = try await Self.decode(DeviceRequestEnvelope.self, request)
+            try SignedRoute.check(body.request, for: request)
             return try Response.json(LicenseStatusAnswer(status: try await licensing.status(body.request)))
         }
         router.get("/licenses/keys") { _, _ in try Response.json(await licensing.keySet()) }

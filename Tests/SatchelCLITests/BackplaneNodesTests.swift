@@ -51,7 +51,8 @@ import Testing
                 if index >= Self.inFlight, try await group.next() == true { count += 1 }
                 let (deviceKey, certificate) = devices[index % devices.count]
                 group.addTask {
-                    let claims = DeviceRequestClaims(certificate: certificate, assetID: asset(index), nonce: Hex.encode(SecureRandom.bytes(16)), time: Date())
+                    let claims = DeviceRequestClaims(certificate: certificate, assetID: asset(index), nonce: Hex.encode(SecureRandom.bytes(16)), time: Date(),
+                                                     route: "POST " + path)
                     let answer = try await Self.post(nodes[index % 2] + path, DeviceRequestEnvelope(request: try SignedToken.sign(claims, key: deviceKey)))
                     #expect(answer.status == 200, "\(String(decoding: answer.body, as: UTF8.self))")
                     return (try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any])?["granted"] as? Bool == true

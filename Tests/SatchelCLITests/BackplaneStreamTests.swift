@@ -15,9 +15,9 @@ import Testing
         let key = P256.Signing.PrivateKey()
         var id = "", certificate = ""
 
-        /// A fresh signed request (a new nonce, now).
-        func signed() throws -> String {
-            try SignedToken.sign(DeviceRequestClaims(certificate: certificate, nonce: Hex.encode(SecureRandom.bytes(16)), time: Date()), key: key)
+        /// A fresh signed request for `route` (a new nonce, now).
+        func signed(_ route: String) throws -> String {
+            try SignedToken.sign(DeviceRequestClaims(certificate: certificate, nonce: Hex.encode(SecureRandom.bytes(16)), time: Date(), route: route), key: key)
         }
     }
 
@@ -35,7 +35,7 @@ import Testing
     /// `GET path` with the device's signed request: the status and the body.
     static func get(_ world: BackplaneCommandTests.World, _ path: String, _ device: Device) async throws -> (status: Int, body: [String: Any]) {
         var request = URLRequest(url: try #require(URL(string: world.server.url + path)))
-        request.setValue(try device.signed(), forHTTPHeaderField: "Satchel-Device-Request")
+        request.setValue(try device.signed(DeviceRequestClaims.route(method: "GET", path: path)), forHTTPHeaderField: "Satchel-Device-Request")
         let (data, response) = try await URLSession.shared.data(for: request)
         return ((response as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
     }
@@ -53,7 +53,7 @@ import Testing
                 #expect(try world.backplane(["devices"] + arguments).status == 0)
             }
         }
-        let stream = try LineReader(["-sN", "-H", "Satchel-Device-Request: \(try device.signed())", "-H", "Last-Event-ID: 1", world.server.url + "/backplane/stream"],
+        let stream = try LineReader(["-sN", "-H", "Satchel-Device-Request: \(try device.signed("GET /backplane/stream"))", "-H", "Last-Event-ID: 1", world.server.url + "/backplane/stream"],
                                     program: curl)
         defer { stream.stop() }
         try await TestMedia.offloaded { () throws -> Void in
@@ -73,7 +73,13 @@ import Testing
         let beforeAck = try await Self.get(world, "/backplane/sync?after=4", device)
         #expect(beforeAck.status == 200 && (beforeAck.body["commands"] as? [[String: Any]])?.first?["kind"] as? String == "kill", "\(beforeAck.body)")
         #expect(beforeAck.body["state"] as? String == "killed")
-        let acked = try await BackplaneNodesTests.post(world.server.url + "/backplane/commands/\(killID)/ack", DeviceRequestEnvelope(request: try device.signed()))
+        // A fresh request signed for another route (or for none) acknowledges nothing.
+        for route in ["POST /backplane/permissions", "POST /backplane/commands/other/ack", ""] {
+            let forged = try await BackplaneNodesTests.post(world.server.url + "/backplane/commands/\(killID)/ack", DeviceRequestEnvelope(request: try device.signed(route)))
+            #expect(forged.status == 403 && String(decoding: forged.body, as: UTF8.self).contains("was signed for"), "\(route): \(forged.status)")
+        }
+        #expect(try await Self.get(world, "/backplane/sync?after=4", device).body["state"] as? String == "killed", "the kill is still to be applied")
+        let acked = try await BackplaneNodesTests.post(world.server.url + "/backplane/commands/\(killID)/ack", DeviceRequestEnvelope(request: try device.signed("POST /backplane/commands/\(killID)/ack")))
         #expect(acked.status == 204)
         let after = try await Self.get(world, "/backplane/sync?after=5", device)
         #expect(after.status == 403 && (after.body["type"] as? String)?.hasSuffix("/device-killed") == true, "\(after.body)")
