@@ -22,6 +22,11 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// that has no request in progress; when every one is busy it may still ask for a path of
     /// ``alwaysServed`` on one of ``reserve`` extra connections; anything else gets 503.
     public var maxConnections: Int
+    /// Connections one client address may hold at once: at this cap a new one from the address takes the place of
+    /// that address's longest-waiting connection, or may ask for ``alwaysServed`` paths only, so one client
+    /// cannot hold the whole cap with slow bodies. Behind a proxy every connection comes from the proxy's address:
+    /// raise it to ``maxConnections`` there. Default: a quarter of ``maxConnections``, at least 8.
+    public var maxConnectionsPerAddress: Int
     /// Extra connections, beyond the cap, that may ask for ``alwaysServed`` paths only.
     public var reserve: Int
     /// Paths answered even when every connection is busy (health checks).
@@ -29,12 +34,14 @@ public struct ConnectionLimits: Sendable, Equatable {
 
     /// Creates limits; `maxConnections` defaults to ``defaultMaxConnections()``.
     public init(headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(10), bodyMinimumRate: Int = 1024,
-                idleTimeout: Duration = .seconds(60), maxConnections: Int? = nil, reserve: Int = 16, alwaysServed: Set<String> = ["/health"]) {
+                idleTimeout: Duration = .seconds(60), maxConnections: Int? = nil, maxConnectionsPerAddress: Int? = nil, reserve: Int = 16,
+                alwaysServed: Set<String> = ["/health"]) {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.bodyMinimumRate = max(bodyMinimumRate, 0)
         self.idleTimeout = idleTimeout
         self.maxConnections = max(maxConnections ?? Self.defaultMaxConnections(), 1)
+        self.maxConnectionsPerAddress = max(maxConnectionsPerAddress ?? max(8, self.maxConnections / 4), 1)
         self.reserve = max(reserve, 0)
         self.alwaysServed = alwaysServed
     }

@@ -34,6 +34,7 @@ public final class ConnectionRegistry: Sendable {
         var since: NIODeadline
         let channel: any Channel
         let reserve: Bool
+        let address: String
     }
 
     /// The limits in force.
@@ -42,18 +43,33 @@ public final class ConnectionRegistry: Sendable {
         var entries: [ObjectIdentifier: Entry] = [:]
         var regular = 0
         var reserved = 0
+        var perAddress: [String: Int] = [:]
         var evictions = 0
         var refusals = 0
 
         /// The regular connection that has waited longest without a request in progress (slow heads first). A
         /// request whose body is arriving is in progress: it is not evicted, but its body has a deadline.
-        func oldestWaiting() -> ObjectIdentifier? {
+        func oldestWaiting(from address: String? = nil) -> ObjectIdentifier? {
             var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
-            for (id, entry) in entries where !entry.reserve && (entry.activity == .readingHead || entry.activity == .idle) {
+            for (id, entry) in entries where !entry.reserve && (entry.activity == .readingHead || entry.activity == .idle)
+                && (address == nil || entry.address == address) {
                 let rank = entry.activity == .readingHead ? 0 : 1
                 if best.map({ (rank, entry.since) < ($0.rank, $0.since) }) ?? true { best = (id, rank, entry.since) }
             }
             return best?.id
+        }
+
+        /// Forgets `id`'s entry, counting it out of its pool and its address: the entry, or nil when it was gone.
+        mutating func remove(_ id: ObjectIdentifier) -> Entry? {
+            guard let entry = entries.removeValue(forKey: id) else { return nil }
+            if entry.reserve {
+                reserved -= 1
+            } else {
+                regular -= 1
+                let left = (perAddress[entry.address] ?? 1) - 1
+                perAddress[entry.address] = left > 0 ? left : nil
+            }
+            return entry
         }
     }
 
@@ -80,31 +96,43 @@ public final class ConnectionRegistry: Sendable {
     /// Connections closed to make room for new ones, and connections refused, since the start.
     public var counters: (evicted: Int, refused: Int) { table.withLock { ($0.evictions, $0.refusals) } }
 
-    /// Admits a new connection; at the cap the longest-waiting connection without a request in progress (one
-    /// reading a head, or idle) is closed to make room.
-    func open(_ id: ObjectIdentifier, channel: any Channel, now: NIODeadline) -> Admission {
-        var victim: (any Channel)?
+    /// Admits a new connection from `address` (nil: the channel's peer); at the cap the longest-waiting connection
+    /// without a request in progress (one reading a head, or idle) is closed to make room, and at the address's cap
+    /// the address's own.
+    func open(_ id: ObjectIdentifier, channel: any Channel, address: String? = nil, now: NIODeadline) -> Admission {
+        var victims: [any Channel] = []
         let limits = limits
+        let address = address ?? channel.remoteAddress?.ipAddress ?? "unknown"
         let admission: Admission = table.withLock { table in
-            if table.regular >= limits.maxConnections, let oldest = table.oldestWaiting() {
-                victim = table.entries.removeValue(forKey: oldest)?.channel
-                table.regular -= 1
+            // An address at its cap makes room among its own connections, or gets the reserve (health checks) only.
+            var regular = true
+            if (table.perAddress[address] ?? 0) >= limits.maxConnectionsPerAddress {
+                if let oldest = table.oldestWaiting(from: address), let entry = table.remove(oldest) {
+                    victims.append(entry.channel)
+                    table.evictions += 1
+                } else {
+                    regular = false
+                }
+            }
+            if regular, table.regular >= limits.maxConnections, let oldest = table.oldestWaiting(), let entry = table.remove(oldest) {
+                victims.append(entry.channel)
                 table.evictions += 1
             }
-            if table.regular < limits.maxConnections {
+            if regular, table.regular < limits.maxConnections {
                 table.regular += 1
-                table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: false)
+                table.perAddress[address, default: 0] += 1
+                table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: false, address: address)
                 return .accept
             }
             if table.reserved < limits.reserve {
                 table.reserved += 1
-                table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: true)
+                table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: true, address: address)
                 return .reserve
             }
             table.refusals += 1
             return .refuse
         }
-        victim?.close(promise: nil)
+        for victim in victims { victim.close(promise: nil) }
         return admission
     }
 
@@ -118,9 +146,6 @@ public final class ConnectionRegistry: Sendable {
 
     /// Forgets a closed connection (one evicted earlier is already gone).
     func close(_ id: ObjectIdentifier) {
-        table.withLock { table in
-            guard let entry = table.entries.removeValue(forKey: id) else { return }
-            if entry.reserve { table.reserved -= 1 } else { table.regular -= 1 }
-        }
+        table.withLock { table in _ = table.remove(id) }
     }
 }

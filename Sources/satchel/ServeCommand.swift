@@ -42,6 +42,9 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("header-timeout"), help: "Seconds a request head may take to arrive (default 10).") var headerTimeout: Double = 10
     @Option(name: .customLong("idle-timeout"), help: "Seconds a kept-alive connection may stay idle (default 60).") var idleTimeout: Double = 60
     @Option(name: .customLong("max-connections"), help: "Connections served at once (default: from the descriptor limit).") var maxConnections: Int?
+    @Option(name: .customLong("max-connections-per-address"),
+            help: "Connections one client address may hold at once (default: a quarter of --max-connections, at least 8; behind a proxy, raise it to --max-connections).")
+    var maxConnectionsPerAddress: Int?
     @Option(name: .customLong("retain-audit"), help: "Days the audit (licenses issued, FairPlay sync reports) is kept; older records are deleted every hour (default: kept for ever).")
     var retainAudit: Int?
     @Option(name: .customLong("retain-events"), help: "Days the devices' events are kept; older events are deleted every hour (default: kept for ever).")
@@ -72,8 +75,9 @@ struct ServeCommand: SatchelAsyncCommand {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
             throw ValidationError("give one --fps-private-key and one --fps-dask or --fps-ask per --fps-certificate")
         }
-        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1, (0.1...3600).contains(heartbeat) else {
-            throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections at least 1")
+        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1, (maxConnectionsPerAddress ?? 1) >= 1,
+              (0.1...3600).contains(heartbeat) else {
+            throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections and --max-connections-per-address at least 1")
         }
         guard (0.05...60).contains(policyHookTimeout) else { throw ValidationError("--policy-hook-timeout is 0.05 to 60 s") }
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
@@ -152,7 +156,7 @@ struct ServeCommand: SatchelAsyncCommand {
         }
         ConnectionLimits.raiseDescriptorLimit()
         let limits = ConnectionLimits(headerTimeout: .milliseconds(Int(headerTimeout * 1000)), idleTimeout: .milliseconds(Int(idleTimeout * 1000)),
-                                      maxConnections: maxConnections)
+                                      maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress)
         // The database closes inside ServiceLifecycle, after the server has stopped taking requests.
         let registry = try store.registry(database)
         let devices = DeviceLicensing(service: service, registry: registry)

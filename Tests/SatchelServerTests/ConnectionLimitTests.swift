@@ -138,6 +138,37 @@ struct ConnectionLimitTests {
         }
     }
 
+    @Test("one client address cannot hold the cap with slow bodies: past its share (a quarter of the cap) it gets the reserve only, and another address's license request is served while all of its bodies trickle")
+    func perAddressCap() async throws {
+        let world = try await LicenseServerTests.world("sqlite", packaged: false)
+        defer { Task { await world.database.shutdown() } }
+        let limits = ConnectionLimits(headerTimeout: .seconds(5), bodyTimeout: .seconds(10), bodyMinimumRate: 1, idleTimeout: .seconds(5),
+                                      maxConnections: 32, reserve: 2)
+        #expect(limits.maxConnectionsPerAddress == 8)
+        let registry = ConnectionRegistry(limits: limits)
+        try await Self.app(world, registry).test(.live) { client in
+            let port = try #require(client.port)
+            try await TestMedia.offloaded {
+                // 40 POSTs from 127.0.0.2 whose bodies come at a pace the minimum rate accepts, none of them whole.
+                var slow: [RawConnection] = []
+                for _ in 0..<40 {
+                    guard let connection = try? RawConnection(port: port, timeout: 3, source: "127.0.0.2") else { continue }
+                    connection.send("POST /clearkey/license HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n{")
+                    slow.append(connection)
+                }
+                Thread.sleep(forTimeInterval: 0.5)
+                #expect(registry.busyConnections <= 8, "one address holds \(registry.busyConnections) requests")
+                let license = try RawConnection(port: port, source: "127.0.0.1")
+                license.send("POST /clearkey/license HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+                #expect(license.readResponse().hasPrefix("HTTP/1.1 4"), "another address is served, not 503")
+                let health = try RawConnection(port: port, source: "127.0.0.2")
+                health.send(Self.health)
+                #expect(health.readResponse().hasPrefix("HTTP/1.1 "), "the address past its share still reaches a health check or a refusal")
+                withExtendedLifetime(slow) {}
+            }
+        }
+    }
+
     @Test("malformed HTTP and a malformed chunked body are 400 problem+json; unknown routes 404, wrong methods 405 with Allow")
     func malformed() async throws {
         let world = try await LicenseServerTests.world("sqlite", packaged: false)

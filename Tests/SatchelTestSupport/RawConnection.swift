@@ -11,12 +11,23 @@ import Darwin
 public final class RawConnection: @unchecked Sendable {
     private let fd: Int32
 
-    /// Connects to 127.0.0.1:`port`; reads give up after `timeout` seconds.
-    public init(port: Int, timeout: Double = 5) throws {
+    /// Connects to 127.0.0.1:`port` from the loopback address `source` (another client, as the server sees it);
+    /// reads give up after `timeout` seconds.
+    public init(port: Int, timeout: Double = 5, source: String = "127.0.0.1") throws {
         // The descriptor is stored only once connected: a throwing init of a fully initialised class runs
         // deinit, and a descriptor closed both here and there could be another one by then (a server's socket).
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
