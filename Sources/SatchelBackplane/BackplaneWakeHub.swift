@@ -31,11 +31,20 @@ public final class BackplaneWakeHub: Sendable {
     public init() {}
 
     /// The wakes for `device` until `cancel` is called (or the stream is dropped); at most a few are held (a wake
-    /// means "read the store", so more in a row add nothing).
-    public func subscribe(device: String) -> (wakes: AsyncStream<Wake>, cancel: @Sendable () -> Void) {
+    /// means "read the store", so more in a row add nothing). `exclusive` ends the device's other subscriptions here
+    /// (a device's event stream: its newer one replaces its older).
+    public func subscribe(device: String, exclusive: Bool = false) -> (wakes: AsyncStream<Wake>, cancel: @Sendable () -> Void) {
         let id = SecureRandom.uuid()
         let (stream, continuation) = AsyncStream<Wake>.makeStream(bufferingPolicy: .bufferingNewest(4))
-        subscribers.withLock { $0[id] = Subscriber(device: device, continuation: continuation) }
+        let superseded = subscribers.withLock { all -> [Subscriber] in
+            var ended: [Subscriber] = []
+            if exclusive {
+                for (other, subscriber) in all where subscriber.device == device { ended.append(all.removeValue(forKey: other) ?? subscriber) }
+            }
+            all[id] = Subscriber(device: device, continuation: continuation)
+            return ended
+        }
+        for subscriber in superseded { subscriber.continuation.finish() }  // its stream ends: one a device at a time
         let cancel: @Sendable () -> Void = { [subscribers, following] in
             let (removed, last) = subscribers.withLock { all in
                 let removed = all.removeValue(forKey: id)

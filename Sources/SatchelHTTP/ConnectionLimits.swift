@@ -27,6 +27,10 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// cannot hold the whole cap with slow bodies. Behind a proxy every connection comes from the proxy's address:
     /// raise it to ``maxConnections`` there. Default: a quarter of ``maxConnections``, at least 8.
     public var maxConnectionsPerAddress: Int
+    /// Long-lived streams (server-sent events) open at once: a connection that starts one leaves the cap of
+    /// ``maxConnections`` for this budget of its own, so streams never take the connections requests need. Past it a
+    /// new stream is refused (503). Default: a quarter of ``maxConnections``, at least 16.
+    public var maxStreams: Int
     /// Extra connections, beyond the cap, that may ask for ``alwaysServed`` paths only.
     public var reserve: Int
     /// Paths answered even when every connection is busy (health checks).
@@ -34,14 +38,15 @@ public struct ConnectionLimits: Sendable, Equatable {
 
     /// Creates limits; `maxConnections` defaults to ``defaultMaxConnections()``.
     public init(headerTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(10), bodyMinimumRate: Int = 1024,
-                idleTimeout: Duration = .seconds(60), maxConnections: Int? = nil, maxConnectionsPerAddress: Int? = nil, reserve: Int = 16,
-                alwaysServed: Set<String> = ["/health"]) {
+                idleTimeout: Duration = .seconds(60), maxConnections: Int? = nil, maxConnectionsPerAddress: Int? = nil, maxStreams: Int? = nil,
+                reserve: Int = 16, alwaysServed: Set<String> = ["/health"]) {
         self.headerTimeout = headerTimeout
         self.bodyTimeout = bodyTimeout
         self.bodyMinimumRate = max(bodyMinimumRate, 0)
         self.idleTimeout = idleTimeout
         self.maxConnections = max(maxConnections ?? Self.defaultMaxConnections(), 1)
         self.maxConnectionsPerAddress = max(maxConnectionsPerAddress ?? max(8, self.maxConnections / 4), 1)
+        self.maxStreams = max(maxStreams ?? max(16, self.maxConnections / 4), 1)
         self.reserve = max(reserve, 0)
         self.alwaysServed = alwaysServed
     }

@@ -35,6 +35,8 @@ public final class ConnectionRegistry: Sendable {
         let channel: any Channel
         let reserve: Bool
         let address: String
+        /// Serving a long-lived stream: counted in ``ConnectionLimits/maxStreams``, not the cap.
+        var stream = false
     }
 
     /// The limits in force.
@@ -44,6 +46,9 @@ public final class ConnectionRegistry: Sendable {
         var regular = 0
         var reserved = 0
         var perAddress: [String: Int] = [:]
+        var streams = 0
+        /// Each tracked connection by its channel.
+        var byChannel: [ObjectIdentifier: ObjectIdentifier] = [:]
         var evictions = 0
         var refusals = 0
 
@@ -51,7 +56,7 @@ public final class ConnectionRegistry: Sendable {
         /// request whose body is arriving is in progress: it is not evicted, but its body has a deadline.
         func oldestWaiting(from address: String? = nil) -> ObjectIdentifier? {
             var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
-            for (id, entry) in entries where !entry.reserve && (entry.activity == .readingHead || entry.activity == .idle)
+            for (id, entry) in entries where !entry.reserve && !entry.stream && (entry.activity == .readingHead || entry.activity == .idle)
                 && (address == nil || entry.address == address) {
                 let rank = entry.activity == .readingHead ? 0 : 1
                 if best.map({ (rank, entry.since) < ($0.rank, $0.since) }) ?? true { best = (id, rank, entry.since) }
@@ -62,7 +67,10 @@ public final class ConnectionRegistry: Sendable {
         /// Forgets `id`'s entry, counting it out of its pool and its address: the entry, or nil when it was gone.
         mutating func remove(_ id: ObjectIdentifier) -> Entry? {
             guard let entry = entries.removeValue(forKey: id) else { return nil }
-            if entry.reserve {
+            byChannel[ObjectIdentifier(entry.channel)] = nil
+            if entry.stream {
+                streams -= 1
+            } else if entry.reserve {
                 reserved -= 1
             } else {
                 regular -= 1
@@ -122,11 +130,13 @@ public final class ConnectionRegistry: Sendable {
                 table.regular += 1
                 table.perAddress[address, default: 0] += 1
                 table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: false, address: address)
+                table.byChannel[ObjectIdentifier(channel)] = id
                 return .accept
             }
             if table.reserved < limits.reserve {
                 table.reserved += 1
                 table.entries[id] = Entry(activity: .readingHead, since: now, channel: channel, reserve: true, address: address)
+                table.byChannel[ObjectIdentifier(channel)] = id
                 return .reserve
             }
             table.refusals += 1
@@ -136,12 +146,44 @@ public final class ConnectionRegistry: Sendable {
         return admission
     }
 
+    /// Long-lived streams open now.
+    public var openStreams: Int { table.withLock { $0.streams } }
+
+    /// Starts a long-lived stream on `channel` (the request's: an HTTP/1.1 connection, or an HTTP/2 stream): within
+    /// ``ConnectionLimits/maxStreams``, the connection leaves the cap for the streams' budget (an HTTP/2 stream counts
+    /// in it until it closes). False when the budget is spent: refuse the stream.
+    public func beginStream(on channel: any Channel) -> Bool {
+        let limits = limits
+        let (started, detached) = table.withLock { table -> (Bool, Bool) in
+            if let id = table.byChannel[ObjectIdentifier(channel)], let entry = table.entries[id] {
+                if entry.stream { return (true, false) }
+                guard !entry.reserve, table.streams < limits.maxStreams else { return (false, false) }
+                table.regular -= 1
+                let left = (table.perAddress[entry.address] ?? 1) - 1
+                table.perAddress[entry.address] = left > 0 ? left : nil
+                table.entries[id]?.stream = true
+                table.streams += 1
+                return (true, false)
+            }
+            guard table.streams < limits.maxStreams else { return (false, false) }
+            table.streams += 1
+            return (true, true)
+        }
+        if detached { channel.closeFuture.whenComplete { [table] _ in table.withLock { $0.streams -= 1 } } }
+        return started
+    }
+
     /// Records what a connection is doing now.
+    /// A connection whose stream has ended is closed: it leaves the streams' budget at once (an idle one kept open
+    /// would hold a place there until its idle timeout).
     func update(_ id: ObjectIdentifier, _ activity: Activity, now: NIODeadline) {
-        table.withLock { table in
+        let ended: (any Channel)? = table.withLock { table in
+            if activity == .idle, table.entries[id]?.stream == true { return table.remove(id)?.channel }
             table.entries[id]?.activity = activity
             table.entries[id]?.since = now
+            return nil
         }
+        ended?.close(promise: nil)
     }
 
     /// Forgets a closed connection (one evicted earlier is already gone).

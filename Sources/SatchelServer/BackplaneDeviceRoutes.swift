@@ -83,10 +83,17 @@ struct BackplaneDeviceRoutes: RouteGroup {
             let recorded = try await backplane.events.record(events, device: device.deviceID, user: device.user, received: backplane.now)
             return try Response.json(EventBatchAnswer(received: events.count, recorded: recorded))
         }
-        router.get("/backplane/stream") { request, _ in
+        router.get("/backplane/stream") { request, context in
             let record = try await signedGet(request)
             let after = try Self.cursor(request)
             _ = try await backplane.sync(record, after: after)  // a killed device that has taken its kill is refused here
+            // Streams have a budget of their own, never the connections requests need (a device's newer stream ends its
+            // older one: one a device at a time).
+            guard backplane.connections?.beginStream(on: context.channel) ?? true else {
+                throw Problem(status: .serviceUnavailable, type: "too-many-streams",
+                              detail: "the server has as many event streams open as it serves; sync instead, or try again shortly",
+                              headers: [.retryAfter: "30"])
+            }
             let stream = BackplaneEventStream(backplane: backplane, device: record.deviceID, after: after)
             return Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
                             body: ResponseBody { writer in try await stream.run(&writer) })

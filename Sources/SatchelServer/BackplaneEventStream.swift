@@ -16,7 +16,7 @@ struct BackplaneEventStream: Sendable {
     private enum Event: Sendable { case wake(BackplaneWakeHub.Wake), heartbeat }
 
     func run(_ writer: inout any ResponseBodyWriter) async throws {
-        let (wakes, cancel) = backplane.hub.subscribe(device: device)
+        let (wakes, cancel) = backplane.hub.subscribe(device: device, exclusive: true)
         defer { cancel() }
         let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(8))
         let heartbeat = backplane.heartbeat

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import SatchelBackplane
 import SatchelBytes
+import SatchelHTTP
 import SatchelLicensing
 import SatchelRights
 import SatchelSystem
@@ -26,13 +27,17 @@ public struct BackplaneService: Sendable {
     let heartbeat: Duration
     /// Each device's budget of events on this node.
     let eventQuota: Locked<EventQuota>
+    /// The server's connections, when known: a device's event stream takes its place in their budget of streams.
+    let connections: ConnectionRegistry?
 
     /// The backplane over `store`, `slots`, `events` and `feeds`, its devices signed in by `licensing`; `sessions` holds the operator key
-    /// the operator API takes as a bearer token (absent: no operator API); each device may send the events `eventQuota` allows.
+    /// the operator API takes as a bearer token (absent: no operator API); each device may send the events `eventQuota` allows;
+    /// event streams count in the stream budget of `connections` (the server's, when given).
     public init(store: any BackplaneStoring, slots: any StreamSlotStoring, events: any EventStoring, feeds: any FeedStoring,
                 hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
-                heartbeat: Duration = .seconds(15), eventQuota: EventQuota = EventQuota()) {
+                heartbeat: Duration = .seconds(15), eventQuota: EventQuota = EventQuota(), connections: ConnectionRegistry? = nil) {
         self.eventQuota = Locked(eventQuota)
+        self.connections = connections
         self.store = store
         self.slots = slots
         self.events = events

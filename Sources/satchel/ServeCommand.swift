@@ -45,6 +45,8 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("max-connections-per-address"),
             help: "Connections one client address may hold at once (default: a quarter of --max-connections, at least 8; behind a proxy, raise it to --max-connections).")
     var maxConnectionsPerAddress: Int?
+    @Option(name: .customLong("max-streams"),
+            help: "Devices' event streams open at once, beside --max-connections (default: a quarter of it, at least 16).") var maxStreams: Int?
     @Option(name: .customLong("retain-audit"), help: "Days the audit (licenses issued, FairPlay sync reports) is kept; older records are deleted every hour (default: kept for ever).")
     var retainAudit: Int?
     @Option(name: .customLong("retain-events"), help: "Days the devices' events are kept; older events are deleted every hour (default: kept for ever).")
@@ -75,9 +77,9 @@ struct ServeCommand: SatchelAsyncCommand {
         guard certificates.count == privateKeys.count, certificates.count == dasks.count + asks.count else {
             throw ValidationError("give one --fps-private-key and one --fps-dask or --fps-ask per --fps-certificate")
         }
-        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1, (maxConnectionsPerAddress ?? 1) >= 1,
+        guard (0.1...3600).contains(headerTimeout), (0.1...86_400).contains(idleTimeout), (maxConnections ?? 1) >= 1, (maxConnectionsPerAddress ?? 1) >= 1, (maxStreams ?? 1) >= 1,
               (0.1...3600).contains(heartbeat) else {
-            throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections and --max-connections-per-address at least 1")
+            throw ValidationError("--header-timeout 0.1 to 3600 s, --idle-timeout 0.1 to 86400 s, --max-connections, --max-connections-per-address and --max-streams at least 1")
         }
         guard (0.05...60).contains(policyHookTimeout) else { throw ValidationError("--policy-hook-timeout is 0.05 to 60 s") }
         guard jwksPath != nil || insecure else { throw ValidationError("give --jwks (or $SATCHEL_JWKS), or --insecure-no-entitlement for local testing") }
@@ -156,7 +158,8 @@ struct ServeCommand: SatchelAsyncCommand {
         }
         ConnectionLimits.raiseDescriptorLimit()
         let limits = ConnectionLimits(headerTimeout: .milliseconds(Int(headerTimeout * 1000)), idleTimeout: .milliseconds(Int(idleTimeout * 1000)),
-                                      maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress)
+                                      maxConnections: maxConnections, maxConnectionsPerAddress: maxConnectionsPerAddress, maxStreams: maxStreams)
+        let connections = ConnectionRegistry(limits: limits)
         // The database closes inside ServiceLifecycle, after the server has stopped taking requests.
         let registry = try store.registry(database)
         let devices = DeviceLicensing(service: service, registry: registry)
@@ -171,7 +174,7 @@ struct ServeCommand: SatchelAsyncCommand {
                                          events: FluentEventStore(database: try database.sql()),
                                          feeds: FluentFeedStore(database: database.database), hub: hub, licensing: devices,
                                          sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)),
-                                         eventQuota: EventQuota(eventsPerHour: deviceEventsPerHour))
+                                         eventQuota: EventQuota(eventsPerHour: deviceEventsPerHour), connections: connections)
         let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
         let retention = HistoryRetention(auditDays: retainAudit, eventDays: retainEvents), historySQL = try database.sql()
         var lifecycle: [any Service] = [BackgroundService(name: "history retention") { await retention.run(on: historySQL) }]
@@ -180,7 +183,7 @@ struct ServeCommand: SatchelAsyncCommand {
             lifecycle.append(BackgroundService(name: "backplane listener") { await listener.run() })
         }
         let app = LicenseServer.application(service: service, devices: devices, backplane: backplane, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
-                                            connections: ConnectionRegistry(limits: limits),
+                                            connections: connections,
                                             services: lifecycle + [LifecycleService(name: "key store") { await database.shutdown() }], tls: tls,
                                             logger: logger,
                                             onServerRunning: { channel in

@@ -21,6 +21,45 @@ import Testing
         }
     }
 
+    @Test("event streams have their own budget: ten streams of one device (each newer one ends the older) and four of other devices leave license requests served on a cap of 8 connections; a stream past --max-streams is 503 too-many-streams")
+    func streamBudget() async throws {
+        let world = try await BackplaneCommandTests.World("stream-budget", serveArguments: ["--max-connections", "8", "--max-streams", "4"])
+        defer { world.server.stop() }
+        let port = try #require(URL(string: world.server.url)?.port)
+        var registered: [Device] = []
+        for _ in 0..<5 { registered.append(try await Self.register(world)) }
+        let devices = registered
+        try await TestMedia.offloaded {
+            /// A stream opened for `device`: the connection, and the start of its answer.
+            func open(_ device: Device) throws -> (RawConnection, String) {
+                let connection = try RawConnection(port: port, timeout: 2)
+                connection.send("GET /backplane/stream HTTP/1.1\r\nHost: a\r\nSatchel-Device-Request: \(try device.signed("GET /backplane/stream"))\r\n\r\n")
+                return (connection, connection.read(upTo: 12).text)  // the status line's start: a stream's answer never ends
+            }
+            var held: [RawConnection] = []
+            for _ in 0..<10 {
+                let (connection, answer) = try open(devices[0])
+                #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(60))")
+                held.append(connection)
+            }
+            #expect(held.dropLast().allSatisfy { $0.read(upTo: 1 << 20).closed }, "each older stream of the device was ended and closed")
+            for device in devices[1...3] {
+                let (connection, answer) = try open(device)
+                #expect(answer.hasPrefix("HTTP/1.1 200"), "\(answer.prefix(60))")
+                held.append(connection)
+            }
+            let (refusal, status) = try open(devices[4])
+            let refused = status + refusal.readResponse()
+            #expect(refused.hasPrefix("HTTP/1.1 503") && refused.contains("too-many-streams"), "\(refused.prefix(300))")
+            for _ in 0..<3 {
+                let keys = try RawConnection(port: port)
+                keys.send("GET /licenses/keys HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+                #expect(keys.readResponse().hasPrefix("HTTP/1.1 200"), "license requests still served")
+            }
+            withExtendedLifetime(held) {}
+        }
+    }
+
     static func register(_ world: BackplaneCommandTests.World) async throws -> Device {
         var device = Device()
         let answer = try await BackplaneNodesTests.post(world.server.url + "/devices", RegistrationRequest(publicKey: PublicKeyJWK(device.key.publicKey),
