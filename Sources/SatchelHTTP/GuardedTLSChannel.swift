@@ -35,7 +35,10 @@ public struct GuardedTLSChannel: ServerChildChannel, HTTPChannelHandler {
         self.responder = responder
         self.registry = registry
         context = try NIOSSLContext(configuration: identity.serverConfiguration())
-        http2 = HTTP2Channel(responder: responder, configuration: .init(idleTimeout: registry.limits.idleTimeout))
+        let limits = registry.limits
+        http2 = HTTP2Channel(responder: responder, configuration: .init(
+            idleTimeout: registry.limits.idleTimeout,
+            streamConfiguration: .init(additionalChannelHandlers: [HTTP2StreamGuard(limits: limits)])))
     }
 
     /// The guard, TLS, and the protocol negotiation whose outcome sets up HTTP/2 or the guarded HTTP/1.1.
@@ -48,9 +51,12 @@ public struct GuardedTLSChannel: ServerChildChannel, HTTPChannelHandler {
             let negotiation = NIOTypedApplicationProtocolNegotiationHandler<Negotiated> { result in
                 switch result {
                 case .negotiated("h2"):
-                    // HTTP/2 keeps its connection under its own idle timeout (streams come and go on it): the guard's
-                    // header deadline, armed when the connection opened, no longer applies.
-                    watch.enter(.busy)
+                    // The connection is idle until a stream opens and again once its streams have closed (the
+                    // connection guard counts them): idle, it may make room for another and meets the idle timeout.
+                    do { try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionGuard(watch: watch)) } catch {
+                        return channel.eventLoop.makeFailedFuture(error)
+                    }
+                    watch.enter(.idle)
                     return self.http2.setup(channel: channel, logger: logger).map { .http2($0) }
                 case .negotiated("http/1.1"), .fallback:
                     return GuardedHTTP1Channel.http1(channel: channel, watch: watch, responder: responder, logger: logger).map { .http1_1($0) }

@@ -25,7 +25,7 @@ import Testing
     /// A server over HTTPS with `name`'s certificate, logging to `serve.log` in its folder.
     /// An origin folder holds `site/big.bin` (2 MB) and the header timeout is 1 s: a transfer that lasts longer must
     /// not be cut.
-    static func server(_ name: String) async throws -> (server: AgentCommandTests.Server, https: String, certificate: String, key: String, log: URL) {
+    static func server(_ name: String, extra: [String] = []) async throws -> (server: AgentCommandTests.Server, https: String, certificate: String, key: String, log: URL) {
         for tool in ["openssl", "curl"] { try TestMedia.require(tool) }
         let server = try AgentCommandTests.Server(name)
         let (certificate, key) = try certificate("server", in: server.directory)
@@ -33,7 +33,7 @@ import Testing
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
         try Data(repeating: 0x5A, count: 2 << 20).write(to: site.appendingPathComponent("big.bin"))
-        server.serveArguments = ["--tls-certificate", certificate, "--tls-key", key, "--log-file", log.path, "--origin", site.path, "--header-timeout", "1"]
+        server.serveArguments = ["--tls-certificate", certificate, "--tls-key", key, "--log-file", log.path, "--origin", site.path, "--header-timeout", "1"] + extra
         try await server.start()
         return (server, "https://127.0.0.1:\(try #require(URL(string: server.url)?.port))", certificate, key, log)
     }
