@@ -100,6 +100,14 @@ public actor Agent {
         return license.rights.evaluate(license.usage, at: now)
     }
 
+    /// Whether `asset` may play without asking the backplane for a stream slot: its license says so (a persistent,
+    /// offline license, valid now). Anything else needs a slot.
+    public func allowsOfflinePlay(asset: String) async -> Bool {
+        guard let snapshot = try? await store.snapshot(), let now = try? await AgentClock.trustedNow(self, snapshot),
+              let license = newest(asset, in: snapshot) else { return false }
+        return license.rights.persistent && license.rights.evaluate(license.usage, at: now).status == .valid
+    }
+
     /// Every stored license with its status now.
     public func licenses() async throws(AgentError) -> [LicenseStatus] {
         let snapshot = try await store.snapshot()

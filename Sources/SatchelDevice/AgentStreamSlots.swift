@@ -5,8 +5,10 @@ import SatchelPlayback
 /// The device agent's backplane as the proxy's source of stream slots (seed 004 "Secure Lease"): a session takes a
 /// slot, its lease is renewed while it plays, and it is released when it closes.
 ///
-/// A refusal stops playback. A backplane that cannot be asked (no registration, no network, a server without
-/// stream slots) does not: a downloaded asset plays offline, and a slot is asked for again at each renewal.
+/// A refusal stops playback, and so does a backplane that cannot be asked (no network, an answer that is not one):
+/// limits fail closed. The one exception is stated in the license: an asset whose license is persistent (offline
+/// use) plays without a slot, which is asked for again at each renewal. A device not registered has no backplane
+/// and plays without one.
 public struct AgentStreamSlots: StreamSlots {
     let agent: Agent
 
@@ -21,7 +23,12 @@ public struct AgentStreamSlots: StreamSlots {
             if case let .server(type, _, detail) = error, type == SlotRefusal.deviceKilled.rawValue {
                 throw .streamRefused(code: type, reason: detail)
             }
-            return nil  // not registered, unreachable, or a server without stream slots
+            if case .notRegistered = error { return nil }
+            guard await agent.allowsOfflinePlay(asset: asset) else {
+                throw .streamRefused(code: Self.unavailable, reason: "the stream-slot service cannot be asked (\(error.description.prefix(200))); "
+                                     + "only an asset whose license allows offline play plays without it: try again once connected")
+            }
+            return nil  // offline, as its license allows: asked again at each renewal
         }
         guard answer.granted, let slot = answer.slot else {
             let reason = answer.reason ?? .streamLimit
@@ -29,6 +36,9 @@ public struct AgentStreamSlots: StreamSlots {
         }
         return StreamLease(slotID: slot.slotID, seconds: answer.leaseSeconds)
     }
+
+    /// The refusal's code when the stream-slot service cannot be asked.
+    public static let unavailable = "stream-slot-unavailable"
 
     public func renew(_ lease: StreamLease?, asset: String) async throws(PlaybackError) -> StreamLease? {
         guard let lease else { return try await acquire(asset: asset) }

@@ -58,6 +58,7 @@ public struct DeviceLicensing: Sendable {
         let policy = try await service.consult("satchel", assetID: first.assetID, subject: device.subject, customData: claims.customData,
                                                policy: first.policy.applying(entitlement.policy))
         let rights = try rights(policy, entitlement, persistent: claims.persistent == true)
+        if rights.persistent { try await service.offlineGrants?.grant(device: device.deviceID, user: device.subject, asset: first.assetID) }
         let licenseID = SecureRandom.uuidV7(at: service.clock.now).uuidString.lowercased()  // time-ordered: the listing's order
         let now = service.clock.now
         try await registry.recordIssued(DeviceLicenseRecord(licenseID: licenseID, deviceID: device.deviceID, subject: device.subject,
@@ -87,6 +88,7 @@ public struct DeviceLicensing: Sendable {
         guard entitlement.covers([first.assetID, first.fairPlayAssetID]) else { throw .notEntitled("the token is not for \(record.assetID)") }
         let rights = try rights(first.policy.applying(entitlement.policy), entitlement, persistent: record.persistent)
         guard rights.renewalSeconds != nil else { throw .policyDenied("the license of \(record.assetID) is not renewable") }
+        if rights.persistent { try await service.offlineGrants?.grant(device: device.deviceID, user: device.subject, asset: record.assetID) }
         try await registry.update(record.licenseID, state: .renewed, rights: rights, at: now)
         return try await license(record.licenseID, device: device, assetID: record.assetID, keys: keys, rights: rights,
                                  renewalURL: renewalURL, nonce: claims.nonce)

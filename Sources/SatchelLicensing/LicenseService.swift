@@ -19,6 +19,8 @@ public struct LicenseService: Sendable {
     public var fairPlayRecords: (any FairPlayRecording)?
     /// Where a FairPlay lease takes its stream slot (nil: no stream limit on leases).
     public var leaseSlots: (any LeaseSlots)?
+    /// Where a persistent Satchel license takes the device's download permission (nil: no download limits).
+    public var offlineGrants: (any OfflineGrants)?
     /// The operator's say on each license, with the request's custom data (nil: the token and the policy decide alone).
     public var policyHook: (any LicensePolicyHook)?
 

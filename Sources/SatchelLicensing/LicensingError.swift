@@ -8,7 +8,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
     public var httpStatus: Int {
         switch self {
         case .missingEntitlement, .invalidEntitlement: return 401
-        case .notEntitled, .policyDenied, .deviceDisabled, .rentalBound, .streamLimit, .refusedByPolicy: return 403
+        case .notEntitled, .policyDenied, .deviceDisabled, .rentalBound, .streamLimit, .refusedByPolicy, .offlineRefused: return 403
         case .replayed, .keyHeld: return 409
         case .unknownAsset: return 404
         case .badRequest, .clockSkew: return 400
@@ -45,6 +45,9 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case streamLimit
     /// The server's license policy (its policy hook) refused the license, with its reason.
     case refusedByPolicy(String)
+    /// A persistent license is refused: the device may not keep the asset (the backplane's code, such as
+    /// `device-not-enabled` or `account-download-limit`, and its reason).
+    case offlineRefused(code: String, reason: String)
     /// The policy hook could not be asked (unreachable, timed out, an answer it could not read): no license is issued.
     case policyUnavailable(String)
     /// The configuration is unusable (KEK, database, JWKS).
@@ -71,6 +74,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .storage: return "storage"
         case .refusedByPolicy: return "refused-by-policy"
         case .policyUnavailable: return "policy-unavailable"
+        case let .offlineRefused(code, _): return code
         }
     }
 
@@ -92,6 +96,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case let .storage(reason): return "key store: \(reason)"
         case let .refusedByPolicy(reason): return "the license policy refused this license: \(reason)"
         case let .policyUnavailable(reason): return "the license policy could not be consulted, so no license was issued: \(reason)"
+        case let .offlineRefused(_, reason): return "no offline license: \(reason)"
         }
     }
 }

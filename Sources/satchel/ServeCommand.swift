@@ -146,10 +146,12 @@ struct ServeCommand: SatchelAsyncCommand {
                                                                                                  requireOfflineKeyCapability: requireOfflineCapability))
         var service = LicenseService(store: keyStore, ksm: ksm, verifier: verifier)
         // FairPlay: rentals bound to the device that leased them, each download's offline key, and leases taking
-        // stream slots of the account (the backplane's, in the same database).
-        let slots = FluentStreamSlots(database: database.database)
+        // stream slots of the account (the backplane's, in the same database); a persistent Satchel license takes the
+        // device's download permission (the backplane's limits, enforced where the license is issued).
+        let slots = FluentStreamSlots(database: database.database), backplaneStore = FluentBackplaneStore(database: database.database)
         service.fairPlayRecords = FluentFairPlayRecords(database: database.database)
         service.leaseSlots = BackplaneService.leaseSlots(slots)
+        service.offlineGrants = BackplaneService.offlineGrants(backplaneStore)
         if let policyHook { service.policyHook = try WebhookPolicyHook(url: policyHook, timeout: .milliseconds(Int(policyHookTimeout * 1000))) }
         let host = bind ?? environment["SATCHEL_BIND"] ?? "127.0.0.1"
         if demoTokens != nil, !["127.0.0.1", "::1", "localhost"].contains(host) { throw CLIError("--demo-tokens serves only on a loopback address") }
@@ -170,7 +172,7 @@ struct ServeCommand: SatchelAsyncCommand {
             sessions = try AdminSessions(operatorKey: try AdminSessions.operatorKey(file: path))
         }
         let hub = BackplaneWakeHub()
-        let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: slots,
+        let backplane = BackplaneService(store: backplaneStore, slots: slots,
                                          events: FluentEventStore(database: try database.sql()),
                                          feeds: FluentFeedStore(database: database.database), hub: hub, licensing: devices,
                                          sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)),
