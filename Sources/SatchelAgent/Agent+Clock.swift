@@ -15,10 +15,10 @@ extension Agent {
     /// The rights of `asset`'s newest license that the store vouches for, with the secure clock, for a playback
     /// session to evaluate in memory before every segment.
     public func grant(asset: String) async throws(AgentError) -> PlaybackGrant {
-        var snapshot = try await store.snapshot()
+        var snapshot = try await trustedSnapshot()
         var clock = try await AgentClock.observe(self, clockReader.read(), in: snapshot)
         if !clock.trusted, await AgentClock.restoreTrust(self) {
-            snapshot = try await store.snapshot()
+            snapshot = try await trustedSnapshot()
             clock = try await AgentClock.observe(self, clockReader.read(), in: snapshot)
         }
         guard let license = newest(asset, in: snapshot) else {

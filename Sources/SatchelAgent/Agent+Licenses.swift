@@ -20,7 +20,7 @@ extension Agent {
 
     /// Renews the asset's license (the rental restarts; a started playback window keeps running).
     public func renew(asset: String, token: String) async throws(AgentError) -> StoredLicense {
-        let snapshot = try await store.snapshot()
+        let snapshot = try await trustedSnapshot()
         guard let current = newest(asset, in: snapshot) else { throw .noLicense(asset) }
         return try await renew(current, token: token)
     }
@@ -40,7 +40,7 @@ extension Agent {
     /// take now is kept (sealed) and delivered at the next contact. Answers true when the server took it now.
     @discardableResult
     public func release(asset: String) async throws(AgentError) -> Bool {
-        let snapshot = try await store.snapshot()
+        let snapshot = try await trustedSnapshot()
         guard let license = newest(asset, in: snapshot) else { throw .noLicense(asset) }
         let owed = OwedRelease(licenseID: license.licenseID, assetID: license.assetID, server: license.server, owedSince: clockReader.read().wall,
                                attempts: 0)

@@ -94,7 +94,7 @@ public actor Agent {
 
     /// The rights status of an asset now (`noRights` when no license is stored).
     public func rights(asset: String) async throws(AgentError) -> RightsEvaluation {
-        let snapshot = try await store.snapshot()
+        let snapshot = try await trustedSnapshot()
         let now = try await AgentClock.trustedNow(self, snapshot)
         guard let license = newest(asset, in: snapshot) else { return .none }
         return license.rights.evaluate(license.usage, at: now)
@@ -110,21 +110,21 @@ public actor Agent {
 
     /// Every stored license with its status now.
     public func licenses() async throws(AgentError) -> [LicenseStatus] {
-        let snapshot = try await store.snapshot()
+        let snapshot = try await trustedSnapshot()
         let now = try await AgentClock.trustedNow(self, snapshot)
         return installed(snapshot).map { LicenseStatus(license: $0, evaluation: $0.rights.evaluate($0.usage, at: now)) }
     }
 
     /// Releases not yet delivered to the server.
     public func owedReleases() async throws(AgentError) -> [OwedRelease] {
-        try await store.snapshot().state.owed
+        try await trustedSnapshot().state.owed
     }
 
     /// Consumes the rights as a player start does: only when the status is `valid`, starts the playback
     /// window on first use, and answers the content keys.
     public func use(asset: String) async throws(AgentError) -> [PlaybackKey] {
         let (license, now) = try await playable(asset)
-        let keys = try open(license)
+        let keys = try identity.keys(of: license)
         if license.firstUse == nil, license.rights.playbackSeconds != nil, let now {
             let id = license.licenseID
             try await store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
@@ -137,12 +137,12 @@ public actor Agent {
 
     /// The keys of a valid license without registering a use (a player that already started).
     public func keys(asset: String) async throws(AgentError) -> [PlaybackKey] {
-        try open(try await playable(asset).license)
+        try identity.keys(of: try await playable(asset).license)
     }
 
     /// The asset's license when its rights allow playback now, with the trusted time; else `notPlayable`.
     private func playable(_ asset: String) async throws(AgentError) -> (license: StoredLicense, now: Date?) {
-        let snapshot = try await store.snapshot()
+        let snapshot = try await trustedSnapshot()
         let now = try await AgentClock.trustedNow(self, snapshot)
         guard let license = newest(asset, in: snapshot) else { throw .notPlayable(.noRights) }
         let status = license.rights.evaluate(license.usage, at: now).status
@@ -180,41 +180,21 @@ public actor Agent {
         installed(snapshot).filter { $0.assetID == asset }.max { $0.acquired < $1.acquired }
     }
 
+    /// The license store's snapshot, unless the registration its licenses are verified against was changed outside
+    /// Satchel (then nothing is played or reported valid: ``AgentError/registrationTampered(_:)``).
+    func trustedSnapshot() async throws(AgentError) -> LicenseStore.Snapshot {
+        if let tampered = identity.tampered { throw .registrationTampered(tampered) }
+        return try await store.snapshot()
+    }
+
     /// The verified claims of a signed license of this device (nil: not one).
     func claims(of license: String) -> LicenseClaims? {
         let digest = DeviceState.digest(of: license)
         if let known = verified[digest] { return known }
-        guard let registration = identity.registration, let claims = try? verify(license, registration) else { return nil }
+        guard let registration = identity.registration, let claims = try? registration.verifiedLicense(license) else { return nil }
         if verified.count >= 4096 { verified.removeAll() }
         verified[digest] = claims
         return claims
-    }
-
-    func verify(_ token: String, _ registration: DeviceIdentity.Registration) throws(AgentError) -> LicenseClaims {
-        let claims: LicenseClaims
-        do {
-            claims = try SignedToken.verify(token, as: LicenseClaims.self, key: registration.serverKeys.key(for: token))
-        } catch {
-            throw .invalidAnswer("the license does not verify: \(error.description)")
-        }
-        guard claims.deviceID == registration.deviceID else { throw .invalidAnswer("the license was issued to another device") }
-        return claims
-    }
-
-    func open(_ license: StoredLicense) throws(AgentError) -> [PlaybackKey] {
-        let registration = try identity.registered()
-        let claims = try verify(license.license, registration)
-        let agreement = try identity.agreementKey
-        var keys: [PlaybackKey] = []
-        for sealed in claims.keys {
-            do {
-                let key = try sealed.open(with: agreement, licenseID: claims.licenseID, deviceID: registration.deviceID)
-                keys.append(PlaybackKey(keyID: sealed.kid, key: key, iv: sealed.iv.flatMap { try? Hex.decode($0) }))
-            } catch {
-                throw .invalidAnswer(error.description)
-            }
-        }
-        return keys
     }
 
     func report(_ event: AgentEvent) {

@@ -22,6 +22,9 @@ public enum AgentError: ProblemConvertible, Equatable {
     /// The license store was changed outside Satchel — its sealed state edited or deleted, or the store copied back
     /// from an earlier time — so its licenses are refused until the server's records restore them (`sync`).
     case storeTampered(String)
+    /// The registration (`device.json`: the server and its signing keys, the device's trust anchor) was changed
+    /// outside Satchel: nothing that needs it is done until the device registers again.
+    case registrationTampered(String)
 
     /// A stable identifier.
     public var code: String {
@@ -35,6 +38,7 @@ public enum AgentError: ProblemConvertible, Equatable {
         case .storage: return "storage"
         case .badRequest: return "bad-request"
         case .storeTampered: return "store-tampered"
+        case .registrationTampered: return "registration-tampered"
         }
     }
 
@@ -63,6 +67,8 @@ public enum AgentError: ProblemConvertible, Equatable {
         case let .invalidAnswer(reason): return "the license server's answer is not acceptable: \(reason)"
         case let .storage(reason): return "agent store: \(reason)"
         case let .badRequest(reason): return reason
+        case let .registrationTampered(reason):
+            return "the device's registration was changed outside Satchel (\(reason)): it is not trusted; register the device again (satchel agent register)"
         case let .storeTampered(reason):
             return "the license store was changed outside Satchel (\(reason)): its licenses are refused until they are restored from the license server (satchel license sync, online)"
         }

@@ -24,6 +24,7 @@ enum AgentRegistration {
                                                        serverKeys: keys, name: name, externalID: externalID)
         try agent.identity.save(registration, dataDirectory: agent.dataDirectory)
         agent.identity.registration = registration
+        agent.identity.tampered = nil  // registered again: the new registration is trusted
         try? await AgentBackplane.enrolled(agent, downloadEnabled: answer.downloadEnabled, notice: answer.notice)  // a store to restore: the next sync says it
         _ = try? await AgentClock.fetchTime(agent, server: server)
         agent.logger.info("device registered", metadata: ["device": .string(answer.deviceID)])

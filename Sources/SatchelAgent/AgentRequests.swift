@@ -16,12 +16,12 @@ enum AgentRequests {
         let registration = try agent.identity.registered()
         let token = try Agent.decode(LicenseAnswer.self, answer, what: "the license").license
         let reading = agent.clockReader.read()
-        let claims = try agent.verify(token, registration)
+        let claims = try registration.verifiedLicense(token)
         guard claims.nonce == nonce else { throw .invalidAnswer("the license is not the answer to this request") }
         let license = StoredLicense(licenseID: claims.licenseID, assetID: claims.assetID, license: token, server: server,
                                     acquired: claims.serverTime, firstUse: firstUse, persistent: claims.rights.persistent,
                                     rights: claims.rights, keyIDs: claims.keys.map(\.kid))
-        _ = try agent.open(license)
+        _ = try agent.identity.keys(of: license)
         let digest = DeviceState.digest(of: token)
         let events = try await agent.store.change { (state, _) throws(AgentError) -> ([ClockEvent], [LicenseStore.RowChange]) in
             let kept = state.licenses[claims.licenseID]?.firstUse ?? firstUse

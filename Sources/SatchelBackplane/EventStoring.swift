@@ -40,18 +40,24 @@ public struct FluentEventStore: EventStoring {
         for event in events { _ = try event.validated() }
         // The order within a batch (the device's) is kept for events of one second: milliseconds of arrival, then place.
         let base = Int64((received.timeIntervalSince1970 * 1000).rounded(.down)) * 1000
-        let rows: [[any SQLExpression]] = events.enumerated().map { index, event in
+        let rows: [(id: String, values: [any SQLExpression])] = events.enumerated().map { index, event in
             let values: [any Encodable & Sendable] = [device + ":" + event.eventID, device, user, event.kind.rawValue, event.assetID, event.reason,
                                                       event.seconds, event.detail, EventRules.storedTime(event.time, received: received), received,
                                                       base + Int64(index)]
-            return values.map { SQLBind($0) }
+            return (device + ":" + event.eventID, values.map { SQLBind($0) })
         }
         do {
             // The events inserted (not those sent again) are counted into the hourly roll-ups in the same transaction.
             let write: @Sendable (any SQLDatabase) async throws -> Int = { sql in
+                // An event sent again is found by its ID first: its device time is clamped against this receipt, so on
+                // PostgreSQL (where the key holds the time too, for the partitions) the conflict alone would not catch it.
+                let known = Set(try await sql.select().column("record_id").from(Self.table)
+                    .where("record_id", .in, rows.map(\.id)).all().map { try $0.decode(column: "record_id", as: String.self) })
+                let fresh = rows.filter { !known.contains($0.id) }
+                guard !fresh.isEmpty else { return 0 }
                 let inserted = try await sql.insert(into: Self.table)
                     .columns("record_id", "device_id", "user_id", "kind", "asset_id", "reason", "seconds", "detail", "at", "received_at", "ordinal")
-                    .rows(rows)
+                    .rows(fresh.map(\.values))
                     .ignoringConflicts()
                     .returning("kind", "at")
                     .all()

@@ -41,7 +41,14 @@ public struct AgentStreamSlots: StreamSlots {
     public static let unavailable = "stream-slot-unavailable"
 
     public func renew(_ lease: StreamLease?, asset: String) async throws(PlaybackError) -> StreamLease? {
-        guard let lease else { return try await acquire(asset: asset) }
+        guard let lease else {
+            // A session started without a slot (offline, as its license allowed) goes on while the backplane stays out
+            // of reach; the rights' own end stops it.
+            do throws(PlaybackError) { return try await acquire(asset: asset) } catch {
+                if case let .streamRefused(code, _) = error, code == Self.unavailable { return nil }
+                throw error
+            }
+        }
         do {
             let answer = try await agent.backplane.renewSlot(lease.slotID)
             return StreamLease(slotID: lease.slotID, seconds: answer.leaseSeconds)

@@ -1,5 +1,7 @@
+import Crypto
 import Foundation
 import SatchelBytes
+import SatchelRights
 import SatchelPackager
 import SatchelTestSupport
 import Testing
@@ -54,6 +56,38 @@ import Testing
             let used = try Self.satchel(["license", "use", "movie", "--data-dir", device], faketime: "+2h")
             #expect(used.status != 0 && used.stderr.contains("expired"), "\(used.stderr)")
             #expect(try Self.status("clip", device) == "valid", "and the edit moved no license to another asset")
+        }
+    }
+
+    @Test("device.json edited (another server, another signing key: the trust anchor a fake server needs) is not trusted: rights, use, acquire and list refuse with registration-tampered; registering again restores the device and its licenses")
+    func editedRegistration() async throws {
+        let server = try Server("tamper-registration")
+        try await server.start()
+        defer { server.stop() }
+        try await TestMedia.offloaded {
+            let (device, token) = try Self.device(server, "device")
+            let file = URL(fileURLWithPath: device + "/device.json")
+            let original = try Data(contentsOf: file)
+            var document = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
+            var registration = try #require(document["registration"] as? [String: Any], "device.json holds the sealed registration")
+            var keys = try #require((registration["serverKeys"] as? [String: Any])?["keys"] as? [[String: Any]])
+            let fake = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(PublicKeyJWK(P256.Signing.PrivateKey().publicKey))) as? [String: Any]
+            keys[0]["x"] = fake?["x"]
+            keys[0]["y"] = fake?["y"]
+            registration["serverKeys"] = ["keys": keys]
+            registration["server"] = "http://127.0.0.1:1"
+            document["registration"] = registration
+            try JSONSerialization.data(withJSONObject: document).write(to: file)
+            for arguments in [["rights", "clip"], ["license", "use", "clip"], ["license", "list"], ["license", "acquire", "clip", "--token", token]] {
+                let refused = try Self.satchel(arguments + ["--data-dir", device])
+                #expect(refused.status != 0 && refused.stderr.contains("registration was changed outside Satchel") && refused.stderr.contains("register the device again"),
+                        "\(arguments): \(refused.stderr)")
+            }
+            // The seal stripped is no better.
+            try JSONSerialization.data(withJSONObject: registration).write(to: file)
+            #expect(try Self.satchel(["rights", "clip", "--data-dir", device]).stderr.contains("registration was changed outside Satchel"))
+            #expect(try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
+            #expect(try Self.status("clip", device) == "valid", "registered again with the real server: its licenses verify")
         }
     }
 

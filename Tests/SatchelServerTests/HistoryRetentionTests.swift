@@ -136,7 +136,7 @@ struct HistoryRetentionTests {
         for database in opened { await database.shutdown() }
     }
 
-    @Test("a month made ahead takes the rows its default partition held; a time far off is kept, deduplicated and swept (PostgreSQL)", .enabled(if: postgres != nil))
+    @Test("a month made ahead takes the rows its default partition held; a device's time far ahead is kept as five minutes after receipt, one far behind as a year before it; each is deduplicated and the old one swept (PostgreSQL)", .enabled(if: postgres != nil))
     func defaultPartition() async throws {
         let database = try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all)
         do {
@@ -152,23 +152,35 @@ struct HistoryRetentionTests {
             let sent = [DeviceEvent(eventID: "clock-ahead-1", kind: .playStart, time: later), DeviceEvent(eventID: "clock-behind-1", kind: .playStart, time: ancient),
                         DeviceEvent(eventID: "clock-right-1", kind: .playStart, time: now)]
             #expect(try await events.record(sent, device: "phone", user: "alice", received: now) == 3)
-            #expect(try await events.record(sent, device: "phone", user: "alice", received: now.addingTimeInterval(60)) == 0, "sent again: kept once")
+            #expect(try await events.record(sent, device: "phone", user: "alice", received: now.addingTimeInterval(60)) == 0,
+                    "sent again (its times clamped otherwise now): kept once")
             func count(_ table: String) async throws -> Int {
                 try await sql.raw("SELECT COUNT(*) AS n FROM \(ident: table)").first()?.decode(column: "n", as: Int.self) ?? -1
             }
-            #expect(try await count("backplane_events_default") == 2, "the far times wait in the default partition")
+            let stored = try await events.events(EventQuery(), limit: 10)
+            #expect(stored.first { $0.event.eventID == "clock-ahead-1" }?.event.time == now.addingTimeInterval(300))
+            #expect(stored.first { $0.event.eventID == "clock-behind-1" }?.event.time == now.addingTimeInterval(-366 * 86_400))
+            func waiting(_ id: String) async throws -> Int {
+                try await sql.raw("SELECT COUNT(*) AS n FROM backplane_events_default WHERE record_id = \(bind: id)").first()?.decode(column: "n", as: Int.self) ?? -1
+            }
+            // A row of a month not made yet (written before clamping existed) waits in the default partition too.
+            try await sql.raw("""
+                INSERT INTO backplane_events (record_id, device_id, user_id, kind, at, received_at, ordinal)
+                VALUES ('phone:old-row-1', 'phone', 'alice', 'play-start', \(bind: later), \(bind: now), 1)
+                """).run()
+            #expect(try await waiting("phone:old-row-1") == 1, "in the default partition")
 
             try await MonthlyPartitions.ensure(history, monthsAhead: 8, at: now, on: sql)
             #expect(try await MonthlyPartitions.months(history, on: sql).contains(laterMonth))
-            #expect(try await count(laterMonth.partition(of: "backplane_events")) == 1, "the event moved into its month")
-            let (fallback, total) = (try await count("backplane_events_default"), try await count("backplane_events"))
-            #expect(fallback == 1 && total == 3, "nothing lost")
+            #expect(try await count(laterMonth.partition(of: "backplane_events")) == 1, "the row moved into its month")
+            let (moved, total) = (try await waiting("phone:old-row-1"), try await count("backplane_events"))
+            #expect(moved == 0 && total == 4, "nothing lost")
             #expect(try await events.record(sent, device: "phone", user: "alice", received: now.addingTimeInterval(120)) == 0, "still kept once after the move")
 
             let deleted = try await HistoryRetention(auditDays: nil, eventDays: 10).sweep(at: now, on: sql)
             let left = try await count("backplane_events_default")
-            #expect(deleted["backplane_events"] == 1 && left == 0, "the ancient event is swept: \(deleted)")
-            #expect(try await events.events(EventQuery(), page: ListingRequest()).items.map(\.event.eventID).sorted() == ["clock-ahead-1", "clock-right-1"])
+            #expect(deleted["backplane_events"] == 1 && left == 0, "the old event is swept: \(deleted)")
+            #expect(try await events.events(EventQuery(), page: ListingRequest()).items.map(\.event.eventID).sorted() == ["clock-ahead-1", "clock-right-1", "old-row-1"])
         } catch {
             await database.shutdown()
             throw error
