@@ -53,11 +53,15 @@ public struct ListingRequest: Sendable, Equatable {
     public init(limit: Int = ListingRequest.defaultLimit, after: ListingCursor? = nil, prefix: String? = nil) {
         self.limit = min(max(limit, 1), Self.maximumLimit)
         self.after = after
-        self.prefix = prefix.flatMap { $0.isEmpty ? nil : String($0.prefix(200)) }
+        self.prefix = prefix.flatMap { $0.isEmpty ? nil : String($0.prefix(Self.prefixLimit)) }
     }
 
+    /// The longest `prefix` a client may give (an ID's start; IDs are at most this long).
+    public static let prefixLimit = 200
+
     /// A request read from a client's `limit`, `after` and `prefix` texts for `listing` (whose order has `columns` parts):
-    /// a limit that is not a whole number from 1 to ``maximumLimit``, or a cursor that is not this listing's, is refused.
+    /// a limit that is not a whole number from 1 to ``maximumLimit``, a prefix longer than ``prefixLimit``, or a cursor that
+    /// is not this listing's, is refused.
     public init(limit: String?, after: String?, prefix: String? = nil, listing: String, columns: Int) throws(ListingError) {
         var count = Self.defaultLimit
         if let limit {
@@ -65,6 +69,9 @@ public struct ListingRequest: Sendable, Equatable {
                 throw .badLimit("limit is a whole number from 1 to \(Self.maximumLimit)")
             }
             count = value
+        }
+        if let prefix, prefix.unicodeScalars.count > Self.prefixLimit {
+            throw .badPrefix("prefix is at most \(Self.prefixLimit) characters: the start of an ID")
         }
         let cursor: ListingCursor?
         if let after, !after.isEmpty { cursor = try ListingCursor(decoding: after, listing: listing, columns: columns) } else { cursor = nil }
@@ -109,12 +116,15 @@ public enum ListingError: ProblemConvertible, Equatable {
     case badCursor(String)
     /// The `limit` is out of range.
     case badLimit(String)
+    /// The `prefix` is longer than any ID.
+    case badPrefix(String)
 
-    /// `bad-cursor` or `bad-limit`.
+    /// `bad-cursor`, `bad-limit` or `bad-prefix`.
     public var code: String {
         switch self {
         case .badCursor: "bad-cursor"
         case .badLimit: "bad-limit"
+        case .badPrefix: "bad-prefix"
         }
     }
 
@@ -123,7 +133,7 @@ public enum ListingError: ProblemConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case let .badCursor(reason), let .badLimit(reason): reason
+        case let .badCursor(reason), let .badLimit(reason), let .badPrefix(reason): reason
         }
     }
 }

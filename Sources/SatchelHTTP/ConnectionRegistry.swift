@@ -73,11 +73,16 @@ public final class ConnectionRegistry: Sendable {
             } else if entry.reserve {
                 reserved -= 1
             } else {
-                regular -= 1
-                let left = (perAddress[entry.address] ?? 1) - 1
-                perAddress[entry.address] = left > 0 ? left : nil
+                leaveCap(entry.address)
             }
             return entry
+        }
+
+        /// A regular connection of `address` leaves the cap (closed, or serving a stream now).
+        mutating func leaveCap(_ address: String) {
+            regular -= 1
+            let left = (perAddress[address] ?? 1) - 1
+            perAddress[address] = left > 0 ? left : nil
         }
     }
 
@@ -158,9 +163,7 @@ public final class ConnectionRegistry: Sendable {
             if let id = table.byChannel[ObjectIdentifier(channel)], let entry = table.entries[id] {
                 if entry.stream { return (true, false) }
                 guard !entry.reserve, table.streams < limits.maxStreams else { return (false, false) }
-                table.regular -= 1
-                let left = (table.perAddress[entry.address] ?? 1) - 1
-                table.perAddress[entry.address] = left > 0 ? left : nil
+                table.leaveCap(entry.address)
                 table.entries[id]?.stream = true
                 table.streams += 1
                 return (true, false)
@@ -173,9 +176,8 @@ public final class ConnectionRegistry: Sendable {
         return started
     }
 
-    /// Records what a connection is doing now.
-    /// A connection whose stream has ended is closed: it leaves the streams' budget at once (an idle one kept open
-    /// would hold a place there until its idle timeout).
+    /// Records what a connection is doing now. A connection whose stream has ended is closed: it leaves the
+    /// streams' budget at once (an idle one kept open would hold a place there until its idle timeout).
     func update(_ id: ObjectIdentifier, _ activity: Activity, now: NIODeadline) {
         let ended: (any Channel)? = table.withLock { table in
             if activity == .idle, table.entries[id]?.stream == true { return table.remove(id)?.channel }

@@ -70,7 +70,7 @@ extension BackplaneStoreTests {
         }
     }
 
-    @Test("a forged cursor, another listing's cursor or a limit out of range is a clear refusal (400)")
+    @Test("a forged cursor, another listing's cursor, a limit out of range or a prefix longer than an ID is a clear refusal (400)")
     func forgedCursor() throws {
         #expect(throws: ListingError.self) { try ListingRequest(limit: nil, after: "not a cursor", listing: "devices", columns: 1) }
         let users = ListingCursor(listing: "users", key: ["alice"]).encoded
@@ -85,5 +85,9 @@ extension BackplaneStoreTests {
             #expect(throws: ListingError.badLimit("limit is a whole number from 1 to 1000")) { try ListingRequest(limit: limit, after: nil, listing: "devices", columns: 1) }
         }
         #expect(try ListingRequest(limit: nil, after: nil, listing: "devices", columns: 1).limit == 100)
+        #expect(throws: ListingError.badPrefix("prefix is at most 200 characters: the start of an ID")) {
+            try ListingRequest(limit: nil, after: nil, prefix: String(repeating: "0", count: 201), listing: "users", columns: 1)
+        }
+        #expect(try ListingRequest(limit: nil, after: nil, prefix: String(repeating: "é", count: 200), listing: "users", columns: 1).prefix?.count == 200)
     }
 }
