@@ -108,6 +108,9 @@ final class ConnectionWatch: @unchecked Sendable {
     private var windowBytes = 0
     /// Answers 408 and closes, when a body is too slow (set by the request watcher, which can respond).
     var bodyTimedOut: (() -> Void)?
+    /// HTTP/2: its streams say when it is busy (``HTTP2ConnectionGuard``); bytes on it while idle (pings, window
+    /// updates, settings) are not the start of a request head.
+    var multiplexed = false
     private var id: ObjectIdentifier { ObjectIdentifier(self) }
 
     init(registry: ConnectionRegistry, channel: any Channel) {
@@ -224,7 +227,7 @@ final class ByteWatcher: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if watch.admission == .refuse { return }
-        if watch.activity == .idle { watch.enter(.readingHead) }
+        if watch.activity == .idle, !watch.multiplexed { watch.enter(.readingHead) }
         context.fireChannelRead(data)
     }
 

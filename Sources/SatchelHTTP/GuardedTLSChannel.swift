@@ -56,6 +56,7 @@ public struct GuardedTLSChannel: ServerChildChannel, HTTPChannelHandler {
                     do { try channel.pipeline.syncOperations.addHandler(HTTP2ConnectionGuard(watch: watch)) } catch {
                         return channel.eventLoop.makeFailedFuture(error)
                     }
+                    watch.multiplexed = true
                     watch.enter(.idle)
                     return self.http2.setup(channel: channel, logger: logger).map { .http2($0) }
                 case .negotiated("http/1.1"), .fallback:
