@@ -60,12 +60,8 @@ import Testing
 
     @Test("ten connections of a hundred never-ending POST streams each, kept alive with pings: the streams past 32 on a connection are refused (503), the server's memory stays bounded and other clients are served")
     func flood() async throws {
-        try Self.requireH2()
-        let (server, https, certificate, _, _) = try await TLSServeTests.server("h2-flood", extra: ["--max-connections", "64"])
+        let (server, https, certificate, port, script) = try await Self.stage("h2-flood", maxConnections: 64)
         defer { server.stop() }
-        let port = try #require(URL(string: https)?.port)
-        let script = server.directory.appendingPathComponent("h2client.py")
-        try Self.client.write(to: script, atomically: true, encoding: .utf8)
         let pid = try #require(server.process?.processIdentifier)
         @Sendable func residentMB() -> Double {
             let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
@@ -100,12 +96,8 @@ import Testing
 
     @Test("HTTP/2 bodies that trickle (a byte every 2 s) are cut with 408 at the body timeout, as over HTTP/1.1")
     func slowStreams() async throws {
-        try Self.requireH2()
-        let (server, https, _, _, _) = try await TLSServeTests.server("h2-slow", extra: ["--max-connections", "64"])
+        let (server, _, _, port, script) = try await Self.stage("h2-slow", maxConnections: 64)
         defer { server.stop() }
-        let port = try #require(URL(string: https)?.port)
-        let script = server.directory.appendingPathComponent("h2client.py")
-        try Self.client.write(to: script, atomically: true, encoding: .utf8)
         let run = try await TestMedia.offloaded {
             try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, String(port), "2", "10", "14", "slow"])
         }
@@ -113,22 +105,29 @@ import Testing
         #expect(statuses["408"] == 20, "every trickling stream is cut: \(statuses) \(run.stderr.suffix(300))")
     }
 
-    /// Fails the test when Python's h2 package is missing.
-    static func requireH2() throws {
+    /// An HTTPS `satchel serve` with `maxConnections`, its port, and the HTTP/2 client written beside it; fails the test
+    /// when Python's h2 package is missing.
+    static func stage(_ name: String, maxConnections: Int) async throws
+        -> (server: AgentCommandTests.Server, https: String, certificate: String, port: Int, script: URL) {
         try TestMedia.require("python3")
         guard (try? ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import h2"]).status) == 0 else {
             throw TestMedia.ToolError(message: "Python's h2 package is missing: scripts/test installs it with pip")
+        }
+        let (server, https, certificate, _, _) = try await TLSServeTests.server(name, extra: ["--max-connections", String(maxConnections)])
+        let script = server.directory.appendingPathComponent("h2client.py")
+        do {
+            try client.write(to: script, atomically: true, encoding: .utf8)
+            return (server, https, certificate, try #require(URL(string: https)?.port), script)
+        } catch {
+            server.stop()
+            throw error
         }
     }
 
     @Test("twenty HTTP/2 connections that only sent their preface and pings do not hold a cap of 8: HTTP/1.1 requests are served")
     func prefaceOnly() async throws {
-        try Self.requireH2()
-        let (server, https, certificate, _, _) = try await TLSServeTests.server("h2-preface", extra: ["--max-connections", "8"])
+        let (server, https, certificate, port, script) = try await Self.stage("h2-preface", maxConnections: 8)
         defer { server.stop() }
-        let port = try #require(URL(string: https)?.port)
-        let script = server.directory.appendingPathComponent("h2client.py")
-        try Self.client.write(to: script, atomically: true, encoding: .utf8)
         try await TestMedia.offloaded {
             let idle = Thread { _ = try? ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, String(port), "20", "0", "8", "fast"]) }
             idle.start()
