@@ -22,9 +22,12 @@ public struct ListingCursor: Sendable, Equatable {
         return Base64URL.encode(Array(data))
     }
 
+    /// The longest `after` text a listing takes (a cursor is far shorter).
+    public static let textLimit = 4096
+
     /// Reads a cursor that ``encoded`` wrote for `listing`, whose sort key has `columns` parts.
     public init(decoding text: String, listing: String, columns: Int) throws(ListingError) {
-        guard text.utf8.count <= 4096, let bytes = Base64URL.decode(text),
+        guard text.utf8.count <= Self.textLimit, let bytes = Base64URL.decode(text),
               let parts = try? JSONDecoder().decode([String].self, from: Data(bytes)), let first = parts.first else {
             throw .badCursor("the cursor (after) is not one this server gave; start the listing again without it")
         }

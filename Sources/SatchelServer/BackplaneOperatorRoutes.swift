@@ -156,7 +156,8 @@ struct BackplaneOperatorRoutes: RouteGroup {
     /// A page of a feed's items: `after` is a cursor of the items listing, or an item's number (the items after it).
     static func itemsPage(_ request: Request) throws -> ListingRequest {
         let parameters = request.uri.queryParameters
-        if let after = parameters.get("after"), let sequence = Int64(after) {
+        // A number's text is no longer than a cursor's (zeros in front included); a longer one is refused as a cursor.
+        if let after = parameters.get("after"), after.utf8.count <= ListingCursor.textLimit, let sequence = Int64(after) {
             guard sequence >= 0 else { throw BackplaneError.badRequest("after is an item's number (0 or more) or the cursor a page ended with") }
             var page = try ListingRequest(limit: parameters.get("limit"), after: nil, listing: FeedItem.listing, columns: 1)
             page.after = ListingCursor(listing: FeedItem.listing, key: [String(sequence)])
