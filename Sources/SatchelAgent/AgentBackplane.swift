@@ -33,7 +33,8 @@ enum AgentBackplane {
     static func sync(_ agent: isolated Agent) async throws(AgentError) -> BackplanePull {
         let server = try agent.identity.registered().server
         let before = try await status(agent)
-        let data = try await AgentRequests.signedGet(agent, "/backplane/sync?after=\(before.ledger.lastApplied)", server: server, timeout: timeout)
+        let data = try await AgentRequests.signedGet(agent, "/backplane/sync?after=\(before.ledger.lastApplied)", server: server, timeout: timeout,
+                                                    answer: .signed)
         let answer = try Agent.decode(BackplaneSyncAnswer.self, data, what: "the backplane's sync")
         guard answer.deviceID == (try agent.identity.registered().deviceID) else { throw .invalidAnswer("the sync is for another device") }
         let wall = agent.clockReader.read().wall
@@ -80,7 +81,8 @@ enum AgentBackplane {
     /// Whether the backplane lets this device download `asset` (a grant is recorded there).
     static func permission(_ agent: isolated Agent, asset: String) async throws(AgentError) -> BackplanePermissionAnswer {
         let server = try agent.identity.registered().server
-        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/permissions", server: server, token: nil, timeout: timeout) { registration, nonce, time in
+        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/permissions", server: server, token: nil, timeout: timeout,
+                                                             answer: .signed) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
         }
         let answer = try Agent.decode(BackplanePermissionAnswer.self, data, what: "the download permission")

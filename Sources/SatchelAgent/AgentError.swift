@@ -15,6 +15,9 @@ public enum AgentError: ProblemConvertible, Equatable {
     case network(String)
     /// An answer did not verify or is not for this device (signature, device ID, nonce, sealed keys).
     case invalidAnswer(String)
+    /// A backplane answer did not carry the registered server's signature for this request (changed or replayed on
+    /// the way): nothing in it was applied, and the refusal is recorded among the device's events.
+    case answerNotSigned(String)
     /// The agent's files cannot be read or written.
     case storage(String)
     /// The request cannot be made (a bad argument).
@@ -35,6 +38,7 @@ public enum AgentError: ProblemConvertible, Equatable {
         case .server: return "license-server"
         case .network: return "network"
         case .invalidAnswer: return "invalid-answer"
+        case .answerNotSigned: return "answer-not-signed"
         case .storage: return "storage"
         case .badRequest: return "bad-request"
         case .storeTampered: return "store-tampered"
@@ -65,6 +69,8 @@ public enum AgentError: ProblemConvertible, Equatable {
         case let .server(type, status, detail): return "the license server refused (\(status) \(type)): \(detail)"
         case let .network(reason): return "the license server cannot be reached: \(reason)"
         case let .invalidAnswer(reason): return "the license server's answer is not acceptable: \(reason)"
+        case let .answerNotSigned(reason):
+            return "the server's answer was changed on the way and was not applied (\(reason)); reach the server over HTTPS, or check the proxy between them"
         case let .storage(reason): return "agent store: \(reason)"
         case let .badRequest(reason): return reason
         case let .registrationTampered(reason):

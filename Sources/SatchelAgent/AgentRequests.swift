@@ -36,37 +36,39 @@ enum AgentRequests {
     /// time too far from the server's (`clock-skew`) fetches the server's signed time and tries once more. Answers
     /// the body and the request's nonce.
     static func signedPost(_ agent: isolated Agent, _ path: String, server: String, token: String?, timeout: TimeAmount = .seconds(30),
-                    _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims) async throws(AgentError) -> (Data, String) {
-        try await signed(agent, server: server, route: DeviceRequestClaims.route(method: "POST", path: path), timeout: timeout, claims) {
+                           answer: AnswerCheck = .unsigned,
+                           _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims) async throws(AgentError) -> (Data, String) {
+        try await signed(agent, server: server, route: DeviceRequestClaims.route(method: "POST", path: path), timeout: timeout, answer: answer, claims) {
             client, request throws(AgentError) in
-            try await client.post(path, json: DeviceRequestEnvelope(request: request), token: token)
+            try await client.postAnswer(path, json: DeviceRequestEnvelope(request: request), token: token)
         }
     }
 
     /// A GET (or `method`) of `path` with the signed request in the `Satchel-Device-Request` header (the backplane's
     /// sync).
     static func signedGet(_ agent: isolated Agent, _ path: String, server: String, method: HTTPMethod = .GET,
-                          timeout: TimeAmount = .seconds(30)) async throws(AgentError) -> Data {
-        try await signed(agent, server: server, route: DeviceRequestClaims.route(method: method.rawValue, path: path), timeout: timeout, { registration, nonce, time in
+                          timeout: TimeAmount = .seconds(30), answer: AnswerCheck = .unsigned) async throws(AgentError) -> Data {
+        try await signed(agent, server: server, route: DeviceRequestClaims.route(method: method.rawValue, path: path), timeout: timeout, answer: answer, {
+            registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }) { client, request throws(AgentError) in
             var get = HTTPClientRequest(url: client.url(path))
             get.method = method
             get.headers.add(name: deviceRequestHeader, value: request)
-            return try await client.send(get)
+            return try await client.exchange(get)
         }.0
     }
 
     /// A POST of `body` as JSON text in a ``DeviceBodyEnvelope``, the signed request naming its digest.
     static func signedBody(_ agent: isolated Agent, _ path: String, body: some Encodable, server: String,
-                           timeout: TimeAmount = .seconds(30)) async throws(AgentError) -> Data {
+                           timeout: TimeAmount = .seconds(30), answer: AnswerCheck = .unsigned) async throws(AgentError) -> Data {
         guard let data = try? JSONCoding.encoder().encode(body) else { throw .badRequest("the request cannot be encoded") }
         let text = String(decoding: data, as: UTF8.self)
         let digest = DeviceRequestClaims.digest(of: text)
-        return try await signed(agent, server: server, route: DeviceRequestClaims.route(method: "POST", path: path), timeout: timeout, { registration, nonce, time in
-            DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time, bodyDigest: digest)
+        return try await signed(agent, server: server, route: DeviceRequestClaims.route(method: "POST", path: path), timeout: timeout, answer: answer, {
+            registration, nonce, time in DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time, bodyDigest: digest)
         }) { client, request throws(AgentError) in
-            try await client.post(path, json: DeviceBodyEnvelope(request: request, body: text), token: nil)
+            try await client.postAnswer(path, json: DeviceBodyEnvelope(request: request, body: text), token: nil)
         }.0
     }
 
@@ -75,9 +77,9 @@ enum AgentRequests {
 
     /// Signs the claims `claims` makes (a fresh nonce, the server's time) for `route` and sends them with `send`; a
     /// `clock-skew` refusal fetches the server's signed time and tries once more.
-    static func signed(_ agent: isolated Agent, server: String, route: String, timeout: TimeAmount,
+    static func signed(_ agent: isolated Agent, server: String, route: String, timeout: TimeAmount, answer check: AnswerCheck,
                        _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims,
-                       send: (LicenseServerClient, String) async throws(AgentError) -> Data) async throws(AgentError) -> (Data, String) {
+                       send: (LicenseServerClient, String) async throws(AgentError) -> LicenseServerClient.Answer) async throws(AgentError) -> (Data, String) {
         let registration = try agent.identity.registered()
         let client = try LicenseServerClient(server: server, timeout: timeout, http: agent.transport.client)
         var retried = false
@@ -86,13 +88,31 @@ enum AgentRequests {
             var made = claims(registration, nonce, try await AgentClock.requestTime(agent, server: server))
             made.route = route
             let request = try sign(agent, made)
+            let answer: LicenseServerClient.Answer
             do {
-                return (try await send(client, request), nonce)
+                answer = try await send(client, request)
             } catch where error.problemType == "clock-skew" && !retried {
                 retried = true
                 _ = try await AgentClock.fetchTime(agent, server: server)
+                continue
             }
+            if case .signed = check {
+                do {
+                    try SignedAnswer.verify(answer.signature, body: answer.body, nonce: nonce, keys: registration.serverKeys)
+                } catch {
+                    // Refused and reported: nothing of it is applied, and the server hears of it with the device's events.
+                    _ = try? await agent.activity.record(.answerRefused, reason: "\(route): \(error.code)")
+                    throw .answerNotSigned("\(route): \(error.description)")
+                }
+            }
+            return (answer.body, nonce)
         }
+    }
+
+    /// Whether an answer must carry the server's ``SignedAnswer`` signature for this request: every answer the device
+    /// applies from the backplane (commands, settings, grants, slots, feed items) does.
+    enum AnswerCheck {
+        case unsigned, signed
     }
 
     static func sign(_ agent: isolated Agent, _ claims: DeviceRequestClaims) throws(AgentError) -> String {

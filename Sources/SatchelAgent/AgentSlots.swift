@@ -13,7 +13,8 @@ enum AgentSlots {
     /// Takes a slot to play `asset`, or answers why the backplane refuses one.
     static func acquire(_ agent: isolated Agent, asset: String) async throws(AgentError) -> StreamSlotAnswer {
         let server = try agent.identity.registered().server
-        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/slots", server: server, token: nil, timeout: timeout) {
+        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/slots", server: server, token: nil, timeout: timeout,
+                                                           answer: .signed) {
             registration, nonce, time in DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
         }
         let answer = try Agent.decode(StreamSlotAnswer.self, data, what: "the stream slot")
@@ -26,7 +27,7 @@ enum AgentSlots {
     static func renew(_ agent: isolated Agent, slot id: String) async throws(AgentError) -> StreamSlotAnswer {
         let server = try agent.identity.registered().server
         let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/slots/\(try path(id))/renew", server: server, token: nil,
-                                                           timeout: timeout) { registration, nonce, time in
+                                                           timeout: timeout, answer: .signed) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }
         let answer = try Agent.decode(StreamSlotAnswer.self, data, what: "the stream slot's renewal")

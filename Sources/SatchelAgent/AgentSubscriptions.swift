@@ -36,7 +36,8 @@ enum AgentSubscriptions {
 
     static func sync(_ agent: isolated Agent, _ request: SubscriptionSyncRequest) async throws(AgentError) -> SubscriptionSyncAnswer {
         let server = try agent.identity.registered().server
-        let data = try await AgentRequests.signedBody(agent, "/backplane/feeds/sync", body: request, server: server, timeout: AgentBackplane.timeout)
+        let data = try await AgentRequests.signedBody(agent, "/backplane/feeds/sync", body: request, server: server, timeout: AgentBackplane.timeout,
+                                                  answer: .signed)
         let answer = try Agent.decode(SubscriptionSyncAnswer.self, data, what: "the subscriptions' sync")
         try await keep(agent) { $0 = Set(answer.feeds.map(\.subscription.feedID)) }
         return answer

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SatchelBytes
+import SatchelRights
 
 /// The agent's HTTP calls to the license server: JSON in and out, the entitlement token as a bearer token,
 /// an RFC 9457 problem answer turned into ``AgentError/server(type:status:detail:)``.
@@ -39,16 +40,30 @@ struct LicenseServerClient: Sendable {
     }
 
     func post(_ path: String, json: some Encodable, token: String?) async throws(AgentError) -> Data {
+        try await postAnswer(path, json: json, token: token).body
+    }
+
+    func postAnswer(_ path: String, json: some Encodable, token: String?) async throws(AgentError) -> Answer {
         var request = HTTPClientRequest(url: url(path))
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         guard let body = try? JSONCoding.encoder().encode(json) else { throw .badRequest("the request cannot be encoded") }
         request.body = .bytes(ByteBuffer(bytes: body))
-        return try await send(request)
+        return try await exchange(request)
+    }
+
+    /// A successful answer's body and its ``SignedAnswer`` signature, when it carries one.
+    struct Answer: Sendable {
+        var body: Data
+        var signature: String?
     }
 
     func send(_ request: HTTPClientRequest) async throws(AgentError) -> Data {
+        try await exchange(request).body
+    }
+
+    func exchange(_ request: HTTPClientRequest) async throws(AgentError) -> Answer {
         let response: HTTPClientResponse
         let body: ByteBuffer
         do {
@@ -63,7 +78,7 @@ struct LicenseServerClient: Sendable {
             throw .server(type: problem?.type.map(Self.slug) ?? "http-\(response.status.code)", status: Int(response.status.code),
                           detail: String((problem?.detail ?? response.status.reasonPhrase).prefix(300)))
         }
-        return data
+        return Answer(body: data, signature: response.headers.first(name: SignedAnswer.header))
     }
 
     /// The last path component of a problem type URI (`https://satchel.dev/problems/not-entitled` → `not-entitled`).

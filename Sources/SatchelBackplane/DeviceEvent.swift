@@ -40,6 +40,8 @@ public enum DeviceEventKind: String, Codable, Sendable, CaseIterable {
     case subscriptionDeferred = "subscription-deferred"
     /// A subscriptions' sync ended (`detail`: what it added, deleted and deferred).
     case subscriptionSynced = "subscription-synced"
+    /// A backplane answer the device could not verify was refused, nothing of it applied (`reason`: the request and why).
+    case answerRefused = "answer-refused"
 
     /// The events the seed says cannot be turned off: download queued, start, complete, error, max errors reset, reset.
     public var isMandatory: Bool {

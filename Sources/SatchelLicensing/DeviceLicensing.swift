@@ -116,6 +116,17 @@ public struct DeviceLicensing: Sendable {
         return try await sign(SignedTimeClaims(time: service.clock.now, nonce: nonce))
     }
 
+    /// The signature of an answer's exact bytes to the device request whose nonce is `nonce` (``SignedAnswer``): what the
+    /// device applies from the backplane (commands, settings, grants, slots, feed items) is checked against it.
+    public func signAnswer(_ body: Data, nonce: String) async throws(LicensingError) -> String {
+        let signer = try await registry.signingKey()
+        do {
+            return try SignedAnswer.sign(body, nonce: nonce, key: signer.key, kid: signer.kid)
+        } catch {
+            throw .configuration("cannot sign: \(error.description)")
+        }
+    }
+
     /// The keys licenses are signed with, as a JWKS.
     public func keySet() async throws(LicensingError) -> PublicKeySet {
         let signer = try await registry.signingKey()

@@ -34,8 +34,8 @@ struct BackplaneDeviceRoutes: RouteGroup {
 
     func register(on router: Router<SatchelRequestContext>) {
         router.get("/backplane/sync") { request, _ in
-            let record = try await signedGet(request)
-            return try Response.json(try await backplane.sync(record, after: try Self.cursor(request)))
+            let (claims, record) = try await signedGet(request)
+            return try await backplane.signed(try await backplane.sync(record, after: try Self.cursor(request)), answering: claims)
         }
         router.post("/backplane/commands/{commandId}/ack") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
@@ -47,7 +47,7 @@ struct BackplaneDeviceRoutes: RouteGroup {
         router.post("/backplane/permissions") { request, _ in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
             let (claims, device) = try await backplane.device(signed: body.request, for: request)
-            return try Response.json(try await backplane.permission(device, asset: claims.assetID ?? ""))
+            return try await backplane.signed(try await backplane.permission(device, asset: claims.assetID ?? ""), answering: claims)
         }
         router.post("/backplane/permissions/release") { request, _ in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
@@ -59,13 +59,14 @@ struct BackplaneDeviceRoutes: RouteGroup {
         router.post("/backplane/slots") { request, _ in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
             let (claims, device) = try await backplane.device(signed: body.request, for: request)
-            return try Response.json(try await backplane.slots.acquire(device: device.deviceID, asset: claims.assetID ?? "", at: backplane.now))
+            return try await backplane.signed(try await backplane.slots.acquire(device: device.deviceID, asset: claims.assetID ?? "", at: backplane.now),
+                                              answering: claims)
         }
         router.post("/backplane/slots/{slotId}/renew") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
-            let (_, device) = try await backplane.device(signed: body.request, for: request)
+            let (claims, device) = try await backplane.device(signed: body.request, for: request)
             let slot = try context.parameters.require("slotId")
-            return try Response.json(try await backplane.slots.renew(device: device.deviceID, slot: slot, at: backplane.now))
+            return try await backplane.signed(try await backplane.slots.renew(device: device.deviceID, slot: slot, at: backplane.now), answering: claims)
         }
         router.post("/backplane/slots/{slotId}/release") { request, context in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
@@ -74,7 +75,7 @@ struct BackplaneDeviceRoutes: RouteGroup {
             return Response(status: .noContent)
         }
         router.post("/backplane/events") { request, _ in
-            let (device, events) = try await Self.signedBody([DeviceEvent].self, request, backplane: backplane, limit: Self.maximumEventBody)
+            let (_, device, events) = try await Self.signedBody([DeviceEvent].self, request, backplane: backplane, limit: Self.maximumEventBody)
             let bytes = events.reduce(0) { $0 + $1.storedSize }, now = backplane.now
             if let wait = backplane.eventQuota.withLock({ $0.take(device: device.deviceID, events: events.count, bytes: bytes, at: now) }) {
                 let error = BackplaneError.tooManyEvents(retryAfter: wait)
@@ -84,7 +85,7 @@ struct BackplaneDeviceRoutes: RouteGroup {
             return try Response.json(EventBatchAnswer(received: events.count, recorded: recorded))
         }
         router.get("/backplane/stream") { request, context in
-            let record = try await signedGet(request)
+            let (_, record) = try await signedGet(request)
             let after = try Self.cursor(request)
             _ = try await backplane.sync(record, after: after)  // a killed device that has taken its kill is refused here
             // Streams have a budget of their own, never the connections requests need (a device's newer stream ends its
@@ -100,10 +101,10 @@ struct BackplaneDeviceRoutes: RouteGroup {
         }
     }
 
-    /// The device a POST with a signed body comes from (``DeviceBodyEnvelope``, at most `limit` bytes), and its body: the
+    /// The signed request of a POST with a signed body (``DeviceBodyEnvelope``, at most `limit` bytes), its device and its body: the
     /// signed request must name the body's digest.
     static func signedBody<Body: Decodable>(_ type: Body.Type, _ request: Request, backplane: BackplaneService,
-                                            limit: Int = DeviceLicenseRoutes.maximumBody) async throws -> (BackplaneDevice, Body) {
+                                            limit: Int = DeviceLicenseRoutes.maximumBody) async throws -> (DeviceRequestClaims, BackplaneDevice, Body) {
         let buffer: ByteBuffer
         do { buffer = try await request.body.collect(upTo: limit) } catch { throw BackplaneError.badRequest("the body is at most \(limit) bytes") }
         guard let envelope = try? JSONCoding.decoder().decode(DeviceBodyEnvelope.self, from: Data(buffer.readableBytesView)) else {
@@ -116,16 +117,16 @@ struct BackplaneDeviceRoutes: RouteGroup {
         guard let body = try? JSONCoding.decoder().decode(type, from: Data(envelope.body.utf8)) else {
             throw BackplaneError.badRequest("body is JSON of the documented shape")
         }
-        return (device, body)
+        return (claims, device, body)
     }
 
-    /// The device a GET's signed request comes from.
-    private func signedGet(_ request: Request) async throws -> DeviceRecord {
+    /// The device a GET's signed request comes from, and the request.
+    private func signedGet(_ request: Request) async throws -> (DeviceRequestClaims, DeviceRecord) {
         guard let signed = request.headers[Self.requestHeader], signed.utf8.count <= DeviceLicenseRoutes.maximumBody else {
             throw BackplaneError.badRequest("a device's GET carries its signed request in the Satchel-Device-Request header")
         }
         try SignedRoute.check(signed, for: request)
-        return try await backplane.licensing.authenticate(signed, token: request.bearerToken).device
+        return try await backplane.licensing.authenticate(signed, token: request.bearerToken)
     }
 
     /// The sequence of the last command the device has: `Last-Event-ID`, else `?after=`, else 0.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import SatchelBackplane
 import SatchelBytes
@@ -127,4 +128,15 @@ public struct BackplaneService: Sendable {
         return BackplaneUser(user: user, limits: global.overridden(by: own), ownLimits: own,
                              devices: try await store.devices(user: user, page: ListingRequest(limit: ListingRequest.maximumLimit)).items)
     }
+
+    /// `value` as JSON, signed for the device request `claims` came in (``SignedAnswer``, in the `Satchel-Signature`
+    /// header): the device applies nothing a hop on the way could have changed or replayed.
+    func signed(_ value: some Encodable, answering claims: DeviceRequestClaims) async throws -> Response {
+        let data = try JSONCoding.encoder().encode(value)
+        let signature = try await licensing.signAnswer(data, nonce: claims.nonce)
+        return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store", Self.signatureHeader: signature],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static let signatureHeader = HTTPField.Name(SignedAnswer.header)!
 }

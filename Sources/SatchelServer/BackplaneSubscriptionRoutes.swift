@@ -22,7 +22,7 @@ struct BackplaneSubscriptionRoutes: RouteGroup {
 
     func register(on router: Router<SatchelRequestContext>) {
         router.post("/backplane/subscriptions") { request, _ in
-            let (device, body) = try await BackplaneDeviceRoutes.signedBody(SubscriptionRequest.self, request, backplane: backplane)
+            let (_, device, body) = try await BackplaneDeviceRoutes.signedBody(SubscriptionRequest.self, request, backplane: backplane)
             let subscription = try await backplane.feeds.subscribe(device: device.deviceID, body, at: backplane.now)
             backplane.hub.wake(subscriptionsOf: device.deviceID)
             return try Response.json(subscription)
@@ -38,12 +38,12 @@ struct BackplaneSubscriptionRoutes: RouteGroup {
             return Response(status: .noContent)
         }
         router.post("/backplane/feeds/sync") { request, _ in
-            let (device, body) = try await BackplaneDeviceRoutes.signedBody(SubscriptionSyncRequest.self, request, backplane: backplane)
+            let (claims, device, body) = try await BackplaneDeviceRoutes.signedBody(SubscriptionSyncRequest.self, request, backplane: backplane)
             let checked = try body.validated()
             let feeds = try await backplane.feeds.deliver(device: device.deviceID, applied: checked.applied)
             var listing: [FeedItem]?
             if let since = checked.since { listing = try await backplane.feeds.listing(device: device.deviceID, since: since, allFeeds: checked.allFeeds) }
-            return try Response.json(SubscriptionSyncAnswer(feeds: feeds, listing: listing, serverTime: backplane.now))
+            return try await backplane.signed(SubscriptionSyncAnswer(feeds: feeds, listing: listing, serverTime: backplane.now), answering: claims)
         }
     }
 

@@ -26,8 +26,27 @@ public final class RecordingProxy: @unchecked Sendable {
         }
     }
 
+    /// An answer on its way back to the client: what `rewrite` may change.
+    public struct Answer: Sendable {
+        public var status: Int
+        /// The upstream's headers, but those of the connection and the length.
+        public var headers: [(name: String, value: String)]
+        public var body: [UInt8]
+
+        /// A header's value (names are case-insensitive).
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
     /// `http://127.0.0.1:PORT`.
     public private(set) var baseURL = ""
+    /// Changes answers on the way (a hostile hop); nil passes them as they are.
+    public var rewrite: (@Sendable (Request, inout Answer) -> Void)? {
+        get { lock.withLock { rewriter } }
+        set { lock.withLock { rewriter = newValue } }
+    }
+    private var rewriter: (@Sendable (Request, inout Answer) -> Void)?
     private let upstream: String
     private let lock = NSLock()
     private var seen: [Request] = []
@@ -60,7 +79,8 @@ public final class RecordingProxy: @unchecked Sendable {
         var headers: [String: String] = [:]
         for field in request.headers { headers[field.name.rawName] = field.value }
         let path = request.uri.description
-        lock.withLock { seen.append(Request(method: request.method.rawValue, path: path, headers: headers, body: body)) }
+        let seenRequest = Request(method: request.method.rawValue, path: path, headers: headers, body: body)
+        lock.withLock { seen.append(seenRequest) }
         var outgoing = HTTPClientRequest(url: upstream + path)
         outgoing.method = .init(rawValue: request.method.rawValue)
         for field in request.headers where ![HTTPField.Name.contentLength, .connection].contains(field.name) && field.name.canonicalName != "host" {
@@ -69,8 +89,14 @@ public final class RecordingProxy: @unchecked Sendable {
         if !body.isEmpty { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
         let answer = try await HTTPClient.shared.execute(outgoing, timeout: .seconds(30))
         let bytes = try await answer.body.collect(upTo: 4 << 20)
+        let hopByHop: Set<String> = ["connection", "content-length", "transfer-encoding", "keep-alive"]
+        var passed = Answer(status: Int(answer.status.code), headers: answer.headers.filter { !hopByHop.contains($0.name.lowercased()) }.map { ($0.name, $0.value) },
+                            body: Array(bytes.readableBytesView))
+        rewrite?(seenRequest, &passed)
         var fields = HTTPFields()
-        if let type = answer.headers.first(name: "Content-Type") { fields[.contentType] = type }
-        return Response(status: .init(code: Int(answer.status.code)), headers: fields, body: .init(byteBuffer: bytes))
+        for (name, value) in passed.headers {
+            if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) }
+        }
+        return Response(status: .init(code: passed.status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: passed.body)))
     }
 }
