@@ -18,11 +18,15 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
     /// The event kinds devices do not report (the mandatory ones cannot be turned off); an empty list turns every
     /// kind on again.
     public var disabledEvents: [DeviceEventKind]?
+    /// Whether a feed's items may be fetched from private, loopback or link-local addresses (nil, false: public
+    /// addresses only, so a feed cannot point a device at its own network).
+    public var allowPrivateFeedOrigins: Bool?
 
     /// Settings; nil fields are left as each device has them.
     public init(expiryAfterDownload: UInt32? = nil, expiryAfterPlay: UInt32? = nil, maxDownloadedAssets: Int? = nil,
                 maxStorageAllowed: Int64? = nil, headroom: Int64? = nil, downloadOverCellular: Bool? = nil, streamLease: UInt32? = nil,
-                disabledEvents: [DeviceEventKind]? = nil) {
+                disabledEvents: [DeviceEventKind]? = nil, allowPrivateFeedOrigins: Bool? = nil) {
+        self.allowPrivateFeedOrigins = allowPrivateFeedOrigins
         self.expiryAfterDownload = expiryAfterDownload
         self.expiryAfterPlay = expiryAfterPlay
         self.maxDownloadedAssets = maxDownloadedAssets
@@ -52,6 +56,7 @@ public struct BackplaneSettings: Codable, Sendable, Equatable {
                           maxDownloadedAssets: newer.maxDownloadedAssets ?? maxDownloadedAssets,
                           maxStorageAllowed: newer.maxStorageAllowed ?? maxStorageAllowed, headroom: newer.headroom ?? headroom,
                           downloadOverCellular: newer.downloadOverCellular ?? downloadOverCellular, streamLease: newer.streamLease ?? streamLease,
-                          disabledEvents: newer.disabledEvents ?? disabledEvents)
+                          disabledEvents: newer.disabledEvents ?? disabledEvents,
+                          allowPrivateFeedOrigins: newer.allowPrivateFeedOrigins ?? allowPrivateFeedOrigins)
     }
 }

@@ -21,10 +21,10 @@ public struct OnlineLibrary: PlaybackLibrary {
 
     /// Plans the source (whatever `assetID` names it: its rights are the agent's business).
     public func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-        let headers = options.headers ?? [:]
+        let (headers, origins) = (options.headers ?? [:], options.origins ?? .any)
         let plan: DownloadPlan
         do {
-            let probe = try await fetcher.probe(url, headers: headers)
+            let probe = try await fetcher.probe(url, headers: headers, origins: origins)
             let fetcher = fetcher
             let format = try DownloadPlanner.format(of: probe)
             if format == .dash || format == .smooth, let text = probe.text {
@@ -32,14 +32,14 @@ public struct OnlineLibrary: PlaybackLibrary {
                 // quality level a variant); a dynamic one is fetched again whenever the player reloads a media playlist.
                 let source = probe.url
                 let reload: @Sendable () async throws(PlaybackError) -> String = { () async throws(PlaybackError) -> String in
-                    do { return try await fetcher.text(source, headers: headers) } catch let failure as DownloadFailure {
+                    do { return try await fetcher.text(source, headers: headers, origins: origins) } catch let failure as DownloadFailure {
                         throw Self.playbackError(failure)
                     } catch { throw .originUnreachable("the MPD cannot be reloaded") }
                 }
                 let entry = source.lastPathComponent.isEmpty ? (format == .dash ? "manifest.mpd" : "Manifest") : source.lastPathComponent
                 return PlayableAsset(folder: nil, entry: entry, manifests: [entry: text], originHeaders: headers, sourceURL: source, reloadEntry: reload)
             }
-            plan = try await DownloadPlanner.plan(probe: probe, options: options.planOptions) { url in try await fetcher.text(url, headers: headers) }
+            plan = try await DownloadPlanner.plan(probe: probe, options: options.planOptions) { url in try await fetcher.text(url, headers: headers, origins: origins) }
         } catch let failure as DownloadFailure {
             throw Self.playbackError(failure)
         } catch let error as StreamError {

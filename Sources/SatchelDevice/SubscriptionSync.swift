@@ -173,6 +173,8 @@ public struct SubscriptionSync: Sendable {
         let item = download.item
         var options = download.options
         options.feed = FeedMembership(feedID: feed, assetID: item.assetID, published: item.published, title: item.title, metadata: item.metadata)
+        // The feed names the URL, not the device: public addresses only, unless the operator's settings allow more.
+        if try await agent.backplane.status().settings.allowPrivateFeedOrigins != true { options.origins = .publicOnly }
         let id = AssetStore.isValidID(item.assetID) ? item.assetID : nil
         return try await downloads.add(url: item.url ?? "", id: id, options: options, window: AvailabilityWindow(expiryDate: item.expires),
                                        paused: paused).id

@@ -97,6 +97,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         case .networkUnavailable: return "network-unavailable"
         case .permissionRefused: return "permission-refused"
         case .permissionPending: return "permission-pending"
+        case .privateOrigin: return "private-origin"
         }
     }
 
@@ -134,6 +135,9 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     case permissionRefused(reason: String, detail: String)
     /// The backplane could not be asked (seed 003's pending-on-permission): the asset waits and downloads nothing.
     case permissionPending(String)
+    /// The asset's ``OriginPolicy`` is `publicOnly` (a feed's item) and the URL, or a redirect, names a private,
+    /// loopback or link-local address (or a host resolving to one).
+    case privateOrigin(url: String, address: String)
 
     /// True when retrying cannot help. Seed 003 names one such condition: a MIME type outside the permitted
     /// list. Every HTTP error is retried under the Rule of Threes (a 404 may be a CDN that has not got the
@@ -142,7 +146,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
         switch self {
         case .mimeType: return true
         case let .license(_, _, retryable): return !retryable  // the license server said no: asking again says no again
-        case .permissionRefused: return true
+        case .permissionRefused, .privateOrigin: return true
         default: return false
         }
     }
@@ -185,6 +189,8 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
             }
         case let .permissionRefused(reason, detail): return "download permission refused (\(reason)): \(detail)"
         case let .permissionPending(why): return "waiting for the backplane's download permission: \(why)"
+        case let .privateOrigin(url, address):
+            return "\(Self.redacted(url)) is on a private address (\(address)): a feed's items are fetched from public addresses only, unless the operator allows private origins (satchel backplane settings set --allow-private-feed-origins true)"
         }
     }
 

@@ -33,6 +33,9 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     public var description: String?
     /// The app's own values for the asset (seed 003's `userInfo`), stored and returned as given.
     public var userInfo: [String: JSONValue]?
+    /// Which addresses its files may come from (nil: any). A feed's items are `publicOnly` unless the backplane's
+    /// settings allow private origins.
+    public var origins: OriginPolicy?
 
     /// The default cap on an asset's files (`PlanOptions/defaultMaxResources`).
     public static let defaultMaxResources = PlanOptions.defaultMaxResources

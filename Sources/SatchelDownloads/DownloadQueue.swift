@@ -21,10 +21,12 @@ enum DownloadQueue {
         guard try await !engine.index.damaged().contains(where: { $0.id == id }) else { throw .duplicateID(id) }
         let plan: DownloadPlan
         do {
-            let headers = options.headers ?? [:]
-            let probe = try await engine.fetcher.probe(parsed, headers: headers)
+            let (headers, origins) = (options.headers ?? [:], options.origins ?? .any)
+            let probe = try await engine.fetcher.probe(parsed, headers: headers, origins: origins)
             let fetcher = engine.fetcher
-            plan = try await DownloadPlanner.plan(probe: probe, options: options.planOptions) { url in try await fetcher.text(url, headers: headers) }
+            plan = try await DownloadPlanner.plan(probe: probe, options: options.planOptions) { url in
+                try await fetcher.text(url, headers: headers, origins: origins)
+            }
         } catch let error as DownloadError {
             throw error
         } catch let error as StreamError {

@@ -80,7 +80,7 @@ struct DownloadWorker: Sendable {
     /// wins: fatal, then a rule, then any other, then cancellation).
     private func fetchAll(_ asset: DownloadAsset, missing: [Int], budget: DownloadBudget,
                           progress: LiveProgress) async -> (DownloadFailure?, [String]) {
-        let (plan, fetcher, store, headers) = (asset.plan, fetcher, store, asset.options.headers ?? [:])
+        let (plan, fetcher, store, headers, origins) = (asset.plan, fetcher, store, asset.options.headers ?? [:], asset.options.origins ?? .any)
         var control = AdaptiveParallelism(initial: parallelism, maximum: maxParallelism)
         let clock = ContinuousClock(), started = clock.now
         return await withTaskGroup(of: Swift.Result<String?, DownloadFailure>.self) { group in
@@ -99,7 +99,7 @@ struct DownloadWorker: Sendable {
                     group.addTask {
                         do throws(DownloadFailure) {
                             return .success(try await fetcher.fetch(plan.resources[index], index: index, assetID: asset.id, store: store,
-                                                                    headers: headers, budget: budget, progress: progress))
+                                                                    headers: headers, origins: origins, budget: budget, progress: progress))
                         } catch {
                             return .failure(error)
                         }

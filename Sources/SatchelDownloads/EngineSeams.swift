@@ -51,12 +51,13 @@ extension DownloadIndexing {
 /// ``ResourceFetcher`` does it over HTTP; a license step or a permission step can wrap it.
 public protocol ResourceFetching: Sendable {
     /// Fetches the asset's URL far enough to know what it is.
-    func probe(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> DownloadPlanner.Probe
+    func probe(_ url: URL, headers: [String: String], origins: OriginPolicy) async throws(DownloadFailure) -> DownloadPlanner.Probe
     /// Fetches a manifest's text.
-    func text(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> String
-    /// Downloads one resource into the store unless it is complete; a warning when sizes disagree.
+    func text(_ url: URL, headers: [String: String], origins: OriginPolicy) async throws(DownloadFailure) -> String
+    /// Downloads one resource into the store unless it is complete; a warning when sizes disagree. Every request, and
+    /// every redirect it meets, keeps to `origins`.
     func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: any AssetStoring, headers: [String: String],
-               budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String?
+               origins: OriginPolicy, budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String?
     /// Releases connections.
     func shutdown() async
 }

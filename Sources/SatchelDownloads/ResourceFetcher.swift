@@ -17,6 +17,8 @@ import Darwin
 /// `<path>.part`, resumed with HTTP Range, checked, and renamed into place only when complete.
 public final class ResourceFetcher: ResourceFetching {
     let client: HTTPClient
+    /// The requests of assets fetched from public addresses only.
+    let guarded: OriginGuard
     /// A body slower than this is a retryable network failure.
     let lowSpeed: LowSpeedLimit
     private let isShutDown = Locked(false)
@@ -29,6 +31,7 @@ public final class ResourceFetcher: ResourceFetching {
         http.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(parallelism, 1))
         http.decompression = .disabled
         client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: http)
+        guarded = OriginGuard(configuration: http)
         self.lowSpeed = lowSpeed
     }
 
@@ -38,14 +41,16 @@ public final class ResourceFetcher: ResourceFetching {
         do { try await client.shutdown() } catch {
             // Shutting down twice is the only failure, and the flag above rules it out.
         }
+        await guarded.shutdown()
     }
 
     /// A fetcher dropped without ``shutdown()`` closes its client here; the callback keeps the client alive
     /// until it has.
     deinit {
         guard !isShutDown.current else { return }
-        let client = client
-        client.shutdown(queue: .global()) { _ in withExtendedLifetime(client) {} }
+        for client in [client, guarded.client] {
+            client.shutdown(queue: .global()) { _ in withExtendedLifetime(client) {} }
+        }
     }
     /// Manifests larger than this are refused.
     static let maxManifestBytes = 32 << 20
@@ -53,8 +58,8 @@ public final class ResourceFetcher: ResourceFetching {
     // MARK: Manifests
 
     /// Fetches the asset's URL far enough to know what it is: manifests are read whole, media is not.
-    public func probe(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> DownloadPlanner.Probe {
-        try await request(url, headers: headers) { (response) throws(DownloadFailure) in
+    public func probe(_ url: URL, headers: [String: String], origins: OriginPolicy) async throws(DownloadFailure) -> DownloadPlanner.Probe {
+        try await request(url, headers: headers, origins: origins) { (response) throws(DownloadFailure) in
             let contentType = response.headers.first(name: "content-type")
             let length = response.headers.first(name: "content-length").flatMap { Int($0) }
             var textual = contentType.map(Self.isTextType) ?? false
@@ -74,8 +79,8 @@ public final class ResourceFetcher: ResourceFetching {
     }
 
     /// Fetches a manifest's text.
-    public func text(_ url: URL, headers: [String: String]) async throws(DownloadFailure) -> String {
-        try await request(url, headers: headers) { (response) throws(DownloadFailure) in
+    public func text(_ url: URL, headers: [String: String], origins: OriginPolicy) async throws(DownloadFailure) -> String {
+        try await request(url, headers: headers, origins: origins) { (response) throws(DownloadFailure) in
             String(decoding: try await Self.read(response, url: url) { _ in false }, as: UTF8.self)
         }
     }
@@ -95,13 +100,13 @@ public final class ResourceFetcher: ResourceFetching {
         return body
     }
 
-    private func request<T>(_ url: URL, headers: [String: String],
+    private func request<T>(_ url: URL, headers: [String: String], origins: OriginPolicy,
                             _ body: (HTTPClientResponse) async throws(DownloadFailure) -> T) async throws(DownloadFailure) -> T {
         let response: HTTPClientResponse
         var request = HTTPClientRequest(url: url.absoluteString)
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { request.headers.add(name: name, value: value) }
         do {
-            response = try await client.execute(request, deadline: .now() + .seconds(60))
+            response = try await guarded.execute(request, origins: origins, deadline: .now() + .seconds(60), open: client)
         } catch {
             throw Self.failure(error, url: url.absoluteString)
         }
@@ -126,7 +131,7 @@ public final class ResourceFetcher: ResourceFetching {
     /// with the size the manifest or the probe declared (the file is still complete). Every file is opened inside the
     /// asset's folder without following links (``AssetStore/folder(_:of:create:url:)``).
     public func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: any AssetStoring, headers: [String: String],
-                      budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
+                      origins: OriginPolicy, budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
         guard let (folder, name) = try store.folder(assetID, of: resource.localPath, create: true, url: resource.url) else {
             throw .fileSystem(path: store.path(assetID, resource.localPath), message: "the folder is missing")
         }
@@ -151,7 +156,7 @@ public final class ResourceFetcher: ResourceFetching {
         }
         let response: HTTPClientResponse
         do {
-            response = try await client.execute(request, deadline: .distantFuture)
+            response = try await guarded.execute(request, origins: origins, deadline: .distantFuture, open: client)
         } catch {
             throw Self.failure(error, url: resource.url)
         }

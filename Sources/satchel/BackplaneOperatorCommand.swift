@@ -113,6 +113,9 @@ struct BackplaneOperatorCommand: ParsableCommand {
             @Option(name: .customLong("disabled-events"),
                     help: "Event kinds devices do not report, comma-separated (none: report every kind). Download queued, started, completed, error, max errors reset and reset are always reported.")
             var disabledEvents: String?
+            @Option(name: .customLong("allow-private-feed-origins"),
+                    help: "true or false (the default): whether devices fetch a feed's items from private, loopback or link-local addresses.")
+            var allowPrivateFeedOrigins: Bool?
             @OptionGroup var options: OperatorOptions
 
             func validate() throws {
@@ -135,7 +138,8 @@ struct BackplaneOperatorCommand: ParsableCommand {
             func execute() async throws {
                 let settings = BackplaneSettings(expiryAfterDownload: expiryAfterDownload, expiryAfterPlay: expiryAfterPlay,
                                                  maxDownloadedAssets: maxDownloadedAssets, maxStorageAllowed: maxStorage, headroom: headroom,
-                                                 downloadOverCellular: downloadOverCellular, streamLease: streamLease, disabledEvents: try kinds())
+                                                 downloadOverCellular: downloadOverCellular, streamLease: streamLease, disabledEvents: try kinds(),
+                                                 allowPrivateFeedOrigins: allowPrivateFeedOrigins)
                 guard settings != BackplaneSettings() else { throw CLIError("give at least one setting (see --help)") }
                 let answer = try await options.client().call(.PUT, "settings", body: settings, as: BackplaneSettings.self)
                 try BackplaneOperatorCommand.output(answer, json: options.json) {

@@ -27,14 +27,16 @@ import Testing
         #expect(added.status == 0, "\(added.stderr)")
     }
 
-    /// A server, an origin with a clip, and the feed `news`; `body` runs off the concurrency pool.
-    static func withFeed(_ name: String, _ body: @escaping @Sendable (World, TestOrigin) throws -> Void) async throws {
+    /// A server, an origin with a clip (on loopback: private origins allowed unless `allowPrivate` is false), and the feed
+    /// `news`; `body` runs off the concurrency pool.
+    static func withFeed(_ name: String, allowPrivate: Bool = true, _ body: @escaping @Sendable (World, TestOrigin) throws -> Void) async throws {
         let world = try await World(name)
         defer { world.server.stop() }
         let origin = try await BackplaneCommandTests.origin(world)
         defer { origin.stop() }
         try await TestMedia.offloaded {
             #expect(try world.backplane(["feeds", "create", "news", "--title", "News"]).status == 0)
+            if allowPrivate { #expect(try world.backplane(["settings", "set", "--allow-private-feed-origins", "true"]).status == 0) }
             try body(world, origin)
         }
     }
@@ -100,6 +102,30 @@ import Testing
             let byKind = Dictionary(uniqueKeysWithValues: array.compactMap { row in (row["kind"] as? String).map { ($0, row["count"] as? Int ?? 0) } })
             #expect(byKind["subscription-added"] == 3 && byKind["subscription-reset"] == 1 && byKind["subscription-deferred"] == 2, "\(byKind)")
             #expect((byKind["subscription-synced"] ?? 0) >= 4, "\(byKind)")
+        }
+    }
+
+    @Test("a feed's items on loopback (by address, or by the name localhost) are not fetched while the operator's settings keep feeds to public addresses: skipped with the reason, the origin never asked; allowed, a later item downloads")
+    func privateOrigins() async throws {
+        try await Self.withFeed("subscriptions-private", allowPrivate: false) { world, origin in
+            let device = try world.device("device")
+            #expect(try CLIRunner.run(["agent", "subscribe", "news", "--data-dir", device.directory]).status == 0)
+            try Self.add(world, origin, "numeric", day: "2026-11-23")
+            let named = origin.url("clip.mp4").replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            #expect(try world.backplane(["feeds", "add-item", "news", "--asset-id", "named", "--url", named, "--published", "2026-11-24"]).status == 0)
+            let ran = try CLIRunner.run(["download", "run", "--data-dir", device.directory])
+            for asset in ["numeric", "named"] {
+                #expect(ran.stderr.contains("subscription: skipped \(asset):") && ran.stderr.contains("is on a private address"), "\(ran.stderr)")
+                #expect(try Self.assets(device.directory)[asset] == nil)
+            }
+            #expect(ran.stderr.contains("--allow-private-feed-origins true"), "the error says what to do: \(ran.stderr)")
+            #expect(origin.log.isEmpty, "nothing was asked of the private origin: \(origin.log.map(\.path))")
+
+            #expect(try world.backplane(["settings", "set", "--allow-private-feed-origins", "true"]).status == 0)
+            try Self.add(world, origin, "allowed", day: "2026-11-25")
+            let allowed = try CLIRunner.run(["download", "run", "--data-dir", device.directory])
+            let state = try Self.assets(device.directory)["allowed"]?.state
+            #expect(allowed.status == 0 && state == "complete", "\(allowed.stderr)")
         }
     }
 
@@ -175,6 +201,7 @@ import Testing
         defer { origin.stop() }
         let device = try await TestMedia.offloaded { () throws -> (directory: String, id: String, stderr: String) in
             #expect(try world.backplane(["feeds", "create", "news", "--title", "News"]).status == 0)
+            #expect(try world.backplane(["settings", "set", "--allow-private-feed-origins", "true"]).status == 0, "the app's origin is on loopback")
             for asset in ["bare", "flaky", "skip"] {
                 #expect(try world.backplane(["feeds", "add-item", "news", "--asset-id", asset]).status == 0, "an item without a URL")
             }
@@ -184,6 +211,7 @@ import Testing
         let downloads = try await DownloadManager(configuration: DownloadManager.Configuration(dataDirectory: device.directory))
         do {
             _ = try await agent.backplane.subscribe(SubscriptionRequest(feedID: "news"))
+            _ = try await agent.backplane.sync()  // the settings: private origins allowed
             try FileManager.default.copyItem(at: origin.root.appendingPathComponent("clip.mp4"), to: origin.root.appendingPathComponent("flaky.mp4"))
             origin.inject(.status(503), on: "flaky.mp4", times: 10)  // failing for now, whatever the fetcher retries
             let sync = SubscriptionSync(agent: agent, downloads: downloads, dataSource: AppSource(origin: origin))
