@@ -77,10 +77,11 @@ enum AgentClock {
     /// The server's signed time, anchoring the secure clock.
     @discardableResult
     static func fetchTime(_ agent: isolated Agent, server: String, timeout: TimeAmount = .seconds(10)) async throws(AgentError) -> Date {
-        let registration = try agent.identity.registered()
         let nonce = Hex.encode(SecureRandom.bytes(16))
         let client = try LicenseServerClient(server: server, timeout: timeout, http: agent.transport.client)
         let answer = try Agent.decode(TimeAnswer.self, try await client.get("/time?nonce=\(nonce)"), what: "the time")
+        try await AgentServerKeys.learn(agent, kid: try? SignedToken.keyID(answer.time))
+        let registration = try agent.identity.registered()
         let reading = agent.clockReader.read()
         let claims: SignedTimeClaims
         do {

@@ -13,8 +13,9 @@ enum AgentRequests {
     /// Verifies a license answer (the server's signature, this device, this request's nonce, keys that open),
     /// and installs it with its clock anchor, in one change of the store.
     static func install(_ agent: isolated Agent, _ answer: Data, nonce: String, server: String, firstUse: Date?) async throws(AgentError) -> StoredLicense {
-        let registration = try agent.identity.registered()
         let token = try Agent.decode(LicenseAnswer.self, answer, what: "the license").license
+        try await AgentServerKeys.learn(agent, kid: try? SignedToken.keyID(token))
+        let registration = try agent.identity.registered()
         let reading = agent.clockReader.read()
         let claims = try registration.verifiedLicense(token)
         guard claims.nonce == nonce else { throw .invalidAnswer("the license is not the answer to this request") }
@@ -97,8 +98,10 @@ enum AgentRequests {
                 continue
             }
             if case .signed = check {
+                try await AgentServerKeys.learn(agent, kid: SignedAnswer.keyID(answer.signature))
+                let keys = try agent.identity.registered().serverKeys
                 do {
-                    try SignedAnswer.verify(answer.signature, body: answer.body, nonce: nonce, keys: registration.serverKeys)
+                    try SignedAnswer.verify(answer.signature, body: answer.body, nonce: nonce, keys: keys)
                 } catch {
                     // Refused and reported: nothing of it is applied, and the server hears of it with the device's events.
                     _ = try? await agent.activity.record(.answerRefused, reason: "\(route): \(error.code)")

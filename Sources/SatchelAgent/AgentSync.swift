@@ -40,9 +40,10 @@ enum AgentSync {
         let (answer, nonce) = try await AgentRequests.signedPost(agent, "/licenses/status", server: server, token: nil) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }
+        let token = try Agent.decode(LicenseStatusAnswer.self, answer, what: "the license status").status
+        try await AgentServerKeys.learn(agent, kid: try? SignedToken.keyID(token))
         let registration = try agent.identity.registered()
         let reading = agent.clockReader.read()
-        let token = try Agent.decode(LicenseStatusAnswer.self, answer, what: "the license status").status
         let status: LicenseStatusClaims
         do {
             status = try SignedToken.verify(token, as: LicenseStatusClaims.self, key: registration.serverKeys.key(for: token))

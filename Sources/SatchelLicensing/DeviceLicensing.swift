@@ -127,10 +127,15 @@ public struct DeviceLicensing: Sendable {
         }
     }
 
-    /// The keys licenses are signed with, as a JWKS.
+    /// The keys licenses are signed with, as a JWKS: the one signing now first, then those before it (what they signed
+    /// still verifies).
     public func keySet() async throws(LicensingError) -> PublicKeySet {
-        let signer = try await registry.signingKey()
-        return PublicKeySet(keys: [PublicKeyJWK(signer.key.publicKey, kid: signer.kid, use: "sig", alg: "ES256")])
+        PublicKeySet(keys: try await registry.keyring.keys().published)
+    }
+
+    /// The statements that introduced each signing key after the first, oldest first (``KeyRotationClaims``).
+    public func keyRotations() async throws(LicensingError) -> KeyRotationsAnswer {
+        KeyRotationsAnswer(rotations: try await registry.keyring.keys().rotations)
     }
 
     /// The rights of a license under `policy` (the asset's, with the token's overrides already applied), persistent only
@@ -172,10 +177,13 @@ public struct DeviceLicensing: Sendable {
     /// Checks a device request: the certificate is this server's, the device is registered with that key (and,
     /// when `subject` is given, to that user), and the request is signed by it.
     private func verify(_ request: String, subject: String?) async throws(LicensingError) -> (DeviceRequestClaims, DeviceRecord) {
-        let signer = try await registry.signingKey()
         do {
             let unverified = try SignedToken.unverifiedClaims(request, as: DeviceRequestClaims.self)
-            let certificate = try SignedToken.verify(unverified.certificate, as: DeviceCertificateClaims.self, key: signer.key.publicKey)
+            // Any of the server's keys: a certificate signed before a rotation stays good.
+            guard let issuer = try await registry.keyring.verifyingKey(try SignedToken.keyID(unverified.certificate)) else {
+                throw RightsError.badSignature("the certificate was not signed by this server")
+            }
+            let certificate = try SignedToken.verify(unverified.certificate, as: DeviceCertificateClaims.self, key: issuer)
             let device = try await registry.device(certificate.deviceID)
             guard device.publicKey.fingerprint == certificate.key.fingerprint else { throw LicensingError.notEntitled("the certificate's key is not the device's") }
             if let subject, subject != device.subject { throw LicensingError.notEntitled("the device is registered to another user") }

@@ -66,13 +66,16 @@ final class SigningKeyModel: Model, @unchecked Sendable {
     @ID(custom: "kid", generatedBy: .user) var id: String?
     @Field(key: "sealed_key") var sealedKey: Data
     @Field(key: "created_at") var createdAt: Date
+    /// The statement the key before this one signed to introduce it (nil for the first key).
+    @OptionalField(key: "introduction") var introduction: String?
 
     init() {}
 
-    init(id: String, sealedKey: Data, createdAt: Date) {
+    init(id: String, sealedKey: Data, createdAt: Date, introduction: String? = nil) {
         self.id = id
         self.sealedKey = sealedKey
         self.createdAt = createdAt
+        self.introduction = introduction
     }
 }
 

@@ -55,7 +55,8 @@ public struct DeviceLicenseRecord: Sendable, Codable, Equatable {
 public struct DeviceRegistry: Sendable, DeviceRowReading {
     let database: any Database
     private let kek: KeyEncryptionKey
-    private let signer = Locked<(kid: String, key: P256.Signing.PrivateKey)?>(nil)
+    /// The signing keys: the newest signs, every one verifies.
+    let keyring: SigningKeyring
     /// When this process last forgot old nonces.
     private let pruned = Locked(Date.distantPast)
 
@@ -63,37 +64,20 @@ public struct DeviceRegistry: Sendable, DeviceRowReading {
     public init(database: any Database, kek: KeyEncryptionKey) {
         self.database = database
         self.kek = kek
+        keyring = SigningKeyring(database: database, kek: kek)
     }
 
-    /// The key licenses, certificates and times are signed with: made on first use, then read from the database.
+    /// The key licenses, certificates and times are signed with (the newest of ``keyring``): made on first use.
     public func signingKey() async throws(LicensingError) -> (kid: String, key: P256.Signing.PrivateKey) {
-        if let cached = signer.withLock({ $0 }) { return cached }
-        // One key for every node: made under a lock that every node takes (PostgreSQL: an advisory lock held until
-        // the transaction ends; SQLite has one writer), so two nodes starting on a new database never make two.
-        let kek = kek
-        let (kid, sealed) = try await stored("read or make the license signing key") { () async throws -> (String, [UInt8]) in
-            try await database.transaction { database in
-                if let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql" {
-                    try await sql.raw("SELECT pg_advisory_xact_lock(\(bind: Self.signingKeyLock))").run()
-                }
-                if let existing = try await SigningKeyModel.query(on: database).sort(\.$createdAt).first(), let kid = existing.id {
-                    return (kid, Array(existing.sealedKey))
-                }
-                let key = P256.Signing.PrivateKey()
-                let kid = String(PublicKeyJWK(key.publicKey).fingerprint.prefix(16))
-                let sealed = try kek.seal(SecretBytes(Array(key.rawRepresentation)), keyID: "signing:\(kid)")
-                try await SigningKeyModel(id: kid, sealedKey: Data(sealed), createdAt: Date()).create(on: database)
-                return (kid, sealed)
-            }
-        }
-        let raw = try kek.open(sealed, keyID: "signing:\(kid)")
-        guard let key = try? P256.Signing.PrivateKey(rawRepresentation: raw.bytes) else { throw .storage("the stored signing key is unusable") }
-        signer.withLock { $0 = (kid, key) }
-        return (kid, key)
+        try await keyring.keys().signer
     }
 
-    /// The advisory lock every node takes to read or make the signing key (any constant every node agrees on).
-    static let signingKeyLock: Int64 = 0x5341_5443_4845_4C31
+    /// Makes a new signing key, introduced by the current one (``KeyRotationClaims``); answers its ID. Every node signs
+    /// with it within a minute; a device learns it through the introduction when it first meets it. What the older keys
+    /// signed (certificates, licenses) stays good.
+    public func rotateSigningKey(at now: Date = Date()) async throws(LicensingError) -> String {
+        try await keyring.rotate(at: now)
+    }
 
     /// Registers a device key for a user: the same key registered again by the same user keeps its device ID.
     public func register(_ key: PublicKeyJWK, subject: String, name: String?, externalID: String?, at now: Date) async throws(LicensingError) -> DeviceRecord {

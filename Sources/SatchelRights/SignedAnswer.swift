@@ -39,6 +39,13 @@ public enum SignedAnswer {
         guard fields.nonce == nonce else { throw .badSignature("the answer is not the answer to this request") }
     }
 
+    /// The ID of the key `signature` names (nil when it names none or cannot be read): which key to look for.
+    public static func keyID(_ signature: String?) -> String? {
+        guard let signature, signature.utf8.count <= 1024, let protected = signature.split(separator: ".", omittingEmptySubsequences: false).first,
+              let bytes = Base64URL.decode(protected) else { return nil }
+        return (try? JSONCoding.decoder().decode(Header.self, from: Data(bytes)))?.kid
+    }
+
     private static func signingInput(_ protected: String, _ body: Data) -> String {
         protected + "." + Base64URL.encode(Array(body))
     }

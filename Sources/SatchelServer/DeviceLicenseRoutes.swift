@@ -60,6 +60,7 @@ struct DeviceLicenseRoutes: RouteGroup {
             return try Response.json(LicenseStatusAnswer(status: try await licensing.status(body.request)))
         }
         router.get("/licenses/keys") { _, _ in try Response.json(await licensing.keySet()) }
+        router.get("/licenses/keys/rotations") { _, _ in try Response.json(await licensing.keyRotations()) }
         router.get("/time") { request, _ in
             try Response.json(TimeAnswer(time: try await licensing.signedTime(nonce: request.uri.queryParameters.get("nonce"))))
         }

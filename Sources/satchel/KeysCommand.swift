@@ -10,7 +10,7 @@ import SatchelPackager
 /// `satchel keys`: the key store.
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "keys", abstract: "Import, export, list and delete keys and policies.",
-                                                    subcommands: [Import.self, Export.self, List.self, Delete.self])
+                                                    subcommands: [Import.self, Export.self, List.self, Delete.self, RotateSigningKey.self])
 
     struct Import: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(
@@ -156,6 +156,26 @@ struct KeysCommand: AsyncParsableCommand {
             await database.shutdown()
             guard deleted else { throw CLIError("no asset or key \(id)") }
             print("deleted \(id)")
+        }
+    }
+}
+
+extension KeysCommand {
+    struct RotateSigningKey: SatchelAsyncCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-signing-key",
+            abstract: "Make a new key to sign licenses and device certificates with.",
+            discussion: """
+                The current key signs the new key's introduction, so registered devices take the new key the first time they meet                 it, and no device needs to register again; licenses and certificates signed before stay good. Running servers sign                 with the new key within a minute.
+                """)
+        @OptionGroup var store: StoreOptions
+
+        func execute() async throws {
+            let (_, database) = try await store.open()
+            let kid: String
+            do { kid = try await store.registry(database).rotateSigningKey() } catch { await database.shutdown(); throw error }
+            await database.shutdown()
+            print("signing key \(kid): licenses and certificates are signed with it from now on (running servers within a minute)")
         }
     }
 }
