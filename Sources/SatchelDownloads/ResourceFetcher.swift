@@ -95,7 +95,7 @@ public final class ResourceFetcher: ResourceFetching {
                 if stop(body) { break }
             }
         } catch {
-            throw failure(error, url: url.absoluteString)
+            throw DownloadFailure(error, url: url.absoluteString)
         }
         return body
     }
@@ -108,7 +108,7 @@ public final class ResourceFetcher: ResourceFetching {
         do {
             response = try await guarded.execute(request, origins: origins, deadline: .now() + .seconds(60), open: client)
         } catch {
-            throw Self.failure(error, url: url.absoluteString)
+            throw DownloadFailure(error, url: url.absoluteString)
         }
         guard response.status.code == 200 else { throw .httpStatus(url: url.absoluteString, status: Int(response.status.code)) }
         return try await body(response)
@@ -158,7 +158,7 @@ public final class ResourceFetcher: ResourceFetching {
         do {
             response = try await guarded.execute(request, origins: origins, deadline: .distantFuture, open: client)
         } catch {
-            throw Self.failure(error, url: resource.url)
+            throw DownloadFailure(error, url: resource.url)
         }
         let status = Int(response.status.code)
         var skip: Int64 = 0
@@ -241,7 +241,7 @@ public final class ResourceFetcher: ResourceFetching {
         } catch let failure as DownloadFailure {
             throw failure
         } catch {
-            throw Self.failure(error, url: resource.url)
+            throw DownloadFailure(error, url: resource.url)
         }
         if let length = resource.range?.length, have != Int64(length) {
             throw .network(url: resource.url, message: "the body ended after \(have) of \(length) bytes")
@@ -306,18 +306,6 @@ public final class ResourceFetcher: ResourceFetching {
     static func isWebPage<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
         let text = String(decoding: bytes.prefix(64), as: UTF8.self).drop { $0.isWhitespace }.lowercased()
         return text.hasPrefix("<!doctype html") || text.hasPrefix("<html")
-    }
-
-    static func failure(_ error: any Error, url: String) -> DownloadFailure {
-        if let failure = error as? DownloadFailure { return failure }
-        if error is CancellationError || Task.isCancelled { return .cancelled }
-        if let client = error as? HTTPClientError, client == .cancelled { return .cancelled }
-        let text = String(describing: error)
-        if text.contains("Connection refused") {
-            let target = URL(string: url).map { "\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? ""
-            return .network(url: url, message: "connection refused: nothing is listening at \(target)")
-        }
-        return .network(url: url, message: text)
     }
 }
 
