@@ -2,6 +2,7 @@
 import PackageDescription
 
 // Satchel: an open-source Swift platform for protected video.
+// Licensed under the Apache License, Version 2.0 (see LICENSE).
 // The module layout follows ../shared/DESIGN.md; lower layers never import higher ones.
 let package = Package(
     name: "Satchel",
