@@ -54,7 +54,7 @@ extension Agent {
         return delivered.contains(license.licenseID)
     }
 
-    /// Removes every installed license at once (seed 000 §4.3, the DRM store reset): each becomes a release owed to
+    /// Removes every installed license at once (the DRM store reset): each becomes a release owed to
     /// its server, delivered at the next sync; nothing is asked of the server now. Answers the assets whose licenses went.
     @discardableResult
     public func reset() async throws(AgentError) -> [String] { try await AgentSync.reset(self) }

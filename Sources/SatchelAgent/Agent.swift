@@ -4,7 +4,7 @@ import Logging
 import SatchelBytes
 import SatchelRights
 
-/// What the agent reports as it works (seed 000 §5.4's clock notification, and releases).
+/// What the agent reports as it works (the secure clock's changes of trust, and releases).
 public enum AgentEvent: Sendable, Equatable {
     /// The device's clock went back: date-based rights are untrusted until the server confirms the time.
     case untrustedTime
@@ -26,7 +26,7 @@ public struct LicenseStatus: Sendable, Equatable {
     public var evaluation: RightsEvaluation
 }
 
-/// The device agent (seeds 000, 001, 002): the device identity, license acquisition into a persistent store,
+/// The device agent: the device identity, license acquisition into a persistent store,
 /// rights status against a secure clock, the keys for playback, renewal and release. One agent per data
 /// directory; it talks to the license server of `satchel serve` and never depends on the server modules.
 ///

@@ -3,7 +3,7 @@ import SatchelBackplane
 import SatchelBytes
 import SatchelRights
 
-/// What a device reports to the backplane (seed 003 "Event Logging"; seed 000 §5.7), as an app calls it
+/// What a device reports to the backplane, as an app calls it
 /// (`agent.activity`): events kept on disk as they happen, sent in batches at the next sync. An event is removed
 /// only once the backplane has kept it, and the backplane keeps an event sent twice once: none is lost or counted
 /// twice, whatever fails between.

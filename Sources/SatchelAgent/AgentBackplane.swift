@@ -5,7 +5,7 @@ import SatchelBackplane
 import SatchelBytes
 import SatchelRights
 
-/// The agent's side of the backplane (seed 003's Download2Go Backplane): syncs (the commands after the last one
+/// The agent's side of the backplane (the download-to-go backplane): syncs (the commands after the last one
 /// applied, the toggle, the settings), acknowledgements recorded in the sealed state, download permission, and the
 /// server-sent event stream. Runs on the agent's isolation, except the stream's reading.
 enum AgentBackplane {

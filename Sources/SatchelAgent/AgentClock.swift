@@ -25,7 +25,7 @@ enum AgentClock {
     /// The first back-off after a failed attempt to restore trust, and the longest.
     static let trustBackOff: ClosedRange<TimeInterval> = 15...600
 
-    /// With the clock untrusted, asks the license server for its signed time (seed 000 §5.4.2: the agent contacts a
+    /// With the clock untrusted, asks the license server for its signed time (the agent contacts a
     /// trusted date automatically when it is used): one attempt with a short timeout; after a failure, none again
     /// until a back-off (15 s doubling to 10 min, by the boot clock) has passed. Answers whether the server's time came.
     static func restoreTrust(_ agent: isolated Agent) async -> Bool {

@@ -1,7 +1,7 @@
 import Foundation
 import SatchelBackplane
 
-/// The agent's side of feed subscriptions (seed 003 "Subscriptions"): subscribing and unsubscribing with the
+/// The agent's side of feed subscriptions: subscribing and unsubscribing with the
 /// backplane, and the sync that delivers the items new to the device. The feeds followed are kept in the sealed
 /// backplane status, so a sync knows whether it has feeds to ask about. Runs on the agent's isolation.
 enum AgentSubscriptions {

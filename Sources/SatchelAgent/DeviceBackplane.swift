@@ -37,7 +37,7 @@ public struct DeviceBackplane: Sendable {
     /// Frees the slot `id` (playback ended).
     public func releaseSlot(_ id: String) async throws(AgentError) { try await AgentSlots.release(agent, slot: id) }
 
-    /// Subscribes this device to a feed (seed 003 "Subscriptions"): its new items arrive at each sync. Subscribing
+    /// Subscribes this device to a feed: its new items arrive at each sync. Subscribing
     /// again changes the quota settings.
     public func subscribe(_ request: SubscriptionRequest) async throws(AgentError) -> Subscription {
         try await AgentSubscriptions.subscribe(agent, request)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A command the backplane sends one device (seed 003: remote delete, remote wipe, remote kill; the toggle; pushed
+/// A command the backplane sends one device (remote delete, remote wipe, remote kill; the toggle; pushed
 /// settings). Each device's commands are numbered from 1 in the order issued, without gaps: the device applies them in
 /// that order, each once, and acknowledges each (delivery is at least once).
 public struct BackplaneCommand: Codable, Sendable, Equatable, Identifiable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A device the backplane knows (seed 003, Appendix C): its ID (the agent's registration, kept across restarts), the
+/// A device the backplane knows: its ID (the agent's registration, kept across restarts), the
 /// user it belongs to (the entitlement token's subject), the external ID the operator may know it by, and whether it
 /// may download.
 public struct BackplaneDevice: Codable, Sendable, Equatable {
@@ -14,7 +14,7 @@ public struct BackplaneDevice: Codable, Sendable, Equatable {
     public var name: String
     /// The platform (`linux`, `ios`, …).
     public var platform: String
-    /// Whether the device may download (seed 003's backplane-enforced toggle).
+    /// Whether the device may download (the backplane-enforced toggle).
     public var downloadEnabled: Bool
     /// Active, or killed (wiped and unregistered: its later calls are refused).
     public var state: State
@@ -46,7 +46,7 @@ public struct BackplaneDevice: Codable, Sendable, Equatable {
     }
 }
 
-/// How an operator names a device: its device ID, or `ext:` and its external ID (seed 003: a remote delete or wipe
+/// How an operator names a device: its device ID, or `ext:` and its external ID (a remote delete or wipe
 /// may name the device by the external ID).
 public enum DeviceReference: Sendable, Equatable, CustomStringConvertible {
     /// By device ID.

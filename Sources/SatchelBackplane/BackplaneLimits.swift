@@ -1,4 +1,4 @@
-/// The backplane's limits (seed 003: "max number of download-enabled devices per user"; Satchel adds the assets a
+/// The backplane's limits ("max number of download-enabled devices per user"; Satchel adds the assets a
 /// device may hold and the downloads an account may make). Nil: no limit.
 public struct BackplaneLimits: Codable, Sendable, Equatable {
     /// Download-enabled devices per user.
@@ -7,7 +7,7 @@ public struct BackplaneLimits: Codable, Sendable, Equatable {
     public var maxAssetsPerDevice: Int?
     /// Downloads per account (every device of the user together).
     public var maxDownloads: Int?
-    /// Streams an account plays at once (every device of the user together; seed 004's concurrent streams).
+    /// Streams an account plays at once (every device of the user together; the FairPlay Streaming Programming Guide's concurrent streams).
     public var maxStreams: Int?
 
     /// No limit at all.

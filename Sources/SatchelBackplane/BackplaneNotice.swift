@@ -1,4 +1,4 @@
-/// The backplane's notices on the device (seed 003's `kBackplane…Notification`s), each with a stable code.
+/// The backplane's notices on the device (what an app shows the user), each with a stable code.
 public enum BackplaneNotice: String, Codable, Sendable, CaseIterable {
     /// The device was unregistered (its registration is gone).
     case unregistered = "unregistered"

@@ -1,5 +1,5 @@
-/// What the backplane decides, as functions of what it knows (seed 003 "Enable/Disable Downloading" and the
-/// download limits): no I/O; the store calls these inside the transaction that reads the counts.
+/// What the backplane decides, as functions of what it knows (enabling and disabling
+/// downloads, and the download limits): no I/O; the store calls these inside the transaction that reads the counts.
 public enum BackplaneRules {
     /// A new device's toggle: enabled while its user has fewer download-enabled devices than the limit, else
     /// disabled with the notice "device limit reached".
@@ -16,7 +16,7 @@ public enum BackplaneRules {
         public var notice: BackplaneNotice?
     }
 
-    /// The toggle after `updateDownloadEnabled(wanted)` on `device` (seed 003): off always; on only while the user's
+    /// The toggle after `updateDownloadEnabled(wanted)` on `device`: off always; on only while the user's
     /// other download-enabled devices are under the limit; a killed device changes nothing.
     public static func downloadEnabled(_ wanted: Bool, device: BackplaneDevice, otherEnabledDevices: Int,
                                        limits: BackplaneLimits) throws(BackplaneError) -> Bool {

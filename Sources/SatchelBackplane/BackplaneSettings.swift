@@ -1,4 +1,4 @@
-/// What the backplane pushes to every device (seed 003: the global default Expiry After Download and Expiry After
+/// What the backplane pushes to every device (the global default Expiry After Download and Expiry After
 /// Play, "transmitted to all SDK instances"; and download rules). A field left nil leaves the device's own value.
 public struct BackplaneSettings: Codable, Sendable, Equatable {
     /// The default Expiry After Download, in seconds, for assets added without one.

@@ -45,7 +45,7 @@ public protocol BackplaneStoring: Sendable {
     func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer
     /// Records that the device synced at `now`.
     func synced(device: String, at now: Date) async throws(BackplaneError)
-    /// The settings every device takes (seed 003: the global EAP/EAD defaults, and download rules).
+    /// The settings every device takes (the global EAP/EAD defaults, and download rules).
     func settings() async throws(BackplaneError) -> BackplaneSettings
     /// Puts the fields `newer` sets over the settings, and answers the settings now in force.
     func updateSettings(_ newer: BackplaneSettings) async throws(BackplaneError) -> BackplaneSettings

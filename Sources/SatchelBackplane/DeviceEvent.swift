@@ -1,7 +1,7 @@
 import Foundation
 import SatchelBytes
 
-/// What a device reports to the backplane (seed 003 "Event Logging"; seed 000 §5.7): the download engine's, the
+/// What a device reports to the backplane: the download engine's, the
 /// agent's and the playback proxy's events, with a stable code each.
 public enum DeviceEventKind: String, Codable, Sendable, CaseIterable {
     /// An asset was added to the download queue.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A feed a device can subscribe to (seed 003 "Subscriptions"): new items arrive on subscribed devices by
+/// A feed a device can subscribe to: new items arrive on subscribed devices by
 /// themselves.
 public struct Feed: Codable, Sendable, Equatable {
     /// The feed's identifier (letters, digits, `-`, `_`, `.`; 1 to 100).
@@ -39,7 +39,7 @@ public struct FeedItem: Codable, Sendable, Equatable {
     /// The asset ID it is downloaded as.
     public var assetID: String
     /// Where to download it from (http or https); nil when the feed names the asset alone and the app's
-    /// subscription data source supplies the rest (seed 003's custom data source).
+    /// subscription data source supplies the rest (the custom data source).
     public var url: String?
     /// Its title.
     public var title: String?
@@ -108,7 +108,7 @@ public struct SubscriptionPlan: Sendable, Equatable {
     public var enqueue: [FeedItem] = []
     /// Held items to delete to make room (autodelete), oldest first.
     public var delete: [String] = []
-    /// Items left for later: the quota is full and nothing older may go (seed 003's deferred notice).
+    /// Items left for later: the quota is full and nothing older may go (the deferred notice).
     public var deferred: [FeedItem] = []
 
     /// A plan.
@@ -119,7 +119,7 @@ public struct SubscriptionPlan: Sendable, Equatable {
     }
 }
 
-/// Subscriptions' rules as values (seed 003 "Subscriptions": `maximumSubscriptionItemsPerFeed`, `autodeleteOldItems`).
+/// Subscriptions' rules as values (`maximumSubscriptionItemsPerFeed`, `autodeleteOldItems`).
 public enum SubscriptionRules {
     /// The plan for `newItems` on a device that holds `held` of the feed: items offered at `now` and not held already,
     /// newest first, enqueued while the feed's items on the device are fewer than `maxItems` (0: no limit); past it,

@@ -3,7 +3,7 @@ import Foundation
 import SatchelBytes
 import SQLKit
 
-/// Which device follows which feed (seed 003 "Subscriptions"), in the backplane's database. A change of a device's
+/// Which device follows which feed, in the backplane's database. A change of a device's
 /// subscriptions notifies the other nodes (`subscriptions:DEVICE`), so the device's event stream, wherever it is
 /// open, follows the feeds it follows now.
 extension FluentFeedStore {

@@ -1,15 +1,15 @@
 import Foundation
 
-/// A device's subscription to a feed (seed 003 "Subscriptions"): the backplane keeps which device follows which
+/// A device's subscription to a feed: the backplane keeps which device follows which
 /// feed, its quota settings, and the last item the device said it applied.
 public struct Subscription: Codable, Sendable, Equatable {
     /// The feed.
     public var feedID: String
     /// The device.
     public var deviceID: String
-    /// The most of the feed's items the device keeps (0: no limit; seed 003's `maximumSubscriptionItemsPerFeed`).
+    /// The most of the feed's items the device keeps (0: no limit; the `maximumSubscriptionItemsPerFeed`).
     public var maxItems: Int
-    /// Past the quota, delete the oldest to make room (true) or defer the new item (false; seed 003's
+    /// Past the quota, delete the oldest to make room (true) or defer the new item (false;
     /// `autodeleteOldItems`).
     public var autodelete: Bool
     /// The number of the last item the device applied.
@@ -42,7 +42,7 @@ public struct SubscriptionRequest: Codable, Sendable, Equatable {
     /// The largest quota.
     public static let maximumItems = 10_000
 
-    /// A request; seed 003's defaults: no limit, autodelete on.
+    /// A request; the defaults: no limit, autodelete on.
     public init(feedID: String, maxItems: Int = 0, autodelete: Bool = true) {
         self.feedID = feedID
         self.maxItems = maxItems

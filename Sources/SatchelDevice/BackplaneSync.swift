@@ -5,7 +5,7 @@ import SatchelBackplane
 import SatchelBytes
 import SatchelDownloads
 
-/// The device side of the backplane (seed 003): a sync applies the commands due in the order issued, each once,
+/// The device side of the backplane: a sync applies the commands due in the order issued, each once,
 /// and acknowledges each — a remote delete or wipe through the download engine (the store's one owner) and the
 /// agent (licenses released), a kill as a wipe and then the registration forgotten; the toggle and the settings
 /// are kept sealed by the agent; the feeds the device follows deliver their new items (``SubscriptionSync``).

@@ -33,7 +33,7 @@ public struct ActivityReport: Sendable, Equatable {
     }
 }
 
-/// The download engine's events reported as the device's activity (seed 003 "Event Logging"): queued, started,
+/// The download engine's events reported as the device's activity: queued, started,
 /// completed, error (with its typed reason), max errors reset, deleted, expired.
 public enum EngineActivity {
     /// What `event` is reported as (nothing for progress, warnings and the engine's own state).

@@ -4,9 +4,9 @@ import SatchelPlayback
 import SatchelRights
 import SatchelStreams
 
-/// The download engine as a `PlaybackLibrary`: an asset plays inside its availability window (seed 003:
-/// the local server refuses expired or out-of-window assets). Files not downloaded yet are fetched from the
-/// origin while the player asks for them and kept in the store (seed 000 §5.5: download and play).
+/// The download engine as a `PlaybackLibrary`: an asset plays inside its availability window
+/// (the local server refuses expired or out-of-window assets). Files not downloaded yet are fetched from the
+/// origin while the player asks for them and kept in the store (download and play).
 public struct DownloadLibrary: PlaybackLibrary {
     let manager: DownloadManager
     let now: @Sendable () -> Date

@@ -2,7 +2,7 @@ import SatchelBackplane
 import SatchelDownloads
 
 extension DownloadRules {
-    /// These rules with the backplane's settings over them (seed 003: the backplane pushes download rules to every
+    /// These rules with the backplane's settings over them (the backplane pushes download rules to every
     /// device): each setting the operator gave replaces the device's own value; one left unset keeps it.
     public func governed(by settings: BackplaneSettings) -> DownloadRules {
         var rules = self

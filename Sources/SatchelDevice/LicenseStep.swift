@@ -3,7 +3,7 @@ import SatchelAgent
 import SatchelDownloads
 import SatchelRights
 
-/// The download engine's license step (seed 003): an asset added with `--license` gets a persistent license from
+/// The download engine's license step: an asset added with `--license` gets a persistent license from
 /// the agent of the same data directory when its download starts, a renewal when it finishes near the license's
 /// end, and a release when it is removed. Failures carry the license server's problem type; only those worth
 /// retrying (the server failed or was unreachable) are retried under the Rule of Threes.

@@ -3,7 +3,7 @@ import SatchelAgent
 import SatchelBackplane
 import SatchelDownloads
 
-/// The download engine's permission step (seed 003: before the engine starts an asset it asks the backplane): a
+/// The download engine's permission step (before the engine starts an asset it asks the backplane): a
 /// refusal blocks the asset with the backplane's reason; a backplane that cannot be reached leaves the asset
 /// waiting (pending on permission), downloading nothing. A device the backplane disabled or killed (as its sealed
 /// state says) is refused without asking. A removed asset's grant is given back.

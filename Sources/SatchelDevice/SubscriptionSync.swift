@@ -4,7 +4,7 @@ import SatchelAgent
 import SatchelBackplane
 import SatchelDownloads
 
-/// An app's own source of what to download for a feed's item (seed 003's custom data source,
+/// An app's own source of what to download for a feed's item (the custom data source,
 /// `lookupMetadataForAssetID`): the backplane may know an item by its asset ID alone, and the app supplies its URL,
 /// title, metadata and download options (a license's token, headers, a bit rate).
 public protocol SubscriptionDataSource: Sendable {
@@ -26,7 +26,7 @@ public struct SubscriptionDownload: Sendable, Equatable {
     }
 }
 
-/// The default data source (seed 003's `VirtuosoSubscriptionDefaultDataSource`): the feed's item as the backplane
+/// The default data source: the feed's item as the backplane
 /// has it, with default options.
 public struct FeedDataSource: SubscriptionDataSource {
     /// The default source.
@@ -35,7 +35,7 @@ public struct FeedDataSource: SubscriptionDataSource {
     public func lookup(_ item: FeedItem) async throws -> SubscriptionDownload? { SubscriptionDownload(item: item) }
 }
 
-/// What a subscriptions' sync did (seed 003's subscription notices: added, reset, deferred, and the sync's result).
+/// What a subscriptions' sync did (the subscription notices: added, reset, deferred, and the sync's result).
 public struct SubscriptionReport: Sendable, Equatable, Encodable {
     /// Items enqueued (download IDs).
     public var added: [String] = []
@@ -60,7 +60,7 @@ public struct SubscriptionReport: Sendable, Equatable, Encodable {
     }
 }
 
-/// The device side of feed subscriptions (seed 003 "Subscriptions"): the items new to the device, feed by feed,
+/// The device side of feed subscriptions: the items new to the device, feed by feed,
 /// planned by `SubscriptionRules` (the quota, autodelete, deferral) and applied through the download engine —
 /// older items deleted to make room, new ones enqueued newest first, deferred ones made paused — then told to the
 /// backplane as applied. An item the origin could not answer for now is not told applied and comes again.
@@ -83,7 +83,7 @@ public struct SubscriptionSync: Sendable {
     }
 
     /// One sync; with `since`, the items published since then are listed too (of every feed with `allFeeds`), not
-    /// downloaded (seed 003's forced sync).
+    /// downloaded (the forced sync).
     public func run(since: Date? = nil, allFeeds: Bool = false) async throws -> SubscriptionReport {
         var report = SubscriptionReport()
         var request = SubscriptionSyncRequest(since: since, allFeeds: allFeeds)

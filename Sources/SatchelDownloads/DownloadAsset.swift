@@ -18,7 +18,7 @@ public enum DownloadState: String, Sendable, Codable {
     case expired
 }
 
-/// Seed 003's availability window, in the one rights model of `SatchelRights`: the publish date is the
+/// The availability window, in the one rights model of `SatchelRights`: the publish date is the
 /// rights' start, the expiry date their end, the expiry after download a validity counted from the moment the
 /// download completed (as a rental counts from acquisition), the expiry after play the playback window.
 public struct AvailabilityWindow: Sendable, Codable, Equatable {
@@ -118,7 +118,7 @@ public struct DownloadAsset: Sendable, Codable, Equatable {
     public var plannedBytes: Int64? = nil
 }
 
-/// Progress of one asset: bytes, a fraction, and seed 000's durations.
+/// Progress of one asset: bytes, a fraction, and the durations.
 public struct DownloadProgress: Sendable, Codable, Equatable {
     /// The asset.
     public var assetID: String
@@ -161,7 +161,7 @@ public struct DownloadProgress: Sendable, Codable, Equatable {
     }
 }
 
-/// What the engine reports (seed 003's notifications).
+/// What the engine reports (the notifications).
 public enum DownloadEvent: Sendable, Equatable {
     /// The engine's status changed.
     case engineStatusChanged(EngineStatus)
@@ -178,7 +178,7 @@ public enum DownloadEvent: Sendable, Equatable {
     /// Progress of the asset being downloaded.
     case progress(DownloadProgress)
     /// The phase after an asset's files are all fetched (its steps' work: the license renewed, …), `fraction` of it
-    /// done: 0 as it begins, 1 before ``finished(assetID:)`` (seed 003's processing progress).
+    /// done: 0 as it begins, 1 before ``finished(assetID:)`` (the processing progress).
     case processing(assetID: String, fraction: Double)
     /// An asset finished downloading.
     case finished(assetID: String)
@@ -191,7 +191,7 @@ public enum DownloadEvent: Sendable, Equatable {
     case authorizationRequired(assetID: String, status: Int)
     /// The index holds a record for this asset that cannot be read: it is listed as damaged and its files stay.
     case damaged(assetID: String, reason: String)
-    /// The engine began upgrading a data store written by an earlier version (seed 003 Appendix B); assets already
+    /// The engine began upgrading a data store written by an earlier version; assets already
     /// downloaded stay playable throughout.
     case dataStoreUpgradeBegan
     /// The upgrade finished; `upgraded` records were moved to the current layout.
@@ -202,8 +202,8 @@ public enum DownloadEvent: Sendable, Equatable {
     case expiredAssetsReset([String])
     /// The index could not be read or written; the run stopped (nothing is retried unrecorded).
     case storageFailed(String)
-    /// A file the playback proxy fetched whole from the origin while the asset plays was kept in the store (seed 000
-    /// §5.5: download and play): the download need not fetch it again.
+    /// A file the playback proxy fetched whole from the origin while the asset plays was kept in the store (download and
+    /// play): the download need not fetch it again.
     case fileKept(assetID: String, path: String, bytes: Int)
 }
 

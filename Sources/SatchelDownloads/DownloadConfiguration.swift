@@ -7,7 +7,7 @@ extension DownloadManager {
     public struct Configuration: Sendable {
         /// The engine's directory: `downloads.sqlite` and the assets directory live here.
         public var dataDirectory: String
-        /// Where assets go: a path relative to `dataDirectory` (seed 003's destinationPath) or absolute. Default `assets`.
+        /// Where assets go: a path relative to `dataDirectory` or absolute. Default `assets`.
         public var destination: String
         /// The download rules.
         public var rules: DownloadRules

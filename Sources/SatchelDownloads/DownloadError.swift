@@ -122,7 +122,7 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     case storageLimit(usedBytes: Int64, limit: Int64)
     /// The rule `headroom` would be crossed.
     case headroom(freeBytes: Int64, headroom: Int64)
-    /// The asset, whole, would cross `maxStorageAllowed` or the headroom (seed 003: checked before it starts): it
+    /// The asset, whole, would cross `maxStorageAllowed` or the headroom (checked before it starts): it
     /// needs `neededBytes`, the rules leave `availableBytes`.
     case doesNotFit(neededBytes: Int64, availableBytes: Int64)
     /// The rule `maxDownloadedAssets` is reached.
@@ -133,13 +133,13 @@ public enum DownloadFailure: ProblemConvertible, Equatable, Codable {
     /// The backplane refused the download: its reason's stable code (`device-not-enabled`, `device-asset-limit`,
     /// `account-download-limit`, `asset-not-downloadable`, `device-killed`) and text.
     case permissionRefused(reason: String, detail: String)
-    /// The backplane could not be asked (seed 003's pending-on-permission): the asset waits and downloads nothing.
+    /// The backplane could not be asked (the permission is pending): the asset waits and downloads nothing.
     case permissionPending(String)
     /// The asset's ``OriginPolicy`` is `publicOnly` (a feed's item) and the URL, or a redirect, names a private,
     /// loopback or link-local address (or a host resolving to one).
     case privateOrigin(url: String, address: String)
 
-    /// True when retrying cannot help. Seed 003 names one such condition: a MIME type outside the permitted
+    /// True when retrying cannot help. One such condition is a MIME type outside the permitted
     /// list. Every HTTP error is retried under the Rule of Threes (a 404 may be a CDN that has not got the
     /// file yet; a 401 or 403 may heal when the application hands the engine a fresh URL or token).
     public var isFatal: Bool {

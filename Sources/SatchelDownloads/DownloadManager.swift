@@ -105,7 +105,7 @@ public actor DownloadManager {
 
     // MARK: Events
 
-    /// A stream of every event from now on (seed 003's notifications). Ends when the engine closes.
+    /// A stream of every event from now on (the notifications). Ends when the engine closes.
     public nonisolated func events() -> AsyncStream<DownloadEvent> {
         hub.events()
     }
@@ -149,7 +149,7 @@ public actor DownloadManager {
     /// Resumes a paused asset.
     public func resume(_ id: String) async throws(DownloadError) { try await DownloadQueue.resume(self, id) }
 
-    /// Lets a blocked asset be tried again (seed 003's clearRetryCount).
+    /// Lets a blocked asset be tried again.
     public func clearRetryCount(_ id: String) async throws(DownloadError) { try await DownloadQueue.clearRetryCount(self, id) }
 
     /// Removes one asset: stops its download, deletes its files and its index row.
@@ -209,7 +209,7 @@ public actor DownloadManager {
     /// Records the first play (for expiry after play). Expired assets cannot be played.
     public func registerPlayStart(_ id: String) async throws(DownloadError) { try await DownloadReads.registerPlayStart(self, id) }
 
-    /// Keeps a file the playback proxy fetched whole from the origin while an asset plays (seed 000 §5.5: download
+    /// Keeps a file the playback proxy fetched whole from the origin while an asset plays (download
     /// and play). The engine owns the device's store: this is the one door through which anything but its own
     /// attempts writes there — under the storage rules (`maxStorageAllowed`, headroom), counted in the usage, below the
     /// asset's folder with no link followed, only for a file of the asset's plan not yet on disk, and reported

@@ -26,12 +26,12 @@ public struct DownloadOptions: Sendable, Codable, Equatable {
     public var maxResources: Int?
     /// Acquire a persistent license for the asset when its download starts (the engine's license step).
     public var license: LicenseRequest?
-    /// The feed the asset belongs to: enqueued by a subscription, or named by the app (seed 003's `includeItem`). It
+    /// The feed the asset belongs to: enqueued by a subscription, or named by the app. It
     /// then counts toward that feed's quota and may be deleted to make room for a newer item.
     public var feed: FeedMembership?
-    /// The app's description of the asset (seed 003's per-asset metadata), stored and returned as given.
+    /// The app's description of the asset (the per-asset metadata), stored and returned as given.
     public var description: String?
-    /// The app's own values for the asset (seed 003's `userInfo`), stored and returned as given.
+    /// The app's own values for the asset (`userInfo`), stored and returned as given.
     public var userInfo: [String: JSONValue]?
     /// Which addresses its files may come from (nil: any). A feed's items are `publicOnly` unless the backplane's
     /// settings allow private origins.

@@ -3,7 +3,7 @@ import SatchelStreams
 
 /// What apps and the playback proxy read of the engine — assets, progress, local paths, first plays — and the door
 /// through which the proxy's files from the origin reach the store. An asset touched after its window closed has
-/// its files deleted there and then (seed 003: "when a caller tries to access an expired item via the API, any
+/// its files deleted there and then ("when a caller tries to access an expired item via the API, any
 /// downloaded files associated with that item will be auto-deleted"), whether or not the engine is running.
 enum DownloadReads {
     static func assets(_ engine: isolated DownloadManager, availabilityFilter: Bool) async throws(DownloadError) -> [DownloadAsset] {

@@ -1,7 +1,7 @@
 import Foundation
 import SatchelBytes
 
-/// Seed 003's download rules.
+/// The download rules.
 public struct DownloadRules: Sendable, Codable, Equatable {
     /// At most this many downloaded (complete) assets; more wait until some are deleted. Default 100.
     public var maxDownloadedAssets: Int
@@ -16,7 +16,7 @@ public struct DownloadRules: Sendable, Codable, Equatable {
     /// ``UnknownNetworkPolicy/allow``, so a server without one still downloads.
     public var meteredUnknown: UnknownNetworkPolicy
 
-    /// Creates rules (seed 003's defaults).
+    /// Creates rules (the defaults).
     public init(maxDownloadedAssets: Int = 100, maxStorageAllowed: Int64 = .max, headroom: Int64 = 1 << 30, downloadOverCellular: Bool = false,
                 meteredUnknown: UnknownNetworkPolicy = .allow) {
         self.maxDownloadedAssets = maxDownloadedAssets

@@ -1,6 +1,6 @@
 import Logging
 
-/// The engine's decisions as log lines, one per event (seed 003 "Debug Logging"): why an asset waits, each
+/// The engine's decisions as log lines, one per event: why an asset waits, each
 /// attempt, each retry and its reason, completions, expiries, upgrades, damage. Failures describe URLs without
 /// their query strings (``DownloadFailure/description``); headers and tokens are never in an event.
 enum EngineLog {

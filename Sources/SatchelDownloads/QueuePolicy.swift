@@ -32,7 +32,7 @@ public enum QueueAction: Sendable, Equatable {
     case endOfPass
 }
 
-/// What one attempt's result means for the asset under seed 003's Rule of Threes.
+/// What one attempt's result means for the asset under the Rule of Threes.
 public enum AttemptOutcome: Sendable, Equatable {
     /// Every file is on disk.
     case complete

@@ -270,7 +270,7 @@ public final class ResourceFetcher: ResourceFetching {
 
     /// Renames a whole part into place. A part whose size disagrees with what the origin announced for
     /// this response (Content-Length, or a 206's total) is not whole: short, it stays to be resumed; long,
-    /// it is emptied; either way the attempt fails and is retried (seed 003: "Final file segment size
+    /// it is emptied; either way the attempt fails and is retried ("Final file segment size
     /// disagrees with server-provided segment size — Retry: Yes"). Only a size the manifest declared
     /// and the origin contradicts is a warning, and the file completes.
     private func finish(_ resource: DownloadResource, index: Int, part: PartFile, size: Int64, announced: Int64?,

@@ -129,7 +129,7 @@ struct AddDeviceDisabled: AsyncMigration {
     }
 }
 
-/// The custom data a license request carried (seed 000 §5.3.3.2), kept in the audit and with each device license.
+/// The custom data a license request carried, kept in the audit and with each device license.
 struct AddLicenseCustomData: AsyncMigration {
     func prepare(on database: any Database) async throws {
         try await database.schema(LicenseModel.schema).field("custom_data", .string).update()

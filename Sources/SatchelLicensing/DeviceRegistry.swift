@@ -47,7 +47,7 @@ public struct DeviceLicenseRecord: Sendable, Codable, Equatable {
     public var renewedAt: Date?
     /// When it was released.
     public var releasedAt: Date?
-    /// The custom data the acquisition request carried (seed 000 §5.3.3.2), nil when none.
+    /// The custom data the acquisition request carried, nil when none.
     public var customData: String?
 }
 

@@ -38,7 +38,7 @@ public struct IssuedLicense: Sendable, Equatable, Codable {
     public var type: String
     /// When it was issued.
     public var issuedAt: Date
-    /// The custom data the request carried (seed 000 §5.3.3.2), nil when none.
+    /// The custom data the request carried, nil when none.
     public var customData: String?
 
     /// A record.

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What the license service knows about a license it is about to issue, handed to the ``LicensePolicyHook``: the
-/// license's type as the audit names it, the asset, the user, the request's custom data (seed 000 §5.3.3.2: data the
+/// license's type as the audit names it, the asset, the user, the request's custom data (data the
 /// app adds to the challenge, which the client does not interpret), and the rights the license would carry.
 public struct LicenseRequestFacts: Codable, Sendable, Equatable {
     /// `fairplay`, `fairplay-sync`, `clearkey-temporary`, `clearkey-persistent-license`, `aes-128` or `satchel` (a

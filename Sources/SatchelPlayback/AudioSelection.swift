@@ -1,6 +1,6 @@
 import SatchelMedia
 
-/// An audio track chosen when a session opens (seed 000 §5.3.5): found by its name, else by its language, among the
+/// An audio track chosen when a session opens: found by its name, else by its language, among the
 /// session's tracks; the top-level playlist then offers it as the default of its group, every other rendition still
 /// listed so the player can switch. Pure.
 enum AudioSelection {

@@ -2,7 +2,7 @@ import SatchelMedia
 import SatchelRights
 import SatchelStreams
 
-/// What a session's content is (seed 000 §5.3.2a "is it protected", §5.3.4 output controls, §5.3.5 audio tracks):
+/// What a session's content is (whether it is protected, its output controls, its audio tracks):
 /// known when its session opens, and — but for the output controls, which come with a license — before any license.
 public struct ContentInfo: Sendable, Equatable, Encodable {
     /// Whether the content is protected.

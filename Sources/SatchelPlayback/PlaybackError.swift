@@ -29,7 +29,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
     /// The account plays as many streams at once as it may (or the device may not stream): the reason's stable
     /// code and its text.
     case streamRefused(code: String, reason: String)
-    /// The license demands more of the output than the app says it has (seed 000 §5.3.4).
+    /// The license demands more of the output than the app says it has.
     case outputNotAllowed(String)
     /// The audio track asked for at open is not among the content's (their names and languages follow).
     case noSuchAudioTrack(wanted: String, available: [String])

@@ -1,6 +1,6 @@
 import SatchelRights
 
-/// What the proxy reports while sessions play (seed 000 §5.4's playback events), in order.
+/// What the proxy reports while sessions play (a DRM agent's playback events), in order.
 public enum PlaybackEvent: Sendable, Equatable {
     /// A session opened for an asset; for a downloaded asset, how much of it is cached.
     case opened(asset: String, cache: CacheState?)
@@ -13,15 +13,15 @@ public enum PlaybackEvent: Sendable, Equatable {
     /// A file the playlists list is neither downloaded nor known to the origin: it was answered 503.
     case notCached(asset: String, path: String)
     /// The origin answered a file with an error status (forwarded to the player), or could not be reached
-    /// (`status` nil: answered 503 so the player asks again) — seed 000 §5.4.4.
+    /// (`status` nil: answered 503 so the player asks again).
     case serverError(asset: String, path: String, status: Int?, reason: String)
     /// A file fetched from the origin for an asset being downloaded could not be kept in the download store (a
     /// rule, a full disk): it was played all the same, and the download will fetch it again.
     case notStored(asset: String, path: String, reason: String)
     /// Something failed that playback is unlikely to recover from (content protected with a key the license
-    /// does not hold): the player should be stopped — seed 000 §5.4.5.
+    /// does not hold): the player should be stopped.
     case shouldAbort(asset: String, reason: String)
-    /// The proxy is about to cut the session's feed (it is stopping) — seed 000 §5.4.6.
+    /// The proxy is about to cut the session's feed (it is stopping).
     case willAbort(asset: String, reason: String)
     /// A session closed.
     case closed(asset: String)

@@ -21,7 +21,7 @@ public struct OriginFile: Sendable, Equatable {
     }
 }
 
-/// How much of a downloaded asset is on disk (seed 000 §5.5's `DACachedContent`, seed 003's progress).
+/// How much of a downloaded asset is on disk (the cached content of a DRM agent, and the download's progress).
 public struct CacheState: Sendable, Equatable {
     /// Seconds of media cached contiguously from the start (the smallest track wins).
     public var cachedDuration: Double
@@ -110,6 +110,6 @@ public struct PlayableAsset: Sendable {
 /// answer the same).
 public protocol PlaybackLibrary: Sendable {
     /// The asset, if its availability window allows playback now; registers its first play (which starts
-    /// seed 003's expiry after play).
+    /// the expiry after play).
     func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset
 }

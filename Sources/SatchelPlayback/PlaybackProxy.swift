@@ -6,7 +6,7 @@ import SatchelRights
 import SatchelStreams
 import ServiceLifecycle
 
-/// The playback proxy (seed 002's playlist proxy, seed 003's local HTTP server): a loopback server that hands a
+/// The playback proxy (the playlist proxy, the local HTTP server): a loopback server that hands a
 /// player session URLs for downloaded, partly downloaded and online assets and serves their playlists and media,
 /// decrypted for players without DRM. A session URL carries an unguessable token; a request without a live one gets
 /// 404.
@@ -105,8 +105,8 @@ public actor PlaybackProxy {
     /// are those of `licenseAsset`, else of the asset the library says it was licensed as, else of `assetID`. Answers
     /// the URL of its entry point.
     /// With `output`, the output the app plays to: a license that demands more of it refuses the session
-    /// (``PlaybackError/outputNotAllowed(_:)``, seed 000 §5.3.4). With `audio`, the audio track to start with, by name or
-    /// language (seed 000 §5.3.5): the player is offered it as the default, and every other track still
+    /// (``PlaybackError/outputNotAllowed(_:)``). With `audio`, the audio track to start with, by name or
+    /// language: the player is offered it as the default, and every other track still
     /// (``PlaybackError/noSuchAudioTrack(wanted:available:)`` when the content has no such track).
     public func open(asset assetID: String, licenseAsset: String? = nil, output: OutputCapabilities? = nil,
                      audio: String? = nil) async throws(PlaybackError) -> String {
@@ -157,7 +157,7 @@ public actor PlaybackProxy {
     }
 
     /// What an asset's content is — protected or not, its schemes, its audio tracks — learned as a session would
-    /// open, without rights or keys: asked before any license is needed (seed 000 §5.3.2a). No session is left open.
+    /// open, without rights or keys: asked before any license is needed. No session is left open.
     public func inspect(asset assetID: String, licenseAsset: String? = nil) async throws(PlaybackError) -> ContentInfo {
         var inspector = opener
         inspector.inspecting = true

@@ -13,10 +13,10 @@ public protocol PlaybackRights: Sendable {
     /// The content keys of `asset`, when its rights allow playback now (else ``PlaybackError/notPlayable(_:)`` with
     /// the status). Registers no use: a session opened is not yet a play.
     func playbackKeys(asset: String) async throws(PlaybackError) -> [PlaybackKey]
-    /// Registers a use of `asset` — its first use starts the playback window (seed 000 §5.3.2d) — when a session first
+    /// Registers a use of `asset` — its first use starts the playback window — when a session first
     /// serves its protected bytes.
     func registerUse(asset: String) async throws(PlaybackError)
-    /// Renews `asset`'s license when its renewal is due (seed 001 "License renewal"), while a session plays it:
+    /// Renews `asset`'s license when its renewal is due, while a session plays it:
     /// answers whether it renewed; throws ``PlaybackError/notPlayable(_:)`` when the license server refused the
     /// renewal (the session ends); a server out of reach answers false (asked again later).
     func renewIfDue(asset: String) async throws(PlaybackError) -> Bool

@@ -8,7 +8,7 @@ import SatchelSystem
 /// is seen at once), and a visit to the source only when something changed, once a minute, or while the rights do
 /// not allow playback.
 ///
-/// When they end (seed 000 §5.4.1), the end is reported once and the request is held off: it waits, up to the
+/// When they end, the end is reported once and the request is held off: it waits, up to the
 /// configured bound, for a renewal or a new license, and is answered as soon as one allows playback; the notice is
 /// armed again once the rights are valid again.
 final class SessionRights: Sendable {

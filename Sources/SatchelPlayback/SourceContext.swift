@@ -8,7 +8,7 @@ struct SourceContext: Sendable {
     let events: EventSink
 }
 
-/// The proxy's events, in order, with the frequencies seed 000 §5.4 gives them.
+/// The proxy's events, in order, each no more often than a player can use it.
 final class EventSink: Sendable {
     private let continuation: AsyncStream<PlaybackEvent>.Continuation
 
@@ -26,7 +26,7 @@ final class EventSink: Sendable {
         report(status == .untrustedTime ? .untrustedTime(asset: session.assetID) : .rightsExpired(asset: session.assetID, status: status))
     }
 
-    /// Invalid content, once, then again only after a file of the session has played well (seed 000 §5.4.3).
+    /// Invalid content, once, then again only after a file of the session has played well.
     func invalidContent(_ session: PlaybackSession, path: String, reason: String) {
         if session.markInvalid() { report(.invalidContent(asset: session.assetID, path: path, reason: reason)) }
     }

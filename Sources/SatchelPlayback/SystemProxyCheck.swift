@@ -1,4 +1,4 @@
-/// Whether a system HTTP proxy would capture the playback proxy's loopback URLs (seed 000 §7 and Appendix A: a
+/// Whether a system HTTP proxy would capture the playback proxy's loopback URLs (a
 /// player that honours `http_proxy` sends `http://127.0.0.1:…` to that proxy, which cannot reach this device).
 public enum SystemProxyCheck {
     /// The warning for `environment` (nil: no proxy, or `no_proxy` covers 127.0.0.1). Names the variable, never its

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import SatchelBytes
 
-/// A Satchel protected file (seed 002's protected files: any document licensed like video and read by random
+/// A Satchel protected file (any document licensed like video and read by random
 /// access). The format is specified in `docs/protected-file.md`: a header — magic, version, key ID, nonce prefix, chunk
 /// size, plain size, key check, content type, metadata — sealed by a tag, then the content in chunks, each sealed with
 /// AES-128-GCM under the content key with the nonce `prefix ‖ index ‖ last` (the STREAM construction) and the header's

@@ -43,7 +43,7 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
     /// The SHA-256 (hex) of the payload the request carries beside it (``digest(of:)``): signing the digest signs
     /// the payload.
     public var bodyDigest: String?
-    /// Custom data for the license server's policy (seed 000 §5.3.3.2: the app's, not interpreted by the agent),
+    /// Custom data for the license server's policy (the app's, not interpreted by the agent),
     /// signed with the rest of the request.
     public var customData: String?
     /// The method and path the request is for (``route(method:path:)``): the server answers it on that route only,

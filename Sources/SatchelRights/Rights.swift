@@ -11,7 +11,7 @@ public struct Rights: Codable, Sendable, Equatable {
     /// or last renewed.
     public var validitySeconds: UInt32?
     /// The playback window, in seconds: once playback has started for the first time, the license ends
-    /// this long after (seed 000's "expire after first use").
+    /// this long after.
     public var playbackSeconds: UInt32?
     /// The license may be kept for offline playback.
     public var persistent: Bool
@@ -77,7 +77,7 @@ public struct OutputControls: Codable, Sendable, Equatable {
     }
 }
 
-/// What the output a session plays to can honour (seed 000 §5.3.4): the HDCP it has, and what kind of output it is.
+/// What the output a session plays to can honour: the HDCP it has, and what kind of output it is.
 public struct OutputCapabilities: Codable, Sendable, Equatable {
     /// The output's kind.
     public enum Kind: String, Codable, Sendable, CaseIterable {

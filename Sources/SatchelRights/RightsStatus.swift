@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the rights installed for a piece of content allow now: exactly seed 000's statuses.
+/// What the rights installed for a piece of content allow now: exactly the statuses a DRM agent reports.
 public enum RightsStatus: String, Codable, Sendable, CaseIterable {
     /// The rights allow playback now.
     case valid
@@ -28,7 +28,7 @@ public struct RightsUsage: Codable, Sendable, Equatable {
     }
 }
 
-/// The answer to "may this play now?", with the dates seed 000 §5.3.2 reports beside the status.
+/// The answer to "may this play now?", with the dates that go with the status.
 public struct RightsEvaluation: Codable, Sendable, Equatable {
     /// The status.
     public var status: RightsStatus

@@ -31,7 +31,7 @@ public enum ClockEvent: String, Codable, Sendable, Equatable {
     case trustRestored = "trust-restored"
 }
 
-/// PlayReady's secure clock as a value (seed 000 §5.4.2). It remembers the latest time known to have
+/// PlayReady's secure clock as a value. It remembers the latest time known to have
 /// passed — wall readings taken while trusted, advanced by the boot clock, and the license server's signed
 /// times — and enters rollback mode when the wall clock falls behind that by more than the tolerance.
 /// Only the server's signed time, with a wall clock that agrees with it, ends rollback mode. Persist the

@@ -2,7 +2,7 @@ import Foundation
 import SatchelBackplane
 import SatchelBytes
 
-/// The dashboard's activity pages, from the devices' events (seed 003 "Event Logging"): downloads completed and
+/// The dashboard's activity pages, from the devices' events: downloads completed and
 /// failed per hour, plays per hour, the top assets and the errors by reason over the last 24 hours; and one user's
 /// devices with their downloads, plays and licenses.
 struct AdminActivity {

@@ -9,7 +9,7 @@ import SatchelLicensing
 import SatchelRights
 import ServiceLifecycle
 
-/// The backplane's device endpoints (seed 003's Download2Go Backplane, over HTTP+JSON and server-sent events): every
+/// The backplane's device endpoints (over HTTP+JSON and server-sent events): every
 /// request signed by the device key with its server certificate, as device licenses are — in the body's `request`
 /// for a POST, in the `Satchel-Device-Request` header for a GET — and, when a bearer token comes with it, that
 /// token's user must be the device's.

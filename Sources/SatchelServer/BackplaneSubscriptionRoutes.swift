@@ -7,7 +7,7 @@ import SatchelHTTP
 import SatchelLicensing
 import SatchelRights
 
-/// A device's subscriptions to feeds (seed 003 "Subscriptions"), signed like every backplane request: a POST's body
+/// A device's subscriptions to feeds, signed like every backplane request: a POST's body
 /// is a ``DeviceBodyEnvelope`` whose signed request carries the body's digest; a GET or DELETE carries its signed
 /// request in the `Satchel-Device-Request` header.
 ///

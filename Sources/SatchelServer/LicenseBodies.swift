@@ -69,7 +69,7 @@ struct AppleStreamingResponse: Encodable {
 /// `{"ckc": base64}`.
 struct CKCAnswer: Encodable {
     var ckc: String
-    /// True when the CKC carries dual expiry (seed 004: the server tells the app, which cannot read the CKC).
+    /// True when the CKC carries dual expiry (the FairPlay Streaming Programming Guide: the server tells the app, which cannot read the CKC).
     var dualExpiry: Bool?
     /// Dual expiry: the download's content ID, which its Sync SPCs carry back.
     var offlineContentID: String?
@@ -84,6 +84,6 @@ struct CKCAnswer: Encodable {
 /// The optional `token` member of a JSON body (the Clear Key request carries its own members beside it).
 struct TokenMember: Decodable {
     var token: String?
-    /// The app's custom data for the license policy (seed 000 §5.3.3.2).
+    /// The app's custom data for the license policy.
     var customData: String?
 }

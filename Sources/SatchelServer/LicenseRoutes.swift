@@ -73,7 +73,7 @@ struct LicenseRoutes: RouteGroup {
         request.bearerToken ?? body()
     }
 
-    /// The app's custom data (seed 000 §5.3.3.2): the body's `customData` member or form field, else the
+    /// The app's custom data: the body's `customData` member or form field, else the
     /// `X-Satchel-Custom-Data` header (base64 of UTF-8 text), as the client sends it.
     private func customData(_ request: Request, body: String?) throws -> String? {
         if let body { return body }

@@ -2,7 +2,7 @@ import Foundation
 import SatchelMedia
 import SatchelProtection
 
-/// The rules that turn a DASH presentation into ``HLSTranscript``'s variants (seed 002): which adaptation sets and
+/// The rules that turn a DASH presentation into ``HLSTranscript``'s variants: which adaptation sets and
 /// representations, how audio segments pair with video ones, and each segment's pieces. Pure.
 enum DASHTranscription {
     /// The audio segments (by their start times) grouped by the video segment each starts in, as indices: one

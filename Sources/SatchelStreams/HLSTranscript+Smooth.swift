@@ -2,7 +2,7 @@ import Foundation
 import SatchelMedia
 import SatchelProtection
 
-/// A Smooth Streaming presentation transcribed to HLS (seed 000 §3.4.3, issue 14): each video quality level a
+/// A Smooth Streaming presentation transcribed to HLS: each video quality level a
 /// variant with the chosen audio stream's best level; each HLS segment one video fragment and the audio fragments
 /// that start in it, remuxed to MPEG-2 TS (fragments read with the codec setup of the manifest's
 /// `CodecPrivateData`, decrypted when the manifest declares protection). A live manifest is fetched again on every

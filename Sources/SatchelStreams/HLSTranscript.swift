@@ -3,7 +3,7 @@ import SatchelMedia
 import SatchelProtection
 
 /// A DASH presentation (or a Smooth Streaming one: `HLSTranscript+Smooth`) transcribed to HLS for players that
-/// only know HLS (seed 002 "MPEG-DASH with Playlist Proxy"). Pure: built from a parsed manifest and its URL; the
+/// only know HLS. Pure: built from a parsed manifest and its URL; the
 /// proxy fetches the pieces and remuxes them.
 ///
 /// The rules, as the seed gives them:

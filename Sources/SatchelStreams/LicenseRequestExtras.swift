@@ -2,8 +2,8 @@ import Foundation
 import SatchelBytes
 
 /// What a license request carries beyond its challenge, for license servers that expect it: custom HTTP
-/// headers, opaque custom data (seed 000 §5.3.3.2: the agent does not interpret it, it only includes it in
-/// the challenge) and a license token (seed 001's `licenseToken`).
+/// headers, opaque custom data (the agent does not interpret it, it only includes it in
+/// the challenge) and a license token (`licenseToken`).
 ///
 /// Custom data travels as a `customData` member of the request's JSON body, or, for requests without a JSON
 /// body (a raw SPC, an AES-128 key GET), base64-encoded in the ``customDataHeader`` header. The token is sent

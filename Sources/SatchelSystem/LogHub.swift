@@ -2,7 +2,7 @@ import Foundation
 import SatchelBytes
 import Logging
 
-/// The log subscription ("untethered logging", seed 000 §5.7): every record the process logs at or above the
+/// The log subscription ("untethered logging"): every record the process logs at or above the
 /// configured level, delivered to each subscriber's `AsyncStream`. A subscriber that falls behind loses its
 /// oldest records (at most ``bufferSize`` wait), never slows the logger down.
 public final class LogHub: Sendable {

@@ -1,4 +1,4 @@
-/// The version and build of this `satchel` (seed 000 §5.7: a start-up line names them, so a log says what ran).
+/// The version and build of this `satchel` (a start-up line names them, so a log says what ran).
 enum BuildInfo {
     /// The version.
     static let version = "0.1.0"

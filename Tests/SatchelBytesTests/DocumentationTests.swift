@@ -59,6 +59,24 @@ struct DocumentationTests {
         #expect(undocumented.isEmpty, "\(undocumented.count) undocumented: \(undocumented.prefix(40))")
     }
 
+    @Test("no doc comment of a library, nor its catalog, cites a document the repository does not hold (the project's seed documents, its issues): the public specification is named, or it is said in plain words")
+    func documentationCitesPublicSources() throws {
+        let unpublished = try Regex(#"\b[Ss]eeds? 00\d|\bissue \d+\b"#)
+        var citing: [String] = []
+        for module in try Self.libraries() {
+            let folder = URL(fileURLWithPath: "Sources/\(module)")
+            let catalogs = (FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "md" }
+            for file in ArchitectureTests.swiftFiles(in: module) + catalogs {
+                let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+                for (index, line) in lines.enumerated() where (file.pathExtension == "md" || line.trimmingCharacters(in: .whitespaces).hasPrefix("///"))
+                    && line.contains(unpublished) {
+                    citing.append("\(module)/\(file.lastPathComponent):\(index + 1)")
+                }
+            }
+        }
+        #expect(citing.isEmpty, "\(citing.count) cite internal documents: \(citing.prefix(40))")
+    }
+
     @Test("each library has a documentation catalog whose landing page is the module's")
     func catalogs() throws {
         for module in try Self.libraries() {

@@ -11,14 +11,14 @@ struct SingleFile: Sendable {
     let head: MP4FileHead
     /// Its protected tracks, by track ID (empty: clear).
     let tracks: [UInt32: FMP4Decryptor]
-    /// The video tracks left out: all but the one of the highest rate (seed 000 §3.4.3: an `.ismv` with several plays
+    /// The video tracks left out: all but the one of the highest rate (an `.ismv` with several plays
     /// the highest bit rate only).
     let dropping: Set<UInt32>
     /// The stored file's size.
     let size: Int64
 }
 
-/// A single media file played as one byte stream with `Range` (seed 000 §3.4.3, seed 002's byte streams), made clear
+/// A single media file played as one byte stream with `Range` (the byte streams), made clear
 /// as it is sent: its head without the protection and the tracks left out, then its fragments — each `moof`
 /// rewritten, the samples decrypted where they are read — so a byte range of the clear file is served from the
 /// stored bytes it comes from, on disk or from the origin.
