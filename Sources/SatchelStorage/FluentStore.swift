@@ -104,9 +104,10 @@ public struct FluentStore: Sendable {
                 }
                 break
             } catch {
-                if attempt < migrationAttempts, (try? await Task.sleep(for: .milliseconds(250 * attempt))) != nil { continue }
+                let failure = DatabaseFailure(error)
+                if !failure.isPermanent, attempt < migrationAttempts, (try? await Task.sleep(for: .milliseconds(250 * attempt))) != nil { continue }
                 await store.shutdown()
-                throw .migration(String(String(describing: error).prefix(200)))
+                throw .migration(failure.text)
             }
         }
         return store

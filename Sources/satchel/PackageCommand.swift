@@ -74,36 +74,57 @@ struct PackageCommand: SatchelAsyncCommand {
         try drm.apply(to: &options, assetID: policy.fairPlayAssetID ?? assetID ?? URL(fileURLWithPath: out).lastPathComponent)
         // Registered keys live in the key store; a copy in a file is written only when asked for.
         options.keyFile = keysOut ?? (register ? nil : PackageOptions.defaultKeyFile(for: out))
+        guard register else {
+            print(try make(options).line)
+            return
+        }
+        try await store.registering(asset: assetID ?? URL(fileURLWithPath: out).lastPathComponent, policy: policy, made: "package", at: out) {
+            let (line, summary) = try make(options)
+            guard let keys = try summary.keys?.contentKeys() else { throw CLIError("the package has no keys to register") }
+            return (line, keys)
+        }
+    }
+
+    /// Packages with `options`: the line that says what was made, and the summary.
+    private func make(_ options: PackageOptions) throws -> (line: String, summary: PackageSummary) {
         let bar = ProgressBar(label: "packaging")
         let start = Date()
         let summary = try Packager(options: options).run { bar.update($0) }
         bar.finish()
         let seconds = Date().timeIntervalSince(start)
         let mb = Double(summary.inputBytes) / 1_000_000
-        print(String(format: "packaged %@: %d renditions, %d segments, %.1f s of media, %.1f MB in %.2f s (%.0f MB/s), scheme %@%@",
-                     summary.output, summary.renditions.count, summary.segmentCount, summary.duration, mb, seconds, mb / max(seconds, 0.001),
-                     scheme.rawValue + (scheme == .clear ? "" : " for " + options.drmSystems.map(\.rawValue).joined(separator: ", ")),
-                     summary.keyFile.map { ", keys in \($0)" } ?? ""))
-        guard register else { return }
-        let asset = assetID ?? URL(fileURLWithPath: out).lastPathComponent
-        guard let keys = try summary.keys?.contentKeys() else { throw CLIError("the package has no keys to register") }
-        try await store.register(keys, asset: asset, policy: policy)
+        return (String(format: "packaged %@: %d renditions, %d segments, %.1f s of media, %.1f MB in %.2f s (%.0f MB/s), scheme %@%@",
+                       summary.output, summary.renditions.count, summary.segmentCount, summary.duration, mb, seconds, mb / max(seconds, 0.001),
+                       scheme.rawValue + (scheme == .clear ? "" : " for " + options.drmSystems.map(\.rawValue).joined(separator: ", ")),
+                       summary.keyFile.map { ", keys in \($0)" } ?? ""), summary)
     }
 }
 
 extension StoreOptions {
-    /// Imports `keys` for `asset` under `policy` into the key store (as `satchel keys import` would) and says so.
-    func register(_ keys: [ContentKey], asset: String, policy: PolicyOptions) async throws {
+    /// Makes protected output whose keys go only to the key store: the store is opened and the policy checked before
+    /// `make` writes anything (a store that cannot be opened leaves nothing behind); `make` answers what it made (the
+    /// line it prints) and its keys. Should the import fail, `remove` takes the output away again, so no failure leaves
+    /// output whose keys are nowhere; the made line is printed only once the keys are registered.
+    func registering(asset: String, policy: PolicyOptions, made what: String, at path: String,
+                     _ make: () async throws -> (line: String, keys: [ContentKey])) async throws {
+        let checked = try policy.policy()
         let (keyStore, database) = try await open()
         do {
-            try await keyStore.importKeys(keys, assetID: asset, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy())
+            let (line, keys) = try await make()
+            do {
+                try await keyStore.importKeys(keys, assetID: asset, fairPlayAssetID: policy.fairPlayAssetID, policy: checked)
+            } catch {
+                try? FileManager.default.removeItem(atPath: path)
+                throw CLIError("the keys could not be registered (\(error)); the \(what) at \(path) was removed, so none is left whose keys are nowhere. Fix the key store and run the command again")
+            }
+            print(line)
+            print("registered \(keys.count) key\(keys.count == 1 ? "" : "s") for asset \(asset)")
+            for key in keys { print("key ID \(key.keyID.hex) (base64url \(key.keyID.base64URL))") }
         } catch {
             await database.shutdown()
             throw error
         }
         await database.shutdown()
-        print("registered \(keys.count) key\(keys.count == 1 ? "" : "s") for asset \(asset)")
-        for key in keys { print("key ID \(key.keyID.hex) (base64url \(key.keyID.base64URL))") }
     }
 }
 

@@ -42,13 +42,20 @@ struct ProtectCommand: SatchelAsyncCommand {
         }
         let type = contentType ?? ContentTypes.type(of: file)
         let keyFile = register ? nil : (keysOut ?? out + ".keys.json")
-        let header = try FileProtector.protect(input: file, output: out, key: contentKey, contentType: type, chunkSize: chunkSize,
-                                               metadata: title.map { ["title": $0] } ?? [:], keyFile: keyFile)
-        print("protected \(file) as \(out): \(header.plainSize) bytes of \(type), \(header.chunkCount) chunk\(header.chunkCount == 1 ? "" : "s"), key ID \(contentKey.keyID.hex)"
-              + (keyFile.map { ", key in \($0)" } ?? ""))
-        guard register else { return }
+        let (file, out, chunkSize, title, assetID) = (file, out, chunkSize, title, assetID)
+        let protect = { () throws -> String in
+            let header = try FileProtector.protect(input: file, output: out, key: contentKey, contentType: type, chunkSize: chunkSize,
+                                                   metadata: title.map { ["title": $0] } ?? [:], keyFile: keyFile)
+            return "protected \(file) as \(out): \(header.plainSize) bytes of \(type), \(header.chunkCount) chunk\(header.chunkCount == 1 ? "" : "s"), key ID \(contentKey.keyID.hex)"
+                + (keyFile.map { ", key in \($0)" } ?? "")
+        }
+        guard register else {
+            print(try protect())
+            return
+        }
         let name = URL(fileURLWithPath: out).lastPathComponent
-        try await store.register([contentKey], asset: assetID ?? (name.hasSuffix(".satchel") ? String(name.dropLast(8)) : name), policy: policy)
+        try await store.registering(asset: assetID ?? (name.hasSuffix(".satchel") ? String(name.dropLast(8)) : name), policy: policy,
+                                    made: "protected file", at: out) { (try protect(), [contentKey]) }
     }
 }
 

@@ -20,6 +20,37 @@ struct KeysCommandTests {
         }
     }
 
+    @Test("package --register never leaves a package whose keys are nowhere: a key store that cannot be opened (a PostgreSQL database that does not exist, a data directory that is a file) stops it before anything is written, naming the cause and what to run; keys the store refuses after packaging take the package away; \"packaged\" is said only once the keys are registered")
+    func registerFailures() async throws {
+        try await TestMedia.offloaded {
+            let input = try TestMedia.make("cli-keys", seconds: 3)
+            let dir = try TestMedia.temporaryDirectory("cli-register-failures")
+            let out = dir.appendingPathComponent("pkg").path
+            let missing = try CLIRunner.run(["package", input.path, "--out", out, "--format", "cmaf", "--scheme", "cenc", "--register",
+                                             "--database-url", "postgres://satchel:satchel@127.0.0.1:5432/satchel_no_such_database", "--data-dir", dir.appendingPathComponent("d").path])
+            #expect(missing.status != 0 && !missing.stdout.contains("packaged"), "\(missing.stdout)")
+            #expect(missing.stderr.contains("database \"satchel_no_such_database\" does not exist") && missing.stderr.contains("createdb"), "\(missing.stderr)")
+            #expect(!missing.stderr.contains("Generic description"))
+            #expect(!FileManager.default.fileExists(atPath: out), "no package")
+
+            let file = dir.appendingPathComponent("a-file").path
+            try Data("x".utf8).write(to: URL(fileURLWithPath: file))
+            let notDirectory = try CLIRunner.run(["package", input.path, "--out", out, "--format", "cmaf", "--scheme", "cenc", "--register", "--data-dir", file])
+            #expect(notDirectory.status != 0 && !notDirectory.stdout.contains("packaged") && !FileManager.default.fileExists(atPath: out), "\(notDirectory.stderr)")
+
+            // The key ID is another asset's: the store refuses it once the package is written, and the package goes.
+            let data = dir.appendingPathComponent("data").path
+            let kid = "0123456789abcdef0123456789abcdef", key = "00112233445566778899aabbccddeeff"
+            let first = try CLIRunner.run(["package", input.path, "--out", dir.appendingPathComponent("first").path, "--format", "cmaf", "--scheme", "cenc",
+                                           "--key-id", kid, "--key", key, "--register", "--asset-id", "first", "--data-dir", data])
+            #expect(first.status == 0, "\(first.stderr)")
+            let held = try CLIRunner.run(["package", input.path, "--out", out, "--format", "cmaf", "--scheme", "cenc",
+                                          "--key-id", kid, "--key", key, "--register", "--asset-id", "second", "--data-dir", data])
+            #expect(held.status != 0 && !held.stdout.contains("packaged") && held.stderr.contains("was removed"), "\(held.stdout) \(held.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out), "the package whose keys could not be registered is gone")
+        }
+    }
+
     @Test("package --register (keys in the store only), key files beside the folder or at --keys-out, never inside; keys list, import (a key another asset holds moves only with --reassign), delete; the KEK file is 0600 and the key never printed")
     func keys() async throws {
         try await TestMedia.offloaded {
