@@ -258,6 +258,12 @@ public actor DownloadManager {
         try await DownloadUpkeep.updateURL(self, id, url: url, headers: headers)
     }
 
+    /// Hands the engine a fresh entitlement token for an asset added with a license request (``LicenseRequest``), when
+    /// the one it was added with expired: kept sealed like the first, its retries cleared, a blocked asset queued again.
+    public func updateLicenseToken(_ id: String, token: String) async throws(DownloadError) {
+        try await DownloadUpkeep.updateLicenseToken(self, id, token: token)
+    }
+
     /// The index's records that cannot be read. They are not in ``assets(availabilityFilter:)``; ``remove(_:)``
     /// deletes one (row and files) when the application decides to.
     public func damagedAssets() async throws(DownloadError) -> [DamagedRecord] { try await index.damaged() }

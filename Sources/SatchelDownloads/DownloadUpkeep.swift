@@ -34,6 +34,23 @@ enum DownloadUpkeep {
             asset.url = url
         }
         if let headers { asset.options.headers = headers.isEmpty ? nil : headers }
+        try await requeue(engine, asset)
+    }
+
+    /// Gives an asset added with a license request a fresh entitlement token (the one it was added with expired).
+    static func updateLicenseToken(_ engine: isolated DownloadManager, _ id: String, token: String) async throws(DownloadError) {
+        guard var asset = try await engine.index.find(id) else { throw .notFound(id) }
+        guard asset.options.license != nil else {
+            throw .invalidArgument("\(id) was added without a license request, so it has no entitlement token; an origin's token goes in a header (download update-url --header)")
+        }
+        asset.options.license?.token = token
+        try await requeue(engine, asset)
+    }
+
+    /// An asset with fresh credentials: its retries cleared, queued again when it was blocked.
+    private static func requeue(_ engine: isolated DownloadManager, _ asset: DownloadAsset) async throws(DownloadError) {
+        var asset = asset
+        let id = asset.id
         asset.retryCount = 0
         let state = asset.state
         if asset.state == .blocked {

@@ -14,7 +14,7 @@ struct DownloadCommand: AsyncParsableCommand {
         commandName: "download",
         abstract: "Download HLS, DASH, Smooth Streaming and single files for offline playback.",
         subcommands: [DownloadAdd.self, DownloadRun.self, DownloadList.self, DownloadPause.self, DownloadResume.self, DownloadRemove.self, DownloadMove.self, DownloadWindow.self,
-                      DownloadFlush.self, DownloadEnable.self, DownloadDisable.self, DownloadClearRetries.self, DownloadUpdateURL.self])
+                      DownloadFlush.self, DownloadEnable.self, DownloadDisable.self, DownloadClearRetries.self, DownloadUpdateURL.self, DownloadUpdateToken.self])
 }
 
 /// `--data-dir`: where the download index and the assets live.
@@ -222,7 +222,8 @@ struct ProgressPrinter {
                                   progress.cachedDuration, progress.totalDuration)
                 write(interactive ? "\r\(line)\u{1B}[K" : line + "\n")
             case let .finished(id): write((interactive ? "\n" : "") + "\(id): complete\n")
-            case let .error(id, failure, willRetry): write((interactive ? "\n" : "") + "\(id): \(failure)\(willRetry ? " (will retry)" : " (blocked)")\n")
+            case let .error(id, failure, willRetry):
+                write((interactive ? "\n" : "") + "\(id): \(failure)\(willRetry ? " (will retry)" : " (blocked)")\(Self.remedy(id, failure))\n")
             case let .warning(id, message): write((interactive ? "\n" : "") + "\(id): warning: \(message)\n")
             case let .authorizationRequired(id, status):
                 write((interactive ? "\n" : "") + "\(id): the origin answered \(status); give it a fresh URL or token with `satchel download update-url`\n")
@@ -239,6 +240,12 @@ struct ProgressPrinter {
 
     private func write(_ text: String) {
         FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// What to do about `failure`, when a command does it.
+    static func remedy(_ id: String, _ failure: DownloadFailure) -> String {
+        guard case let .license(problem, _, _) = failure, ["invalid-entitlement", "missing-entitlement"].contains(problem) else { return "" }
+        return "; give it a fresh token with `satchel download update-token \(id) --token-file FILE`"
     }
 }
 
@@ -320,6 +327,21 @@ struct DownloadUpdateURL: SatchelAsyncCommand {
         guard url != nil || !headers.isEmpty else { throw ValidationError("give --url, --header, or both") }
         let parsed = headers.isEmpty ? nil : try DownloadOptions.parseHeaders(headers)
         try await target.directory.withManager { try await $0.updateURL(target.id, url: url, headers: parsed) }
+    }
+}
+
+struct DownloadUpdateToken: SatchelAsyncCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "update-token",
+        abstract: "Give an asset added with --license a fresh entitlement token (the one it was added with expired); it resumes where it was.")
+    @OptionGroup var target: DownloadTarget
+    @Option(help: "The new token (or --token-file, $SATCHEL_TOKEN; kept sealed with the asset, never printed).") var token: String?
+    @OptionGroup var tokenSource: TokenSource
+
+    func execute() async throws {
+        let fresh = try tokenSource.required(token)
+        try await target.directory.withManager { try await $0.updateLicenseToken(target.id, token: fresh) }
+        print("\(target.id): a fresh entitlement token; it is queued again")
     }
 }
 
