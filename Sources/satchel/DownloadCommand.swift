@@ -150,7 +150,7 @@ struct DownloadRun: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Work through the queue in the foreground.",
-        discussion: "Exit status: 0 when every asset is complete; 1 when one is blocked (errored 3 passes, or fatally); 3 when some wait (paused, a rule, downloads disabled); 4 when the index could not be read or written (a full disk).")
+        discussion: "Exit status: 0 when every asset is complete; 1 when one is blocked (errored 3 passes, or fatally); 3 when some wait (paused, a rule, downloads disabled); 4 when the index could not be read or written (a full disk). Ctrl-C (or another stop signal) stops it: what was downloading goes back to the queue with its bytes kept (exit 3).")
     @OptionGroup var directory: DownloadDirectoryOptions
     @Option(help: "Files of one asset downloaded at once when an attempt begins.") var parallel: Int = 16
     @Option(name: .customLong("max-parallel"), help: "The most files at once an attempt grows to while more connections bring more throughput (= --parallel: fixed).")
@@ -170,7 +170,9 @@ struct DownloadRun: SatchelAsyncCommand {
         }
         let rules = network.applied(to: DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max,
                                                       headroom: headroom << 20))
-        let synced = Locked(false)
+        let synced = Locked(false), interrupted = Locked(false)
+        let stops = SignalWatch.caught()
+        defer { stops.release() }
         let summary = try await directory.withEngine(network: network.monitor(), { configuration in
             configuration.rules = rules
             configuration.parallelism = parallel
@@ -189,9 +191,21 @@ struct DownloadRun: SatchelAsyncCommand {
             let events = manager.events()
             let printer = Task { await ProgressPrinter().consume(events) }
             let work = Task { await manager.run() }
+            // Ctrl-C (or a stop signal) ends the run the way the engine stops: the asset being downloaded goes back to
+            // the queue with its bytes kept, and the run says so.
+            let stop = Task {
+                await stops.next()
+                guard !Task.isCancelled else { return }  // the run ended by itself
+                interrupted.withLock { $0 = true }
+                work.cancel()
+            }
             let summary = await withTaskCancellationHandler { await work.value } onCancel: { work.cancel() }
+            stop.cancel()
             printer.cancel()
             return summary
+        }
+        if interrupted.current {
+            FileHandle.standardError.write(Data("\nsatchel: stopped; what was downloading is queued with its bytes kept: `satchel download run` picks it up again\n".utf8))
         }
         let line = summary.states.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", ")
         FileHandle.standardError.write(Data("satchel: \(line.isEmpty ? "queue empty" : line)\(summary.enabled ? "" : " (downloads disabled)")\n".utf8))

@@ -2,8 +2,8 @@ import Foundation
 import SatchelTestSupport
 import Testing
 
-/// A queued download whose entitlement token expired is rescued in place (issue 53 §5).
-@Suite(.serialized) struct DownloadTokenTests {
+/// A download rescued in place: its entitlement token expired (issue 53 §5), its run interrupted (§6).
+@Suite(.serialized) struct DownloadRescueTests {
     @Test("an asset added with --license and a token that has expired is blocked with invalid-entitlement and the way out said; download update-token --token-file gives it a fresh one and it completes; an asset added without --license is told it has no token")
     func expiredToken() async throws {
         let world = try await BackplaneCommandTests.World("download-token")
@@ -34,6 +34,36 @@ import Testing
             #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "plain", "--data-dir", device.directory]).status == 0)
             let none = try CLIRunner.run(["download", "update-token", "plain", "--token-file", fresh, "--data-dir", device.directory])
             #expect(none.status != 0 && none.stderr.contains("added without a license request"), "\(none.stderr)")
+        }
+    }
+
+    @Test("Ctrl-C during download run stops it and says so; what was downloading is listed queued (not downloading), and the next run finishes it from its bytes")
+    func interrupted() async throws {
+        let world = try await BackplaneCommandTests.World("download-interrupted")
+        defer { world.server.stop() }
+        let origin = try await BackplaneCommandTests.origin(world)
+        defer { origin.stop() }
+        origin.setThrottle(chunk: 4096, microseconds: 50_000)  // about 80 KB/s: the run is still downloading when stopped
+        let directory = world.server.directory.appendingPathComponent("phone").path
+        try await TestMedia.offloaded {
+            #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", directory]).status == 0)
+            let run = try LineReader(["download", "run", "--data-dir", directory])
+            defer { run.vanish() }
+            var state: String?
+            for _ in 0..<200 where state != "downloading" {
+                Thread.sleep(forTimeInterval: 0.05)
+                state = try BackplaneCommandTests.listJSON(directory).first?["state"] as? String
+            }
+            #expect(state == "downloading")
+            run.stop()
+            let said = run.stderr
+            #expect(said.contains("satchel: stopped;") && said.contains("`satchel download run` picks it up again"), "\(said)")
+            let listed = try BackplaneCommandTests.listJSON(directory).first
+            #expect(listed?["state"] as? String == "queued", "\(String(describing: listed))")
+            origin.setThrottle(chunk: 64 * 1024, microseconds: 0)
+            let again = try CLIRunner.run(["download", "run", "--data-dir", directory])
+            let finished = try BackplaneCommandTests.listJSON(directory).first?["state"] as? String
+            #expect(again.status == 0 && finished == "complete", "\(again.stderr)")
         }
     }
 }
