@@ -80,6 +80,17 @@ struct PlayCommand: SatchelAsyncCommand {
             && !directory.boolValue
     }
 
+    /// True when the file at `path` is an HLS playlist, a DASH MPD or a Smooth Streaming manifest (by its name or its
+    /// first bytes): those play from a URL, their segments beside them.
+    static func isManifest(_ path: String) -> Bool {
+        let name = URL(fileURLWithPath: path).lastPathComponent.lowercased()
+        if ["m3u8", "m3u", "mpd", "ism", "isml"].contains(URL(fileURLWithPath: name).pathExtension) || name == "manifest" { return true }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return false }
+        defer { try? handle.close() }
+        let head = String(decoding: (try? handle.read(upToCount: 64)) ?? Data(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return head.hasPrefix("#EXTM3U") || head.hasPrefix("<?xml") || head.hasPrefix("<MPD") || head.hasPrefix("<SmoothStreamingMedia")
+    }
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
         guard holdOff.isFinite, (0...600).contains(holdOff) else { throw ValidationError("--hold-off is 0 to 600 seconds") }
@@ -89,6 +100,9 @@ struct PlayCommand: SatchelAsyncCommand {
         }
         if !headers.isEmpty, !isOnline { throw ValidationError("--header goes with a URL (a downloaded asset keeps the headers it was added with)") }
         if isOnline, URL(string: asset)?.host == nil { throw ValidationError("\(asset.prefix(200)) is not a URL") }
+        if isLocalFile, Self.isManifest(asset) {
+            throw ValidationError("\(asset.prefix(200)) is a streaming manifest on disk; play takes a manifest by its URL: serve its folder (for example `python3 -m http.server` in it) and give the manifest's http:// URL, or download it first (satchel download add URL) and play the asset")
+        }
         if let exec {
             do { _ = try CommandWords(exec) } catch { throw ValidationError("--exec: \(error.description)") }
         }

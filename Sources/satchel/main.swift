@@ -15,6 +15,8 @@ do {
     exit(code.rawValue)
 } catch let error as any ProblemConvertible {
     fail(error.description)  // every module's error says what happened in one line
+} catch let error where FileFailure.message(error) != nil {
+    fail(FileFailure.message(error) ?? "")
 } catch {
     let code = SatchelCommand.exitCode(for: error)
     if code == .success {

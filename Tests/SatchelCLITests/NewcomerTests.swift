@@ -99,6 +99,26 @@ struct NewcomerTests {
         }
     }
 
+    @Test("a file that is not there names the file and what to do, never Foundation's error domain; a playlist on disk given to play says to serve it or download it")
+    func fileErrors() async throws {
+        try await TestMedia.offloaded {
+            let dir = try TestMedia.temporaryDirectory("cli-file-errors")
+            let document = dir.appendingPathComponent("notes.txt")
+            try "a document\n".write(to: document, atomically: true, encoding: .utf8)
+            let protected = dir.appendingPathComponent("notes.satchel").path
+            #expect(try CLIRunner.run(["protect", document.path, "--out", protected]).status == 0)
+            let missing = dir.appendingPathComponent("missing.keys.json").path
+            let opened = try CLIRunner.run(["open", protected, "--keys", missing])
+            #expect(opened.status != 0 && opened.stderr.contains("\(missing) does not exist: check the path") && !opened.stderr.contains("Domain"), "\(opened.stderr)")
+
+            let playlist = dir.appendingPathComponent("master.m3u8")
+            try "#EXTM3U\n#EXT-X-VERSION:3\n".write(to: playlist, atomically: true, encoding: .utf8)
+            let played = try CLIRunner.run(["play", playlist.path, "--data-dir", dir.appendingPathComponent("d").path])
+            #expect(played.status != 0 && played.stderr.contains("is a streaming manifest on disk") && played.stderr.contains("http.server")
+                    && !played.stderr.contains("box"), "\(played.stderr)")
+        }
+    }
+
     @Test("download add --header reaches the origin and never appears in output or errors")
     func headers() async throws {
         let directory = try TestMedia.temporaryDirectory("cli-header")
