@@ -94,6 +94,15 @@ public final class FileLock: Sendable {
         await OwnThread.run { while flock(descriptor, operation) != 0, errno == EINTR {} }
     }
 
+    /// Takes the lock exclusive if no other holder has it (false at once when one has): a process that holds it for its
+    /// lifetime keeps others out; the system gives it back when the process ends, however it ends.
+    public func tryExclusive() -> Bool {
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            if errno != EINTR { return false }
+        }
+        return true
+    }
+
     /// Gives the lock back.
     public func unlock() {
         _ = flock(descriptor, LOCK_UN)

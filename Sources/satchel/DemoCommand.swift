@@ -38,8 +38,17 @@ struct DemoCommand: SatchelAsyncCommand {
 
     func execute() async throws {
         let clip = try sampleClip()
-        try ServeCommand.requireFree(host: "127.0.0.1", port: port)  // before any work: a second demo says so at once
         let root = URL(fileURLWithPath: dir).standardizedFileURL
+        // A demo holds its folder for as long as it runs (the lock beside it: the folder itself is made afresh): a
+        // second demo on the same folder stops here, before anything of the first is touched.
+        let lockPath = root.deletingLastPathComponent().appendingPathComponent(".\(root.lastPathComponent).lock").path
+        try FileManager.default.createDirectory(at: root.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let folderLock = try FileLock(path: lockPath)
+        guard folderLock.tryExclusive() else {
+            throw CLIError("another satchel demo is running in \(root.path): stop it (Ctrl-C in its terminal), or give this one a folder of its own with --dir and a port with --port")
+        }
+        defer { withExtendedLifetime(folderLock) {} }
+        try ServeCommand.requireFree(host: "127.0.0.1", port: port)  // before any work: a second demo says so at once
         let site = root.appendingPathComponent("site").path, data = root.appendingPathComponent("data").path
         let jwks = root.appendingPathComponent("jwks.json").path
         let manager = FileManager.default
