@@ -23,7 +23,6 @@ public struct DownloadLibrary: PlaybackLibrary {
         let status = asset.state == .expired ? .expired
             : asset.window.evaluate(completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt, at: now()).status
         guard status == .valid else { throw .notPlayable(status) }
-        do { try await manager.registerPlayStart(assetID) } catch { throw .storage("cannot record the first play: \(error.description)") }
         var cache: CacheState?
         if let progress = try? await manager.progress(assetID) {
             cache = CacheState(cachedDuration: progress.cachedDuration, totalDuration: progress.totalDuration, isReadyToPlay: progress.isReadyToPlay)
@@ -46,6 +45,10 @@ public struct DownloadLibrary: PlaybackLibrary {
                                      originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
         playable.licenseAsset = asset.options.license?.assetID
         playable.isSingleFile = asset.plan.format == .file
+        // Expire-after-play starts with the first media a player is sent, not with a session opened or inspected.
+        playable.onFirstPlay = { [manager] () async throws(PlaybackError) in
+            do throws(DownloadError) { try await manager.registerPlayStart(assetID) } catch { throw .storage("cannot record the first play: \(error.description)") }
+        }
         return playable
     }
 

@@ -66,6 +66,9 @@ public struct PlayableAsset: Sendable {
     public var licenseAsset: String?
     /// True when the entry is a media file played as one byte stream (an MP4, a PIFF `.ismv`), not a manifest.
     public var isSingleFile = false
+    /// Called once per session, when it first sends media (a GET of a segment, a key or the file; never a HEAD, a
+    /// playlist or an inspection): a download's expire-after-play window starts there, and only there.
+    public var onFirstPlay: (@Sendable () async throws(PlaybackError) -> Void)?
 
     /// Creates a playable asset.
     public init(folder: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],

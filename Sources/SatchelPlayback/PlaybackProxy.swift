@@ -189,17 +189,20 @@ public actor PlaybackProxy {
     /// The number of open sessions.
     public var openSessions: Int { sessions.count }
 
-    /// Answers one request of a session: a GET or HEAD (`body` nil), or a POST to a forwarded key URI.
+    /// Answers one request of a session: a GET or HEAD (`body` nil), or a POST to a forwarded key URI. A HEAD is
+    /// answered like a GET but is no use: no playback window or expire-after-play starts with it.
     nonisolated func respond(token: String, path: String, range: String?, body: [UInt8]? = nil,
-                             contentType: String? = nil) async throws(PlaybackError) -> PlaybackResponse {
+                             contentType: String? = nil, head: Bool = false) async throws(PlaybackError) -> PlaybackResponse {
         guard let session = sessions[token], let file = HLSAssetMap.resolve(path, from: ""), let route = session.router.route(file) else {
             throw .notFound
         }
         if case .forwardedKey = route {} else if body != nil { throw .notFound }
-        if route.carriesMedia, let rights = session.rights {
-            let events = context.events
-            try await rights.check { status in events.rightsEnded(session, status: status) }
-            try await rights.registerFirstUse()
+        if route.carriesMedia {
+            if let rights = session.rights {
+                let events = context.events
+                try await rights.check { status in events.rightsEnded(session, status: status) }
+            }
+            if !head { try await session.registerPlay() }
         }
         let files = SessionFiles(session: session, context: context)
         return try await route.source.respond(SourceRequest(files: files, range: range, body: body, contentType: contentType))

@@ -26,7 +26,7 @@ struct PlaybackRoutes: RouteGroup {
             posted = Array(try await request.body.collect(upTo: Int(KeyForwarding.maximumAnswer)).readableBytesView)
         }
         let response = try await proxy.respond(token: token, path: path, range: request.headers[.range], body: posted,
-                                               contentType: request.headers[.contentType])
+                                               contentType: request.headers[.contentType], head: head)
         var headers = HTTPFields()
         headers[.contentType] = response.contentType
         headers[.acceptRanges] = "bytes"

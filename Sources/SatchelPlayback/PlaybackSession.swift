@@ -24,6 +24,24 @@ final class PlaybackSession: Sendable {
     private let routing: Locked<StreamRouter>
     /// Set once invalid content was reported, until a file plays well again.
     private let invalidReported = Locked(false)
+    /// Set once the session's first media was sent (``registerPlay()``).
+    private let played = Locked(false)
+    /// The session's first media, once: the rights' first use (a playback window starts) and the library's first play
+    /// (a download's expire-after-play). A failure leaves it to the next request.
+    func registerPlay() async throws(PlaybackError) {
+        guard played.withLock({ value -> Bool in
+            defer { value = true }
+            return !value
+        }) else { return }
+        do {
+            try await rights?.registerFirstUse()
+            try await asset.onFirstPlay?()
+        } catch {
+            played.withLock { $0 = false }
+            throw error
+        }
+    }
+
     /// The CMAF decryptors of the session's init segments, each parsed once.
     let decryptors = SessionCache<FMP4Decryptor>()
     /// The init segments of a transcribed DASH source, clear, each read once.

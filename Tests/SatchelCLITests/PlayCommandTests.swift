@@ -433,7 +433,7 @@ import Testing
         }
     }
 
-    @Test("rights that expire after first use (seed 000 §5.3.2d): a 10-second playback window starts at the first protected bytes served, not when the session opens; it plays, then is refused")
+    @Test("rights that expire after first use (seed 000 §5.3.2d): a 10-second playback window starts at the first protected bytes served, not when the session opens nor with 20 HEADs of a segment; it plays, then is refused")
     func playbackWindow() async throws {
         let (server, origin, site, input, data) = try await Self.stage("play-window")
         defer { server.stop(); origin.stop() }
@@ -453,10 +453,20 @@ import Testing
             let media = String(decoding: try Self.fetch(mediaURL.absoluteString).body, as: UTF8.self)
             let segments = media.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init)
             #expect(try rights()["firstUse"] == nil, "playlists are not protected bytes: no use yet")
+            // HEADs (players and link checkers send them) answer as a GET would, and are no use: 20 of them start nothing.
+            let segmentURL = mediaURL.deletingLastPathComponent().appendingPathComponent(segments[0]).absoluteString
+            for _ in 0..<20 {
+                let head = try OriginCommandTests.request(segmentURL, method: "HEAD")
+                #expect(head.status == 200 && head.headers["content-type"] != nil, "\(head.status) \(head.headers)")
+            }
+            #expect(try rights()["firstUse"] == nil, "a HEAD starts no playback window")
             Thread.sleep(forTimeInterval: 3)  // the window must not have started at the session's opening
-            let first = try Self.fetch(mediaURL.deletingLastPathComponent().appendingPathComponent(segments[0]).absoluteString)
+            let first = try Self.fetch(segmentURL)
             let started = Date()
             #expect(first.status == 200)
+            let head = try OriginCommandTests.request(segmentURL, method: "HEAD")
+            #expect(head.headers["content-type"] == first.headers["content-type"] && head.headers["content-length"] == first.headers["content-length"],
+                    "a HEAD answers the headers a GET does: \(head.headers) \(first.headers)")
             let used = try rights()
             #expect(used["firstUse"] != nil && used["status"] as? String == "valid", "\(used)")
             Thread.sleep(forTimeInterval: 5)
