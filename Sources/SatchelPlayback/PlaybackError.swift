@@ -14,6 +14,8 @@ public enum PlaybackError: ProblemConvertible, Equatable {
     case notLoopback(String)
     /// A file of the asset cannot be parsed or decrypted.
     case invalidContent(String)
+    /// The content is protected in a way the proxy cannot make clear (named): refused, never handed to a player as media.
+    case unsupportedProtection(String)
     /// The content is protected with a key the license does not hold.
     case noKey(String)
     /// A file the playlists list is not in the store (not downloaded yet): 503, never a hang.
@@ -40,6 +42,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .notPlayable: return 403
         case .notLoopback: return 400
         case .invalidContent: return 502
+        case .unsupportedProtection: return 415
         case .noKey: return 403
         case .notCached: return 503
         case .rangeNotSatisfiable: return 416
@@ -60,6 +63,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case .unknownAsset: return "unknown-asset"
         case .notLoopback: return "not-loopback"
         case .invalidContent: return "invalid-content"
+        case .unsupportedProtection: return "unsupported-protection"
         case .noKey: return "no-key"
         case .notCached: return "not-cached"
         case .rangeNotSatisfiable: return "range-not-satisfiable"
@@ -79,6 +83,7 @@ public enum PlaybackError: ProblemConvertible, Equatable {
         case let .unknownAsset(id): return "no downloaded asset \(id.prefix(100))"
         case let .notLoopback(host): return "the playback proxy binds to loopback only (127.0.0.1 or ::1), not \(host.prefix(60))"
         case let .invalidContent(reason): return "the content cannot be played: \(reason)"
+        case let .unsupportedProtection(reason): return "unsupported-protection: \(reason)"
         case let .noKey(reason): return reason
         case let .notCached(path): return "\(path.prefix(200)) is not downloaded"
         case let .rangeNotSatisfiable(size): return "the range is outside the file (\(size) bytes)"

@@ -104,12 +104,23 @@ struct SessionOpener: Sendable {
         } catch { throw .invalidContent("\(path): \(error)") }
         var single: SingleFile?
         var isProtected = false
+        // Every encrypted track, wherever the file keeps its `moov`: what the proxy cannot make clear is refused by name.
+        let encrypted: [String]
+        do {
+            encrypted = try await MP4ProtectionScan.protectedEntries(size: size) { (offset, count) async throws(ProtectionError) -> [UInt8] in
+                do throws(PlaybackError) { return try await read(offset, count) } catch { throw .malformed(error.description) }
+            }
+        } catch { throw .invalidContent("\(path): \(error)") }
+        if configuration.mode == .decrypt, !encrypted.isEmpty, head?.isFragmented != true {
+            throw .unsupportedProtection("\(path) has encrypted tracks (\(encrypted.joined(separator: ", "))) whose media is not in fragments, so it cannot be made clear as it streams: make it fragmented (ffmpeg -i FILE -c copy -movflags frag_keyframe+empty_moov OUT.mp4, or satchel package) and download that, or play it with --passthrough in a player with DRM")
+        }
+        isProtected = !encrypted.isEmpty
         if let head {
             let tracks: [UInt32: FMP4Decryptor]
             do { tracks = try FMP4FileDecryptor.tracks(ofHead: head.bytes) } catch { throw .invalidContent("\(path): \(error)") }
-            isProtected = !tracks.isEmpty
-            guard !isProtected || head.isFragmented else {
-                throw .invalidContent("\(path) is protected but its media is not in fragments: it cannot be made clear as it streams")
+            isProtected = isProtected || !tracks.isEmpty
+            if configuration.mode == .decrypt, tracks.count < encrypted.count {
+                throw .unsupportedProtection("\(path) has encrypted tracks (\(encrypted.joined(separator: ", "))) the proxy cannot decrypt: only cenc and cbcs with a track encryption box are made clear")
             }
             let dropping = head.isFragmented ? head.lesserVideoTracks : []
             if configuration.mode == .decrypt, isProtected || !dropping.isEmpty {

@@ -82,7 +82,7 @@ public struct MP4FileHead: Sendable {
     }
 
     /// A box header's type and size (`left`: the bytes from it to the file's end).
-    private static func header(_ bytes: [UInt8], left: Int64) throws(ProtectionError) -> (FourCC, Int64) {
+    static func header(_ bytes: [UInt8], left: Int64) throws(ProtectionError) -> (FourCC, Int64) {
         var reader = ByteReader(bytes)
         do {
             let small = try reader.readUInt32()
