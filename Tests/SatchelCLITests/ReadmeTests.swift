@@ -2,13 +2,32 @@ import Foundation
 import SatchelTestSupport
 import Testing
 
-/// README's commands are the ones that run: the round-trip block is executed exactly as written.
+/// The commands of README and its pages in `docs/` are the ones that run: each example block is executed exactly as written.
 @Suite("README", .serialized)  // the main job and the license service alone both listen on 8080
 struct ReadmeTests {
-    /// The first ```sh block after `marker` in README.md.
+    /// README.md and every page of `docs/`, one after the other: the examples' markers are unique across them.
+    static func pages() throws -> String {
+        let root = CLIRunner.packageRoot
+        let docs = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path).filter { $0.hasSuffix(".md") }.sorted()
+        return try (["README.md"] + docs.map { "docs/" + $0 }).map { try String(contentsOf: root.appendingPathComponent($0), encoding: .utf8) }
+            .joined(separator: "\n")
+    }
+
+    @Test("README is a newcomer's page: at most 250 lines, and it links every page of docs/ that holds examples")
+    func readmeIsShort() throws {
+        let root = CLIRunner.packageRoot
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.split(separator: "\n", omittingEmptySubsequences: false).count <= 250)
+        for page in try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path) where page.hasSuffix(".md") {
+            let text = try String(contentsOf: root.appendingPathComponent("docs/" + page), encoding: .utf8)
+            if text.contains("```sh") { #expect(readme.contains("(docs/\(page))"), "README does not link docs/\(page)") }
+        }
+    }
+
+    /// The first ```sh block after `marker` in README.md or a page of `docs/`.
     static func block(after marker: String) throws -> String {
-        let readme = try String(contentsOf: CLIRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let afterMarker = try #require(readme.range(of: marker).map { readme[$0.upperBound...] }, "README has no \(marker)")
+        let readme = try pages()
+        let afterMarker = try #require(readme.range(of: marker).map { readme[$0.upperBound...] }, "README and docs/ have no \(marker)")
         let start = try #require(afterMarker.range(of: "```sh\n"))
         let body = afterMarker[start.upperBound...]
         let end = try #require(body.range(of: "\n```"))
@@ -289,7 +308,7 @@ struct ReadmeTests {
 
     @Test("the license service alone starts with Apple's development credentials, as written", .timeLimit(.minutes(2)))
     func serveAlone() async throws {
-        let readme = try String(contentsOf: CLIRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try Self.pages()
         let line = try #require(readme.split(separator: "\n").first { $0.hasPrefix("swift run satchel serve ") })
         // The same command with the binary `swift run` would build, so the test does not build twice.
         let command = "satchel" + line.dropFirst("swift run satchel".count)
