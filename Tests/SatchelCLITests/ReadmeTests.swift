@@ -13,6 +13,19 @@ struct ReadmeTests {
             .joined(separator: "\n")
     }
 
+    @Test("the examples run in order in one folder, as a newcomer runs them: each uses names of its own, so none damages another (the scale-out example, which needs a PostgreSQL database of yours, apart)",
+          .timeLimit(.minutes(6)))
+    func inOrder() async throws {
+        for tool in ["ffmpeg", "curl", "openssl", "python3"] { try TestMedia.require(tool) }
+        Self.requireFree([8081, 8082, 8083, 8084, 8085, 8086, 8089], "the examples in order")
+        let markers = ["clip", "package-examples", "package-checks", "round-trip", "cpix", "download", "play", "agent", "protect", "dashboard",
+                       "backplane", "at-scale"]
+        let script = try markers.map { try Self.block(after: "<!-- \($0) -->") }.joined(separator: "\n")
+        let result = try await Self.run(script + "\necho every-example-ran\n", label: "readme-in-order")
+        #expect(result.status == 0 && result.stdout.contains("every-example-ran"), "\(result.stderr.suffix(2000))")
+        #expect(Self.decoderComplaints(result.stderr).isEmpty, "\(result.stderr.suffix(800))")
+    }
+
     @Test("README is a newcomer's page: at most 250 lines, and it links every page of docs/ that holds examples")
     func readmeIsShort() throws {
         let root = CLIRunner.packageRoot
@@ -201,12 +214,12 @@ struct ReadmeTests {
         let prelude = "ffmpeg -loglevel error -f lavfi -i testsrc2=duration=4:size=320x180:rate=25 -f lavfi -i sine=duration=4 -c:v libx264 -c:a aac -shortest in.mp4\n"
         let result = try await Self.run(prelude + (try Self.block(after: "<!-- cpix -->")) + """
 
-            cmp <(grep -o 'cenc:pssh>[^<]*' site/film/manifest.mpd) <(grep -o 'cenc:pssh>[^<]*' site/film-vendor/manifest.mpd) && echo same-signalling
-            satchel keys list --data-dir vendor-licenses
+            cmp <(grep -o 'cenc:pssh>[^<]*' site/trailer/manifest.mpd) <(grep -o 'cenc:pssh>[^<]*' site/trailer-vendor/manifest.mpd) && echo same-signalling
+            satchel keys list --data-dir vendor-keys
             """, label: "readme-cpix")
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
         #expect(result.stdout.contains("encrypted for the recipient; signalling for clearkey, playready, widevine, fairplay"), "\(result.stdout)")
-        #expect(result.stdout.contains("imported 1 key for asset film") && result.stdout.contains("same-signalling"), "\(result.stdout)")
+        #expect(result.stdout.contains("imported 1 key for asset trailer") && result.stdout.contains("same-signalling"), "\(result.stdout)")
         #expect(result.stdout.contains("scheme cbcs for clearkey, playready, widevine, fairplay"), "the document's systems: \(result.stdout)")
     }
 
