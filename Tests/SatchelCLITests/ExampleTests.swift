@@ -3,8 +3,10 @@ import SatchelTestSupport
 import Testing
 
 /// `Examples/OfflinePlayback`: a package of its own that depends on Satchel by path and does download → license → play
-/// through the public API only. Built (into `.build-examples`; `scripts/test` builds it first, so here it is only
-/// brought up to date) and run against a real `satchel serve`: what it reads from the proxy is the clear media.
+/// through the public API only. `scripts/test` builds it into Satchel's own build folder (nothing is built twice) and
+/// fails when it does not build; run without it, the test builds it into `.build-examples` (a build into `.build`
+/// would wait for the lock `swift test` holds). Run against a real `satchel serve`: what it reads from the proxy is
+/// the clear media.
 @Suite("The embedding example: download, license, play through the public API")
 struct ExampleTests {
     static let example = CLIRunner.packageRoot.appendingPathComponent("Examples/OfflinePlayback")
@@ -26,13 +28,17 @@ struct ExampleTests {
         defer { server.stop(); origin.stop() }
         let output = server.directory.appendingPathComponent("played.ts")
         try await TestMedia.offloaded {
-            let swift = URL(fileURLWithPath: "/usr/bin/env")
-            let built = try ProcessRunner.run(swift, ["swift", "build", "--package-path", Self.example.path, "--scratch-path", Self.scratch.path])
-            #expect(built.status == 0, "the example does not build: \(built.stdout.suffix(3000)) \(built.stderr.suffix(2000))")
+            let prebuilt = CLIRunner.packageRoot.appendingPathComponent(".build/debug/OfflinePlayback")
+            var binary = prebuilt
+            if ProcessInfo.processInfo.environment["SATCHEL_EXAMPLE_BUILT"] == nil || !FileManager.default.isExecutableFile(atPath: prebuilt.path) {
+                let swift = URL(fileURLWithPath: "/usr/bin/env")
+                let built = try ProcessRunner.run(swift, ["swift", "build", "--package-path", Self.example.path, "--scratch-path", Self.scratch.path])
+                #expect(built.status == 0, "the example does not build: \(built.stdout.suffix(3000)) \(built.stderr.suffix(2000))")
+                binary = Self.scratch.appendingPathComponent("debug/OfflinePlayback")
+            }
             try PlayCommandTests.package(input, into: site.appendingPathComponent("clear"), format: "hls-ts")
             try PlayCommandTests.package(input, into: site.appendingPathComponent("film"), format: "hls-ts", scheme: "aes-128", asset: "film",
                                          server: server, offline: true)
-            let binary = Self.scratch.appendingPathComponent("debug/OfflinePlayback")
             let run = try ProcessRunner.run(binary, [server.url, try server.token(), origin.url("film/master.m3u8"), "film", data, output.path])
             #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
             #expect(run.stdout.contains("downloaded film: valid") && run.stdout.contains("protected: true"), "\(run.stdout)")
