@@ -3,7 +3,8 @@ import NIOCore
 import SatchelBackplane
 import SatchelRights
 
-/// The agent's side of concurrent-stream slots (the FairPlay Streaming Programming Guide, "Secure Lease"): take a slot before playing, renew its lease
+/// The agent's side of concurrent-stream slots (the FairPlay Streaming Programming Guide, "Secure Lease"): take a slot
+/// before playing, renew its lease
 /// while playing, release it at the end. Runs on the agent's isolation.
 enum AgentSlots {
     /// A slot call's deadline: shorter than the backplane's others, since playback waits for it (and an offline

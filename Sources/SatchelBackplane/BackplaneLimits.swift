@@ -7,7 +7,8 @@ public struct BackplaneLimits: Codable, Sendable, Equatable {
     public var maxAssetsPerDevice: Int?
     /// Downloads per account (every device of the user together).
     public var maxDownloads: Int?
-    /// Streams an account plays at once (every device of the user together; the FairPlay Streaming Programming Guide's concurrent streams).
+    /// Streams an account plays at once (every device of the user together; the FairPlay Streaming Programming Guide's
+    /// concurrent streams).
     public var maxStreams: Int?
 
     /// No limit at all.

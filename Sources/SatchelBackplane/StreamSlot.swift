@@ -1,6 +1,7 @@
 import Foundation
 
-/// A concurrent-stream slot (the FairPlay Streaming Programming Guide, "Secure Lease"; the per-account limits): one playback of one asset on one
+/// A concurrent-stream slot (the FairPlay Streaming Programming Guide, "Secure Lease"; the per-account limits): one
+/// playback of one asset on one
 /// device, held while its lease lasts. The device renews the lease while it plays and releases the slot when it stops;
 /// a device that goes away frees its slot when the lease ends.
 public struct StreamSlot: Codable, Sendable, Equatable {

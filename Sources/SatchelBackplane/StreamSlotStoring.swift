@@ -11,7 +11,8 @@ public protocol StreamSlotStoring: Sendable {
     /// Renews the device's slot for another lease; `slotLost` when its lease already ended or it was released.
     func renew(device: String, slot: String, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer
     /// Takes, or renews, the slot `slotID` for a holder that is not a backplane device (a FairPlay device by its HU:
-    /// the FairPlay Streaming Programming Guide, "Secure Lease"), for a lease of `seconds`: renewing a slot still held always succeeds; taking one is
+    /// the FairPlay Streaming Programming Guide, "Secure Lease"), for a lease of `seconds`: renewing a slot still held
+    /// always succeeds; taking one is
     /// refused over `user`'s stream limit.
     func lease(slotID: String, user: String, holder: String, asset: String, seconds: UInt32, at now: Date) async throws(BackplaneError) -> StreamSlotAnswer
     /// Releases the device's slot (releasing one already gone changes nothing).

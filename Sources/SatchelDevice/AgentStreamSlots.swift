@@ -2,7 +2,8 @@ import SatchelAgent
 import SatchelBackplane
 import SatchelPlayback
 
-/// The device agent's backplane as the proxy's source of stream slots (the FairPlay Streaming Programming Guide, "Secure Lease"): a session takes a
+/// The device agent's backplane as the proxy's source of stream slots (the FairPlay Streaming Programming Guide,
+/// "Secure Lease"): a session takes a
 /// slot, its lease is renewed while it plays, and it is released when it closes.
 ///
 /// A refusal stops playback, and so does a backplane that cannot be asked (no network, an answer that is not one):

@@ -1,6 +1,7 @@
 import Foundation
 
-/// What the license service remembers of FairPlay licenses beyond the audit (the FairPlay Streaming Programming Guide): the device each combined
+/// What the license service remembers of FairPlay licenses beyond the audit (the FairPlay Streaming Programming
+/// Guide): the device each combined
 /// rental-and-lease plays on, and each download's offline key (dual expiry) by the content ID its CKC carried.
 public protocol FairPlayRecording: Sendable {
     /// Binds `subject`'s rental of `asset` to the device `device` (the SPC's HU, hex) until `until`; the same device
@@ -15,7 +16,8 @@ public protocol FairPlayRecording: Sendable {
     func offlineKeys(subject: String?, limit: Int) async throws(LicensingError) -> [OfflineKeyRecord]
 }
 
-/// One download's offline key (the FairPlay Streaming Programming Guide, Table 7-1): the content ID the CKC carried, whose it is, and what its Sync
+/// One download's offline key (the FairPlay Streaming Programming Guide, Table 7-1): the content ID the CKC carried,
+/// whose it is, and what its Sync
 /// SPCs said.
 public struct OfflineKeyRecord: Codable, Sendable, Equatable {
     /// Where the download stands.
@@ -72,7 +74,8 @@ public struct OfflineKeyRecord: Codable, Sendable, Equatable {
     }
 }
 
-/// Where a FairPlay lease takes its stream slot (the FairPlay Streaming Programming Guide, "Secure Lease": "the server associates a slot to a
+/// Where a FairPlay lease takes its stream slot (the FairPlay Streaming Programming Guide, "Secure Lease": "the server
+/// associates a slot to a
 /// device"; seam: the backplane's stream slots).
 public protocol LeaseSlots: Sendable {
     /// Takes, or renews, the slot `subject`'s device `device` (the SPC's HU, hex) holds to play `asset`, for a lease
@@ -83,7 +86,8 @@ public protocol LeaseSlots: Sendable {
 /// The rules of FairPlay rentals and leases, as values.
 public enum FairPlayLeaseRules {
     /// Whether a license under `policy` to `target` binds its rental to the device: a combined rental and lease
-    /// (the FairPlay Streaming Programming Guide: "the mechanism by which leasing registers the playback device may be used to limit the rental to
+    /// (the FairPlay Streaming Programming Guide: "the mechanism by which leasing registers the playback device may be
+    /// used to limit the rental to
     /// that device only"), to a device — an AV adapter's ID is not a device's and is not used to manage devices.
     public static func bindsRental(leaseSeconds: UInt32?, rentalSeconds: UInt32?, toDevice: Bool) -> Bool {
         leaseSeconds != nil && rentalSeconds != nil && toDevice

@@ -40,7 +40,8 @@ public struct LicenseService: Sendable {
         public var assetID: String
         /// True when the SPC was a Sync SPC (recorded).
         public var wasSync: Bool
-        /// The content ID of the download's offline key (32 hex digits) when the CKC carries dual expiry (the FairPlay Streaming Programming Guide:
+        /// The content ID of the download's offline key (32 hex digits) when the CKC carries dual expiry (the FairPlay
+        /// Streaming Programming Guide:
         /// "the server should notify the app that the asset is using dual expiry"): the app may send Sync SPCs.
         public var offlineContentID: String?
     }
@@ -113,7 +114,8 @@ public struct LicenseService: Sendable {
         return FairPlayLicense(ckc: response.ckc, assetID: key.assetID, wasSync: spc.isSyncSPC, offlineContentID: policy.offlineContentID)
     }
 
-    /// What a license binds before its CKC is made (the FairPlay Streaming Programming Guide, "Secure Lease", "Simultaneous Renting and Leasing"): a
+    /// What a license binds before its CKC is made (the FairPlay Streaming Programming Guide, "Secure Lease",
+    /// "Simultaneous Renting and Leasing"): a
     /// combined rental and lease to the device that leased it first (another refused while the rental lasts), and a
     /// lease to a stream slot of the account (taken or renewed; refused over its stream limit).
     private func bind(_ spc: SPC, subject: String, asset: String, policy: AssetPolicy, now: Date) async throws {

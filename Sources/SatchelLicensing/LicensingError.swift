@@ -38,7 +38,8 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case keyHeld(keyID: String, asset: String)
     /// The operator disabled the device: it gets no new license and no renewal until enabled again.
     case deviceDisabled
-    /// A FairPlay rental plays on the device that leased it (the FairPlay Streaming Programming Guide, "Simultaneous Renting and Leasing"): another
+    /// A FairPlay rental plays on the device that leased it (the FairPlay Streaming Programming Guide, "Simultaneous
+    /// Renting and Leasing"): another
     /// device is refused until the rental ends.
     case rentalBound
     /// The account plays as many streams at once as it may (a FairPlay lease takes a stream slot).

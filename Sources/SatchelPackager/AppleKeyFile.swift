@@ -2,7 +2,8 @@ import Foundation
 import SatchelBytes
 import SatchelSystem
 
-/// Apple's key file, as `mediafilesegmenter --encrypt-key-file` reads and writes it (the FairPlay Streaming Programming Guide, "Using FPS Options with
+/// Apple's key file, as `mediafilesegmenter --encrypt-key-file` reads and writes it (the FairPlay Streaming
+/// Programming Guide, "Using FPS Options with
 /// the Media File Segmenter"): 32 bytes, the 16-byte content key followed by the 16-byte IV. So keys made for Apple's
 /// tools package with Satchel, and Satchel's keys go to Apple's tools.
 public enum AppleKeyFile {

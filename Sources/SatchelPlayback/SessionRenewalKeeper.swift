@@ -1,4 +1,5 @@
-/// Keeps one protected session's license renewed while it is open (the FairPlay Streaming Programming Guide, Table 5-2):
+/// Keeps one protected session's license renewed while it is open (the FairPlay Streaming Programming Guide, Table
+/// 5-2):
 /// asks its rights source every few seconds whether a renewal is due and renews it in the background, before the
 /// license lapses; a renewal the license server refuses cuts the session (`cut`, with the reason).
 struct SessionRenewalKeeper: Sendable {

@@ -1,4 +1,5 @@
-/// Where the proxy takes a concurrent-stream slot for each session it opens (the FairPlay Streaming Programming Guide, "Secure Lease"; seam: the
+/// Where the proxy takes a concurrent-stream slot for each session it opens (the FairPlay Streaming Programming Guide,
+/// "Secure Lease"; seam: the
 /// device's backplane). A session opens only with a slot (or where the source says it plays without one: no
 /// backplane to ask); its lease is renewed while it is open and released when it closes.
 public protocol StreamSlots: Sendable {

@@ -4,7 +4,8 @@ import SatchelBackplane
 import SatchelBytes
 import SatchelLicensing
 
-/// The backplane's stream slots as the license service's ``LeaseSlots`` (the FairPlay Streaming Programming Guide, "Secure Lease": "the server
+/// The backplane's stream slots as the license service's ``LeaseSlots`` (the FairPlay Streaming Programming Guide,
+/// "Secure Lease": "the server
 /// associates a slot to a device"): a FairPlay lease takes, or renews, one slot per account, device (the SPC's HU)
 /// and asset, held for the lease's length; a device that stops renewing frees it when the lease ends.
 struct BackplaneLeaseSlots: LeaseSlots {

@@ -69,7 +69,8 @@ struct AppleStreamingResponse: Encodable {
 /// `{"ckc": base64}`.
 struct CKCAnswer: Encodable {
     var ckc: String
-    /// True when the CKC carries dual expiry (the FairPlay Streaming Programming Guide: the server tells the app, which cannot read the CKC).
+    /// True when the CKC carries dual expiry (the FairPlay Streaming Programming Guide: the server tells the app,
+    /// which cannot read the CKC).
     var dualExpiry: Bool?
     /// Dual expiry: the download's content ID, which its Sync SPCs carry back.
     var offlineContentID: String?
