@@ -116,7 +116,7 @@ public struct DeviceLicensing: Sendable {
         return try await sign(SignedTimeClaims(time: service.clock.now, nonce: nonce))
     }
 
-    /// The signature of an answer's exact bytes to the device request whose nonce is `nonce` (``SignedAnswer``): what the
+    /// The signature of an answer's exact bytes to the device request whose nonce is `nonce` (`SignedAnswer`): what the
     /// device applies from the backplane (commands, settings, grants, slots, feed items) is checked against it.
     public func signAnswer(_ body: Data, nonce: String) async throws(LicensingError) -> String {
         let signer = try await registry.signingKey()
@@ -133,7 +133,7 @@ public struct DeviceLicensing: Sendable {
         PublicKeySet(keys: try await registry.keyring.keys().published)
     }
 
-    /// The statements that introduced each signing key after the first, oldest first (``KeyRotationClaims``).
+    /// The statements that introduced each signing key after the first, oldest first (`KeyRotationClaims`).
     public func keyRotations() async throws(LicensingError) -> KeyRotationsAnswer {
         KeyRotationsAnswer(rotations: try await registry.keyring.keys().rotations)
     }

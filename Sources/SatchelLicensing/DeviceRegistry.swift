@@ -67,12 +67,12 @@ public struct DeviceRegistry: Sendable, DeviceRowReading {
         keyring = SigningKeyring(database: database, kek: kek)
     }
 
-    /// The key licenses, certificates and times are signed with (the newest of ``keyring``): made on first use.
+    /// The key licenses, certificates and times are signed with (the newest of its keyring): made on first use.
     public func signingKey() async throws(LicensingError) -> (kid: String, key: P256.Signing.PrivateKey) {
         try await keyring.keys().signer
     }
 
-    /// Makes a new signing key, introduced by the current one (``KeyRotationClaims``); answers its ID. Every node signs
+    /// Makes a new signing key, introduced by the current one (`KeyRotationClaims`); answers its ID. Every node signs
     /// with it within a minute; a device learns it through the introduction when it first meets it. What the older keys
     /// signed (certificates, licenses) stays good.
     public func rotateSigningKey(at now: Date = Date()) async throws(LicensingError) -> String {
