@@ -22,10 +22,17 @@ public struct SmoothManifest: Sendable, Equatable {
         public var codecPrivateData: String?
         /// Bytes of each NAL unit's length prefix in H.264 fragments (`NALUnitLengthField`; 4 when absent).
         public var nalUnitLengthField: Int?
+        /// An audio level's `@BitsPerSample`, `@PacketSize` (bytes per audio block) and `@AudioTag` (its WAVE format tag:
+        /// 255 for AAC), as the Smooth Streaming client manifest lists them for audio.
+        public var bitsPerSample: Int?, packetSize: Int?, audioTag: Int?
 
         /// A quality level.
         public init(index: Int, bitrate: Int, fourCC: String? = nil, maxWidth: Int? = nil, maxHeight: Int? = nil, samplingRate: Int? = nil,
-                    channels: Int? = nil, codecPrivateData: String? = nil, nalUnitLengthField: Int? = nil) {
+                    channels: Int? = nil, codecPrivateData: String? = nil, nalUnitLengthField: Int? = nil, bitsPerSample: Int? = nil,
+                    packetSize: Int? = nil, audioTag: Int? = nil) {
+            self.bitsPerSample = bitsPerSample
+            self.packetSize = packetSize
+            self.audioTag = audioTag
             self.index = index
             self.bitrate = bitrate
             self.fourCC = fourCC
@@ -138,7 +145,9 @@ public struct SmoothManifest: Sendable, Equatable {
                              fourCC: q.attributes["FourCC"], maxWidth: q.attributes["MaxWidth"].flatMap { Int($0) },
                              maxHeight: q.attributes["MaxHeight"].flatMap { Int($0) }, samplingRate: q.attributes["SamplingRate"].flatMap { Int($0) },
                              channels: q.attributes["Channels"].flatMap { Int($0) }, codecPrivateData: q.attributes["CodecPrivateData"],
-                             nalUnitLengthField: q.attributes["NALUnitLengthField"].flatMap { Int($0) })
+                             nalUnitLengthField: q.attributes["NALUnitLengthField"].flatMap { Int($0) },
+                             bitsPerSample: q.attributes["BitsPerSample"].flatMap { Int($0) }, packetSize: q.attributes["PacketSize"].flatMap { Int($0) },
+                             audioTag: q.attributes["AudioTag"].flatMap { Int($0) })
             }
             let scale = try stream.attributes["TimeScale"].map { (text) throws(MediaError) -> UInt64 in
                 guard let value = UInt64(text), value > 0 else { throw .malformed("StreamIndex TimeScale \(text.prefix(32))") }
@@ -172,7 +181,9 @@ extension SmoothManifest {
                 let optional: [(String, String?)] = [("FourCC", level.fourCC), ("MaxWidth", level.maxWidth.map(String.init)),
                                                      ("MaxHeight", level.maxHeight.map(String.init)),
                                                      ("SamplingRate", level.samplingRate.map(String.init)),
-                                                     ("Channels", level.channels.map(String.init)), ("CodecPrivateData", level.codecPrivateData),
+                                                     ("Channels", level.channels.map(String.init)),
+                                                     ("BitsPerSample", level.bitsPerSample.map(String.init)), ("PacketSize", level.packetSize.map(String.init)),
+                                                     ("AudioTag", level.audioTag.map(String.init)), ("CodecPrivateData", level.codecPrivateData),
                                                      ("NALUnitLengthField", level.nalUnitLengthField.map(String.init))]
                 for case let (name, value?) in optional { element += " \(name)=\"\(xmlEscape(value))\"" }
                 lines.append(element + "/>")

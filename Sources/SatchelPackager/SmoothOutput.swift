@@ -90,8 +90,9 @@ struct SmoothOutput {
             return .init(index: index, bitrate: bitrate, fourCC: "H264", maxWidth: track.width, maxHeight: track.height, codecPrivateData: parameters,
                          nalUnitLengthField: avc?.lengthSize ?? 4)
         case .aac:
+            // The audio attributes the client manifest lists, as ffmpeg's Smooth muxer writes them for AAC.
             return .init(index: index, bitrate: bitrate, fourCC: "AACL", samplingRate: track.sampleRate, channels: track.channelCount,
-                         codecPrivateData: Hex.encode(track.codecConfiguration).uppercased())
+                         codecPrivateData: Hex.encode(track.codecConfiguration).uppercased(), bitsPerSample: 16, packetSize: 4, audioTag: 255)
         case .ac3, .eac3, .hevc:
             return .init(index: index, bitrate: bitrate, fourCC: track.codec == .hevc ? "HEV1" : track.codec == .ac3 ? "AC-3" : "EC-3",
                          maxWidth: track.width, maxHeight: track.height, samplingRate: track.sampleRate, channels: track.channelCount,

@@ -196,6 +196,9 @@ import Testing
             let manifest = try SmoothManifest(parsing: String(contentsOf: site.appendingPathComponent("plain/Manifest"), encoding: .utf8))
             let video = try #require(manifest.streams.first { $0.type == "video" })
             #expect(video.qualityLevels.count == 2 && video.fragmentTimes.count == 2 && manifest.protectionHeader == nil, "\(manifest)")
+            let audio = try #require(manifest.streams.first { $0.type == "audio" }?.qualityLevels.first)
+            #expect(audio.bitsPerSample == 16 && audio.packetSize == 4 && audio.audioTag == 255 && audio.samplingRate != nil && audio.channels != nil,
+                    "the client manifest's audio attributes, as ffmpeg writes them: \(audio)")
             for level in video.qualityLevels {
                 for time in video.fragmentTimes {
                     #expect(FileManager.default.fileExists(atPath: site.appendingPathComponent("plain/" + video.fragmentURL(bitrate: level.bitrate, startTime: time)).path))
