@@ -23,10 +23,16 @@ public struct TSStream: Sendable, Equatable {
     public static let h264 = TSStream(pid: 0x100, streamID: 0xE0, streamType: 0x1B)
     /// The usual AAC (ADTS) audio stream on PID 0x101.
     public static let aac = TSStream(pid: 0x101, streamID: 0xC0, streamType: 0x0F)
-    /// AC-3 audio on PID 0x101.
-    public static let ac3 = TSStream(pid: 0x101, streamID: 0xBD, streamType: 0x81)
-    /// E-AC-3 audio on PID 0x101.
-    public static let eac3 = TSStream(pid: 0x101, streamID: 0xBD, streamType: 0x87)
+    /// AC-3 audio on PID 0x101, with the registration descriptor (`AC-3`) ATSC A/52 and ffmpeg give it: a reader tells
+    /// AC-3 from E-AC-3 by it.
+    public static let ac3 = TSStream(pid: 0x101, streamID: 0xBD, streamType: 0x81, descriptors: registration("AC-3"))
+    /// E-AC-3 audio on PID 0x101, with its registration descriptor (`EAC3`).
+    public static let eac3 = TSStream(pid: 0x101, streamID: 0xBD, streamType: 0x87, descriptors: registration("EAC3"))
+
+    /// A registration descriptor (ISO/IEC 13818-1 §2.6.8: tag 5) naming `format`, four ASCII characters.
+    static func registration(_ format: String) -> [UInt8] {
+        [0x05, 0x04] + Array(format.utf8.prefix(4))
+    }
 }
 
 /// Writes MPEG-2 transport stream packets (ISO/IEC 13818-1): PAT, PMT and PES.

@@ -189,6 +189,17 @@ struct TSMuxerTests {
         return out
     }
 
+    @Test("AC-3 and E-AC-3 streams carry their registration descriptors (AC-3, EAC3) in the PMT, so a reader tells one from the other")
+    func dolbyRegistration() {
+        for (stream, format) in [(TSStream.ac3, "AC-3"), (.eac3, "EAC3")] {
+            var muxer = TSMuxer(streams: [.h264, stream])
+            let tables = muxer.tables()
+            let entry: [UInt8] = [stream.streamType, 0xE1, 0x01, 0xF0, 0x06, 0x05, 0x04] + Array(format.utf8)
+            let found = tables.indices.dropLast(entry.count - 1).contains { Array(tables[$0..<($0 + entry.count)]) == entry }
+            #expect(found, "\(format): the PMT entry with its descriptor")
+        }
+    }
+
     @Test("PES round-trip through the demuxer: timestamps, payloads, continuity, 188-byte packets, valid CRCs")
     func roundTrip() throws {
         let stream = Self.sampleStream()
