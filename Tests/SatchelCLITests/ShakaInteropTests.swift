@@ -159,6 +159,25 @@ import Testing
         #expect(!stderr.contains("invalid-content") && !stderr.contains("should-abort"), "\(item.name): \(stderr)")
     }
 
+    @Test("Shaka's AC-3 in CMAF cbcs (constant-size frames: the trun leaves their sizes to the tfhd), downloaded with a license, plays through the proxy packet for packet with the source")
+    func ac3FromShaka() async throws {
+        let world = try await Self.stage("ac3")
+        defer { world.server.stop(); world.origin.stop() }
+        let source = world.site.appendingPathComponent("ac3-source.mp4"), out = world.site.appendingPathComponent("ac3")
+        try await TestMedia.offloaded { () throws -> Void in
+            _ = try TestMedia.run("ffmpeg", ["-v", "error", "-y", "-i", world.input.path, "-c:v", "copy", "-c:a", "ac3", "-b:a", "192k", source.path])
+            try Self.shaka(source, into: out, scheme: "cbcs", systems: nil, clearLead: 0)
+            let added = try CLIRunner.run(["download", "add", world.origin.url("ac3/master.m3u8"), "--data-dir", world.data, "--id", "ac3", "--license",
+                                           "--token", world.token, "--license-asset", "shaka"])
+            #expect(added.status == 0, "\(added.stderr)")
+            let run = try CLIRunner.run(["download", "run", "--data-dir", world.data])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        let expected = try await TestMedia.offloaded { try Self.packets(source.path) }
+        let stderr = try await PlayCommandTests.plays(["ac3", "--data-dir", world.data], token: world.token, expected: expected, label: "ac3", read: Self.packets)
+        #expect(!stderr.contains("invalid-content"), "\(stderr)")
+    }
+
     @Test("a CMAF package whose playlists carry no key tag is protected all the same: without rights the session does not open, and no encrypted sample ever reaches the player")
     func noSilentCiphertext() async throws {
         let world = try await Self.stage("silent")
