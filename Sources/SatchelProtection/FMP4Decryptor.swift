@@ -68,7 +68,7 @@ public struct FMP4Decryptor: Sendable {
             guard let first = protected.first else { throw ProtectionError.malformed("track is not encrypted ('\(entries[0].type)')") }
             let entry = entries[first]
             protectedEntries = Set(protected.map { UInt32($0 + 1) })
-            (defaultEntry, defaultSampleSize) = try Self.trackDefaults(moov, track: trackID, bytes)
+            (defaultEntry, defaultSampleSize) = try FragmentSampleSizes.trackDefaults(moov, track: trackID, bytes)
             isVideo = entry.type == "encv"
             let skip = isVideo ? 78 : 28
             guard let sinf = try entry.children(in: bytes, skip: skip).first("sinf") else { throw ProtectionError.malformed("no 'sinf'") }
@@ -117,29 +117,6 @@ public struct FMP4Decryptor: Sendable {
     }
 
     /// The `trex` default sample description index of `track` in `moov` (1 when it gives none).
-    /// The track's `trex`: its default sample entry and sample size.
-    private static func trackDefaults(_ moov: MP4Box, track: UInt32, _ bytes: [UInt8]) throws -> (entry: UInt32, size: UInt32?) {
-        guard let mvex = try moov.children(in: bytes).first("mvex") else { return (1, nil) }
-        for trex in try mvex.children(in: bytes).all("trex") {
-            var (_, _, reader) = try trex.fullBoxReader(in: bytes)
-            guard try reader.readUInt32() == track else { continue }
-            let entry = max(try reader.readUInt32(), 1)
-            _ = try reader.readUInt32()  // default_sample_duration
-            return (entry, try reader.readUInt32())
-        }
-        return (1, nil)
-    }
-
-    /// The sample size a `traf`'s `tfhd` gives (flag 0x10), else the `trex`'s.
-    func defaultSize(of tfhd: MP4Box?, _ bytes: [UInt8]) throws -> UInt32? {
-        guard let tfhd else { return defaultSampleSize }
-        var (_, flags, reader) = try tfhd.fullBoxReader(in: bytes)
-        _ = try reader.readUInt32()  // track_ID
-        if flags & 0x01 != 0 { _ = try reader.readUInt64() }
-        if flags & 0x02 != 0 { _ = try reader.readUInt32() }
-        if flags & 0x08 != 0 { _ = try reader.readUInt32() }
-        return flags & 0x10 != 0 ? try reader.readUInt32() : defaultSampleSize
-    }
 
     /// The protection scheme of `initSegment`'s track, nil when it is clear (or not an init segment this reads).
     public static func scheme(ofInitSegment bytes: [UInt8]) -> CommonEncryption.Scheme? {
@@ -221,7 +198,8 @@ public struct FMP4Decryptor: Sendable {
             guard let trun = children.first("trun") else { return [] }
             // A fragment of the clear lead names a clear sample entry: nothing in it is encrypted.
             if let tfhd = children.first("tfhd"), !protectedEntries.contains(try entry(of: tfhd, bytes)) { return [] }
-            let (sizes, dataOffset) = try Self.sampleSizes(trun, bytes, defaultSize: try defaultSize(of: children.first("tfhd"), bytes))
+            let defaultSize = try FragmentSampleSizes.defaultSize(of: children.first("tfhd"), bytes, trex: defaultSampleSize)
+            let (sizes, dataOffset) = try FragmentSampleSizes.sizes(trun, bytes, defaultSize: defaultSize)
             let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == FMP4Unprotect.piffSampleEncryption }
             let entries = try encryption.map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, bytes, count: sizes.count) } ?? []
             var position = base + Int64(moof.offset) + Int64(dataOffset)  // an offset within ±2 GiB of the moof: no overflow
@@ -241,26 +219,6 @@ public struct FMP4Decryptor: Sendable {
             throw .malformed("media segment: \(error)")
         }
         return samples
-    }
-
-    /// The sizes of a `trun`'s samples (its own, else `defaultSize`: Shaka leaves constant-size AC-3 frames' sizes to
-    /// the `tfhd`), and its data offset.
-    private static func sampleSizes(_ trun: MP4Box, _ bytes: [UInt8], defaultSize: UInt32?) throws -> ([Int], Int) {
-        var (_, flags, reader) = try trun.fullBoxReader(in: bytes)
-        let count = Int(try reader.readUInt32())
-        let offset = flags & 0x1 != 0 ? Int(Int32(bitPattern: try reader.readUInt32())) : 0
-        if flags & 0x4 != 0 { _ = try reader.readUInt32() }
-        let perSample = [0x100, 0x200, 0x400, 0x800].filter { flags & $0 != 0 }.count * 4
-        guard flags & 0x200 != 0 || (defaultSize ?? 0) > 0 else { throw ProtectionError.malformed("'trun' without sample sizes, and no default size") }
-        guard count <= (perSample > 0 ? reader.remaining / perSample : bytes.count) else { throw ProtectionError.malformed("'trun' lists more samples than it holds") }
-        var sizes: [Int] = []
-        for _ in 0..<count {
-            if flags & 0x100 != 0 { _ = try reader.readUInt32() }
-            sizes.append(Int(flags & 0x200 != 0 ? try reader.readUInt32() : defaultSize ?? 0))
-            if flags & 0x400 != 0 { _ = try reader.readUInt32() }
-            if flags & 0x800 != 0 { _ = try reader.readUInt32() }
-        }
-        return (sizes, offset)
     }
 
     private func senc(_ box: MP4Box, _ bytes: [UInt8], count: Int) throws -> [([UInt8], [Subsample])] {
