@@ -29,6 +29,15 @@ public struct TSStream: Sendable, Equatable {
     /// E-AC-3 audio on PID 0x101, with its registration descriptor (`EAC3`).
     public static let eac3 = TSStream(pid: 0x101, streamID: 0xBD, streamType: 0x87, descriptors: registration("EAC3"))
 
+    /// The descriptors a stream of `streamType` carries as Satchel writes it: AC-3's and E-AC-3's registration, else none.
+    public static func descriptors(ofType streamType: UInt8) -> [UInt8] {
+        switch streamType {
+        case ac3.streamType: ac3.descriptors
+        case eac3.streamType: eac3.descriptors
+        default: []
+        }
+    }
+
     /// A registration descriptor (ISO/IEC 13818-1 §2.6.8: tag 5) naming `format`, four ASCII characters.
     static func registration(_ format: String) -> [UInt8] {
         [0x05, 0x04] + Array(format.utf8.prefix(4))

@@ -22,7 +22,8 @@ public enum TSSegmentPart: Sendable, Equatable {
 /// edit; when the edit keeps the length, only the bytes it changed are written back into the stored transport packets,
 /// which then go out as they are — timestamps, PCR, random-access flags and adaptation fields untouched — so a segment
 /// costs one gathering of its payload, not a new packetization. A payload of another length is packetized again. The
-/// PAT and PMT are written anew (stream types changed by `retype`, descriptors left out, the PCR on the stored PMT's
+/// PAT and PMT are written anew (stream types changed by `retype`, the stored descriptors left out — AC-3 and E-AC-3 get
+/// their registration descriptors —, the PCR on the stored PMT's
 /// PID); continuity counters go on from the rendition's previous segment, and after a seek each PID's first packet
 /// carries the discontinuity indicator. Packets of PIDs the first PMT does not declare are left out.
 public struct TSPESEditor: Sendable {
@@ -224,7 +225,8 @@ public struct TSPESEditor: Sendable {
         var streams: [TSStream] = []
         for (pid, type) in try TSDemuxer.parsePMT(payload) where kinds[Int(pid)] < 0 {
             kinds[Int(pid)] = Int16(type)
-            streams.append(TSStream(pid: pid, streamID: 0, streamType: try retype(type)))
+            let written = try retype(type)
+            streams.append(TSStream(pid: pid, streamID: 0, streamType: written, descriptors: TSStream.descriptors(ofType: written)))
         }
         guard !streams.isEmpty else { throw .malformed("the transport stream declares no elementary stream") }
         muxer = TSMuxer(streams: streams, continuity: continuity, pcrPID: try TSDemuxer.parsePCRPID(payload))

@@ -61,6 +61,16 @@ import Testing
                 let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear-\(codec)/master.m3u8").path)
                 let played = try TestMedia.packetHashes(player.url)
                 #expect(!expected.isEmpty && played == expected, "\(codec): the proxy's clear stream: \(played.count) packets vs \(expected.count)")
+                // The clear TS declares the stream with its registration descriptor (AC-3 / EAC3), so a reader tells them apart.
+                let master = String(decoding: try PlayCommandTests.fetch(player.url).body, as: UTF8.self)
+                let audioURI = try #require(master.split(separator: "\n").first { $0.contains("TYPE=AUDIO") }?
+                    .split(separator: "URI=\"").last?.split(separator: "\"").first.map(String.init), "\(master)")
+                let audioURL = try #require(URL(string: audioURI, relativeTo: URL(string: player.url))).absoluteURL
+                let media = String(decoding: try PlayCommandTests.fetch(audioURL.absoluteString).body, as: UTF8.self)
+                let first = try #require(media.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty }.map(String.init))
+                let segment = try PlayCommandTests.fetch(audioURL.deletingLastPathComponent().appendingPathComponent(first).absoluteString).body
+                let descriptor: [UInt8] = [0x05, 0x04] + Array((codec == "ac3" ? "AC-3" : "EAC3").utf8)
+                #expect(segment.indices.dropLast(5).contains { Array(segment[$0..<($0 + 6)]) == descriptor }, "\(codec): the PMT's registration descriptor")
             }
             let stopped = try await TestMedia.offloaded { player.stop() }
             #expect(stopped.status == 0, "\(codec): \(stopped.stderr)")
