@@ -103,9 +103,11 @@ enum AgentRequests {
                 do {
                     try SignedAnswer.verify(answer.signature, body: answer.body, nonce: nonce, keys: keys)
                 } catch {
-                    // Refused and reported: nothing of it is applied, and the server hears of it with the device's events.
-                    _ = try? await agent.activity.record(.answerRefused, reason: "\(route): \(error.code)")
-                    throw .answerNotSigned("\(route): \(error.description)")
+                    // Refused and reported: nothing of it is applied, and the server hears of it with the device's events
+                    // (the route without its query string: no URL's query reaches a message or a log).
+                    let named = route.split(separator: "?", maxSplits: 1).first.map(String.init) ?? route
+                    _ = try? await agent.activity.record(.answerRefused, reason: "\(named): \(error.code)")
+                    throw .answerNotSigned("\(named): \(error.description)")
                 }
             }
             return (answer.body, nonce)

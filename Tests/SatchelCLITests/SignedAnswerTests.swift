@@ -52,6 +52,7 @@ import Testing
             for attack in [Hop.appendWipe, .replay, .stripSignature] {
                 hop.withLock { $0 = attack }
                 let refused = try CLIRunner.run(["agent", "sync", "--data-dir", directory])
+                #expect(!refused.stderr.contains("?after="), "no query string in the message: \(refused.stderr)")
                 #expect(refused.status != 0 && refused.stderr.contains("changed on the way and was not applied"),
                         "\(attack): \(refused.stderr)")
                 #expect(try BackplaneCommandTests.listJSON(directory).count == 1, "\(attack): the download stays")
