@@ -42,21 +42,24 @@ public struct FluentKeyStore: KeyStore {
         self.audit = database.audit
     }
 
-    /// Stores (or replaces) an asset's policy and keys; a key ID another asset holds moves only with `reassign`.
+    /// Stores (or replaces) an asset's policy and keys with each key's signalling; a key ID another asset holds moves
+    /// only with `reassign`.
     public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy,
-                           reassign: Bool) async throws(LicensingError) {
+                           reassign: Bool, signalling: [KeyID: KeySignalling]) async throws(LicensingError) {
         guard !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("an asset ID is 1 to 200 bytes") }
         guard !keys.isEmpty else { throw .badRequest("no keys to import") }
         guard keys.count <= CatalogEntry.maximumKeys else { throw .badRequest("an asset has at most \(CatalogEntry.maximumKeys) keys") }
         let policyText: String
         do { policyText = String(decoding: try Self.encoder.encode(policy), as: UTF8.self) } catch { throw .badRequest("policy cannot be encoded") }
-        var sealing: [(String, [UInt8], String)] = []
-        for key in keys { sealing.append((key.keyID.hex, try kek.seal(key.key, keyID: key.keyID.hex), Hex.encode(key.iv))) }
+        var sealing: [(String, [UInt8], String, KeySignalling?)] = []
+        for key in keys {
+            sealing.append((key.keyID.hex, try kek.seal(key.key, keyID: key.keyID.hex), Hex.encode(key.iv), try signalling[key.keyID]?.checked()))
+        }
         let sealed = sealing
         cache.clear()
         do {
             try await database.transaction { db in
-                for (keyID, _, _) in sealed {
+                for (keyID, _, _, _) in sealed {
                     if let held = try await KeyModel.find(keyID, on: db), held.assetID != assetID, !reassign {
                         throw LicensingError.keyHeld(keyID: keyID, asset: held.assetID)
                     }
@@ -68,14 +71,16 @@ public struct FluentKeyStore: KeyStore {
                 } else {
                     try await AssetModel(id: assetID, fairPlayAssetID: fairPlayAssetID ?? assetID, policy: policyText).create(on: db)
                 }
-                for (keyID, sealedKey, iv) in sealed {
+                for (keyID, sealedKey, iv, signalling) in sealed {
                     if let existing = try await KeyModel.find(keyID, on: db) {
                         existing.assetID = assetID
                         existing.sealedKey = Data(sealedKey)
                         existing.iv = iv
+                        existing.scheme = signalling?.scheme
+                        existing.signalling = signalling?.systems
                         try await existing.save(on: db)
                     } else {
-                        try await KeyModel(id: keyID, assetID: assetID, sealedKey: Data(sealedKey), iv: iv).create(on: db)
+                        try await KeyModel(id: keyID, assetID: assetID, sealedKey: Data(sealedKey), iv: iv, signalling: signalling).create(on: db)
                     }
                 }
             }
@@ -231,6 +236,24 @@ public struct FluentKeyStore: KeyStore {
         guard !keys.isEmpty else { throw .unknownAsset(asset) }
         cache.put(keys, for: ["asset:" + asset])
         return keys
+    }
+
+    /// Each key's signalling of an asset (by asset ID), through the keys' index by asset; keys imported without any are left out.
+    public func signalling(asset: String) async throws(LicensingError) -> [KeyID: KeySignalling] {
+        let rows: [any SQLRow]
+        do { rows = try await sqlDatabase().raw(LicensingQueries.signalling(assetID: asset)).all() } catch { throw .storage("lookup failed") }
+        var answer: [KeyID: KeySignalling] = [:]
+        for row in rows {
+            do {
+                let signalling = KeySignalling(scheme: try row.decodeNil(column: "scheme") ? nil : row.decode(column: "scheme", as: String.self),
+                                               systems: try row.decodeNil(column: "signalling") ? nil : row.decode(column: "signalling", as: String.self))
+                guard signalling != KeySignalling() else { continue }
+                answer[try KeyID(hex: row.decode(column: "key_id", as: String.self))] = signalling
+            } catch {
+                throw .storage("a stored record is damaged")
+            }
+        }
+        return answer
     }
 
     /// The keys a query of ``LicensingQueries`` reads, opened.

@@ -13,15 +13,19 @@ public actor InMemoryKeyStore: KeyStore {
 
     private var assets: [String: Asset] = [:]
     private var order: [String] = []
+    private var signals: [KeyID: KeySignalling] = [:]
     private var issued: [IssuedLicense] = []
     private var syncs: [(contentID: String, durationToExpiry: Int64, subject: String)] = []
 
     /// An empty store.
     public init() {}
 
-    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy, reassign: Bool) throws(LicensingError) {
+    public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy, reassign: Bool,
+                           signalling: [KeyID: KeySignalling]) throws(LicensingError) {
         guard !assetID.isEmpty, assetID.utf8.count <= 200 else { throw .badRequest("an asset ID is 1 to 200 bytes") }
         guard !keys.isEmpty else { throw .badRequest("no keys to import") }
+        var checked: [KeyID: KeySignalling] = [:]
+        for key in keys { checked[key.keyID] = try signalling[key.keyID]?.checked() }
         let moved = Set(keys.map(\.keyID))
         if !reassign, let (holder, key) = assets.lazy.compactMap({ id, asset in
             id == assetID ? nil : asset.keys.first { moved.contains($0.keyID) }.map { (id, $0) }
@@ -35,6 +39,11 @@ public actor InMemoryKeyStore: KeyStore {
         kept.append(contentsOf: keys)
         if assets[assetID] == nil { order.append(assetID) }
         assets[assetID] = Asset(fairPlayAssetID: fairPlayAssetID ?? assetID, policy: policy, keys: kept)
+        for key in keys { signals[key.keyID] = checked[key.keyID] }
+    }
+
+    public func signalling(asset: String) -> [KeyID: KeySignalling] {
+        signals.filter { id, _ in assets[asset]?.keys.contains { $0.keyID == id } == true }
     }
 
     public func summaries(_ page: ListingRequest) -> ListingPage<KeySummary> {

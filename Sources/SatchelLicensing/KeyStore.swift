@@ -83,9 +83,12 @@ public struct AuditFilter: Sendable, Equatable {
 /// with the key-encryption key; ``InMemoryKeyStore`` keeps them in memory (tests, tools). Every method fails
 /// with a ``LicensingError``: `unknownAsset` for what is not there, `storage` when the store fails.
 public protocol KeyStore: Sendable {
-    /// Stores (or replaces) an asset's policy and keys. A key ID another asset holds is refused
-    /// (``LicensingError/keyHeld(keyID:asset:)``) unless `reassign`, which moves it.
-    func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy, reassign: Bool) async throws(LicensingError)
+    /// Stores (or replaces) an asset's policy and keys, each with its `signalling` (none for a key it does not name).
+    /// A key ID another asset holds is refused (``LicensingError/keyHeld(keyID:asset:)``) unless `reassign`, which moves it.
+    func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy, reassign: Bool,
+                    signalling: [KeyID: KeySignalling]) async throws(LicensingError)
+    /// The signalling each key of an asset (by asset ID) was imported with; keys imported without any are left out.
+    func signalling(asset: String) async throws(LicensingError) -> [KeyID: KeySignalling]
     /// A page of every key with its asset and policy (no key material), in order of asset ID then key ID; with a
     /// prefix, only assets whose ID starts with it.
     func summaries(_ page: ListingRequest) async throws(LicensingError) -> ListingPage<KeySummary>
@@ -151,7 +154,8 @@ extension KeyStore {
     /// A catalogue imported an asset at a time (stores without a batched import).
     public func importCatalog(_ entries: [CatalogEntry]) async throws(LicensingError) -> Int {
         for entry in entries {
-            try await importKeys(entry.keys, assetID: entry.assetID, fairPlayAssetID: entry.fairPlayAssetID, policy: entry.policy, reassign: false)
+            try await importKeys(entry.keys, assetID: entry.assetID, fairPlayAssetID: entry.fairPlayAssetID, policy: entry.policy, reassign: false,
+                                 signalling: [:])
         }
         return entries.reduce(0) { $0 + $1.keys.count }
     }
@@ -165,8 +169,8 @@ extension KeySummary {
 }
 
 extension KeyStore {
-    /// ``importKeys(_:assetID:fairPlayAssetID:policy:reassign:)`` refusing key IDs another asset holds.
+    /// ``importKeys(_:assetID:fairPlayAssetID:policy:reassign:signalling:)`` refusing key IDs another asset holds, without signalling.
     public func importKeys(_ keys: [ContentKey], assetID: String, fairPlayAssetID: String?, policy: AssetPolicy) async throws(LicensingError) {
-        try await importKeys(keys, assetID: assetID, fairPlayAssetID: fairPlayAssetID, policy: policy, reassign: false)
+        try await importKeys(keys, assetID: assetID, fairPlayAssetID: fairPlayAssetID, policy: policy, reassign: false, signalling: [:])
     }
 }

@@ -58,7 +58,7 @@ public final class LicensingDatabase: Sendable {
             // at every commit: a commit is durable against a crash of the process (what the audit promises: no license
             // answered without its record), not against one of the machine. A large store: 64 MB of cache, mapped.
             store = try await FluentStore.open(configuration, as: id, migrations: [CreateLicensingSchema(), CreateDeviceSchema(), CreateDeviceNonces(), AddDeviceDisabled(), IndexDeviceNonceTimes(),
-                                                                                 CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale(), AddSigningKeyIntroductions(),
+                                                                                 CreateFairPlayRecords(), AddLicenseCustomData(), IndexForScale(), AddSigningKeyIntroductions(), AddKeySignalling(),
                                                                                  CreateRollups(name: "satchel-licensing-rollups"),
                                                                                  PartitionByMonth(name: "satchel-licensing-history-by-month",
                                                                                                   tables: [LicensingQueries.licenseHistory, LicensingQueries.syncHistory])] + more,

@@ -27,6 +27,13 @@ package enum LicensingQueries {
         """
     }
 
+    /// Each key's scheme and exchanged signalling of an asset (`satchel_keys_asset`): what an export reads.
+    static func signalling(assetID: String) -> SQLQueryString {
+        """
+        SELECT key_id, scheme, signalling FROM satchel_keys WHERE asset_id = \(bind: assetID) ORDER BY created_at, key_id LIMIT \(literal: maxKeysPerAsset)
+        """
+    }
+
     /// Every key of an asset named by its FairPlay asset ID (the `skd://` host; its own unique index).
     static func keys(fairPlayAssetID: String) -> SQLQueryString {
         """
@@ -112,6 +119,7 @@ package enum LicensingQueries {
             HotQuery("a key by its ID", key(id: "00112233445566778899aabbccddeeff")),
             HotQuery("keys of an asset", keys(assetID: "asset-1")),
             HotQuery("keys of a FairPlay asset", keys(fairPlayAssetID: "asset-1")),
+            HotQuery("an asset's key signalling", signalling(assetID: "asset-1")),
             HotQuery("a device", device(id: "device-1")),
             HotQuery("a device by its user and key", device(subject: "user-1", fingerprint: "f")),
             HotQuery("a request's nonce kept", insertNonce(id: UUID(), device: "device-1", nonce: "n", at: now)),

@@ -28,15 +28,19 @@ final class KeyModel: Model, @unchecked Sendable {
     @Field(key: "asset_id") var assetID: String
     @Field(key: "sealed_key") var sealedKey: Data
     @Field(key: "iv") var iv: String
+    @OptionalField(key: "scheme") var scheme: String?
+    @OptionalField(key: "signalling") var signalling: String?
     @Timestamp(key: "created_at", on: .create) var createdAt: Date?
 
     init() {}
 
-    init(id: String, assetID: String, sealedKey: Data, iv: String) {
+    init(id: String, assetID: String, sealedKey: Data, iv: String, signalling: KeySignalling?) {
         self.id = id
         self.assetID = assetID
         self.sealedKey = sealedKey
         self.iv = iv
+        self.scheme = signalling?.scheme
+        self.signalling = signalling?.systems
     }
 }
 

@@ -15,6 +15,8 @@ public struct CPIXDocument: Sendable {
         public var contentKey: ContentKey
         /// The document gave the IV (`explicitIV`); else ``contentKey``'s IV was made here.
         public var explicitIV: Bool
+        /// The protection scheme the document names for the key (`commonEncryptionScheme`, CPIX 2.3), when it does.
+        public var scheme: String?
 
         /// A content key; `explicitIV` writes its IV into the document.
         public init(_ contentKey: ContentKey, explicitIV: Bool = true) {

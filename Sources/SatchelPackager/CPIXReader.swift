@@ -44,8 +44,14 @@ extension CPIXDocument {
             guard key.count == 16 else { throw .cpix("the key \(keyID.uuidString) is \(key.count) bytes; Common Encryption keys are 16") }
             let explicit = try element.attributes["explicitIV"].map { (text) throws(PackagerError) in try Self.base64(text, what: "an explicitIV") }
             if let explicit, explicit.count != 16 { throw .cpix("the key \(keyID.uuidString)'s explicitIV is \(explicit.count) bytes, not 16") }
+            let scheme = element.attributes["commonEncryptionScheme"]
+            if let scheme, !["cenc", "cbcs", "cens", "cbc1"].contains(scheme) {
+                throw .cpix("the key \(keyID.uuidString)'s commonEncryptionScheme is not cenc, cbcs, cens or cbc1")
+            }
             do {
-                keys.append(Key(try ContentKey(keyID: keyID, key: key, iv: explicit ?? SecureRandom.bytes(16)), explicitIV: explicit != nil))
+                var entry = Key(try ContentKey(keyID: keyID, key: key, iv: explicit ?? SecureRandom.bytes(16)), explicitIV: explicit != nil)
+                entry.scheme = scheme
+                keys.append(entry)
             } catch {
                 throw .cpix("the key \(keyID.uuidString): \(error)")
             }

@@ -52,12 +52,19 @@ struct KeysCommand: AsyncParsableCommand {
             }
             let assetID = assetID ?? ""
             let keys: [ContentKeyAlias]
+            var signalling: [KeyID: KeySignalling] = [:]
             if let cpix {
-                keys = try CPIXFiles.read(cpix, privateKey: privateKey).keys.map(\.contentKey)
+                let document = try CPIXFiles.read(cpix, privateKey: privateKey)
+                keys = document.keys.map(\.contentKey)
                 guard !keys.isEmpty else { throw CLIError("\(cpix): the CPIX document has no content key") }
+                for key in document.keys {
+                    signalling[key.contentKey.keyID] = KeySignalling(scheme: key.scheme, systems: document.keptSignalling(of: key.contentKey.keyID))
+                }
             } else {
                 let file = file ?? ""
-                do { keys = try KeyFile.read(file).contentKeys() } catch { throw CLIError("cannot read \(file): not a key file from satchel package") }
+                let read: KeyFile
+                do { read = try KeyFile.read(file); keys = try read.contentKeys() } catch { throw CLIError("cannot read \(file): not a key file from satchel package") }
+                for key in keys { signalling[key.keyID] = KeySignalling(scheme: read.scheme) }
             }
             let (keyStore, database) = try await store.open()
             do {
@@ -66,7 +73,7 @@ struct KeysCommand: AsyncParsableCommand {
                     for key in keys { held[key.keyID.hex] = (try? await keyStore.key(id: key.keyID))?.assetID }
                 }
                 try await keyStore.importKeys(keys, assetID: assetID, fairPlayAssetID: policy.fairPlayAssetID, policy: try policy.policy(),
-                                              reassign: reassign)
+                                              reassign: reassign, signalling: signalling)
                 for key in keys {
                     guard let previous = held[key.keyID.hex], previous != assetID else { continue }
                     Logger(label: "satchel.audit").notice("key moved to another asset",
@@ -85,22 +92,28 @@ struct KeysCommand: AsyncParsableCommand {
     struct Export: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(
             commandName: "export",
-            abstract: "Write an asset's keys as a DASH-IF CPIX document for a DRM vendor or another packager, with each DRM system's signalling; encrypted for a recipient's certificate, or in the clear.")
+            abstract: "Write an asset's keys as a DASH-IF CPIX document for a DRM vendor or another packager, with each DRM system's signalling; encrypted for a recipient's certificate, or in the clear.",
+            discussion: """
+                Keys imported from a CPIX document are exported with that document's signalling (a DRM vendor's pssh and key                 URIs) in place of Satchel's own for the same system, and with every other system it listed. The scheme is the                 one the keys were packaged or imported with (cbcs when the store does not know it) unless --scheme says otherwise.
+                """)
         @Option(help: "The CPIX document to write (mode 0600).") var cpix: String
         @Option(name: .customLong("asset-id"), help: "The asset whose keys to export.") var assetID: String
         @Option(help: "The recipient's X.509 certificate (PEM or DER, an RSA key of 2048 bits or more): the keys are encrypted for it. Without it they are written in the clear.")
         var recipient: String?
-        @Option(help: "The protection scheme the signalling is for: cenc or cbcs.") var scheme: PackageScheme = .cbcs
+        @Option(help: "The protection scheme the signalling is for: cenc or cbcs (default: the scheme the keys were packaged or imported with, else cbcs).")
+        var scheme: PackageScheme?
         @OptionGroup var drm: DRMOptions
         @OptionGroup var store: StoreOptions
 
         func execute() async throws {
-            guard scheme == .cenc || scheme == .cbcs else { throw ValidationError("--scheme is cenc or cbcs") }
+            if let scheme, scheme != .cenc, scheme != .cbcs { throw ValidationError("--scheme is cenc or cbcs") }
             let (keyStore, database) = try await store.open(readOnly: true)
             var keys: [ContentKeyAlias] = []
+            var signalling: [KeyID: KeySignalling] = [:]
             do {
                 do {
                     keys = try await keyStore.keys(asset: assetID).filter { $0.assetID == assetID }.map(\.key)
+                    signalling = try await keyStore.signalling(asset: assetID)
                 } catch LicensingError.unknownAsset {
                     keys = []
                 }
@@ -110,12 +123,24 @@ struct KeysCommand: AsyncParsableCommand {
             }
             await database.shutdown()
             guard !keys.isEmpty else { throw CLIError("no keys for asset \(assetID)") }
-            var options = PackageOptions(inputs: ["-"], output: "-", format: .cmaf, scheme: scheme)
+            // The scheme the keys were packaged with, when they all name the same Common Encryption one.
+            let stored = Set(keys.map { signalling[$0.keyID]?.scheme })
+            let chosen = scheme ?? (stored == ["cenc"] ? .cenc : .cbcs)
+            var options = PackageOptions(inputs: ["-"], output: "-", format: .cmaf, scheme: chosen)
             try drm.apply(to: &options, assetID: assetID)
             try options.validateSignalling()
-            try CPIXFiles.write(try CPIXDocument.signalled(keys, contentID: assetID, options: options), to: cpix, recipient: recipient)
-            let systems = options.drmSystems.map(\.rawValue).joined(separator: ", ")
-            print("exported \(keys.count) key\(keys.count == 1 ? "" : "s") of asset \(assetID) to \(cpix) (\(recipient == nil ? "in the clear" : "encrypted for the recipient"); signalling for \(systems))")
+            var kept: [CPIXDocument.System] = []
+            for key in keys {
+                guard let text = signalling[key.keyID]?.systems else { continue }
+                kept += try CPIXDocument.keptSystems(text, keyID: key.keyID)
+            }
+            let document = try CPIXDocument.signalled(keys, contentID: assetID, options: options).keeping(kept)
+            try CPIXFiles.write(document, to: cpix, recipient: recipient)
+            var names = options.drmSystems.map(\.rawValue)
+            for system in kept { if !names.contains(system.system?.rawValue ?? Hex.encode(system.systemID)) { names.append(system.system?.rawValue ?? Hex.encode(system.systemID)) } }
+            let systems = names.joined(separator: ", ")
+            print("exported \(keys.count) key\(keys.count == 1 ? "" : "s") of asset \(assetID) to \(cpix) (\(recipient == nil ? "in the clear" : "encrypted for the recipient"); "
+                  + "scheme \(chosen.rawValue); signalling for \(systems)\(kept.isEmpty ? "" : ", as imported where the import gave it"))")
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import SatchelSystem
 import SatchelBytes
 import SatchelPackager
+import SatchelLicensing
 import SatchelProtection
 
 extension PackageFormat: ExpressibleByArgument {}
@@ -65,8 +66,11 @@ struct PackageCommand: SatchelAsyncCommand {
         }
         var options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
                                      segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
+        var systems: [KeyID: String] = [:]  // a CPIX document's own signalling, kept with a registered key
         if let cpix {
-            let unknown = try options.apply(try CPIXFiles.read(cpix, privateKey: privateKey), keyID: try keyID.map { try KeyID(hex: $0) })
+            let document = try CPIXFiles.read(cpix, privateKey: privateKey)
+            let unknown = try options.apply(document, keyID: try keyID.map { try KeyID(hex: $0) })
+            if let key = options.key { systems[key.keyID] = document.keptSignalling(of: key.keyID) }
             for system in unknown {
                 FileHandle.standardError.write(Data("satchel: the CPIX document's system \(Hex.encode(system)) is not one Satchel signals; left out\n".utf8))
             }
@@ -78,7 +82,9 @@ struct PackageCommand: SatchelAsyncCommand {
             print(try make(options).line)
             return
         }
-        try await store.registering(asset: assetID ?? URL(fileURLWithPath: out).lastPathComponent, policy: policy, made: "package", at: out) {
+        let kept = systems
+        try await store.registering(asset: assetID ?? URL(fileURLWithPath: out).lastPathComponent, policy: policy, made: "package", at: out,
+                                    scheme: scheme.rawValue, systems: kept) {
             let (line, summary) = try make(options)
             guard let keys = try summary.keys?.contentKeys() else { throw CLIError("the package has no keys to register") }
             return (line, keys)
@@ -105,14 +111,17 @@ extension StoreOptions {
     /// `make` writes anything (a store that cannot be opened leaves nothing behind); `make` answers what it made (the
     /// line it prints) and its keys. Should the import fail, `remove` takes the output away again, so no failure leaves
     /// output whose keys are nowhere; the made line is printed only once the keys are registered.
-    func registering(asset: String, policy: PolicyOptions, made what: String, at path: String,
+    func registering(asset: String, policy: PolicyOptions, made what: String, at path: String, scheme: String? = nil, systems: [KeyID: String] = [:],
                      _ make: () async throws -> (line: String, keys: [ContentKey])) async throws {
         let checked = try policy.policy()
         let (keyStore, database) = try await open()
         do {
             let (line, keys) = try await make()
             do {
-                try await keyStore.importKeys(keys, assetID: asset, fairPlayAssetID: policy.fairPlayAssetID, policy: checked)
+                var signalling: [KeyID: KeySignalling] = [:]
+                for key in keys { signalling[key.keyID] = KeySignalling(scheme: scheme, systems: systems[key.keyID]) }
+                try await keyStore.importKeys(keys, assetID: asset, fairPlayAssetID: policy.fairPlayAssetID, policy: checked, reassign: false,
+                                              signalling: signalling)
             } catch {
                 try? FileManager.default.removeItem(atPath: path)
                 throw CLIError("the keys could not be registered (\(error)); the \(what) at \(path) was removed, so none is left whose keys are nowhere. Fix the key store and run the command again")

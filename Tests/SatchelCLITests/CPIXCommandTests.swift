@@ -228,6 +228,51 @@ import Testing
             }
             let source = try hashes(input.path, map: "0:v"), shaka = try hashes(clear.path, map: "0")
             #expect(!source.isEmpty && shaka == source, "Shaka's decryption with the vendor's key is the source")
+
+            // Out again, to another packager: the vendor's own Widevine pssh, FairPlay key URI and Marlin entry, not Satchel's.
+            let onward = folder.appendingPathComponent("onward.xml").path
+            let exported = try CLIRunner.run(["keys", "export", "--cpix", onward, "--asset-id", "film-7", "--data-dir", folder.appendingPathComponent("data").path,
+                                              "--recipient", certificate, "--drm", "widevine,fairplay"])
+            #expect(exported.status == 0 && exported.stdout.contains("signalling for widevine, fairplay, 5e629af538da4063897797ffbd9902d4, as imported"),
+                    "\(exported.stdout)\(exported.stderr)")
+            let opened = try Self.python(Self.opener, [onward, privateKey])
+            #expect(opened["valid"] as? Bool == true, "\(opened["errors"] ?? "")")
+            let systems = opened["systems"] as? [[String: Any]] ?? []
+            let widevine = systems.first { $0["system"] as? String == "edef8ba9-79d6-4ace-a3c8-27dcd51d21ed" }
+            #expect(widevine?["pssh"] as? String == written["widevine"] as? String, "the vendor's Widevine pssh, byte for byte")
+            let fairPlay = systems.first { $0["system"] as? String == "94ce86fb-07ff-4f43-adb8-93d2fa968ca2" }
+            #expect(fairPlay?["uri"] as? String == "skd://vendor/film-7", "the vendor's key URI: \(String(describing: fairPlay))")
+            #expect(systems.contains { $0["system"] as? String == "5e629af5-38da-4063-8977-97ffbd9902d4" }, "the system Satchel does not know, handed on")
+            #expect(systems.count == 3 && systems.allSatisfy { $0["kid"] as? String == kid }, "\(systems)")
+        }
+    }
+
+    @Test("keys export takes the scheme the keys were packaged or imported with: a cenc package's keys (registered, or imported from its key file) are exported with PlayReady's cenc header, the package's own pssh; --scheme cbcs still chooses")
+    func exportKeepsScheme() async throws {
+        let (folder, input, certificate, privateKey) = try Self.stage("scheme")
+        try await TestMedia.offloaded { () throws -> Void in
+            let data = folder.appendingPathComponent("data").path, keys = folder.appendingPathComponent("reel.keys.json").path
+            let packaged = try CLIRunner.run(["package", input.path, "--out", folder.appendingPathComponent("reel").path, "--format", "cmaf", "--scheme", "cenc",
+                                              "--register", "--asset-id", "reel", "--data-dir", data, "--keys-out", keys, "--drm", "playready"])
+            #expect(packaged.status == 0, "\(packaged.stderr)")
+            #expect(try CLIRunner.run(["keys", "import", keys, "--asset-id", "reel-copy", "--data-dir", folder.appendingPathComponent("copy").path]).status == 0)
+            let boxes = try Self.psshBoxes(folder.appendingPathComponent("reel/video_0/init.mp4"))
+            let playReady = "9a04f07998404286ab92e65be0885f95"
+            #expect(boxes[playReady] != nil)
+            func exported(_ asset: String, store: String, _ more: [String] = []) throws -> (line: String, pssh: String?) {
+                let document = folder.appendingPathComponent("\(asset)-\(more.count).xml").path
+                let result = try CLIRunner.run(["keys", "export", "--cpix", document, "--asset-id", asset, "--data-dir", store, "--recipient", certificate,
+                                                "--drm", "playready"] + more)
+                #expect(result.status == 0, "\(result.stderr)")
+                let systems = try Self.python(Self.opener, [document, privateKey])["systems"] as? [[String: Any]] ?? []
+                return (result.stdout, systems.first?["pssh"] as? String)
+            }
+            let registered = try exported("reel", store: data)
+            #expect(registered.line.contains("scheme cenc") && registered.pssh == boxes[playReady], "\(registered.line)")
+            let imported = try exported("reel-copy", store: folder.appendingPathComponent("copy").path)
+            #expect(imported.line.contains("scheme cenc") && imported.pssh == boxes[playReady], "\(imported.line)")
+            let chosen = try exported("reel", store: data, ["--scheme", "cbcs"])
+            #expect(chosen.line.contains("scheme cbcs") && chosen.pssh != nil && chosen.pssh != boxes[playReady], "\(chosen.line)")
         }
     }
 

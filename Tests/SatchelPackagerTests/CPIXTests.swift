@@ -113,4 +113,30 @@ import Testing
         try chosen.apply(document, keyID: first.keyID)
         #expect(chosen.drm == [.clearKey], "--drm has the last word")
     }
+
+    @Test("the signalling kept with a key: each key's systems encoded and read back for that key; an export keeps them in place of its own for the same system and adds the rest; a CPIX 2.3 key's commonEncryptionScheme read, a wrong one refused")
+    func keptSignalling() throws {
+        let document = try Self.document()
+        let (first, second) = (document.keys[0].contentKey, document.keys[1].contentKey)
+        let kept = try #require(document.keptSignalling(of: first.keyID))
+        #expect(document.keptSignalling(of: second.keyID) == nil, "the second key has no systems")
+        #expect(try CPIXDocument.keptSystems(kept, keyID: first.keyID) == document.systems)
+        #expect(throws: PackagerError.self) { try CPIXDocument.keptSystems("{not json", keyID: first.keyID) }
+
+        var options = PackageOptions(inputs: ["-"], output: "-", format: .cmaf, scheme: .cbcs)
+        options.drm = [.widevine, .clearKey]
+        let own = try CPIXDocument.signalled([first, second], contentID: "movie", options: options)
+        let merged = own.keeping(try CPIXDocument.keptSystems(kept, keyID: first.keyID))
+        let widevine = merged.systems.filter { $0.keyID == first.keyID && $0.system == .widevine }
+        #expect(widevine == [document.systems[0]], "the vendor's Widevine entry in place of Satchel's, once")
+        #expect(merged.systems.contains(document.systems[1]), "FairPlay, which the export did not make, added")
+        #expect(merged.systems.count == own.systems.count + 1)
+        #expect(merged.systems.filter { $0.keyID == second.keyID } == own.systems.filter { $0.keyID == second.keyID }, "the other key's own signalling untouched")
+
+        let xml = try document.xml()
+        let marked = xml.replacingOccurrences(of: "<cpix:ContentKey kid=\"\(first.keyID.uuidString)\"", with: "<cpix:ContentKey commonEncryptionScheme=\"cenc\" kid=\"\(first.keyID.uuidString)\"")
+        let read = try CPIXDocument(xml: marked)
+        #expect(read.keys.map(\.scheme) == ["cenc", nil])
+        #expect(throws: PackagerError.self) { try CPIXDocument(xml: marked.replacingOccurrences(of: "\"cenc\"", with: "\"ctr\"")) }
+    }
 }
