@@ -130,6 +130,7 @@ public struct Packager: Sendable {
             if earliest.map({ seconds < Double($0.dts) / Double(max($0.timescale, 1)) }) ?? true { earliest = (first, rendition.track.timescale) }
         }
         let smooth = options.format == .smooth ? try SmoothOutput(options: options, renditions: renditions) : nil
+        let smoothOrigins = smooth == nil ? [:] : SmoothOutput.origins(renditions)
         var smoothTimes: [String: [(start: UInt64, duration: UInt64)]] = [:]
         for rendition in renditions {
             var segments: [HLSSegment] = []
@@ -139,7 +140,7 @@ public struct Packager: Sendable {
             var tsWriter: TSSegmentWriter?
             var sampleBytes: [UInt8] = []  // a stretch of a TS segment's sample bytes, reused for every stretch
             var cmafWriter: CMAFSegmentWriter?
-            let origin = earliest.map { EditList.converted($0.dts, from: $0.timescale, to: rendition.track.timescale) } ?? 0
+            let origin = smoothOrigins[rendition.name] ?? earliest.map { EditList.converted($0.dts, from: $0.timescale, to: rendition.track.timescale) } ?? 0
             switch options.format {
             case .hlsTS:
                 var first: [UInt8] = []

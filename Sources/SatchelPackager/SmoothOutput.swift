@@ -34,6 +34,26 @@ struct SmoothOutput {
         self.bitrates = bitrates
     }
 
+    /// Each rendition's decode-time zero, in its track's ticks. Smooth Streaming has no edit lists: a fragment's time
+    /// is its first sample's decode time from this zero, and a sample presents at its decode time plus its composition
+    /// offset. So each track's zero is set for its samples to present where the input's edit list put them (`pts +
+    /// presentationOffset`), every track later by the same amount — the most any track's first sample would otherwise
+    /// present before zero —: audio and video keep the source's offset (a B-frame delay in the video, AAC priming in
+    /// the audio), where one zero for all would play the audio early by the difference.
+    static func origins(_ renditions: [Rendition]) -> [String: Int64] {
+        var lead: (ticks: Int64, timescale: UInt32) = (0, 1)
+        for rendition in renditions {
+            guard let first = rendition.track.samples.first?.dts else { continue }
+            let ticks = -(first + rendition.track.presentationOffset), timescale = max(rendition.track.timescale, 1)
+            if Double(ticks) / Double(timescale) > Double(lead.ticks) / Double(lead.timescale) { lead = (ticks, timescale) }
+        }
+        var origins: [String: Int64] = [:]
+        for rendition in renditions {
+            origins[rendition.name] = -rendition.track.presentationOffset - EditList.converted(lead.ticks, from: lead.timescale, to: rendition.track.timescale)
+        }
+        return origins
+    }
+
     /// Where a rendition's fragment starting at `time` (its track's ticks from the package's zero) is written.
     func fragmentPath(_ rendition: Rendition, time: UInt64) -> String {
         "QualityLevels(\(bitrates[rendition.name] ?? 0))/Fragments(\(rendition.track.kind.rawValue)=\(time))"
