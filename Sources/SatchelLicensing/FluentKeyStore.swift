@@ -72,16 +72,9 @@ public struct FluentKeyStore: KeyStore {
                     try await AssetModel(id: assetID, fairPlayAssetID: fairPlayAssetID ?? assetID, policy: policyText).create(on: db)
                 }
                 for (keyID, sealedKey, iv, signalling) in sealed {
-                    if let existing = try await KeyModel.find(keyID, on: db) {
-                        existing.assetID = assetID
-                        existing.sealedKey = Data(sealedKey)
-                        existing.iv = iv
-                        existing.scheme = signalling?.scheme
-                        existing.signalling = signalling?.systems
-                        try await existing.save(on: db)
-                    } else {
-                        try await KeyModel(id: keyID, assetID: assetID, sealedKey: Data(sealedKey), iv: iv, signalling: signalling).create(on: db)
-                    }
+                    let model = try await KeyModel.find(keyID, on: db) ?? KeyModel()
+                    model.fill(id: keyID, assetID: assetID, sealedKey: Data(sealedKey), iv: iv, signalling: signalling)
+                    try await model.save(on: db)
                 }
             }
         } catch let error as LicensingError {
@@ -240,20 +233,7 @@ public struct FluentKeyStore: KeyStore {
 
     /// Each key's signalling of an asset (by asset ID), through the keys' index by asset; keys imported without any are left out.
     public func signalling(asset: String) async throws(LicensingError) -> [KeyID: KeySignalling] {
-        let rows: [any SQLRow]
-        do { rows = try await sqlDatabase().raw(LicensingQueries.signalling(assetID: asset)).all() } catch { throw .storage("lookup failed") }
-        var answer: [KeyID: KeySignalling] = [:]
-        for row in rows {
-            do {
-                let signalling = KeySignalling(scheme: try row.decodeNil(column: "scheme") ? nil : row.decode(column: "scheme", as: String.self),
-                                               systems: try row.decodeNil(column: "signalling") ? nil : row.decode(column: "signalling", as: String.self))
-                guard signalling != KeySignalling() else { continue }
-                answer[try KeyID(hex: row.decode(column: "key_id", as: String.self))] = signalling
-            } catch {
-                throw .storage("a stored record is damaged")
-            }
-        }
-        return answer
+        try await KeySignalling.rows(of: asset, on: sqlDatabase())
     }
 
     /// The keys a query of ``LicensingQueries`` reads, opened.

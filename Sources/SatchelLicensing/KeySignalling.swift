@@ -1,4 +1,6 @@
 import FluentKit
+import SQLKit
+import SatchelProtection
 
 /// How a key was signalled where it came from: the protection scheme its content was packaged with (`cenc`, `cbcs`,
 /// `sample-aes`, `aes-128`) and the DRM systems' signalling a key exchange (a CPIX document) brought with it, in the
@@ -26,6 +28,26 @@ public struct KeySignalling: Sendable, Equatable, Codable {
         }
         if let systems, systems.utf8.count > Self.systemsLimit { throw .badRequest("a key's DRM signalling is larger than \(Self.systemsLimit >> 10) KiB") }
         return self
+    }
+}
+
+extension KeySignalling {
+    /// Each key's signalling of an asset (by asset ID), read through the keys' index by asset; keys without any left out.
+    static func rows(of asset: String, on sql: any SQLDatabase) async throws(LicensingError) -> [KeyID: KeySignalling] {
+        let rows: [any SQLRow]
+        do { rows = try await sql.raw(LicensingQueries.signalling(assetID: asset)).all() } catch { throw .storage("lookup failed") }
+        var answer: [KeyID: KeySignalling] = [:]
+        for row in rows {
+            do {
+                let signalling = KeySignalling(scheme: try row.decodeNil(column: "scheme") ? nil : row.decode(column: "scheme", as: String.self),
+                                               systems: try row.decodeNil(column: "signalling") ? nil : row.decode(column: "signalling", as: String.self))
+                guard signalling != KeySignalling() else { continue }
+                answer[try KeyID(hex: row.decode(column: "key_id", as: String.self))] = signalling
+            } catch {
+                throw .storage("a stored record is damaged")
+            }
+        }
+        return answer
     }
 }
 

@@ -34,7 +34,8 @@ final class KeyModel: Model, @unchecked Sendable {
 
     init() {}
 
-    init(id: String, assetID: String, sealedKey: Data, iv: String, signalling: KeySignalling?) {
+    /// Sets every field (a new row's or one being replaced).
+    func fill(id: String, assetID: String, sealedKey: Data, iv: String, signalling: KeySignalling?) {
         self.id = id
         self.assetID = assetID
         self.sealedKey = sealedKey

@@ -88,8 +88,14 @@ public enum FMP4Writer {
     /// The track ID used in every file.
     public static let trackID: UInt32 = 1
 
-    /// The init segment ('ftyp' + 'moov') for `track`.
-    public static func initSegment(for track: MediaTrack, protection: FMP4Protection?, averageBitrate: UInt32 = 0) -> [UInt8] {
+    /// The sample entry a clear lead's fragments name (``fragmentHeader(sequenceNumber:baseDecodeTime:samples:protection:sampleDescriptionIndex:into:)``):
+    /// the init segment of a protected track with a clear lead lists the protected entry first and this clear one after
+    /// it, as Shaka Packager does (ISO/IEC 23001-7 9.1; CMAF 8.2.2).
+    public static let clearLeadEntry: UInt32 = 2
+
+    /// The init segment ('ftyp' + 'moov') for `track`; with `clearLead`, a protected track's `stsd` lists a clear
+    /// sample entry after the protected one, for fragments that are not encrypted.
+    public static func initSegment(for track: MediaTrack, protection: FMP4Protection?, averageBitrate: UInt32 = 0, clearLead: Bool = false) -> [UInt8] {
         var w = MP4BoxWriter()
         w.box("ftyp") { w in
             w.fourCC("iso6")
@@ -152,8 +158,10 @@ public enum FMP4Writer {
                         }
                         w.box("stbl") { w in
                             w.fullBox("stsd") { w in
-                                w.u32(1)
+                                let clearEntry = clearLead && protection != nil
+                                w.u32(clearEntry ? 2 : 1)
                                 writeSampleEntry(&w, track: track, protection: protection, averageBitrate: averageBitrate)
+                                if clearEntry { writeSampleEntry(&w, track: track, protection: nil, averageBitrate: averageBitrate) }
                             }
                             w.fullBox("stts") { w in w.u32(0) }
                             w.fullBox("stsc") { w in w.u32(0) }
@@ -188,19 +196,45 @@ public enum FMP4Writer {
     }
 
     /// The head of a media segment: the 'moof' and the 'mdat' header, for samples whose bytes (``FragmentSample/byteCount``
-    /// each, in order) the caller writes right after it. Written into `buffer` (its capacity is reused).
+    /// each, in order) the caller writes right after it. Written into `buffer` (its capacity is reused). A
+    /// `sampleDescriptionIndex` goes into the `tfhd` (a clear lead's fragment names ``clearLeadEntry``). With an
+    /// `indexTimescale` (the track's), a segment index (`sidx`) of the one fragment comes first, as Shaka Packager writes
+    /// one: a reader that parses fragments ahead of their samples (ffmpeg) needs it to keep a clear lead's sample entry
+    /// apart from the next fragment's.
     public static func fragmentHeader(sequenceNumber: UInt32, baseDecodeTime: UInt64, samples: [FragmentSample],
-                                      protection: FMP4Protection?, into buffer: inout [UInt8]) {
+                                      protection: FMP4Protection?, sampleDescriptionIndex: UInt32? = nil, indexTimescale: UInt32? = nil,
+                                      into buffer: inout [UInt8]) {
         let total = samples.reduce(0) { $0 + $1.byteCount }
         var w = MP4BoxWriter(reusing: &buffer)
         w.reserve(256 + samples.count * 40)
+        var referencedSizeField: Int?
+        if let indexTimescale {
+            var decode: Int64 = 0, earliest = Int64.max
+            for sample in samples {
+                earliest = min(earliest, decode + Int64(sample.ctsOffset))
+                decode += Int64(sample.duration)
+            }
+            w.fullBox("sidx", version: 1) { w in
+                w.u32(trackID); w.u32(indexTimescale)
+                w.u64(UInt64(max(Int64(baseDecodeTime) + (samples.isEmpty ? 0 : earliest), 0)))
+                w.u64(0)  // first_offset: the fragment follows
+                w.u16(0); w.u16(1)
+                referencedSizeField = w.count
+                w.u32(0)  // reference_type 0 and referenced_size, patched once the fragment is written
+                w.u32(UInt32(clamping: decode))
+                w.u32(samples.first?.isSync == true ? 0x9000_0000 : 0)  // starts_with_SAP, SAP_type 1
+            }
+        }
         let moofStart = w.count
         var dataOffsetField = 0
         var auxiliaryDataStart = 0
         w.box("moof") { w in
             w.fullBox("mfhd") { w in w.u32(sequenceNumber) }
             w.box("traf") { w in
-                w.fullBox("tfhd", flags: 0x02_0000) { w in w.u32(trackID) }
+                w.fullBox("tfhd", flags: sampleDescriptionIndex == nil ? 0x02_0000 : 0x02_0002) { w in
+                    w.u32(trackID)
+                    if let sampleDescriptionIndex { w.u32(sampleDescriptionIndex) }
+                }
                 w.fullBox("tfdt", version: 1) { w in w.u64(baseDecodeTime) }
                 w.fullBox("trun", version: 1, flags: 0xF01) { w in
                     w.u32(UInt32(samples.count))
@@ -254,6 +288,7 @@ public enum FMP4Writer {
             w.u32(UInt32(total + 8))
             w.fourCC("mdat")
         }
+        if let referencedSizeField { w.patchUInt32(UInt32(clamping: w.count - moofStart + total) & 0x7FFF_FFFF, at: referencedSizeField) }
         w.finish(into: &buffer)
     }
 

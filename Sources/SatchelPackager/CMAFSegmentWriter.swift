@@ -14,9 +14,12 @@ struct CMAFSegmentWriter {
     private let sliceContext: H264SliceContext?
     private var nextIV: UInt64
     private var sequence: UInt32 = 0
+    /// The first segments are left clear (a clear lead): the init segment lists a clear sample entry for them.
+    private let clearLead: Bool
 
     /// `psshBoxes` go into the init segment: the DRM systems' signalling for `key`.
-    init(track: MediaTrack, origin: Int64, scheme: CommonEncryption.Scheme?, key: ContentKey?, psshBoxes: [[UInt8]]) throws(PackagerError) {
+    init(track: MediaTrack, origin: Int64, scheme: CommonEncryption.Scheme?, key: ContentKey?, psshBoxes: [[UInt8]], clearLead: Bool = false) throws(PackagerError) {
+        self.clearLead = clearLead
         var placed = track
         placed.presentationOffset = track.presentationOffset.addingReportingOverflow(origin).partialValue
         self.track = placed
@@ -42,16 +45,18 @@ struct CMAFSegmentWriter {
 
     /// The init segment.
     func initSegment(averageBitrate: UInt32) -> [UInt8] {
-        FMP4Writer.initSegment(for: track, protection: protection, averageBitrate: averageBitrate)
+        FMP4Writer.initSegment(for: track, protection: protection, averageBitrate: averageBitrate, clearLead: clearLead)
     }
 
     /// One media segment in two parts: `header`, the 'moof' and the 'mdat' header; and the samples' bytes, read
-    /// from `input` into `payload` and encrypted where they lie, so that no sample is copied after it is read.
-    /// Returns the payload's length (the buffer may be longer: its capacity and pages are reused).
+    /// from `input` into `payload` and encrypted where they lie, so that no sample is copied after it is read; a
+    /// `clear` segment of a clear lead is left as it is, naming the clear sample entry. Returns the payload's length
+    /// (the buffer may be longer: its capacity and pages are reused).
     mutating func segment(_ samples: ArraySlice<MediaSample>, from input: InputMedia, header: inout [UInt8],
-                          payload: inout [UInt8]) throws(PackagerError) -> Int {
+                          payload: inout [UInt8], clear: Bool = false) throws(PackagerError) -> Int {
         sequence += 1
         let length = try input.read(samples, into: &payload)
+        let cipher = clear ? nil : cipher
         var fragmentSamples: [FragmentSample] = []
         fragmentSamples.reserveCapacity(samples.count)
         var position = 0
@@ -78,7 +83,9 @@ struct CMAFSegmentWriter {
             position += size
         }
         let base = UInt64(max(samples.first.map { $0.dts - origin } ?? 0, 0))
-        FMP4Writer.fragmentHeader(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: protection, into: &header)
+        FMP4Writer.fragmentHeader(sequenceNumber: sequence, baseDecodeTime: base, samples: fragmentSamples, protection: clear ? nil : protection,
+                                  sampleDescriptionIndex: clear && protection != nil ? FMP4Writer.clearLeadEntry : nil,
+                                  indexTimescale: clearLead && protection != nil ? track.timescale : nil, into: &header)
         guard let cipher else { return length }
         position = 0
         for (sample, written) in zip(samples, fragmentSamples) {

@@ -48,6 +48,9 @@ public struct PackageOptions: Sendable {
     public var segmentDuration: Double
     /// Rotate to a new key every N segments (hls-ts); nil = one key for the asset.
     public var keyRotationSegments: Int?
+    /// Seconds at the start left in the clear (a clear lead: playback starts before the license arrives); every
+    /// segment that starts before it is written clear, the key tags appearing at the first protected one.
+    public var clearLead: Double = 0
     /// Where the keys of a protected package are written (mode 0600), outside the package folder so that an origin
     /// publishing the folder never holds them; nil writes no key file (the keys are in ``PackageSummary/keys`` only).
     /// Defaults to ``defaultKeyFile(for:)``.
@@ -124,6 +127,11 @@ public struct PackageOptions: Sendable {
             if file == folder || file.hasPrefix(folder + "/") {
                 throw .invalidOptions("the key file must be outside the package folder, where no origin publishes it")
             }
+        }
+        if clearLead != 0 {
+            guard clearLead > 0, clearLead <= 3_600 else { throw .invalidOptions("--clear-lead is between 0 and 3600 seconds") }
+            guard scheme != .clear else { throw .invalidOptions("--clear-lead needs a protected --scheme") }
+            guard format != .smooth else { throw .invalidOptions("--clear-lead is for --format cmaf and hls-ts; Smooth Streaming has no clear lead") }
         }
         if let rotation = keyRotationSegments {
             guard rotation >= 1 else { throw .invalidOptions("--key-rotation must be at least 1 segment") }

@@ -140,6 +140,7 @@ public struct Packager: Sendable {
             var tsWriter: TSSegmentWriter?
             var sampleBytes: [UInt8] = []  // a stretch of a TS segment's sample bytes, reused for every stretch
             var cmafWriter: CMAFSegmentWriter?
+            let clearSegments = rendition.segmentStartTimes.prefix { $0 < options.clearLead }.count  // a clear lead's
             let origin = smoothOrigins[rendition.name] ?? earliest.map { EditList.converted($0.dts, from: $0.timescale, to: rendition.track.timescale) } ?? 0
             switch options.format {
             case .hlsTS:
@@ -151,7 +152,8 @@ public struct Packager: Sendable {
             case .cmaf, .smooth:
                 let scheme: CommonEncryption.Scheme? = options.scheme == .cbcs ? .cbcs : options.scheme == .cenc ? .cenc : nil
                 let psshBoxes = try keys.first.map { (key) throws(PackagerError) in try DRMSignalling(options: options).psshBoxes(key.0) } ?? []
-                let writer = try CMAFSegmentWriter(track: rendition.track, origin: origin, scheme: scheme, key: keys.first?.0, psshBoxes: psshBoxes)
+                let writer = try CMAFSegmentWriter(track: rendition.track, origin: origin, scheme: scheme, key: keys.first?.0, psshBoxes: psshBoxes,
+                                                   clearLead: clearSegments > 0)
                 let estimate = UInt32(clamping: Int(Double(rendition.track.byteCount * 8) / max(rendition.track.durationSeconds, 0.001)))
                 if smooth == nil {  // Smooth has no init segment: its manifest carries the decoder configuration
                     let initBytes = writer.initSegment(averageBitrate: estimate)
@@ -168,13 +170,13 @@ public struct Packager: Sendable {
                 var payload = buffers.take()
                 var header: [UInt8] = []
                 var size = 0
-                let key = keys.last { $0.1 <= index }?.0
+                let key = index < clearSegments ? nil : keys.last { $0.1 <= index }?.0
                 if var writer = tsWriter {
                     let sampleAES = options.scheme == .sampleAES ? try key.map { (k) throws(PackagerError) in
                         do { return try SampleAES(key: k.key, iv: k.iv) } catch { throw .invalidOptions("\(error)") }
                     } : nil
                     let all = rendition.track.samples[range]
-                    writer.begin(sampleBytes: all.reduce(0) { $0 + $1.byteCount }, into: &payload)
+                    writer.begin(sampleBytes: all.reduce(0) { $0 + $1.byteCount }, clear: key == nil, into: &payload)
                     // The samples are read a megabyte or so at a time, not a whole segment at once: the TS packets
                     // copy them anyway, and memory stays that of the segment being built.
                     var start = all.startIndex
@@ -191,7 +193,7 @@ public struct Packager: Sendable {
                     tsWriter = writer
                     size = payload.count
                 } else if var writer = cmafWriter {
-                    size = try writer.segment(rendition.track.samples[range], from: rendition.input, header: &header, payload: &payload)
+                    size = try writer.segment(rendition.track.samples[range], from: rendition.input, header: &header, payload: &payload, clear: key == nil)
                     cmafWriter = writer
                 }
                 let number = options.format == .hlsTS ? index : index + 1
@@ -217,6 +219,8 @@ public struct Packager: Sendable {
                 var segment = HLSSegment(duration: duration, uri: uri)
                 if let key, key.keyID != currentKey?.keyID {
                     segment.keys = try keyTags(key)
+                    // SAMPLE-AES changes the streams' types where a clear lead ends: a discontinuity, as Shaka Packager writes.
+                    segment.discontinuity = index == clearSegments && index > 0 && options.scheme == .sampleAES
                     currentKey = key
                 }
                 if index == 0, options.format == .cmaf { segment.map = HLSMap(uri: "init.mp4") }

@@ -5,7 +5,11 @@ import SatchelProtection
 /// Writes the MPEG-TS segments of one rendition, optionally with SAMPLE-AES.
 struct TSSegmentWriter {
     private var muxer: TSMuxer
-    private let stream: TSStream
+    /// The stream the segment being written carries: SAMPLE-AES's stream type and descriptors, or the clear ones in
+    /// a clear lead's segments.
+    private var stream: TSStream
+    private let clearStream: TSStream
+    private let protectedStream: TSStream
     private let track: MediaTrack
     private let formatter: TSSampleFormatter
 
@@ -16,18 +20,27 @@ struct TSSegmentWriter {
             if case .unsupported = error { throw .invalidOptions("HEVC is not supported in MPEG-TS output; use --format cmaf") }
             throw .input(file: "track \(track.id)", reason: "\(error)")
         }
+        clearStream = formatter.stream
         var base = formatter.stream
         if sampleAES {
             guard track.codec != .hevc else { throw .invalidOptions("SAMPLE-AES supports H.264, AAC, AC-3 and E-AC-3; HEVC is not supported") }
             base = SampleAES.tsStream(for: track, base: base, firstFrame: firstSample)
         }
+        protectedStream = base
         stream = base
         muxer = TSMuxer(streams: [stream])
     }
 
     /// Starts a segment in `out` (whose capacity is reused from segment to segment) with the PAT and PMT, room made
     /// for `sampleBytes` of samples; ``append(_:sampleAES:into:)`` then adds the samples, in as many pieces as suit.
-    mutating func begin(sampleBytes: Int, into out: inout [UInt8]) {
+    /// A `clear` segment (a clear lead's) carries the clear stream type, as a clear package's would; the counters
+    /// go on from segment to segment either way.
+    mutating func begin(sampleBytes: Int, clear: Bool = false, into out: inout [UInt8]) {
+        let wanted = clear ? clearStream : protectedStream
+        if wanted != stream {
+            stream = wanted
+            muxer = TSMuxer(streams: [stream], continuity: muxer.state)
+        }
         out.removeAll(keepingCapacity: true)
         out += muxer.tables()
         // Room for the packets' headers; a buffer that must grow gets a quarter more, so that the next, larger

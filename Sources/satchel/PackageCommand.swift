@@ -34,6 +34,8 @@ struct PackageCommand: SatchelAsyncCommand {
     var privateKey: String?
     @Option(name: .customLong("segment-duration"), help: "Target segment duration in seconds.") var segmentDuration: Double = 6
     @Option(name: .customLong("key-rotation"), help: "Use a new key every N segments (hls-ts).") var keyRotation: Int?
+    @Option(name: .customLong("clear-lead"), help: ArgumentHelp("Leave the first SECONDS in the clear, so playback starts before the license arrives (cmaf and hls-ts; default 0).", valueName: "seconds"))
+    var clearLead: Double = 0
     @Option(name: .customLong("keys-out"), help: "Where the keys go (mode 0600; default OUT.keys.json beside the folder, or none with --register); never inside OUT.")
     var keysOut: String?
     @Flag(help: "Import the keys into the key store (as satchel keys import would) once the package is written.") var register = false
@@ -66,6 +68,7 @@ struct PackageCommand: SatchelAsyncCommand {
         }
         var options = PackageOptions(inputs: inputs, output: out, format: format, scheme: scheme, key: contentKey, keyURI: keyURI,
                                      segmentDuration: segmentDuration, keyRotationSegments: keyRotation)
+        options.clearLead = clearLead
         var systems: [KeyID: String] = [:]  // a CPIX document's own signalling, kept with a registered key
         if let cpix {
             let document = try CPIXFiles.read(cpix, privateKey: privateKey)

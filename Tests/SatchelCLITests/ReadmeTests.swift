@@ -218,7 +218,7 @@ struct ReadmeTests {
             satchel keys list --data-dir vendor-keys
             """, label: "readme-cpix")
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
-        #expect(result.stdout.contains("encrypted for the recipient; signalling for clearkey, playready, widevine, fairplay"), "\(result.stdout)")
+        #expect(result.stdout.contains("encrypted for the recipient; scheme cbcs; signalling for clearkey, playready, widevine, fairplay"), "\(result.stdout)")
         #expect(result.stdout.contains("imported 1 key for asset trailer") && result.stdout.contains("same-signalling"), "\(result.stdout)")
         #expect(result.stdout.contains("scheme cbcs for clearkey, playready, widevine, fairplay"), "the document's systems: \(result.stdout)")
     }
@@ -235,7 +235,7 @@ struct ReadmeTests {
                                         + (try Self.block(after: "<!-- package-checks -->")) + "\necho checked\n", label: "readme-package")
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
         #expect(result.stdout.contains("checked"))
-        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("packaged ") }.count == 9)
+        #expect(result.stdout.split(separator: "\n").filter { $0.hasPrefix("packaged ") }.count == 10)
     }
 
     @Test("the main job: satchel demo packages the sample three ways and serves them; the player plays demo-cenc and demo-cbcs in Chromium with the demo's tokens; every command it prints runs (SAMPLE-AES HLS through the proxy, the offline round trip)",
