@@ -71,6 +71,16 @@ import Testing
                 let segment = try PlayCommandTests.fetch(audioURL.deletingLastPathComponent().appendingPathComponent(first).absoluteString).body
                 let descriptor: [UInt8] = [0x05, 0x04] + Array((codec == "ac3" ? "AC-3" : "EAC3").utf8)
                 #expect(segment.indices.dropLast(5).contains { Array(segment[$0..<($0 + 6)]) == descriptor }, "\(codec): the PMT's registration descriptor")
+                // GStreamer's demuxer tells AC-3 from E-AC-3 by that descriptor, without guessing aloud, in the proxy's
+                // TS and in the packager's.
+                let served = site.appendingPathComponent("served-\(codec).ts")
+                try Data(segment).write(to: served)
+                for file in [served, site.appendingPathComponent("clear-\(codec)/audio_0/segment_0.ts")] {
+                    let gst = try #require(TestMedia.which("gst-launch-1.0"), "GStreamer is required (scripts/test installs it)")
+                    let read = try ProcessRunner.run(gst, ["filesrc", "location=\(file.path)", "!", "tsdemux", "!", "fakesink"], environment: ["GST_DEBUG": "tsdemux:2"])
+                    #expect(read.status == 0 && !read.stderr.contains("no guaranteed way") && !read.stdout.contains("no guaranteed way"),
+                            "\(codec) \(file.lastPathComponent): \(read.stderr.suffix(500))")
+                }
             }
             let stopped = try await TestMedia.offloaded { player.stop() }
             #expect(stopped.status == 0, "\(codec): \(stopped.stderr)")
