@@ -159,7 +159,7 @@ import Testing
         #expect(!stderr.contains("invalid-content") && !stderr.contains("should-abort"), "\(item.name): \(stderr)")
     }
 
-    @Test("Shaka's AC-3 in CMAF cbcs (constant-size frames: the trun leaves their sizes to the tfhd), downloaded with a license, plays through the proxy packet for packet with the source")
+    @Test("Shaka's AC-3 in CMAF cbcs (constant-size frames: the trun leaves their sizes to the tfhd), HLS and DASH, downloaded with a license, plays through the proxy packet for packet with the source")
     func ac3FromShaka() async throws {
         let world = try await Self.stage("ac3")
         defer { world.server.stop(); world.origin.stop() }
@@ -167,15 +167,22 @@ import Testing
         try await TestMedia.offloaded { () throws -> Void in
             _ = try TestMedia.run("ffmpeg", ["-v", "error", "-y", "-i", world.input.path, "-c:v", "copy", "-c:a", "ac3", "-b:a", "192k", source.path])
             try Self.shaka(source, into: out, scheme: "cbcs", systems: nil, clearLead: 0)
-            let added = try CLIRunner.run(["download", "add", world.origin.url("ac3/master.m3u8"), "--data-dir", world.data, "--id", "ac3", "--license",
-                                           "--token", world.token, "--license-asset", "shaka"])
-            #expect(added.status == 0, "\(added.stderr)")
+            for (id, entry) in [("ac3", "master.m3u8"), ("ac3-dash", "manifest.mpd")] {
+                let added = try CLIRunner.run(["download", "add", world.origin.url("ac3/\(entry)"), "--data-dir", world.data, "--id", id, "--license",
+                                               "--token", world.token, "--license-asset", "shaka"])
+                #expect(added.status == 0, "\(id): \(added.stderr)")
+            }
             let run = try CLIRunner.run(["download", "run", "--data-dir", world.data])
             #expect(run.status == 0, "\(run.stderr)")
         }
         let expected = try await TestMedia.offloaded { try Self.packets(source.path) }
         let stderr = try await PlayCommandTests.plays(["ac3", "--data-dir", world.data], token: world.token, expected: expected, label: "ac3", read: Self.packets)
         #expect(!stderr.contains("invalid-content"), "\(stderr)")
+        // DASH is remuxed to MPEG-TS, whose H.264 gains access unit delimiters: the AC-3 packets are the source's.
+        let audio: @Sendable (String) throws -> [String] = { try Self.packets($0).filter { $0.hasPrefix("audio,") } }
+        let dash = try await PlayCommandTests.plays(["ac3-dash", "--data-dir", world.data], token: world.token, expected: expected.filter { $0.hasPrefix("audio,") },
+                                                    label: "ac3-dash", read: audio)
+        #expect(!dash.contains("invalid-content"), "\(dash)")
     }
 
     @Test("a CMAF package whose playlists carry no key tag is protected all the same: without rights the session does not open, and no encrypted sample ever reaches the player")
