@@ -154,8 +154,8 @@ let package = Package(
         .target(
             name: "SatchelDevice",
             dependencies: [
-                "SatchelAgent", "SatchelBackplane", "SatchelBytes", "SatchelDownloads", "SatchelPlayback", "SatchelRights", "SatchelStreams",
-                "SatchelSystem", .product(name: "Logging", package: "swift-log"),
+                "SatchelAgent", "SatchelBackplane", "SatchelBytes", "SatchelDownloads", "SatchelFairPlay", "SatchelPlayback", "SatchelRights",
+                "SatchelStreams", "SatchelSystem", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Layer 3: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):

@@ -1,3 +1,4 @@
+import Foundation
 import SatchelAgent
 import SatchelBackplane
 import SatchelPlayback
@@ -12,10 +13,22 @@ import SatchelPlayback
 /// and plays without one.
 public struct AgentStreamSlots: StreamSlots {
     let agent: Agent
+    /// The device's kept FairPlay keys: a persistable one allows offline play as a persistent license does.
+    let fairPlay: FairPlayKeyring?
+    let client: FairPlayClientFactory
 
-    /// Slots from `agent`'s backplane.
-    public init(agent: Agent) {
+    /// Slots from `agent`'s backplane; `fairPlay`: the kept FairPlay keys, opened by the client `client` makes.
+    public init(agent: Agent, fairPlay: FairPlayKeyring? = nil, client: @escaping FairPlayClientFactory = SimulatedFairPlayDevice.factory) {
         self.agent = agent
+        self.fairPlay = fairPlay
+        self.client = client
+    }
+
+    /// True when `asset`'s license, or its kept FairPlay key, allows offline play now.
+    func allowsOfflinePlay(asset: String) async -> Bool {
+        if await agent.allowsOfflinePlay(asset: asset) { return true }
+        guard let record = try? fairPlay?.record(asset), let key = try? FairPlayRights.open(record, client: client), key.persistent else { return false }
+        return (try? FairPlayRights.status(of: record, client: client, at: Date())) == .valid
     }
 
     public func acquire(asset: String) async throws(PlaybackError) -> StreamLease? {
@@ -25,7 +38,7 @@ public struct AgentStreamSlots: StreamSlots {
                 throw .streamRefused(code: type, reason: detail)
             }
             if case .notRegistered = error { return nil }
-            guard await agent.allowsOfflinePlay(asset: asset) else {
+            guard await allowsOfflinePlay(asset: asset) else {
                 throw .streamRefused(code: Self.unavailable, reason: "the stream-slot service cannot be asked (\(error.description.prefix(200))); "
                                      + "only an asset whose license allows offline play plays without it: try again once connected")
             }

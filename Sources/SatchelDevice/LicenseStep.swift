@@ -16,7 +16,7 @@ public struct LicenseStep: DownloadStep {
     }
 
     public func prepare(_ asset: DownloadAsset) async throws(DownloadFailure) {
-        guard let request = asset.options.license else { return }
+        guard let request = asset.options.license, request.fairPlay == nil else { return }  // a FairPlay key: FairPlayStep's
         let id = request.assetID ?? asset.id
         do {
             if let current = try await agent.licenses().first(where: { $0.license.assetID == id }), current.license.persistent,
@@ -37,7 +37,7 @@ public struct LicenseStep: DownloadStep {
     }
 
     public func finished(_ asset: DownloadAsset) async {
-        guard let request = asset.options.license, let token = request.token else { return }
+        guard let request = asset.options.license, request.fairPlay == nil, let token = request.token else { return }
         let id = request.assetID ?? asset.id
         guard let current = try? await agent.licenses().first(where: { $0.license.assetID == id })?.license,
               current.rights.renewalDue(current.usage, at: Date()) else { return }
@@ -45,7 +45,7 @@ public struct LicenseStep: DownloadStep {
     }
 
     public func removed(_ asset: DownloadAsset) async {
-        guard let request = asset.options.license else { return }
+        guard let request = asset.options.license, request.fairPlay == nil else { return }
         _ = try? await agent.release(asset: request.assetID ?? asset.id)  // owed and retried at the next contact when offline
     }
 }

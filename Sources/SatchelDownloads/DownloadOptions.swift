@@ -97,12 +97,30 @@ public struct LicenseRequest: Sendable, Codable, Equatable {
     public var token: String?
     /// The asset ID the license server knows the content by.
     public var assetID: String?
+    /// A FairPlay key instead of a Satchel license: the client's credentials (nil: a Satchel license).
+    public var fairPlay: FairPlayLicenseOptions?
 
     /// Creates a request.
-    public init(server: String? = nil, token: String? = nil, assetID: String? = nil) {
+    public init(server: String? = nil, token: String? = nil, assetID: String? = nil, fairPlay: FairPlayLicenseOptions? = nil) {
         self.server = server
         self.token = token
         self.assetID = assetID
+        self.fairPlay = fairPlay
+    }
+}
+
+/// What a FairPlay client needs to ask for an asset's persistable key: the app's Application Certificate and, for
+/// Satchel's software client, its development DASk (kept sealed with the asset, like the token; never logged).
+public struct FairPlayLicenseOptions: Sendable, Codable, Equatable {
+    /// The Application Certificate (DER or PEM), base64.
+    public var certificate: String
+    /// The software client's development DASk, hex (nil: a device with a FairPlay client of its own).
+    public var simulatorSecret: String?
+
+    /// Options of `certificate` (base64) and the software client's `simulatorSecret` (hex).
+    public init(certificate: String, simulatorSecret: String? = nil) {
+        self.certificate = certificate
+        self.simulatorSecret = simulatorSecret
     }
 }
 
@@ -139,6 +157,7 @@ extension DownloadOptions {
         var sealed = self
         sealed.headers = try headers.map { try $0.mapValues { Self.sealedPrefix + (try box.seal($0)) } }
         if let token = license?.token { sealed.license?.token = Self.sealedPrefix + (try box.seal(token)) }
+        if let secret = license?.fairPlay?.simulatorSecret { sealed.license?.fairPlay?.simulatorSecret = Self.sealedPrefix + (try box.seal(secret)) }
         return sealed
     }
 
@@ -152,11 +171,13 @@ extension DownloadOptions {
         var opened = self
         opened.headers = try headers.map { try $0.mapValues(open) }
         if let token = license?.token { opened.license?.token = try open(token) }
+        if let secret = license?.fairPlay?.simulatorSecret { opened.license?.fairPlay?.simulatorSecret = try open(secret) }
         return opened
     }
 
     /// True when a secret is stored unsealed (a record of an earlier version).
     var hasUnsealedSecrets: Bool {
         (headers ?? [:]).values.contains { !$0.hasPrefix(Self.sealedPrefix) } || (license?.token.map { !$0.hasPrefix(Self.sealedPrefix) } ?? false)
+            || (license?.fairPlay?.simulatorSecret.map { !$0.hasPrefix(Self.sealedPrefix) } ?? false)
     }
 }

@@ -144,9 +144,11 @@ struct SessionFiles: Sendable {
         }
     }
 
-    /// The license's key for a CMAF track's key ID.
+    /// The license's key for a CMAF track's key ID; a rights source's only key that names no key ID (a FairPlay key:
+    /// its CKC carries none) serves whatever the track names.
     static func key(_ keys: [PlaybackKey], of decryptor: FMP4Decryptor) throws(PlaybackError) -> SecretBytes {
-        guard let key = keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) else {
+        let unnamed = keys.count == 1 && keys[0].keyID.isEmpty ? keys.first : nil
+        guard let key = keys.first(where: { $0.keyID.lowercased() == decryptor.keyID.hex }) ?? unnamed else {
             throw .noKey("the license holds no key for key ID \(decryptor.keyID.hex)")
         }
         return key.key

@@ -42,7 +42,8 @@ struct DownloadDirectoryOptions: ParsableArguments {
         if readOnly { try StoreOptions.requireExisting(configuration.dataDirectory) }
         configure(&configuration)
         // Tokens and header values are sealed with the device key of the data directory (made on first use).
-        configuration.secrets = try DeviceSecretBox(dataDirectory: configuration.dataDirectory)
+        let box = try DeviceSecretBox(dataDirectory: configuration.dataDirectory)
+        configuration.secrets = box
         // The agent of the same data directory, when this device is registered there: the backplane's permission step,
         // then the license step.
         let registered = FileManager.default.fileExists(atPath: (configuration.dataDirectory as NSString).appendingPathComponent("device.json"))
@@ -50,7 +51,8 @@ struct DownloadDirectoryOptions: ParsableArguments {
         // The backplane's settings govern the download rules of a registered device.
         if let settings = try await agent?.backplane.status().settings { configuration.rules = configuration.rules.governed(by: settings) }
         let manager = try await DownloadManager(configuration: configuration, environment: DownloadEnvironment(network: network ?? FixedNetwork.unmetered),
-                                                steps: agent.map { [PermissionStep(agent: $0), LicenseStep(agent: $0)] } ?? [])
+                                                steps: agent.map { [PermissionStep(agent: $0), LicenseStep(agent: $0),
+                                                                    FairPlayStep(agent: $0, keyring: FairPlayKeyring(dataDirectory: configuration.dataDirectory, sealing: box))] } ?? [])
         // A registered device reports the engine's events (queued, started, completed, …) to its backplane.
         let reporting = agent.map { EngineActivity.start(manager, agent: $0) }
         let result: Result<T, any Error>
@@ -97,6 +99,12 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(help: "With --license: the entitlement token (or --token-file, $SATCHEL_TOKEN; kept with the asset, never printed).") var token: String?
     @OptionGroup var tokenSource: TokenSource
     @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
+    @Option(name: .customLong("fps-certificate"), help: ArgumentHelp(
+        "With --license: a FairPlay key instead of a Satchel license, for the app of this Application Certificate (DER or PEM): a persistable key asked for with an SPC, kept sealed, played offline.",
+        valueName: "file")) var fpsCertificate: String?
+    @Option(name: .customLong("fps-simulator-dask"), help: ArgumentHelp(
+        "With --fps-certificate: the development DASk (32 hex digits) of Satchel's software FairPlay client, which stands in for an Apple device's (kept sealed with the asset, never printed).",
+        valueName: "hex")) var fpsSimulatorDASk: String?
     @Option(help: "The feed the asset belongs to (with --id, its asset ID in the feed): it then counts toward that feed's quota on this device, and may be deleted to make room for newer items.")
     var feed: String?
     @Option(help: "A description of the asset, kept with it and shown by download list.") var description: String?
@@ -112,7 +120,8 @@ struct DownloadAdd: SatchelAsyncCommand {
                                       languages: languages, includeEncryptionKeys: includeKeys,
                                       permittedMimeTypes: try permittedMimeTypes.map(MIMEType.parseList), maxResources: maxFiles,
                                       headers: try DownloadOptions.parseHeaders(headers),
-                                      license: license ? LicenseRequest(server: server, token: try tokenSource.resolve(token), assetID: licenseAsset) : nil,
+                                      license: license ? LicenseRequest(server: server, token: try tokenSource.resolve(token), assetID: licenseAsset,
+                                                                        fairPlay: try fairPlayOptions()) : nil,
                                       feed: feed.map { FeedMembership(feedID: $0, assetID: id ?? "", published: Date()) })
         if feed != nil, id == nil { throw CLIError("--feed needs --id: the item's asset ID in the feed") }
         if let position, position < 0 { throw CLIError("--position is 0 or more") }
@@ -124,8 +133,8 @@ struct DownloadAdd: SatchelAsyncCommand {
             options.userInfo = values
         }
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
-        if !license, server != nil || token != nil || tokenSource.tokenFile != nil || licenseAsset != nil {
-            throw CLIError("--server, --token, --token-file and --license-asset go with --license")
+        if !license, server != nil || token != nil || tokenSource.tokenFile != nil || licenseAsset != nil || fpsCertificate != nil {
+            throw CLIError("--server, --token, --token-file, --license-asset and --fps-certificate go with --license")
         }
         let asset = try await directory.withEngine { manager, agent in
             // The backplane's global defaults (seed 003: EAD and EAP "transmitted to all SDK instances") for what is not given.
@@ -138,6 +147,22 @@ struct DownloadAdd: SatchelAsyncCommand {
             return added
         }
         print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
+    }
+
+    /// The FairPlay client's credentials `--fps-certificate` and `--fps-simulator-dask` give (nil: a Satchel license).
+    func fairPlayOptions() throws -> FairPlayLicenseOptions? {
+        guard let fpsCertificate else {
+            if fpsSimulatorDASk != nil { throw CLIError("--fps-simulator-dask goes with --fps-certificate") }
+            return nil
+        }
+        let certificate = try FileIO.read(fpsCertificate, what: "Application Certificate")
+        guard fpsSimulatorDASk == nil || (try? Hex.decode(fpsSimulatorDASk ?? "", count: 16)) != nil else {
+            throw CLIError("--fps-simulator-dask is 32 hex digits: the development DASk of Apple's FairPlay Streaming credentials")
+        }
+        guard fpsSimulatorDASk != nil else {
+            throw CLIError("--fps-certificate needs --fps-simulator-dask on this platform: Satchel's software FairPlay client opens the keys")
+        }
+        return FairPlayLicenseOptions(certificate: Data(certificate).base64EncodedString(), simulatorSecret: fpsSimulatorDASk?.lowercased())
     }
 
     private func parseDate(_ text: String, option: String) throws -> Date {

@@ -166,8 +166,10 @@ struct PlayCommand: SatchelAsyncCommand {
         // A license that comes due while the session plays is renewed in the background, with the token given (or the
         // one the download was added with).
         let renewal = renewalToken ?? token
-        let rights = agent.map { RenewingAgentRights(agent: $0) { _ in renewal } }
-        let proxy = try PlaybackProxy(library: library, rights: rights, slots: agent.map(AgentStreamSlots.init),
+        // A download's kept FairPlay key opens through the device's FairPlay client; every other asset's rights are the agent's.
+        let device = try agent.map { ($0, FairPlayKeyring(dataDirectory: $0.dataDirectory, sealing: try DeviceSecretBox(dataDirectory: $0.dataDirectory))) }
+        let rights = device.map { agent, keyring in FairPlayRights(inner: RenewingAgentRights(agent: agent) { _ in renewal }, keyring: keyring) }
+        let proxy = try PlaybackProxy(library: library, rights: rights, slots: device.map { AgentStreamSlots(agent: $0.0, fairPlay: $0.1) },
                                       configuration: .init(port: port, mode: passthrough ? .passthrough : .decrypt, forwarding: forwarding,
                                                             languages: languages, licenseHosts: hosts, holdOff: .milliseconds(Int64(holdOff * 1000))),
                                       logger: Logger(label: "satchel.playback"))
