@@ -100,4 +100,71 @@ import Testing
         }
         #expect(synced.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "one Sync SPC in the server's records: \(synced)")
     }
+
+    @Test("a CKC answers one SPC of one device: the software client refuses the answer to another device's request, and to another of its own; the key opens only with the request that asked for it, its rights read from the CKC (a persistable key, dual expiry)")
+    func ckcOfAnotherRequest() async throws {
+        let certificate = try FairPlayFixtures.certificate()
+        let dask = try SecretBytes(hex: FairPlayFixtures.developmentDASk, count: 16)
+        let ksm = KeySecurityModule(configuration: .init(credentials: [try FairPlayCredential(certificate: certificate, privateKey: try FairPlayFixtures.privateKeyPEM(),
+                                                                                               dFunction: DevelopmentDFunction(dask: dask))]))
+        let contentKey = SecretBytes.random(16), iv = SecureRandom.bytes(16)
+        let policy = try ContentKeyPolicy(contentKey: contentKey, contentIV: iv,
+                                          offlineKey: try OfflineKeyPolicy(contentID: Array(repeating: 7, count: 16), storageSeconds: 86_400, playbackSeconds: 3_600))
+        let mine = try SimulatedFairPlayDevice(certificate: certificate, dask: dask, hu: SimulatedFairPlayDevice.anonymizedID(of: "device-a"))
+        let theirs = try SimulatedFairPlayDevice(certificate: certificate, dask: dask, hu: SimulatedFairPlayDevice.anonymizedID(of: "device-b"))
+        let asked = try mine.request(assetID: "movie", persistable: true)
+        let ckc = try await ksm.process(asked.spc) { _ in policy }.ckc
+        let key = try mine.open(ckc: ckc, context: asked.context)
+        #expect(key.key == contentKey && key.iv == iv && key.persistent && key.rentalSeconds == nil && key.leaseSeconds == nil)
+        #expect(key.storageSeconds == 86_400 && key.playbackSeconds == 3_600 && key.offlineContentID == Array(repeating: 7, count: 16))
+        let other = try theirs.request(assetID: "movie", persistable: true)
+        #expect(throws: (any Error).self, "another device's request") { try theirs.open(ckc: ckc, context: other.context) }
+        let again = try mine.request(assetID: "movie", persistable: true)
+        #expect(throws: (any Error).self, "another request of the same device") { try mine.open(ckc: ckc, context: again.context) }
+        #expect(SimulatedFairPlayDevice.anonymizedID(of: "device-a") == SimulatedFairPlayDevice.anonymizedID(of: "device-a"), "a device's ID is stable")
+    }
+
+    @Test("seed 004's persistable key limits: a key persisted for 2 s refuses to play once they are over (expired); a kept key copied into another device's data directory holds no rights there (sealed with the first device's key)")
+    func expiredAndCopied() async throws {
+        let (server, origin, site, input, data) = try await Self.stage("fairplay-expiry")
+        defer { server.stop(); origin.stop() }
+        let token = try server.token()
+        let other = site.deletingLastPathComponent().appendingPathComponent("other-device").path
+        try await TestMedia.offloaded { () throws -> Void in
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("short"), format: "hls-ts", scheme: "sample-aes", asset: "short",
+                                         server: server, offline: true, policy: ["--persist", "--persist-seconds", "2"], drm: "fairplay")
+            try PlayCommandTests.package(input, into: site.appendingPathComponent("long"), format: "hls-ts", scheme: "sample-aes", asset: "long",
+                                         server: server, offline: true, policy: ["--persist"], drm: "fairplay")
+            for id in ["short", "long"] {
+                #expect(try Self.addFairPlay(origin.url("\(id)/master.m3u8"), id: id, token: token, data: data).status == 0)
+            }
+            let run = try CLIRunner.run(["download", "run", "--data-dir", data])
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            // A second registered device, holding a copy of the first one's kept keys and downloads.
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", other]).status == 0)
+            #expect(try Self.addFairPlay(origin.url("long/master.m3u8"), id: "long", token: token, data: other).status == 0)
+            #expect(try CLIRunner.run(["download", "run", "--data-dir", other]).status == 0)
+            let mine = URL(fileURLWithPath: data).appendingPathComponent("fairplay"), theirs = URL(fileURLWithPath: other).appendingPathComponent("fairplay")
+            for file in try FileManager.default.contentsOfDirectory(atPath: theirs.path) { try FileManager.default.removeItem(at: theirs.appendingPathComponent(file)) }
+            for file in try FileManager.default.contentsOfDirectory(atPath: mine.path) {
+                try FileManager.default.copyItem(at: mine.appendingPathComponent(file), to: theirs.appendingPathComponent(file))
+            }
+        }
+        try await Task.sleep(for: .seconds(3))
+        try await TestMedia.offloaded { () throws -> Void in
+            // With the backplane in reach (a stream slot granted), the key's own rights refuse; out of reach, the
+            // stream-slot rule does first (an expired key does not allow offline play).
+            let short = try CLIRunner.run(["play", "short", "--data-dir", data, "--exec", "true"])
+            #expect(short.status != 0 && short.stderr.contains("expired"), "\(short.stderr)")
+            let copied = try CLIRunner.run(["play", "long", "--data-dir", other, "--exec", "true"])
+            #expect(copied.status != 0 && copied.stderr.contains("no-rights"), "\(copied.stderr)")
+            let long = try CLIRunner.run(["play", "long", "--data-dir", data, "--exec", "true"])
+            #expect(long.status == 0, "the unlimited key still plays: \(long.stderr)")
+        }
+        server.stop()
+        try await TestMedia.offloaded { () throws -> Void in
+            #expect(try CLIRunner.run(["play", "short", "--data-dir", data, "--exec", "true"]).status != 0, "offline, the expired key refuses too")
+            #expect(try CLIRunner.run(["play", "long", "--data-dir", data, "--exec", "true"]).status == 0, "offline, the persistable key plays")
+        }
+    }
 }
