@@ -155,7 +155,7 @@ let package = Package(
             name: "SatchelDevice",
             dependencies: [
                 "SatchelAgent", "SatchelBackplane", "SatchelBytes", "SatchelDownloads", "SatchelFairPlay", "SatchelPlayback", "SatchelRights",
-                "SatchelStreams", "SatchelSystem", .product(name: "Logging", package: "swift-log"),
+                "SatchelStreams", "SatchelSystem", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Layer 3: the HTTP kit every Satchel server shares (over Hummingbird, nothing else of Satchel):

@@ -14,9 +14,16 @@ extension Agent {
     /// registered with unless `server` says) with the entitlement `token`: the CKC that answers it. A refusal is the
     /// server's problem type, as for Satchel licenses.
     public func fairPlayKey(spc: [UInt8], token: String?, server: String? = nil) async throws(AgentError) -> FairPlayAnswer {
-        let target: String
-        if let server { target = server } else { target = try identity.registered().server }
-        let client = try LicenseServerClient(server: target, http: transport.client)
+        try await FairPlayKeyExchange.key(self, spc: spc, token: token, server: server)
+    }
+}
+
+/// The FairPlay key request of ``Agent/fairPlayKey(spc:token:server:)``.
+enum FairPlayKeyExchange {
+    static func key(_ agent: Agent, spc: [UInt8], token: String?, server: String?) async throws(AgentError) -> FairPlayAnswer {
+        let registered = await agent.server
+        guard let target = server ?? registered else { throw .notRegistered }
+        let client = try LicenseServerClient(server: target, http: agent.transport.client)
         let body = try await client.post("/fps/license", json: FairPlayKeyRequestBody(spc: Data(spc).base64EncodedString()), token: token)
         guard let answer = try? JSONCoding.decoder().decode(FairPlayKeyAnswerBody.self, from: body),
               let ckc = Data(base64Encoded: answer.ckc), !ckc.isEmpty else {

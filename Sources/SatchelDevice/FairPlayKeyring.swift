@@ -67,8 +67,10 @@ public struct FairPlayKeyring: Sendable {
     }
 }
 
-/// A kept FairPlay key that is not the asset's.
-public struct FairPlayKeyringError: Error, CustomStringConvertible {
+/// A kept FairPlay key that cannot be used: damaged, another asset's, or without the credentials its client needs.
+public struct FairPlayKeyringError: ProblemConvertible {
     /// What is wrong.
     public let description: String
+    /// `fairplay-key`.
+    public var code: String { "fairplay-key" }
 }

@@ -3,8 +3,8 @@ import SatchelAgent
 import SatchelBytes
 import SatchelDownloads
 
-/// The download engine's FairPlay step (seeds 001 and 003: an offline FairPlay download): an asset added with a
-/// FairPlay license gets a persistable key when its download starts — an SPC from the device's FairPlay client, the
+/// The download engine's FairPlay step (an offline FairPlay download, as Apple's offline HLS playback describes
+/// it): an asset added with a FairPlay license gets a persistable key when its download starts — an SPC from the device's FairPlay client, the
 /// CKC from the license server, opened by the client (a CKC that answers another SPC is refused) and kept sealed in the
 /// ``FairPlayKeyring`` —; when the asset is removed, a Sync SPC tells the server the download's offline key is gone
 /// (FairPlay's offline key sync) and the key is forgotten.

@@ -99,12 +99,7 @@ struct DownloadAdd: SatchelAsyncCommand {
     @Option(help: "With --license: the entitlement token (or --token-file, $SATCHEL_TOKEN; kept with the asset, never printed).") var token: String?
     @OptionGroup var tokenSource: TokenSource
     @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
-    @Option(name: .customLong("fps-certificate"), help: ArgumentHelp(
-        "With --license: a FairPlay key instead of a Satchel license, for the app of this Application Certificate (DER or PEM): a persistable key asked for with an SPC, kept sealed, played offline.",
-        valueName: "file")) var fpsCertificate: String?
-    @Option(name: .customLong("fps-simulator-dask"), help: ArgumentHelp(
-        "With --fps-certificate: the development DASk (32 hex digits) of Satchel's software FairPlay client, which stands in for an Apple device's (kept sealed with the asset, never printed).",
-        valueName: "hex")) var fpsSimulatorDASk: String?
+    @OptionGroup var fairPlay: FairPlayDownloadOptions
     @Option(help: "The feed the asset belongs to (with --id, its asset ID in the feed): it then counts toward that feed's quota on this device, and may be deleted to make room for newer items.")
     var feed: String?
     @Option(help: "A description of the asset, kept with it and shown by download list.") var description: String?
@@ -121,7 +116,7 @@ struct DownloadAdd: SatchelAsyncCommand {
                                       permittedMimeTypes: try permittedMimeTypes.map(MIMEType.parseList), maxResources: maxFiles,
                                       headers: try DownloadOptions.parseHeaders(headers),
                                       license: license ? LicenseRequest(server: server, token: try tokenSource.resolve(token), assetID: licenseAsset,
-                                                                        fairPlay: try fairPlayOptions()) : nil,
+                                                                        fairPlay: try fairPlay.options()) : nil,
                                       feed: feed.map { FeedMembership(feedID: $0, assetID: id ?? "", published: Date()) })
         if feed != nil, id == nil { throw CLIError("--feed needs --id: the item's asset ID in the feed") }
         if let position, position < 0 { throw CLIError("--position is 0 or more") }
@@ -133,7 +128,7 @@ struct DownloadAdd: SatchelAsyncCommand {
             options.userInfo = values
         }
         if let maxFiles, maxFiles < 1 { throw CLIError("--max-files must be positive") }
-        if !license, server != nil || token != nil || tokenSource.tokenFile != nil || licenseAsset != nil || fpsCertificate != nil {
+        if !license, server != nil || token != nil || tokenSource.tokenFile != nil || licenseAsset != nil || fairPlay.fpsCertificate != nil {
             throw CLIError("--server, --token, --token-file, --license-asset and --fps-certificate go with --license")
         }
         let asset = try await directory.withEngine { manager, agent in
@@ -147,22 +142,6 @@ struct DownloadAdd: SatchelAsyncCommand {
             return added
         }
         print("\(asset.id)\t\(asset.plan.format.rawValue)\t\(asset.plan.resources.count) files\t\(asset.url)")
-    }
-
-    /// The FairPlay client's credentials `--fps-certificate` and `--fps-simulator-dask` give (nil: a Satchel license).
-    func fairPlayOptions() throws -> FairPlayLicenseOptions? {
-        guard let fpsCertificate else {
-            if fpsSimulatorDASk != nil { throw CLIError("--fps-simulator-dask goes with --fps-certificate") }
-            return nil
-        }
-        let certificate = try FileIO.read(fpsCertificate, what: "Application Certificate")
-        guard fpsSimulatorDASk == nil || (try? Hex.decode(fpsSimulatorDASk ?? "", count: 16)) != nil else {
-            throw CLIError("--fps-simulator-dask is 32 hex digits: the development DASk of Apple's FairPlay Streaming credentials")
-        }
-        guard fpsSimulatorDASk != nil else {
-            throw CLIError("--fps-certificate needs --fps-simulator-dask on this platform: Satchel's software FairPlay client opens the keys")
-        }
-        return FairPlayLicenseOptions(certificate: Data(certificate).base64EncodedString(), simulatorSecret: fpsSimulatorDASk?.lowercased())
     }
 
     private func parseDate(_ text: String, option: String) throws -> Date {

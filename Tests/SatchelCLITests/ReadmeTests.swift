@@ -17,9 +17,9 @@ struct ReadmeTests {
           .timeLimit(.minutes(6)))
     func inOrder() async throws {
         for tool in ["ffmpeg", "curl", "openssl", "python3"] { try TestMedia.require(tool) }
-        Self.requireFree([8081, 8082, 8083, 8084, 8085, 8086, 8089], "the examples in order")
-        let markers = ["clip", "package-examples", "package-checks", "round-trip", "cpix", "download", "play", "agent", "protect", "dashboard",
-                       "backplane", "at-scale"]
+        Self.requireFree([8081, 8082, 8083, 8084, 8085, 8086, 8089, 8090, 8091], "the examples in order")
+        let markers = ["clip", "package-examples", "package-checks", "round-trip", "cpix", "download", "fairplay-offline", "play", "agent", "protect",
+                       "dashboard", "backplane", "at-scale"]
         let script = try markers.map { try Self.block(after: "<!-- \($0) -->") }.joined(separator: "\n")
         let result = try await Self.run(script + "\necho every-example-ran\n", label: "readme-in-order")
         #expect(result.status == 0 && result.stdout.contains("every-example-ran"), "\(result.stderr.suffix(2000))")
@@ -106,6 +106,17 @@ struct ReadmeTests {
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
         #expect(result.stdout.contains("movie\thls\t"), "the asset's ID comes from the playlist's folder: \(result.stdout)")
         #expect((result.stdout + result.stderr).contains("movie: complete") && result.stdout.contains("movie\thls\tcomplete\t100%"), "\(result.stdout)")
+        #expect(Self.decoderComplaints(result.stderr).isEmpty, "\(result.stderr.suffix(800))")
+    }
+
+    @Test("the FairPlay offline example (a SAMPLE-AES package signalled for FairPlay, a persistable key asked for with an SPC of the software client, downloaded, played offline, removed) runs as written",
+          .timeLimit(.minutes(3)))
+    func fairPlayOfflineExample() async throws {
+        for tool in ["ffmpeg", "curl", "python3"] { try TestMedia.require(tool) }
+        Self.requireFree([8090, 8091], "FairPlay offline example")
+        let result = try await Self.run(try Self.tour("<!-- fairplay-offline -->"), label: "readme-fairplay")
+        #expect(result.status == 0, "\(result.stderr.suffix(1500))")
+        #expect((result.stdout + result.stderr).contains("fps-movie: complete"), "\(result.stdout)")
         #expect(Self.decoderComplaints(result.stderr).isEmpty, "\(result.stderr.suffix(800))")
     }
 
