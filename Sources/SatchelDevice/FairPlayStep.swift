@@ -3,11 +3,11 @@ import SatchelAgent
 import SatchelBytes
 import SatchelDownloads
 
-/// The download engine's FairPlay step (an offline FairPlay download, as Apple's offline HLS playback describes
-/// it): an asset added with a FairPlay license gets a persistable key when its download starts — an SPC from the device's FairPlay client, the
-/// CKC from the license server, opened by the client (a CKC that answers another SPC is refused) and kept sealed in the
-/// ``FairPlayKeyring`` —; when the asset is removed, a Sync SPC tells the server the download's offline key is gone
-/// (FairPlay's offline key sync) and the key is forgotten.
+/// The download engine's FairPlay step (an offline FairPlay download, as Apple's offline HLS playback describes it):
+/// an asset added with a FairPlay license gets a persistable key when its download starts — an SPC from the device's
+/// FairPlay client, the CKC from the license server, opened by the client (a CKC that answers another SPC is refused)
+/// and kept sealed in the ``FairPlayKeyring`` —; when the asset is removed, a Sync SPC tells the server that the
+/// download's offline key is gone (FairPlay's offline key sync), and the key is forgotten.
 public struct FairPlayStep: DownloadStep {
     let agent: Agent
     let keyring: FairPlayKeyring
@@ -24,8 +24,9 @@ public struct FairPlayStep: DownloadStep {
         guard let request = asset.options.license, let fairPlay = request.fairPlay else { return }
         let id = request.assetID ?? asset.id
         do {
-            if let kept = try keyring.record(id), let status = try? FairPlayRights.status(of: kept, client: client, at: Date()), status == .valid {
-                return  // a persistable key that will play is already here
+            // A persistable key that will play is already here; one that does not open (damaged, another device's) is replaced.
+            if let kept = try? keyring.record(id), let status = try? FairPlayRights.status(of: kept, client: client, at: Date()), status == .valid {
+                return
             }
             guard let token = request.token else {
                 throw DownloadFailure.license(problem: "missing-entitlement", detail: "the asset was added without --token", retryable: false)
