@@ -225,7 +225,7 @@ public final class ResourceFetcher: ResourceFetching {
                 if view.isEmpty { if remaining == 0 { break } else { continue } }
                 if !sniffed {
                     sniffed = true
-                    if resource.kind != .manifest, Self.isWebPage(view) {
+                    if resource.kind != .manifest, MIMEType.looksLikeWebPage(view) {
                         throw DownloadFailure.invalidContent(url: resource.url, reason: "an HTML page instead of media")
                     }
                 }
@@ -303,9 +303,5 @@ public final class ResourceFetcher: ResourceFetching {
         return (start, Int64(parts[1]))
     }
 
-    static func isWebPage<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
-        let text = String(decoding: bytes.prefix(64), as: UTF8.self).drop { $0.isWhitespace }.lowercased()
-        return text.hasPrefix("<!doctype html") || text.hasPrefix("<html")
-    }
 }
 

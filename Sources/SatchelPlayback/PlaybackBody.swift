@@ -11,6 +11,7 @@ import NIOFoundationCompat
 import SatchelHTTP
 import SatchelMedia
 import SatchelProtection
+import SatchelStreams
 import SatchelSystem
 
 /// The body of one answer: bytes already in memory, or a stretch of a file streamed from disk as it is read,
@@ -174,6 +175,9 @@ extension ConfinedFile {
 /// mid-file — an error, more than announced or than `limit`, a trickle below the pace — is reported and ends the
 /// answer short (the player asks again). Nothing is held beyond what `keep` needs.
 struct OriginFeed: Sendable {
+    /// What a media file's HTML page in its place is reported as.
+    static let webPage = "the origin sent an HTML page instead of media (a Wi-Fi hotspot's sign-in page?): check the network connection"
+
     let body: HTTPClientResponse.Body
     /// The announced length (nil: none; the answer is sent chunked).
     let length: Int64?
@@ -183,6 +187,10 @@ struct OriginFeed: Sendable {
     let slowest: OriginPace
     let keep: (@Sendable ([UInt8]) async -> Void)?
     let failed: @Sendable (String) async -> Void
+    /// The file is media: an HTML page in its place (a Wi-Fi hotspot's sign-in page) is refused, reported through
+    /// `invalid`, and never sent on.
+    var media = false
+    var invalid: @Sendable (String) async -> Void = { _ in }
 
     func write(to writer: inout any ResponseBodyWriter) async throws {
         var kept: [UInt8] = []
@@ -197,6 +205,10 @@ struct OriginFeed: Sendable {
                 throw PlaybackError.originUnreachable(OriginFetcher.reason(error))
             }
             guard let buffer = next else { break }
+            if media, received == 0, MIMEType.looksLikeWebPage(buffer.readableBytesView) {
+                await invalid(OriginFeed.webPage)
+                throw PlaybackError.invalidContent(OriginFeed.webPage)
+            }
             received += Int64(buffer.readableBytes)
             if let reason = pace.count(buffer.readableBytes) {
                 await failed("the origin is too slow: \(reason)")

@@ -39,4 +39,11 @@ public enum MIMEType {
     public static func isWebPage(_ contentType: String) -> Bool {
         ["text/html", "application/xhtml+xml"].contains(essence(contentType))
     }
+
+    /// True when `bytes`, the start of a body, are an HTML page whatever its type says: what a Wi-Fi hotspot's
+    /// sign-in page sends in place of every file asked for.
+    public static func looksLikeWebPage<C: Collection>(_ bytes: C) -> Bool where C.Element == UInt8 {
+        let text = String(decoding: bytes.prefix(64), as: UTF8.self).drop { $0.isWhitespace || $0 == "\u{FEFF}" }.lowercased()
+        return text.hasPrefix("<!doctype html") || text.hasPrefix("<html")
+    }
 }

@@ -38,6 +38,7 @@ struct StoredFileSource: SegmentSource {
             try await files.context.origin.open(remote, headers: files.asset.originHeaders)
         }
         let limit = SessionFiles.maximumFile
+        let media = contentType.hasPrefix("video/") || contentType.hasPrefix("audio/")
         if let length = answer.length, length > limit { throw .invalidContent("\(path) is larger than \(limit >> 20) MB") }
         if let length = answer.length, let expected = remote.expectedSize, expected != length {
             throw .originUnreachable("the origin announced \(length) bytes for \(path), where \(expected) were expected")
@@ -50,8 +51,10 @@ struct StoredFileSource: SegmentSource {
             keep = { bytes in if Int64(bytes.count) == expected { await files.keep(path, bytes) } }
         }
         let (events, assetID, path) = (files.context.events, files.session.assetID, path)
-        let feed = OriginFeed(body: answer.body, length: answer.length, limit: limit, slowest: files.context.configuration.originPace, keep: keep,
+        var feed = OriginFeed(body: answer.body, length: answer.length, limit: limit, slowest: files.context.configuration.originPace, keep: keep,
                               failed: { reason in events.report(.serverError(asset: assetID, path: path, status: nil, reason: reason)) })
+        feed.media = media
+        feed.invalid = { reason in events.report(.invalidContent(asset: assetID, path: path, reason: reason)) }
         return PlaybackResponse(body: answer.length == 0 ? .empty : .origin(feed), contentType: contentType, range: nil, size: answer.length)
     }
 }
