@@ -75,7 +75,7 @@ public struct FragmentSample: Sendable {
         self.subsamples = subsamples
     }
 
-    /// A sample described by its length alone, for ``FMP4Writer/fragmentHeader(sequenceNumber:baseDecodeTime:samples:protection:into:)``,
+    /// A sample described by its length alone, for ``FMP4Writer/fragmentHeader(sequenceNumber:baseDecodeTime:samples:protection:sampleDescriptionIndex:indexTimescale:into:)``,
     /// whose bytes the caller writes after the header.
     public init(duration: UInt32, ctsOffset: Int32, isSync: Bool, byteCount: Int, iv: [UInt8] = [], subsamples: [Subsample] = []) {
         self.init(duration: duration, ctsOffset: ctsOffset, isSync: isSync, data: [], iv: iv, subsamples: subsamples)
@@ -88,7 +88,7 @@ public enum FMP4Writer {
     /// The track ID used in every file.
     public static let trackID: UInt32 = 1
 
-    /// The sample entry a clear lead's fragments name (``fragmentHeader(sequenceNumber:baseDecodeTime:samples:protection:sampleDescriptionIndex:into:)``):
+    /// The sample entry a clear lead's fragments name (``fragmentHeader(sequenceNumber:baseDecodeTime:samples:protection:sampleDescriptionIndex:indexTimescale:into:)``):
     /// the init segment of a protected track with a clear lead lists the protected entry first and this clear one after
     /// it, as Shaka Packager does (ISO/IEC 23001-7 9.1; CMAF 8.2.2).
     public static let clearLeadEntry: UInt32 = 2
