@@ -13,8 +13,9 @@ public enum PlaybackEvent: Sendable, Equatable {
     /// A file the playlists list is neither downloaded nor known to the origin: it was answered 503.
     case notCached(asset: String, path: String)
     /// The origin answered a file with an error status (forwarded to the player), or could not be reached
-    /// (`status` nil: answered 503 so the player asks again).
-    case serverError(asset: String, path: String, status: Int?, reason: String)
+    /// (`status` nil: answered 503 so the player asks again); `url` is the origin's address of the file, without its
+    /// query (which may hold a token).
+    case serverError(asset: String, path: String, status: Int?, reason: String, url: String? = nil)
     /// A file fetched from the origin for an asset being downloaded could not be kept in the download store (a
     /// rule, a full disk): it was played all the same, and the download will fetch it again.
     case notStored(asset: String, path: String, reason: String)
@@ -37,8 +38,8 @@ public enum PlaybackEvent: Sendable, Equatable {
         case let .untrustedTime(asset): return "untrusted-time: \(asset): the device clock went back; playback stops until the server's time confirms it"
         case let .invalidContent(asset, path, reason): return "invalid-content: \(asset)/\(path): \(reason)"
         case let .notCached(asset, path): return "not-cached: \(asset)/\(path) is not downloaded (answered 503)"
-        case let .serverError(asset, path, status, reason):
-            return "server-error: \(asset)/\(path): \(reason) (answered \(status ?? 503))"
+        case let .serverError(asset, path, status, reason, url):
+            return "server-error: \(asset)/\(path)\(url.map { " (\($0))" } ?? ""): \(reason) (answered \(status ?? 503))"
         case let .notStored(asset, path, reason): return "not-stored: \(asset)/\(path) played but was not kept: \(reason)"
         case let .shouldAbort(asset, reason): return "should-abort: \(asset): \(reason); stop the player"
         case let .willAbort(asset, reason): return "will-abort: \(asset): \(reason)"
@@ -49,5 +50,12 @@ public enum PlaybackEvent: Sendable, Equatable {
     static func seconds(_ value: Double) -> String {
         guard value.isFinite else { return "? s" }
         return String(format: "%.1f s", value)
+    }
+}
+
+extension PlaybackEvent {
+    /// `url` without its query and fragment, for a notice (a query may hold a token, and never goes into one).
+    static func withoutQuery(_ url: String) -> String {
+        String(url.prefix { $0 != "?" && $0 != "#" })
     }
 }

@@ -66,9 +66,11 @@ struct SessionFiles: Sendable {
         } catch {
             switch error {
             case let .originStatus(status):
-                context.events.report(.serverError(asset: session.assetID, path: file, status: status, reason: "the origin answered \(status)"))
+                context.events.report(.serverError(asset: session.assetID, path: file, status: status, reason: "the origin answered \(status)",
+                                                   url: asset.origin[file].map { PlaybackEvent.withoutQuery($0.url) }))
             case let .originUnreachable(reason):
-                context.events.report(.serverError(asset: session.assetID, path: file, status: nil, reason: reason))
+                context.events.report(.serverError(asset: session.assetID, path: file, status: nil, reason: reason,
+                                                   url: asset.origin[file].map { PlaybackEvent.withoutQuery($0.url) }))
             default: break
             }
             throw error

@@ -94,7 +94,7 @@ import Testing
         #expect(down.status == 503)
         let events = await Self.events(proxy)
         let errors = events.compactMap { event -> Int? in
-            if case let .serverError(_, path, status, _) = event, path == "s0.ts" { return status ?? 503 }
+            if case let .serverError(_, path, status, _, _) = event, path == "s0.ts" { return status ?? 503 }
             return nil
         }
         #expect(errors == [404, 500, 503, 503], "\(events)")

@@ -172,7 +172,7 @@ import Testing
         await proxy.stop()  // ends the event stream
         var reported = false
         for await event in proxy.events {
-            if case let .serverError(_, path, _, reason) = event, path == "s0.ts", reason.contains("too slow") { reported = true }
+            if case let .serverError(_, path, _, reason, _) = event, path == "s0.ts", reason.contains("too slow") { reported = true }
         }
         #expect(reported)
     }

@@ -50,9 +50,9 @@ struct StoredFileSource: SegmentSource {
             let path = path
             keep = { bytes in if Int64(bytes.count) == expected { await files.keep(path, bytes) } }
         }
-        let (events, assetID, path) = (files.context.events, files.session.assetID, path)
+        let (events, assetID, path, url) = (files.context.events, files.session.assetID, path, PlaybackEvent.withoutQuery(remote.url))
         var feed = OriginFeed(body: answer.body, length: answer.length, limit: limit, slowest: files.context.configuration.originPace, keep: keep,
-                              failed: { reason in events.report(.serverError(asset: assetID, path: path, status: nil, reason: reason)) })
+                              failed: { reason in events.report(.serverError(asset: assetID, path: path, status: nil, reason: reason, url: url)) })
         feed.media = media
         feed.invalid = { reason in events.report(.invalidContent(asset: assetID, path: path, reason: reason)) }
         return PlaybackResponse(body: answer.length == 0 ? .empty : .origin(feed), contentType: contentType, range: nil, size: answer.length)
