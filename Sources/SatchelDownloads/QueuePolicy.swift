@@ -105,9 +105,9 @@ public struct QueuePolicy: Sendable, Equatable {
             return .storageLimit(usedBytes: environment.usedBytes, limit: rules.maxStorageAllowed)
         }
         if let free = environment.freeSpace, free < rules.headroom { return .headroom(freeBytes: free, headroom: rules.headroom) }
-        // An asset not started must fit whole (seed 003 "Configure Download Rules"): its planned size, when the plan
-        // knows it, under both rules.
-        if asset.state == .queued, let planned = asset.plannedBytes ?? asset.plan.expectedBytes.map(Int64.init), planned > 0 {
+        // An asset not started must fit whole (seed 003 "Configure Download Rules"): its planned size — every file's
+        // when the plan knows them, else estimated from its tracks' declared bit rates — under both rules.
+        if asset.state == .queued, let planned = asset.plannedBytes ?? (asset.plan.expectedBytes ?? asset.plan.estimatedBytes).map(Int64.init), planned > 0 {
             var available = rules.maxStorageAllowed - environment.usedBytes
             if let free = environment.freeSpace { available = min(available, free - rules.headroom) }
             if planned > available { return .doesNotFit(neededBytes: planned, availableBytes: available) }

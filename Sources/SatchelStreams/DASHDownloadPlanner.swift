@@ -32,20 +32,24 @@ public enum DASHDownloadPlanner {
         var edits: [Int: DASHElementEdit] = [:]
         try setBase(tree, element: 0, base: mpdBase, parentDirectory: "", edits: &edits, mapper: mapper)
         var resources: [DownloadResource] = []
+        var bitrates: [String: Int] = [:]  // each track's declared bit rate, for an estimate of the size
         // Every period is downloaded and kept; a track continues from one period into the next (its files
         // follow on in download order and in the cached duration).
         for (periodIndex, period) in periodElements.enumerated() {
             try plan(period: period, index: periodIndex, manifest: manifest, tree: tree, mpdBase: mpdBase, options: options,
-                     mapper: mapper, resources: &resources, edits: &edits)
+                     mapper: mapper, resources: &resources, edits: &edits, bitrates: &bitrates)
         }
         let local = DASHRewriter.rewrite(document) { _, id in edits[id] ?? .keep }
-        return DownloadPlan(format: .dash, mainPath: mpdPath, manifests: [.init(path: mpdPath, text: local)], resources: resources,
-                            totalDuration: manifest.duration)
+        var plan = DownloadPlan(format: .dash, mainPath: mpdPath, manifests: [.init(path: mpdPath, text: local)], resources: resources,
+                                totalDuration: manifest.duration)
+        plan.groupBitrates = bitrates
+        return plan
     }
 
     /// Plans one period: its chosen representations' files, and the edits of its elements.
     private static func plan(period: Int, index periodIndex: Int, manifest: DASHManifest, tree: Tree, mpdBase: URL, options: PlanOptions,
-                             mapper: LocalPath.Mapper, resources: inout [DownloadResource], edits: inout [Int: DASHElementEdit]) throws(StreamError) {
+                             mapper: LocalPath.Mapper, resources: inout [DownloadResource], edits: inout [Int: DASHElementEdit],
+                             bitrates: inout [String: Int]) throws(StreamError) {
         let model = manifest.periods[periodIndex]
         let periodDuration = manifest.duration(ofPeriod: periodIndex)
         if let periodDuration, !DownloadPlanner.isPlausibleDuration(periodDuration) { throw .malformedManifest("period \(periodIndex) duration is out of range") }
@@ -70,6 +74,7 @@ public enum DASHDownloadPlanner {
             let base = try resolve(rep.baseURL, against: setBase)
             let setDirectory = try localDirectory(of: setBase, mapper: mapper)
             let group = "\(set.kind)/\(track)"
+            bitrates[group] = max(bitrates[group] ?? 0, rep.bandwidth)
             func add(_ target: URL, range: String?, kind: DownloadResource.Kind, duration: Double?) throws(StreamError) -> String {
                 guard resources.count < options.resourceLimit else { throw .malformedManifest("more than \(options.resourceLimit) files") }
                 var path = try mapper.planned(target)

@@ -32,6 +32,9 @@ public struct DownloadPlan: Sendable, Codable, Equatable {
     public var resources: [DownloadResource]
     /// The presentation's duration in seconds, when the manifest says.
     public var totalDuration: Double?
+    /// Each track's bit rate (bits per second) as its manifest declares it — a variant's BANDWIDTH, a representation's
+    /// bandwidth, a quality level's bit rate —, by the `group` its segments name: what a size is estimated from.
+    public var groupBitrates: [String: Int]?
 
     /// Creates a plan, ordering media so the cached part grows contiguously from the start of every track.
     public init(format: Format, mainPath: String, manifests: [LocalManifest], resources: [DownloadResource], totalDuration: Double?) {
@@ -61,6 +64,23 @@ public struct DownloadPlan: Sendable, Codable, Equatable {
 
     /// True for ``placeholder``.
     package var isPlaceholder: Bool { mainPath.isEmpty && resources.isEmpty && manifests.isEmpty }
+
+    /// Bytes the plan will fetch, estimated: each file's size when it is known (a byte range, an announced length),
+    /// else a segment's duration at its track's declared bit rate. Nil when nothing is known; an HLS variant's
+    /// BANDWIDTH covers its audio renditions too, whose segments then count nothing of their own.
+    public var estimatedBytes: Int? {
+        var total = 0.0, known = false
+        for resource in resources {
+            if let size = resource.expectedSize {
+                total += Double(size)
+                known = true
+            } else if let duration = resource.duration, let group = resource.group, let bitrate = groupBitrates?[group], bitrate > 0 {
+                total += duration * Double(bitrate) / 8
+                known = true
+            }
+        }
+        return known && total < Double(Int.max / 2) ? Int(total.rounded(.up)) : nil
+    }
 
     /// Bytes the plan will fetch, when every file's size is known in advance.
     public var expectedBytes: Int? {

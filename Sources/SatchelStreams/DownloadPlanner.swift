@@ -99,12 +99,17 @@ extension HLSDownloadPlanner {
         guard missing.isEmpty else { return .fetch(missing) }
         var manifests = [DownloadPlan.LocalManifest(path: mainPath, text: try rewriteMaster(text, selection: selection, url: url))]
         var resources: [DownloadResource] = []
+        var variantGroup: String?  // the segments of the variant's own playlist (the first selected)
         for playlistURL in selection.playlists {
             let (media, playlist) = try plan(mediaPlaylist: documents[playlistURL] ?? "", url: playlistURL, root: url, options: options,
                                              limit: options.resourceLimit - resources.count)
             manifests.append(.init(path: try LocalPath.planned(playlistURL, root: url), text: playlist))
+            if playlistURL == selection.playlists.first { variantGroup = media.first { $0.kind == .segment }?.group }
             resources += media
         }
-        return .plan(DownloadPlan(format: .hls, mainPath: mainPath, manifests: manifests, resources: resources, totalDuration: nil))
+        var plan = DownloadPlan(format: .hls, mainPath: mainPath, manifests: manifests, resources: resources, totalDuration: nil)
+        // The variant's BANDWIDTH is its peak rate, audio included: the estimate of its size errs large, as a rule about room should.
+        if let group = variantGroup { plan.groupBitrates = [group: selection.variant.bandwidth] }
+        return .plan(plan)
     }
 }

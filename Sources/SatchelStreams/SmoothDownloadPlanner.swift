@@ -48,7 +48,11 @@ public enum SmoothDownloadPlanner {
         var local = manifest
         local.streams = streams
         let path = try LocalPath.planned(url, root: url)
-        return DownloadPlan(format: .smooth, mainPath: path, manifests: [.init(path: path, text: local.text)], resources: resources,
-                            totalDuration: manifest.duration > 0 ? Double(manifest.duration) / timescale : nil)
+        var plan = DownloadPlan(format: .smooth, mainPath: path, manifests: [.init(path: path, text: local.text)], resources: resources,
+                                totalDuration: manifest.duration > 0 ? Double(manifest.duration) / timescale : nil)
+        var bitrates: [String: Int] = [:]
+        for stream in streams { for level in stream.qualityLevels { bitrates["\(stream.type)/\(stream.name ?? "")/\(level.bitrate)"] = level.bitrate } }
+        plan.groupBitrates = bitrates
+        return plan
     }
 }

@@ -134,4 +134,29 @@ struct QueuePolicyTests {
         light.plannedBytes = 1000
         #expect(roomy.next(queue: [light], environment: Self.environment(used: 1500), visited: []) == .hold("light", .doesNotFit(neededBytes: 1000, availableBytes: 500)))
     }
+
+    @Test("seed 003 \"the item will not be downloaded if it cannot fit\": a segmented HLS asset's size is estimated from its variant's BANDWIDTH × its segments' durations (the byte ranges a playlist gives counted as they are), and it waits with does-not-fit where it cannot fit whole")
+    func segmentedAssetEstimated() throws {
+        let master = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=800000\nlow/index.m3u8\n#EXT-X-STREAM-INF:BANDWIDTH=1600000\nhigh/index.m3u8\n"
+        let media = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n" + (0..<10).map { "#EXTINF:2,\nsegment_\($0).ts\n" }.joined() + "#EXT-X-ENDLIST\n"
+        let ranged = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:2,\n#EXT-X-BYTERANGE:5000@0\nall.ts\n#EXTINF:2,\n#EXT-X-BYTERANGE:7000@5000\nall.ts\n#EXT-X-ENDLIST\n"
+        let root = try #require(URL(string: "http://o/show/master.m3u8"))
+        var options = PlanOptions()
+        options.maxBitrate = 1_000_000
+        let low = try #require(URL(string: "http://o/show/low/index.m3u8"))
+        guard case let .plan(plan) = try HLSDownloadPlanner.step(playlist: master, url: root, options: options, documents: [low: media]) else {
+            Issue.record("the plan needs no other playlist")
+            return
+        }
+        #expect(plan.expectedBytes == nil && plan.estimatedBytes == 2_000_000, "20 s at 800 kbit/s: \(plan.estimatedBytes ?? -1)")
+        guard case let .plan(lone) = try HLSDownloadPlanner.step(playlist: ranged, url: root, options: PlanOptions(), documents: [:]) else { return }
+        #expect(lone.estimatedBytes == 12_000, "the byte ranges as they are")
+
+        var asset = Self.asset("show", position: 0)
+        asset.plan = plan
+        let policy = QueuePolicy(rules: DownloadRules(maxStorageAllowed: 1_500_000, headroom: 0))
+        #expect(policy.next(queue: [asset], environment: Self.environment(), visited: []) == .hold("show", .doesNotFit(neededBytes: 2_000_000, availableBytes: 1_500_000)))
+        let roomy = QueuePolicy(rules: DownloadRules(maxStorageAllowed: 3_000_000, headroom: 0))
+        #expect(roomy.next(queue: [asset], environment: Self.environment(), visited: []) == .download("show"))
+    }
 }
