@@ -50,8 +50,10 @@ extension Agent {
             return ((), [.delete(owed.licenseID)])
         }
         _ = try? await AgentActivity.record(self, .licenseReleased, asset: license.assetID, reason: nil, seconds: nil, detail: nil)
-        let delivered = try await AgentSync.deliverReleases(self)
-        return delivered.contains(license.licenseID)
+        let delivered = try await AgentSync.deliverReleases(self).contains(license.licenseID)
+        logger.info("license released", metadata: ["asset": .string(license.assetID), "license": .string(license.licenseID),
+                                                   "server": .string(delivered ? "told" : "owed")])
+        return delivered
     }
 
     /// Removes every installed license at once (the DRM store reset): each becomes a release owed to
