@@ -43,7 +43,7 @@ import Testing
         defer { world.server.stop() }
         let origin = try await BackplaneCommandTests.origin(world)
         defer { origin.stop() }
-        origin.setThrottle(chunk: 4096, microseconds: 50_000)  // about 80 KB/s: the run is still downloading when stopped
+        origin.setThrottle(chunk: 1024, microseconds: 50_000)  // about 20 KB/s, 5 s for the file: the run is still downloading when stopped, however loaded the machine
         let directory = world.server.directory.appendingPathComponent("phone").path
         try await TestMedia.offloaded {
             #expect(try CLIRunner.run(["download", "add", origin.url("clip.mp4"), "--id", "clip", "--data-dir", directory]).status == 0)
