@@ -47,12 +47,8 @@ public struct FairPlayStep: DownloadStep {
             try keyring.keep(FairPlayKeyring.Record(assetID: id, certificate: fairPlay.certificate, simulatorSecret: fairPlay.simulatorSecret,
                                                     hu: Hex.encode(hu), ckc: Data(answer.ckc).base64EncodedString(), context: spc.context,
                                                     received: Date(), firstPlayback: nil, server: request.server))
-        } catch let error as AgentError {
-            throw .license(problem: error.problemType, detail: error.description, retryable: error.isRetryable)
-        } catch let error as DownloadFailure {
-            throw error
         } catch {
-            throw .license(problem: "fairplay", detail: "\(error)", retryable: false)
+            throw .license(from: error, other: "fairplay")
         }
     }
 

@@ -27,12 +27,8 @@ public struct LicenseStep: DownloadStep {
                 throw DownloadFailure.license(problem: "missing-entitlement", detail: "the asset was added without --token", retryable: false)
             }
             _ = try await agent.acquire(asset: id, token: token, persistent: true, server: request.server)
-        } catch let error as AgentError {
-            throw .license(problem: error.problemType, detail: error.description, retryable: error.isRetryable)
-        } catch let error as DownloadFailure {
-            throw error
         } catch {
-            throw .license(problem: "agent", detail: "\(error)", retryable: false)
+            throw .license(from: error, other: "agent")
         }
     }
 
@@ -47,5 +43,17 @@ public struct LicenseStep: DownloadStep {
     public func removed(_ asset: DownloadAsset) async {
         guard let request = asset.options.license, request.fairPlay == nil else { return }
         _ = try? await agent.release(asset: request.assetID ?? asset.id)  // owed and retried at the next contact when offline
+    }
+}
+
+extension DownloadFailure {
+    /// A license step's failure for `error`: the license server's problem type (retried only when worth it), a
+    /// failure the step made itself as it is, else `other` as the problem, never retried.
+    static func license(from error: any Error, other: String) -> DownloadFailure {
+        switch error {
+        case let error as AgentError: .license(problem: error.problemType, detail: error.description, retryable: error.isRetryable)
+        case let error as DownloadFailure: error
+        default: .license(problem: other, detail: "\(error)", retryable: false)
+        }
     }
 }
