@@ -6,7 +6,7 @@ import Security
 #endif
 
 /// Where the device's private key is kept: a file of the data directory (mode 0600) on Linux, the platform
-/// keychain on Apple platforms. A vault makes the key on first use and answers the same key afterwards, also
+/// keychain (under a stable name that outlives a reinstall) on Apple platforms. A vault makes the key on first use and answers the same key afterwards, also
 /// when two processes start at once.
 public protocol DeviceKeyVault: Sendable {
     /// The device key, made and kept on first use.
@@ -41,44 +41,29 @@ public struct FileKeyVault: DeviceKeyVault {
 }
 
 #if canImport(Security)
-/// The key in the platform keychain (a generic password item of service `dev.satchel.agent`, one account per
-/// data directory, readable only on this device after its first unlock).
+/// The key in the platform keychain: a generic password item of service `dev.satchel.agent` and a stable account
+/// (`device-key` unless the app names another), readable only on this device after its first unlock. The item
+/// outlives the app's files, so a reinstalled app keeps its device ID; a key an earlier version kept under the data
+/// directory's path is moved to the stable account on first use.
 public struct KeychainKeyVault: DeviceKeyVault {
     /// The item's service.
     public static let service = "dev.satchel.agent"
-    /// The item's account: the data directory's path.
+    /// The default account.
+    public static let defaultAccount = "device-key"
+    /// The item's account.
     public let account: String
+    private let lookup: StableDeviceKey<KeychainItems>
 
-    /// A vault for `dataDirectory`.
-    public init(dataDirectory: String) {
-        account = (dataDirectory as NSString).standardizingPath
+    /// A vault under `account` (an app with several agents names each); `dataDirectory` is where an earlier
+    /// version's item (keyed by its path) may be found.
+    public init(dataDirectory: String, account: String = KeychainKeyVault.defaultAccount) {
+        self.account = account
+        lookup = StableDeviceKey(items: KeychainItems(service: Self.service), account: account,
+                                 legacyAccount: (dataDirectory as NSString).standardizingPath)
     }
 
     public func deviceKey() throws(AgentError) -> P256.Signing.PrivateKey {
-        if let existing = try read() { return existing }
-        let made = P256.Signing.PrivateKey()
-        let attributes: [String: Any] = [
-            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: Self.service, kSecAttrAccount as String: account,
-            kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly, kSecValueData as String: made.rawRepresentation,
-        ]
-        let status = SecItemAdd(attributes as CFDictionary, nil)
-        if status == errSecDuplicateItem, let existing = try read() { return existing }  // another process made it first
-        guard status == errSecSuccess else { throw .storage("the keychain refused the device key (status \(status))") }
-        return made
-    }
-
-    private func read() throws(AgentError) -> P256.Signing.PrivateKey? {
-        let query: [String: Any] = [
-            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: Self.service, kSecAttrAccount as String: account,
-            kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitOne,
-        ]
-        var item: CFTypeRef?
-        let status = SecItemCopyMatching(query as CFDictionary, &item)
-        if status == errSecItemNotFound { return nil }
-        guard status == errSecSuccess, let data = item as? Data, let key = try? P256.Signing.PrivateKey(rawRepresentation: data) else {
-            throw .storage("the device key in the keychain cannot be read (status \(status))")
-        }
-        return key
+        try lookup.deviceKey()
     }
 }
 #endif

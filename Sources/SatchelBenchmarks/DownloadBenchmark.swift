@@ -86,7 +86,8 @@ struct DownloadBenchmark {
             var logger = Logger(label: "satchel.downloads")
             logger.logLevel = .warning  // retries and failures, on stderr (the suites show them when a run fails)
             let manager = try await DownloadManager(configuration: .init(dataDirectory: directory, rules: DownloadRules(headroom: 0), parallelism: parallelism,
-                                                                         maxParallelism: maxParallelism, logger: logger))
+                                                                         maxParallelism: maxParallelism, logger: logger),
+                                                    environment: DownloadEnvironment(network: FixedNetwork.unmetered))
             try await manager.add(url: url, id: "bench")
             let summary = await manager.run()
             await manager.close()

@@ -39,7 +39,7 @@ public struct FeedDataSource: SubscriptionDataSource {
 public struct SubscriptionReport: Sendable, Equatable, Encodable {
     /// Items enqueued (download IDs).
     public var added: [String] = []
-    /// Items deleted to make room for newer ones (download IDs).
+    /// Items reset to make room for newer ones (download IDs): their files deleted, back in the queue, paused.
     public var reset: [String] = []
     /// Items made but not downloaded: their feed's quota is full (download IDs).
     public var deferred: [String] = []
@@ -56,7 +56,7 @@ public struct SubscriptionReport: Sendable, Equatable, Encodable {
 
     /// The report in a line: `2 added, 1 deleted to make room, 0 deferred`.
     public var summary: String {
-        "\(added.count) added, \(reset.count) deleted to make room, \(deferred.count) deferred" + (skipped.isEmpty ? "" : ", \(skipped.count) skipped")
+        "\(added.count) added, \(reset.count) reset to make room, \(deferred.count) deferred" + (skipped.isEmpty ? "" : ", \(skipped.count) skipped")
     }
 }
 
@@ -146,7 +146,8 @@ public struct SubscriptionSync: Sendable {
                                           autodelete: subscription.autodelete, at: now)
         for asset in plan.delete {
             for stored in assets where stored.options.feed?.feedID == feed && stored.options.feed?.assetID == asset {
-                try await downloads.remove(stored.id)
+                // Seed 003 autodelete: the old item is reset (files deleted, back to its state before download), not dropped.
+                try await downloads.reset(stored.id)
                 report.reset.append(stored.id)
                 _ = try? await agent.activity.record(.subscriptionReset, asset: stored.id, reason: feed)
             }

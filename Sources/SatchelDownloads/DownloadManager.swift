@@ -156,6 +156,11 @@ public actor DownloadManager {
     /// A damaged record (``damagedAssets()``) is removed the same way.
     public func remove(_ id: String) async throws(DownloadError) { try await DownloadQueue.remove(self, id) }
 
+    /// Puts one asset back as it was before it downloaded: its files deleted (the plan kept), paused, queued, without
+    /// completion or play dates, failure or retries; it stays in the queue with its options and window until resumed
+    /// or removed. The steps hear of it as of a removal (its license is released).
+    public func reset(_ id: String) async throws(DownloadError) { try await DownloadQueue.reset(self, id) }
+
     /// Removes every asset not yet downloaded (the queue); complete ones stay.
     public func flush() async throws(DownloadError) {
         for asset in try await index.all() where asset.state != .complete { try await remove(asset.id) }

@@ -95,6 +95,22 @@ enum DownloadQueue {
         engine.emit(.queueChanged)
     }
 
+    static func reset(_ engine: isolated DownloadManager, _ id: String) async throws(DownloadError) {
+        guard var asset = try await engine.index.find(id) else { throw .notFound(id) }
+        engine.removing.insert(id)
+        defer { engine.removing.remove(id) }
+        await stopCurrent(engine, ifItIs: id)
+        do { try engine.store.delete(id, keepingPlan: true) } catch { throw .storage(error.description) }
+        engine.usedBytes = nil
+        for step in engine.steps { await step.removed(asset) }
+        let state = asset.state
+        (asset.state, asset.isPaused, asset.failure, asset.retryCount) = (.queued, true, nil, 0)
+        (asset.completedAt, asset.firstPlayAt) = (nil, nil)
+        try await engine.index.update(asset)
+        if state != .queued { engine.emit(.stateChanged(assetID: id, state: .queued)) }
+        engine.emit(.queueChanged)
+    }
+
     /// Moves `id` to place `index` of the queue (0: first; past the end: last); the others keep their order.
     static func move(_ engine: isolated DownloadManager, _ id: String, to index: Int) async throws(DownloadError) {
         guard index >= 0 else { throw .invalidArgument("a place in the queue is 0 or more") }

@@ -12,13 +12,15 @@ public struct DownloadRules: Sendable, Codable, Equatable {
     /// Whether downloading over a cellular (metered) network is permitted. Default false: downloads never happen over
     /// one.
     public var downloadOverCellular: Bool
-    /// What to do when the network's type cannot be detected (no network monitor on this system). Default
-    /// ``UnknownNetworkPolicy/allow``, so a server without one still downloads.
+    /// What to do when the network's type cannot be detected (no network monitor on this system, or it did not
+    /// answer). Default ``UnknownNetworkPolicy/deny``: an unknown network counts as metered, so downloads never happen
+    /// over a cellular connection the device could not recognise. A server or a container without a network monitor
+    /// sets ``UnknownNetworkPolicy/allow``.
     public var meteredUnknown: UnknownNetworkPolicy
 
     /// Creates rules (the defaults).
     public init(maxDownloadedAssets: Int = 100, maxStorageAllowed: Int64 = .max, headroom: Int64 = 1 << 30, downloadOverCellular: Bool = false,
-                meteredUnknown: UnknownNetworkPolicy = .allow) {
+                meteredUnknown: UnknownNetworkPolicy = .deny) {
         self.maxDownloadedAssets = maxDownloadedAssets
         self.maxStorageAllowed = maxStorageAllowed
         self.headroom = headroom
@@ -56,13 +58,14 @@ public struct DownloadEnvironment: Sendable {
     /// The network monitor: the network's type now, and a wake when it changes.
     public var network: any NetworkMonitor
 
-    /// Creates an environment. The network defaults to ``FixedNetwork/unmetered``; an app passes the system's
-    /// monitor (``NetworkManagerMonitor`` on Linux, `PathNetworkMonitor` on Apple platforms).
+    /// Creates an environment. Without a `network`, the engine watches the platform's own monitor
+    /// (``SystemNetwork/shared``: `NWPathMonitor` on Apple platforms, NetworkManager on Linux); an app that knows its
+    /// network for certain passes a ``FixedNetwork`` or a ``SettableNetwork``.
     public init(clock: any WallClock = SystemClock(), freeSpace: @escaping @Sendable (String) -> Int64? = DownloadEnvironment.volumeFreeSpace,
-                network: any NetworkMonitor = FixedNetwork.unmetered) {
+                network: (any NetworkMonitor)? = nil) {
         self.clock = clock
         self.freeSpace = freeSpace
-        self.network = network
+        self.network = network ?? SystemNetwork.shared
     }
 
     /// Free bytes available to unprivileged users on the volume holding `path` (statvfs).

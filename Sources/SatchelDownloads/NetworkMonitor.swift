@@ -13,7 +13,7 @@ public protocol NetworkMonitor: Sendable {
 
 /// A network that never changes: ``unmetered`` for a server, or whatever an app knows for certain.
 public struct FixedNetwork: NetworkMonitor {
-    /// An unmetered network (the engine's default).
+    /// An unmetered network (for a server on a wired network).
     public static let unmetered = FixedNetwork(.unmetered)
     /// The type.
     public let current: NetworkType
@@ -71,5 +71,27 @@ public final class SettableNetwork: NetworkMonitor {
             _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
         }
         return stream
+    }
+}
+
+/// The platform's network monitor, one per process: `NWPathMonitor` on Apple platforms, NetworkManager on Linux.
+/// It is what a download engine built without a monitor watches.
+public enum SystemNetwork {
+    /// The process's monitor, started on first use.
+    public static let shared: any NetworkMonitor = {
+        #if canImport(Network)
+        return PathNetworkMonitor()
+        #else
+        return NetworkManagerMonitor()
+        #endif
+    }()
+
+    /// Where ``shared`` reads the network's type, as a person names it.
+    public static var source: String {
+        #if canImport(Network)
+        return "the system's network path"
+        #else
+        return "NetworkManager"
+        #endif
     }
 }

@@ -22,7 +22,7 @@ enum BackplaneCommands {
     static func lines(_ report: BackplaneSync.Report) -> [String] {
         var lines = report.applied.map(line)
         if let subscriptions = report.subscriptions {
-            lines += subscriptions.added.map { "subscription: added \($0)" } + subscriptions.reset.map { "subscription: deleted \($0) to make room" }
+            lines += subscriptions.added.map { "subscription: added \($0)" } + subscriptions.reset.map { "subscription: reset \($0) to make room (its files deleted; it stays in the queue, paused)" }
                 + subscriptions.deferred.map { "subscription: deferred \($0) (its feed's quota is full)" }
                 + subscriptions.skipped.sorted { $0.key < $1.key }.map { "subscription: skipped \($0.key): \($0.value)" }
         }
@@ -62,9 +62,9 @@ enum BackplaneCommands {
             guard downloading || hasDownloads || follows else { return try await body(BackplaneSync(agent: agent, downloads: nil)) }
             var configuration = DownloadManager.Configuration(dataDirectory: directory)
             configuration.secrets = try DeviceSecretBox(dataDirectory: directory)
-            let rules = network?.applied(to: configuration.rules) ?? configuration.rules
+            let rules = try network?.applied(to: configuration.rules) ?? configuration.rules
             configuration.rules = rules.governed(by: try await agent.backplane.status().settings)
-            let environment = DownloadEnvironment(network: network?.monitor() ?? FixedNetwork.unmetered)
+            let environment = DownloadEnvironment(network: try network?.monitor() ?? FixedNetwork.unmetered)
             let manager = try await DownloadManager(configuration: configuration, environment: environment,
                                                     steps: [PermissionStep(agent: agent), LicenseStep(agent: agent)])
             let reporting = EngineActivity.start(manager, agent: agent)

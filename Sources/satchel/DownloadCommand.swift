@@ -100,7 +100,7 @@ struct DownloadAdd: SatchelAsyncCommand {
     @OptionGroup var tokenSource: TokenSource
     @Option(name: .customLong("license-asset"), help: "With --license: the asset ID on the license server (default: --id).") var licenseAsset: String?
     @OptionGroup var fairPlay: FairPlayDownloadOptions
-    @Option(help: "The feed the asset belongs to (with --id, its asset ID in the feed): it then counts toward that feed's quota on this device, and may be deleted to make room for newer items.")
+    @Option(help: "The feed the asset belongs to (with --id, its asset ID in the feed): it then counts toward that feed's quota on this device, and may be reset (its files deleted) to make room for newer items.")
     var feed: String?
     @Option(help: "A description of the asset, kept with it and shown by download list.") var description: String?
     @Option(name: .customLong("user-info"), help: "The app's own values for the asset: a JSON object, kept with it and shown by download list --json.")
@@ -172,12 +172,12 @@ struct DownloadRun: SatchelAsyncCommand {
               (maxStorage ?? 0) >= 0, (maxStorage ?? 0) < (1 << 43), lowSpeedLimit >= 0, (1...86_400).contains(lowSpeedTime) else {
             throw CLIError("--parallel and --max-parallel must be 1 to 256; sizes, delays and limits not negative (--low-speed-time 1 to 86400 s)")
         }
-        let rules = network.applied(to: DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max,
+        let rules = try network.applied(to: DownloadRules(maxDownloadedAssets: maxAssets, maxStorageAllowed: maxStorage.map { $0 << 20 } ?? .max,
                                                       headroom: headroom << 20))
         let synced = Locked(false), interrupted = Locked(false)
         let stops = SignalWatch.caught()
         defer { stops.release() }
-        let summary = try await directory.withEngine(network: network.monitor(), { configuration in
+        let summary = try await directory.withEngine(network: try network.monitor(), { configuration in
             configuration.rules = rules
             configuration.parallelism = parallel
             configuration.maxParallelism = max(maxParallel, parallel)

@@ -9,11 +9,11 @@ extension AgentCommand {
         static let configuration = CommandConfiguration(
             commandName: "subscribe",
             abstract: "Follow a feed of the backplane: its new items are enqueued at each sync (newest first) and downloaded by download run or agent listen.",
-            discussion: "Subscribing again changes the quota. Past the quota, the oldest of the feed's items on the device is deleted to make room (--autodelete, the default) or the new item is made but not downloaded (--no-autodelete: deferred).")
+            discussion: "Subscribing again changes the quota. Past the quota, the oldest of the feed's items on the device is reset to make room (--autodelete, the default: its files deleted, it stays in the queue, paused) or the new item is made but not downloaded (--no-autodelete: deferred).")
         @Argument(help: "The feed's ID.") var feed: String
         @OptionGroup var agent: AgentOptions
         @Option(name: .customLong("max-items"), help: "The most of the feed's items kept on the device; 0 = no limit.") var maxItems = 0
-        @Flag(inversion: .prefixedNo, help: "Past the quota, delete the feed's oldest item on the device to make room (else defer the new one).")
+        @Flag(inversion: .prefixedNo, help: "Past the quota, reset the feed's oldest item on the device (delete its files, keep it paused in the queue) to make room (else defer the new one).")
         var autodelete = true
         @Flag(help: "Print the subscription as JSON.") var json = false
 
@@ -49,7 +49,7 @@ extension AgentCommand {
         }
 
         static func line(_ subscription: Subscription) -> String {
-            let quota = subscription.maxItems == 0 ? "no limit" : "at most \(subscription.maxItems), " + (subscription.autodelete ? "oldest deleted" : "new deferred")
+            let quota = subscription.maxItems == 0 ? "no limit" : "at most \(subscription.maxItems), " + (subscription.autodelete ? "oldest reset" : "new deferred")
             return "\(subscription.feedID)\t\(quota)\tapplied through item \(subscription.applied)"
         }
     }

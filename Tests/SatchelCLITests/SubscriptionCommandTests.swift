@@ -48,7 +48,7 @@ import Testing
             let unknown = try CLIRunner.run(["agent", "subscribe", "films", "--data-dir", device.directory])
             #expect(unknown.status != 0 && unknown.stderr.contains("no feed films"), "\(unknown.stderr)")
             let subscribed = try CLIRunner.run(["agent", "subscribe", "news", "--max-items", "2", "--data-dir", device.directory])
-            #expect(subscribed.status == 0 && subscribed.stdout.contains("news\tat most 2, oldest deleted\tapplied through item 0"), "\(subscribed.stdout) \(subscribed.stderr)")
+            #expect(subscribed.status == 0 && subscribed.stdout.contains("news\tat most 2, oldest reset\tapplied through item 0"), "\(subscribed.stdout) \(subscribed.stderr)")
             let subscribers = try world.backplane(["feeds", "subscribers", "news"])
             #expect(subscribers.stdout.contains(device.id + "\tat most 2"), "\(subscribers.stdout) \(subscribers.stderr)")
 
@@ -61,14 +61,20 @@ import Testing
             let order = try BackplaneCommandTests.listJSON(device.directory).compactMap { $0["id"] as? String }
             #expect(order == ["tuesday", "monday"], "newest first")
 
-            // Full quota, autodelete: the oldest goes to make room.
+            // Full quota, autodelete: the oldest is reset to make room — seed 003: "deletes any downloaded files from
+            // local storage and resets the objects properties and status back to a pre-download state".
             try Self.add(world, origin, "wednesday", day: "2026-11-25")
             ran = try CLIRunner.run(["download", "run", "--data-dir", device.directory])
-            #expect(ran.status == 0 && ran.stderr.contains("subscription: deleted monday to make room"), "\(ran.stderr)")
+            #expect(ran.status == 3 && ran.stderr.contains("subscription: reset monday to make room"), "monday waits, paused: \(ran.status) \(ran.stderr)")
             assets = try Self.assets(device.directory)
-            #expect(Set(assets.keys) == ["tuesday", "wednesday"] && assets["wednesday"]?.state == "complete")
-            #expect(!FileManager.default.fileExists(atPath: device.directory + "/assets/monday"), "its files are gone")
+            #expect(Set(assets.keys) == ["monday", "tuesday", "wednesday"] && assets["wednesday"]?.state == "complete")
+            #expect(assets["monday"]?.state == "queued" && assets["monday"]?.paused == true && assets["monday"]?.feed == "news", "back before its download")
+            let monday = try #require(try BackplaneCommandTests.listJSON(device.directory).first { $0["id"] as? String == "monday" })
+            #expect(monday["completedAt"] == nil && monday["failure"] == nil, "\(monday)")
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: device.directory + "/assets/monday")) ?? []
+            #expect(left.allSatisfy { $0 == ".satchel" }, "its files are gone: \(left)")
             #expect(try CLIRunner.run(["download", "run", "--data-dir", device.directory]).stderr.contains("subscription:") == false, "nothing new: nothing done")
+            #expect(try CLIRunner.run(["download", "remove", "monday", "--data-dir", device.directory]).status == 0)
 
             // Full quota, no autodelete: the new item is made but waits, paused (run exits 3: some wait).
             #expect(try CLIRunner.run(["agent", "subscribe", "news", "--max-items", "2", "--no-autodelete", "--data-dir", device.directory]).status == 0)
@@ -208,7 +214,8 @@ import Testing
             return try world.device("device")
         }
         let agent = try await Agent(dataDirectory: device.directory, logger: Logger(label: "test"))
-        let downloads = try await DownloadManager(configuration: DownloadManager.Configuration(dataDirectory: device.directory))
+        let downloads = try await DownloadManager(configuration: DownloadManager.Configuration(dataDirectory: device.directory),
+                                                  environment: DownloadEnvironment(network: FixedNetwork.unmetered))
         do {
             _ = try await agent.backplane.subscribe(SubscriptionRequest(feedID: "news"))
             _ = try await agent.backplane.sync()  // the settings: private origins allowed

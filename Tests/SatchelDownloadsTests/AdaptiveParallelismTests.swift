@@ -64,7 +64,8 @@ struct AdaptiveParallelismTests {
         defer { world.origin.stop() }
         world.origin.setThrottle(chunk: 4096, microseconds: 25_000)  // about 160 KB/s per connection: 2 take 2 s
         let adaptive = try await DownloadManager(configuration: .init(dataDirectory: world.dataDirectory, rules: DownloadRules(headroom: 0),
-                                                                      parallelism: 2, maxParallelism: 8, progressInterval: .milliseconds(50)))
+                                                                      parallelism: 2, maxParallelism: 8, progressInterval: .milliseconds(50)),
+                                                 environment: DownloadEnvironment(network: FixedNetwork.unmetered))
         try await adaptive.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         #expect(await adaptive.run().allComplete)
         await adaptive.close()

@@ -159,7 +159,7 @@ struct DownloadDiskFullTests {
         let manager = try await DownloadManager(configuration: .init(dataDirectory: world.dataDirectory, destination: small.path,
                                                                      rules: DownloadRules(headroom: 0), parallelism: 2,
                                                                      retryDelay: .milliseconds(1), passDelay: .milliseconds(1)),
-                                                environment: DownloadEnvironment(freeSpace: { _ in 1 << 40 }))
+                                                environment: DownloadEnvironment(freeSpace: { _ in 1 << 40 }, network: FixedNetwork.unmetered))
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         _ = await manager.run()
@@ -201,7 +201,7 @@ struct DownloadDiskFullTests {
         defer { _ = try? TestMedia.run("umount", ["-l", data.path]) }
         let manager = try await DownloadManager(configuration: .init(dataDirectory: data.path, rules: DownloadRules(headroom: 0),
                                                                      parallelism: 2, retryDelay: .milliseconds(1), passDelay: .milliseconds(1)),
-                                                environment: DownloadEnvironment(freeSpace: { _ in 1 << 40 }))
+                                                environment: DownloadEnvironment(freeSpace: { _ in 1 << 40 }, network: FixedNetwork.unmetered))
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         Self.fill(data, inodes: inodes)
@@ -230,7 +230,8 @@ struct DownloadDiskFullTests {
         let manager = try await DownloadManager(
             configuration: .init(dataDirectory: world.dataDirectory, rules: DownloadRules(headroom: 0), parallelism: 2,
                                  retryDelay: .milliseconds(10), passDelay: .milliseconds(10),
-                                 lowSpeed: LowSpeedLimit(bytesPerSecond: 32 * 1024, period: .seconds(1))))
+                                 lowSpeed: LowSpeedLimit(bytesPerSecond: 32 * 1024, period: .seconds(1))),
+            environment: DownloadEnvironment(network: FixedNetwork.unmetered))
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         world.origin.inject(.slow(milliseconds: 1000), on: DownloadFaultTests.segment, times: 1)  // 4 KiB a second

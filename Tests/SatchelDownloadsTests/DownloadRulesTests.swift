@@ -15,7 +15,7 @@ struct DownloadRulesTests {
         let environment = DownloadEnvironment(freeSpace: { _ in
             calls.value += 1
             return free.value
-        })
+        }, network: FixedNetwork.unmetered)
         let manager = try await world.manager(rules: DownloadRules(headroom: 100 << 20), environment: environment, parallelism: 1)
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "a")
         _ = await manager.run()
@@ -91,7 +91,7 @@ struct DownloadRulesTests {
         defer { world.origin.stop() }
         let start = Date(timeIntervalSince1970: 2_000_000_000)
         let clock = ManualClock(start)
-        let manager = try await world.manager(environment: DownloadEnvironment(clock: clock))
+        let manager = try await world.manager(environment: DownloadEnvironment(clock: clock, network: FixedNetwork.unmetered))
         let log = await EventLog(manager)
         let url = world.origin.url("asset/master.m3u8")
         try await manager.add(url: url, id: "later", window: .init(publishDate: start.addingTimeInterval(3600)))

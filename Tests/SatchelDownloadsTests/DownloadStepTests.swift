@@ -42,7 +42,7 @@ struct DownloadStepTests {
         let step = LicenseStep(refusals: 2)
         let manager = try await DownloadManager(configuration: .init(dataDirectory: world.dataDirectory, rules: DownloadRules(headroom: 0),
                                                                      retryDelay: .milliseconds(10), passDelay: .milliseconds(10)),
-                                                steps: [step])
+                                                environment: DownloadEnvironment(network: FixedNetwork.unmetered), steps: [step])
         let log = await EventLog(manager)
         try await manager.add(url: world.origin.url("s/index.m3u8"), id: "s")
         #expect(await manager.run().allComplete)
@@ -60,7 +60,7 @@ struct DownloadStepTests {
         let blocked = try await DownloadManager(configuration: .init(dataDirectory: world.directory.appendingPathComponent("data2").path,
                                                                      rules: DownloadRules(headroom: 0), retryDelay: .milliseconds(1),
                                                                      passDelay: .milliseconds(1)),
-                                                steps: [never])
+                                                environment: DownloadEnvironment(network: FixedNetwork.unmetered), steps: [never])
         try await blocked.add(url: world.origin.url("s/index.m3u8"), id: "s")
         #expect(await blocked.run().states[.blocked] == 1)
         #expect(never.calls.current == 9, "three attempts in each of three passes")
@@ -71,7 +71,7 @@ struct DownloadStepTests {
         let final = try await DownloadManager(configuration: .init(dataDirectory: world.directory.appendingPathComponent("data3").path,
                                                                    rules: DownloadRules(headroom: 0), retryDelay: .milliseconds(1),
                                                                    passDelay: .milliseconds(1)),
-                                              steps: [refused])
+                                              environment: DownloadEnvironment(network: FixedNetwork.unmetered), steps: [refused])
         try await final.add(url: world.origin.url("s/index.m3u8"), id: "s")
         #expect(await final.run().states[.blocked] == 1)
         #expect(refused.calls.current == 1, "a refusal that is not retryable blocks at once")

@@ -41,7 +41,7 @@ struct DownloadWorld {
     var dataDirectory: String { directory.appendingPathComponent("data").path }
 
     /// An engine with quick retries and a read timeout short for a download, long enough for a loaded test machine.
-    func manager(rules: DownloadRules = DownloadRules(headroom: 0), environment: DownloadEnvironment = DownloadEnvironment(),
+    func manager(rules: DownloadRules = DownloadRules(headroom: 0), environment: DownloadEnvironment = DownloadEnvironment(network: FixedNetwork.unmetered),
                  parallelism: Int = 4) async throws -> DownloadManager {
         try await DownloadManager(configuration: .init(dataDirectory: dataDirectory, rules: rules, parallelism: parallelism, maxParallelism: parallelism,
                                                        retryDelay: .milliseconds(10), passDelay: .milliseconds(10),

@@ -111,7 +111,8 @@ struct LoggingTests {
         let logger = Logger(label: "satchel.downloads") { SatchelLogHandler(label: $0, level: .debug, sinks: .init(standardError: false, hub: hub)) }
         let manager = try await DownloadManager(
             configuration: .init(dataDirectory: world.dataDirectory, rules: DownloadRules(maxDownloadedAssets: 1, headroom: 0),
-                                 retryDelay: .milliseconds(1), passDelay: .milliseconds(1), logger: logger))
+                                 retryDelay: .milliseconds(1), passDelay: .milliseconds(1), logger: logger),
+            environment: DownloadEnvironment(network: FixedNetwork.unmetered))
         try await manager.add(url: world.origin.url("asset/master.m3u8?token=s3cret"), id: "first",
                               options: DownloadOptions(headers: ["Authorization": "Bearer s3cret-header"]))
         try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "second")

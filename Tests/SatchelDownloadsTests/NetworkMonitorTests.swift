@@ -47,19 +47,33 @@ struct NetworkMonitorTests {
         #expect(NetworkManagerReading.networkType("GENERAL.METERED:yes\nGENERAL.STATE:100\n"[...]) == .unknown, "fields before a device are ignored")
     }
 
-    @Test("the rules: metered waits unless allowed; an unknown network follows metered-unknown (allow by default)")
+    /// Seed 003: "If this value is NO, downloads will never happen over a cellular connection" — so a network the
+    /// device cannot recognise counts as metered unless the app says otherwise.
+    @Test("the rules: metered waits unless allowed; an unknown network counts as metered by default (metered-unknown deny), allowed only when the app says so")
     func rules() {
         let strict = QueuePolicy(rules: DownloadRules(headroom: 0))
+        #expect(DownloadRules().meteredUnknown == .deny && !DownloadRules().downloadOverCellular)
         #expect(strict.networkHold(.cellular) == .networkUnavailable(.cellular))
         #expect(strict.networkHold(.none) == .networkUnavailable(.none))
-        #expect(strict.networkHold(.unknown) == nil)
+        #expect(strict.networkHold(.unknown) == .networkUnavailable(.unknown))
         #expect(strict.networkHold(.unmetered) == nil)
+        let allow = QueuePolicy(rules: DownloadRules(headroom: 0, meteredUnknown: .allow))
+        #expect(allow.networkHold(.unknown) == nil)
+        #expect(allow.networkHold(.cellular) == .networkUnavailable(.cellular))
         let deny = QueuePolicy(rules: DownloadRules(headroom: 0, meteredUnknown: .deny))
         #expect(deny.networkHold(.unknown) == .networkUnavailable(.unknown))
         #expect(deny.networkHold(.unmetered) == nil)
         let cellular = QueuePolicy(rules: DownloadRules(headroom: 0, downloadOverCellular: true, meteredUnknown: .deny))
         #expect(cellular.networkHold(.cellular) == nil && cellular.networkHold(.unknown) == nil)
         #expect(DownloadFailure.networkUnavailable(.unknown).description.contains("cannot be detected"))
+    }
+
+    @Test("an engine built without a network monitor watches the platform's own (one per process), not a network assumed unmetered")
+    func systemMonitorByDefault() {
+        let environment = DownloadEnvironment()
+        #expect(environment.network as AnyObject === SystemNetwork.shared as AnyObject)
+        #expect(!(environment.network is FixedNetwork))
+        #expect(DownloadEnvironment(network: FixedNetwork(.cellular)).network.current == .cellular)
     }
 
     @Test("NetworkManagerMonitor asks nmcli now and again, hears a change, and gives unknown when nmcli fails, hangs or is missing")
