@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import SatchelBackplane
 import SatchelBytes
 import SatchelRights
 
@@ -16,6 +17,9 @@ public enum AgentEvent: Sendable, Equatable {
     case releaseRefused(licenseID: String, problem: String)
     /// The server holds this license released (or does not know it): it was removed from the device.
     case licenseRevoked(licenseID: String, asset: String)
+    /// A notice of the backplane's (what an app shows the user): the credentials refused, the device unregistered,
+    /// the result of a change the device asked for, its events sent; `detail` says more.
+    case notice(BackplaneNotice, detail: String)
 }
 
 /// A stored license with what its rights allow now.

@@ -64,7 +64,7 @@ enum AgentActivity {
     static func send(_ agent: isolated Agent) async throws(AgentError) -> Int {
         guard let registration = agent.identity.registration else { return 0 }
         let outbox = try await outbox(agent)
-        var recorded = 0
+        var recorded = 0, sent = 0
         for _ in 0..<batchesPerSend {
             let batch = try await outbox.pending(limit: EventRules.batchLimit)
             guard !batch.isEmpty else { break }
@@ -72,7 +72,9 @@ enum AgentActivity {
                                                             timeout: AgentBackplane.timeout)
             recorded += try Agent.decode(EventBatchAnswer.self, answer, what: "the events' receipt").recorded
             try await outbox.remove(batch.map(\.eventID))
+            sent += batch.count
         }
+        if sent > 0 { agent.report(.notice(.logsSent, detail: "\(sent) event\(sent == 1 ? "" : "s") delivered")) }
         return recorded
     }
 }

@@ -90,6 +90,33 @@ enum AgentBackplane {
         return answer
     }
 
+    /// Asks the backplane to turn this device's downloading on or off (on only within its user's device limit), keeps
+    /// what it saved, and reports the result as a device-save-result notice.
+    static func updateDownloadEnabled(_ agent: isolated Agent, _ wanted: Bool) async throws(AgentError) -> Bool {
+        let saved: Bool
+        do throws(AgentError) {
+            let server = try agent.identity.registered().server
+            let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/download-enabled", server: server, token: nil, timeout: timeout,
+                                                                 answer: .signed) { registration, nonce, time in
+                DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time, downloadEnabled: wanted)
+            }
+            let answer = try Agent.decode(DownloadToggleAnswer.self, data, what: "the download toggle")
+            guard answer.deviceID == (try agent.identity.registered().deviceID) else { throw .invalidAnswer("the toggle is for another device") }
+            saved = answer.downloadEnabled
+            try await agent.store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
+                var status = state.backplane ?? BackplaneStatus()
+                status.downloadEnabled = saved
+                state.backplane = status
+                return ((), [])
+            }
+        } catch {
+            agent.report(.notice(.deviceSaveResult, detail: "downloads not turned \(wanted ? "on" : "off"): \(error.description)"))
+            throw error
+        }
+        agent.report(.notice(.deviceSaveResult, detail: "downloads \(saved ? "on" : "off")"))
+        return saved
+    }
+
     static func unregister(_ agent: isolated Agent) throws(AgentError) {
         try agent.identity.forget(dataDirectory: agent.dataDirectory)
         agent.identity.registration = nil

@@ -96,6 +96,9 @@ enum AgentRequests {
                 retried = true
                 _ = try await AgentClock.fetchTime(agent, server: server)
                 continue
+            } catch {
+                if let notice = credentialsNotice(error) { agent.report(.notice(notice, detail: error.description)) }
+                throw error
             }
             if case .signed = check {
                 try await AgentServerKeys.learn(agent, kid: SignedAnswer.keyID(answer.signature))
@@ -111,6 +114,17 @@ enum AgentRequests {
                 }
             }
             return (answer.body, nonce)
+        }
+    }
+
+    /// The notice a refused signed request raises: the device no longer registered, or its credentials (certificate,
+    /// key, user) refused; nil for any other failure.
+    static func credentialsNotice(_ error: AgentError) -> BackplaneNotice? {
+        guard case let .server(type, status, _) = error else { return nil }
+        switch type {
+        case "device-unregistered": return .unregistered
+        case "not-entitled" where status == 403, "missing-entitlement", "invalid-entitlement": return .invalidCredentials
+        default: return status == 401 ? .invalidCredentials : nil
         }
     }
 

@@ -17,6 +17,14 @@ public struct DeviceBackplane: Sendable {
     /// Acknowledges an applied command to the backplane and records it (its toggle, settings or kill).
     public func acknowledge(_ command: BackplaneCommand) async throws(AgentError) { try await AgentBackplane.acknowledge(agent, command) }
 
+    /// Asks the backplane to turn this device's downloading on or off — the backplane-enforced toggle; on only while
+    /// its user has fewer download-enabled devices than the limit (else `AgentError.server` with type
+    /// `device-limit-reached`). The device must be online. Answers the toggle as saved; the result is also an
+    /// ``AgentEvent/notice(_:detail:)`` of ``BackplaneNotice/deviceSaveResult``.
+    public func updateDownloadEnabled(_ enabled: Bool) async throws(AgentError) -> Bool {
+        try await AgentBackplane.updateDownloadEnabled(agent, enabled)
+    }
+
     /// Asks the backplane whether this device may download `asset`.
     public func permission(asset: String) async throws(AgentError) -> BackplanePermissionAnswer {
         try await AgentBackplane.permission(agent, asset: asset)

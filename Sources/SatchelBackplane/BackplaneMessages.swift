@@ -32,6 +32,20 @@ public struct BackplaneSyncAnswer: Codable, Sendable, Equatable {
     }
 }
 
+/// `POST /backplane/download-enabled`'s answer: the device's download toggle as the backplane saved it.
+public struct DownloadToggleAnswer: Codable, Sendable, Equatable {
+    /// The device.
+    public var deviceID: String
+    /// Whether it may download now.
+    public var downloadEnabled: Bool
+
+    /// An answer.
+    public init(deviceID: String, downloadEnabled: Bool) {
+        self.deviceID = deviceID
+        self.downloadEnabled = downloadEnabled
+    }
+}
+
 /// `POST /backplane/permissions`' answer: granted, or refused with a reason (stable code and text).
 public struct BackplanePermissionAnswer: Codable, Sendable, Equatable {
     /// The asset asked about.

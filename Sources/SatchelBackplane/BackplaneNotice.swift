@@ -14,6 +14,10 @@ public enum BackplaneNotice: String, Codable, Sendable, CaseIterable {
     case syncResult = "sync-result"
     /// The device was remotely killed: wiped and unregistered.
     case remoteKill = "remote-kill"
+    /// The device's own change to the backplane's record of it (its download toggle) was saved, or refused.
+    case deviceSaveResult = "device-save-result"
+    /// The device's events (its logs for the operator) were delivered to the backplane.
+    case logsSent = "logs-sent"
 
     /// The notice as a person reads it.
     public var text: String {
@@ -25,6 +29,8 @@ public enum BackplaneNotice: String, Codable, Sendable, CaseIterable {
         case .communicationsFailure: return "the backplane cannot be reached"
         case .syncResult: return "synced"
         case .remoteKill: return "the device was remotely killed: its downloads and licenses are gone"
+        case .deviceSaveResult: return "the device's change was answered"
+        case .logsSent: return "the device's events were sent"
         }
     }
 }

@@ -107,7 +107,7 @@ public struct DeviceRegistry: Sendable, DeviceRowReading {
         let found = try await stored("read devices") { () async throws -> (any SQLRow)? in
             try await sql.raw(LicensingQueries.device(id: id)).first()
         }
-        guard let row = found else { throw .notEntitled("the device is not registered with this server") }
+        guard let row = found else { throw .unregisteredDevice }
         let fields = try await stored("read devices") { () throws -> (String, String, String?, String?, Date, Bool?) in
             (try row.decode(column: "subject", as: String.self), try row.decode(column: "public_key", as: String.self),
              try row.decode(column: "name", as: String?.self), try row.decode(column: "external_id", as: String?.self),

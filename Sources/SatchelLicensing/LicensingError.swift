@@ -8,7 +8,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
     public var httpStatus: Int {
         switch self {
         case .missingEntitlement, .invalidEntitlement: return 401
-        case .notEntitled, .policyDenied, .deviceDisabled, .rentalBound, .streamLimit, .refusedByPolicy, .offlineRefused: return 403
+        case .notEntitled, .unregisteredDevice, .policyDenied, .deviceDisabled, .rentalBound, .streamLimit, .refusedByPolicy, .offlineRefused: return 403
         case .replayed, .keyHeld: return 409
         case .unknownAsset: return 404
         case .badRequest, .clockSkew: return 400
@@ -23,6 +23,9 @@ public enum LicensingError: ProblemConvertible, Equatable {
     case invalidEntitlement(String)
     /// The token does not cover this asset or license type.
     case notEntitled(String)
+    /// The signed request's device is not registered with this server (deleted, or registered elsewhere): it
+    /// registers again.
+    case unregisteredDevice
     /// No key or asset is known by this identifier.
     case unknownAsset(String)
     /// The asset's policy forbids the license now (dates, offline, …).
@@ -62,6 +65,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .missingEntitlement: return "missing-entitlement"
         case .invalidEntitlement: return "invalid-entitlement"
         case .notEntitled: return "not-entitled"
+        case .unregisteredDevice: return "device-unregistered"
         case .unknownAsset: return "unknown-asset"
         case .policyDenied: return "policy-denied"
         case .badRequest: return "bad-request"
@@ -84,6 +88,7 @@ public enum LicensingError: ProblemConvertible, Equatable {
         case .missingEntitlement: return "an entitlement token is required (Authorization: Bearer … or \"token\" in the body)"
         case let .invalidEntitlement(reason): return "invalid entitlement token: \(reason)"
         case let .notEntitled(reason): return "not entitled: \(reason)"
+        case .unregisteredDevice: return "the device is not registered with this server: register it again"
         case let .unknownAsset(id): return "unknown asset or key \(id)"
         case let .policyDenied(reason): return "the asset's policy does not allow this: \(reason)"
         case let .badRequest(reason): return "bad request: \(reason)"

@@ -49,11 +49,14 @@ public struct DeviceRequestClaims: Codable, Sendable, Equatable {
     /// The method and path the request is for (``route(method:path:)``): the server answers it on that route only,
     /// so a request signed for one route (a permission) cannot be posted to another (a command's acknowledgement).
     public var route: String?
+    /// The download toggle the device asks the backplane for (`POST /backplane/download-enabled`).
+    public var downloadEnabled: Bool?
 
     /// Creates claims.
     public init(certificate: String, assetID: String? = nil, keyIDs: [String]? = nil, licenseID: String? = nil,
                 persistent: Bool? = nil, nonce: String, time: Date, bodyDigest: String? = nil, customData: String? = nil,
-                route: String? = nil) {
+                route: String? = nil, downloadEnabled: Bool? = nil) {
+        self.downloadEnabled = downloadEnabled
         self.certificate = certificate
         self.assetID = assetID
         self.keyIDs = keyIDs

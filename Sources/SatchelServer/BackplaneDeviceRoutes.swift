@@ -44,6 +44,13 @@ struct BackplaneDeviceRoutes: RouteGroup {
             try await backplane.store.acknowledge(device: device.deviceID, command: id)
             return Response(status: .noContent)
         }
+        router.post("/backplane/download-enabled") { request, _ in
+            let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
+            let (claims, device) = try await backplane.device(signed: body.request, for: request)
+            guard let wanted = claims.downloadEnabled else { throw BackplaneError.badRequest("downloadEnabled (true or false) is required") }
+            let saved = try await backplane.setDownloadEnabled(.device(device.deviceID), wanted)
+            return try await backplane.signed(DownloadToggleAnswer(deviceID: saved.deviceID, downloadEnabled: saved.downloadEnabled), answering: claims)
+        }
         router.post("/backplane/permissions") { request, _ in
             let body = try await DeviceLicenseRoutes.decode(DeviceRequestEnvelope.self, request)
             let (claims, device) = try await backplane.device(signed: body.request, for: request)

@@ -39,6 +39,9 @@ struct AgentOptions: ParsableArguments {
         for await event in agent.events {
             let line: String
             switch event {
+            case let .notice(notice, detail):
+                FileHandle.standardError.write(Data("satchel: notice: \(notice.rawValue): \(detail)\n".utf8))
+                continue
             case .untrustedTime: line = "untrusted-time: the device clock went back; date-based rights are untrusted until the server's time confirms it (license sync)"
             case .trustRestored: line = "trust-restored: the server's time confirmed the device clock"
             case let .releaseDelivered(licenseID): line = "release-delivered: \(licenseID)"
@@ -54,7 +57,7 @@ struct AgentOptions: ParsableArguments {
 struct AgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "agent",
                                                     abstract: "The device agent: register this device with a license server, sync with its backplane.",
-                                                    subcommands: [Register.self, Sync.self, Listen.self, Subscribe.self, Unsubscribe.self, Subscriptions.self])
+                                                    subcommands: [Register.self, Sync.self, Listen.self, Downloads.self, Subscribe.self, Unsubscribe.self, Subscriptions.self])
 
     struct Register: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(commandName: "register",
