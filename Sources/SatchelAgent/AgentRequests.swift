@@ -85,10 +85,7 @@ enum AgentRequests {
         let client = try LicenseServerClient(server: server, timeout: timeout, http: agent.transport.client)
         var retried = false
         while true {
-            let nonce = Hex.encode(SecureRandom.bytes(16))
-            var made = claims(registration, nonce, try await AgentClock.requestTime(agent, server: server))
-            made.route = route
-            let request = try sign(agent, made)
+            let (request, nonce) = try await signedRequest(agent, registration, server: server, route: route, claims)
             let answer: LicenseServerClient.Answer
             do {
                 answer = try await send(client, request)
@@ -115,6 +112,16 @@ enum AgentRequests {
             }
             return (answer.body, nonce)
         }
+    }
+
+    /// A request for `route` signed by the device key, with a fresh nonce and dated by the server's time; answers it
+    /// and its nonce.
+    static func signedRequest(_ agent: isolated Agent, _ registration: DeviceIdentity.Registration, server: String, route: String,
+                              _ claims: (DeviceIdentity.Registration, String, Date) -> DeviceRequestClaims) async throws(AgentError) -> (String, String) {
+        let nonce = Hex.encode(SecureRandom.bytes(16))
+        var made = claims(registration, nonce, try await AgentClock.requestTime(agent, server: server))
+        made.route = route
+        return (try sign(agent, made), nonce)
     }
 
     /// The notice a refused signed request raises: the device no longer registered, or its credentials (certificate,

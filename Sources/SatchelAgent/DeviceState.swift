@@ -22,6 +22,9 @@ struct DeviceState: Codable, Sendable, Equatable {
     var owed: [OwedRelease] = []
     /// What the backplane last told this device (nil: never synced, or lost with a state rebuilt).
     var backplane: BackplaneStatus?
+    /// License challenges handed to the app and not yet answered (delegated acquisition), oldest first; nil: none
+    /// ever (a state sealed before they existed).
+    var challenges: [PendingChallenge]?
 
     /// One installed license as the sealed state vouches for it.
     struct InstalledLicense: Codable, Sendable, Equatable {

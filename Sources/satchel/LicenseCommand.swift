@@ -8,8 +8,9 @@ import SatchelRights
 /// `satchel license`: the device's licenses.
 struct LicenseCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "license", abstract: "The device's licenses: acquire, list, use, renew, release, sync; request (FairPlay, Clear Key, AES-128 as a player would).",
-        subcommands: [Acquire.self, List.self, Use.self, Renew.self, Release.self, Reset.self, Sync.self, LicenseRequestCommand.self])
+        commandName: "license", abstract: "The device's licenses: acquire (or challenge and install, sent your own way), list, use, renew, release, sync; request (FairPlay, Clear Key, AES-128 as a player would).",
+        subcommands: [Acquire.self, Challenge.self, Install.self, List.self, Use.self, Renew.self, Release.self, Reset.self, Sync.self,
+                      LicenseRequestCommand.self])
 
     struct Acquire: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(commandName: "acquire", abstract: "Acquire and store a license for an asset.")

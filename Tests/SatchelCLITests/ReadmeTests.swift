@@ -209,7 +209,7 @@ struct ReadmeTests {
         #expect(result.status == 0 && result.stdout.contains("the same bytes"), "\(result.stdout) \(result.stderr.suffix(800))")
     }
 
-    @Test("the device agent's example (server, register, acquire, list, rights, use, renew, sync, release, licenses) runs as written",
+    @Test("the device agent's example (server, register, acquire, list, rights, use, renew, delegated challenge and install, sync, release, licenses) runs as written",
           .timeLimit(.minutes(3)))
     func agentExample() async throws {
         #expect((try? RawConnection(port: 8083, timeout: 1)) == nil, "port 8083, which README's agent example uses, is taken")
@@ -217,6 +217,7 @@ struct ReadmeTests {
         #expect(result.status == 0, "\(result.stderr.suffix(1500))")
         #expect(result.stdout.contains("\"status\" : \"valid\"") && result.stdout.contains("1 key ready for playback"), "\(result.stdout)")
         #expect(result.stdout.contains("movie: license released") && result.stdout.contains("\tmovie\treleased\tpersistent"), "\(result.stdout)")
+        #expect(result.stdout.components(separatedBy: "for movie: valid, persistent").count == 3, "acquired, then installed from a challenge: \(result.stdout)")
     }
 
     @Test("the CPIX exchange runs as written: keys exported encrypted for the vendor's certificate, imported back with its private key, packaged from with the same key and signalling", .timeLimit(.minutes(3)))
