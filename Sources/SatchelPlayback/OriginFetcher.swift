@@ -67,6 +67,10 @@ final class OriginFetcher: Sendable {
     /// ``PlaybackError/originStatus(_:)`` (the origin's own status, for the player) or, when nothing answered,
     /// ``PlaybackError/originUnreachable(_:)``.
     func open(_ file: OriginFile, headers: [String: String]) async throws(PlaybackError) -> Answer {
+        try await RequestTiming.timed(.origin) { () async throws(PlaybackError) -> Answer in try await opening(file, headers: headers) }
+    }
+
+    private func opening(_ file: OriginFile, headers: [String: String]) async throws(PlaybackError) -> Answer {
         var request = HTTPClientRequest(url: file.url)
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { request.headers.add(name: name, value: value) }
         if let range = file.range { request.headers.replaceOrAdd(name: "Range", value: "bytes=\(range.lowerBound)-\(range.upperBound)") }
@@ -121,6 +125,10 @@ final class OriginFetcher: Sendable {
     /// The whole body of an answer, at most `limit` bytes; a body shorter or longer than announced is refused, and so
     /// is one that comes slower than ``slowest``.
     func collect(_ answer: Answer, limit: Int64) async throws(PlaybackError) -> [UInt8] {
+        try await RequestTiming.timed(.origin, bytes: \.count) { () async throws(PlaybackError) -> [UInt8] in try await collecting(answer, limit: limit) }
+    }
+
+    private func collecting(_ answer: Answer, limit: Int64) async throws(PlaybackError) -> [UInt8] {
         if let length = answer.length, length > limit { throw .invalidContent("the origin's file is larger than \(limit >> 20) MB") }
         var bytes: [UInt8] = []
         if let length = answer.length { bytes.reserveCapacity(Int(length)) }

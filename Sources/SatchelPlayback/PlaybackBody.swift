@@ -145,8 +145,10 @@ enum PlaybackBody: Sendable {
     static func decrypt(_ buffer: inout ByteBuffer, of path: String,
                         _ body: (UnsafeMutableRawBufferPointer) throws(ProtectionError) -> Void) throws(PlaybackError) {
         var failure: ProtectionError?
-        buffer.withUnsafeMutableReadableBytes { bytes in
-            do throws(ProtectionError) { try body(bytes) } catch { failure = error }
+        RequestTiming.timed(.decryption) {
+            buffer.withUnsafeMutableReadableBytes { bytes in
+                do throws(ProtectionError) { try body(bytes) } catch { failure = error }
+            }
         }
         if let failure { throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(failure)") }
     }
@@ -154,7 +156,7 @@ enum PlaybackBody: Sendable {
     /// The clear bytes `body` makes of a piece of the segment at `path`; a failure is invalid content, named by the
     /// file's name.
     static func clearing<Value>(_ path: String, _ body: () throws(ProtectionError) -> Value) throws(PlaybackError) -> Value {
-        do { return try body() } catch { throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(error)") }
+        do { return try RequestTiming.timed(.decryption, body) } catch { throw .invalidContent("\(path.split(separator: "/").last ?? "") does not decrypt: \(error)") }
     }
 }
 
@@ -200,10 +202,12 @@ struct OriginFeed: Sendable {
         var buffers = body.makeAsyncIterator()
         while true {
             let next: ByteBuffer?
+            let asked = ContinuousClock.now
             do { next = try await buffers.next() } catch {
                 await failed(OriginFetcher.reason(error))
                 throw PlaybackError.originUnreachable(OriginFetcher.reason(error))
             }
+            RequestTiming.current?.add(.origin, ContinuousClock.now - asked, bytes: next?.readableBytes ?? 0)
             guard let buffer = next else { break }
             if media, received == 0, MIMEType.looksLikeWebPage(buffer.readableBytesView) {
                 await invalid(OriginFeed.webPage)

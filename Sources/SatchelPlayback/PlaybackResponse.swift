@@ -101,8 +101,10 @@ struct PlaybackResponse: Sendable {
         if stored <= Int64(inMemory) {
             var segment = try file.segment(Int(stored), at: 0)
             var outcome: Result<[TSSegmentPart], ProtectionError> = .success([])
-            segment.withUnsafeMutableReadableBytes { bytes in
-                outcome = Result { () throws(ProtectionError) in try transport.clear(segment: bytes) }
+            RequestTiming.timed(.decryption) {
+                segment.withUnsafeMutableReadableBytes { bytes in
+                    outcome = Result { () throws(ProtectionError) in try transport.clear(segment: bytes) }
+                }
             }
             let parts = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try outcome.get() }
             var buffers: [ByteBuffer] = []

@@ -25,8 +25,11 @@ struct PlaybackRoutes: RouteGroup {
             guard path.hasPrefix(KeyForwarding.prefix) else { throw PlaybackError.notFound }
             posted = Array(try await request.body.collect(upTo: Int(KeyForwarding.maximumAnswer)).readableBytesView)
         }
-        let response = try await proxy.respond(token: token, path: path, range: request.headers[.range], body: posted,
-                                               contentType: request.headers[.contentType], head: head)
+        let timing = RequestTiming()
+        let response = try await RequestTiming.$current.withValue(timing) {
+            try await proxy.respond(token: token, path: path, range: request.headers[.range], body: posted,
+                                    contentType: request.headers[.contentType], head: head)
+        }
         var headers = HTTPFields()
         headers[.contentType] = response.contentType
         headers[.acceptRanges] = "bytes"
@@ -36,9 +39,12 @@ struct PlaybackRoutes: RouteGroup {
         }
         let streamed = response.body
         let channel = context.channel
+        let (logger, logged) = (proxy.logger, PlaybackProxy.encodedPath(path))
         let write: @Sendable (inout any ResponseBodyWriter) async throws -> Void = { writer in
-            try await streamed.write(to: &writer, on: channel)
+            try await RequestTiming.$current.withValue(timing) { try await streamed.write(to: &writer, on: channel) }
             try await writer.finish(nil)
+            // Each request's cost (seed 000 §5.7): the origin's time and throughput, the decryption's; never the session token.
+            logger.debug("served", metadata: timing.metadata().merging(["path": "\(logged)", "bytes": "\(response.length.map(String.init) ?? "chunked")"]) { $1 })
         }
         let body: ResponseBody
         if let length = response.length {

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import SatchelRights
 import SatchelAgent
 import SatchelBytes
@@ -29,7 +30,8 @@ import Testing
     }
 
     /// A proxy in `mode` over an encrypted folder whose `s0.ts` is only on a test origin.
-    static func partlyCached(mode: PlaybackMode, keeps: Bool = true) async throws -> (PlaybackProxy, URL, TestOrigin, [[UInt8]], stored: [UInt8]) {
+    static func partlyCached(mode: PlaybackMode, keeps: Bool = true,
+                             logger: Logger = Logger(label: "satchel.playback")) async throws -> (PlaybackProxy, URL, TestOrigin, [[UInt8]], stored: [UInt8]) {
         let key = SecureRandom.bytes(16), iv = SecureRandom.bytes(16)
         let (folder, clear) = try PlaybackProxyTests.encryptedFolder(key: key, iv: iv)
         let site = try TestMedia.temporaryDirectory("origin")
@@ -38,7 +40,7 @@ import Testing
         let origin = try await TestOrigin.start(root: site)
         let proxy = try PlaybackProxy(library: PartlyCached(folder: folder.path, origin: origin.baseURL, keeps: keeps),
                                       rights: PlaybackProxyTests.Rights([PlaybackKey(keyID: "00", key: SecretBytes(key))]),
-                                      configuration: .init(mode: mode))
+                                      configuration: .init(mode: mode), logger: logger)
         return (proxy, folder, origin, clear, Array(stored))
     }
 
@@ -68,6 +70,41 @@ import Testing
             let events = await Self.events(proxy)
             #expect(events.first == .opened(asset: "a", cache: CacheState(cachedDuration: 4, totalDuration: 8, isReadyToPlay: false)))
             #expect(events.first?.line == "opened: a (cached 4.0 s of 8.0 s, not ready to play offline)")
+        }
+    }
+
+    /// Seed 000 §5.7: "Each request made by the player to the Agent's internal content proxy, including the time taken
+    /// to download the requested file from the content server, the time taken to decrypt and deliver the content to
+    /// the player and … the network throughput."
+    @Test("each request's log line splits its time: the origin's (with its throughput) and the decryption's; a file on disk spends none at the origin, pass-through none decrypting; no session token")
+    func requestTimes() async throws {
+        for mode in PlaybackMode.allCases {
+            let lines = Locked<[String]>([])
+            var logger = Logger(label: "satchel.playback") { _ in CapturingHandler(lines: lines) }
+            logger.logLevel = .debug
+            let (proxy, _, origin, _, stored) = try await Self.partlyCached(mode: mode, logger: logger)
+            defer { origin.stop() }
+            let url = try await proxy.open(asset: "a")
+            let base = String(url.dropLast("index.m3u8".count))
+            let token = try #require(url.split(separator: "/").dropLast().last.map(String.init))
+            #expect(try await PlaybackProxyTests.get(base + "s0.ts").status == 200)
+            #expect(try await PlaybackProxyTests.get(base + "s0.ts").status == 200)
+            await proxy.stop()
+            let served = lines.current.filter { $0.hasPrefix("served ") && $0.contains("path=s0.ts") }
+            #expect(served.count == 2, "\(mode): \(lines.current)")
+            guard served.count == 2 else { continue }
+            func field(_ line: String, _ name: String) -> Double? {
+                line.split(separator: " ").first { $0.hasPrefix(name + "=") }.flatMap { Double($0.dropFirst(name.count + 1)) }
+            }
+            let (fetched, local) = (served[0], served[1])
+            #expect((field(fetched, "origin-ms") ?? 0) > 0 && field(fetched, "origin-bytes") == Double(stored.count) && (field(fetched, "origin-kbps") ?? 0) > 0,
+                    "\(mode): from the origin: \(fetched)")
+            #expect(field(local, "origin-ms") == 0 && field(local, "origin-kbps") == nil, "\(mode): from disk: \(local)")
+            for line in served {
+                #expect((field(line, "ms") ?? 0) >= (field(line, "origin-ms") ?? 0) + (field(line, "decrypt-ms") ?? 0))
+                #expect(mode == .decrypt ? (field(line, "decrypt-ms") ?? 0) > 0 : field(line, "decrypt-ms") == 0, "\(mode): \(line)")
+            }
+            #expect(!lines.current.contains { $0.contains(token) }, "the session token is never logged")
         }
     }
 

@@ -203,21 +203,3 @@ struct HTTPKitTests {
         #expect(closed.current)
     }
 }
-
-/// Collects formatted log lines (message and metadata) for the logging test.
-struct CapturingHandler: LogHandler {
-    let lines: Locked<[String]>
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let all = self.metadata.merging(event.metadata ?? [:]) { $1 }
-        let text = "\(event.message) " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        lines.withLock { $0.append(text) }
-    }
-}

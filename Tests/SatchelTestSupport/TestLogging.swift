@@ -22,3 +22,27 @@ public enum TestLogging {
         }
     }
 }
+
+/// Collects formatted log lines (message, then each metadata `key=value`, sorted) for a test to read.
+public struct CapturingHandler: LogHandler {
+    /// The lines so far.
+    public let lines: Locked<[String]>
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .trace
+
+    /// A handler appending to `lines`.
+    public init(lines: Locked<[String]>) {
+        self.lines = lines
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        let all = self.metadata.merging(event.metadata ?? [:]) { $1 }
+        let text = "\(event.message) " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        lines.withLock { $0.append(text) }
+    }
+}

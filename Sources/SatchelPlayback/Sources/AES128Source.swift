@@ -19,7 +19,7 @@ struct AES128Source: SegmentSource {
         }
         let bytes = try await files.whole(path)
         let clear = try files.reportingInvalid(path) { () throws(PlaybackError) -> [UInt8] in
-            do { return try cipher.decrypt(bytes, iv: protection.iv) } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }
+            do { return try RequestTiming.timed(.decryption) { () throws(ProtectionError) -> [UInt8] in try cipher.decrypt(bytes, iv: protection.iv) } } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }
         }
         return try PlaybackResponse.ranged(clear, contentType: contentType, rangeHeader: request.range)
     }

@@ -24,7 +24,7 @@ struct CMAFSource: SegmentSource {
         }
         let bytes = try await files.whole(path)
         let clear = try files.reportingInvalid(path) { () throws(PlaybackError) -> [UInt8] in
-            do { return try decryptor.clearSegment(bytes, key: key) } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }
+            do { return try RequestTiming.timed(.decryption) { () throws(ProtectionError) -> [UInt8] in try decryptor.clearSegment(bytes, key: key) } } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }
         }
         return try PlaybackResponse.ranged(clear, contentType: contentType, rangeHeader: request.range)
     }

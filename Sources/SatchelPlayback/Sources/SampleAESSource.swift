@@ -33,7 +33,9 @@ struct SampleAESSource: SegmentSource {
         let clear = try files.reportingInvalid(path) { () throws(PlaybackError) -> [UInt8] in
             var continuity = ledger.start(rendition, sequence: sequence)
             do {
-                let clear = try SampleAESTransport.decrypt(bytes, key: key, iv: iv, continuity: &continuity)
+                let clear = try RequestTiming.timed(.decryption) { () throws(ProtectionError) -> [UInt8] in
+                    try SampleAESTransport.decrypt(bytes, key: key, iv: iv, continuity: &continuity)
+                }
                 ledger.end(rendition, sequence: sequence, continuity)
                 return clear
             } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }

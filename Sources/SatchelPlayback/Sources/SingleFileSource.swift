@@ -133,7 +133,7 @@ struct SingleFileStream: Sendable {
             case let .decrypted(stored, samples):
                 var bytes = try await read(stored.lowerBound, Int(length))
                 do throws(ProtectionError) {
-                    try decryption.decrypt(samples, in: &bytes, at: stored.lowerBound)
+                    try RequestTiming.timed(.decryption) { () throws(ProtectionError) in try decryption.decrypt(samples, in: &bytes, at: stored.lowerBound) }
                 } catch {
                     throw PlaybackError.invalidContent("\(name) does not decrypt: \(error)")
                 }

@@ -122,7 +122,7 @@ struct TranscriptAssembly: Sendable {
                     } else {
                         key = try SessionFiles.key(keys, of: decryptor)
                     }
-                    do { try decryptor.decrypt(segment: &clear, key: key) } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
+                    do { try RequestTiming.timed(.decryption) { () throws(ProtectionError) in try decryptor.decrypt(segment: &clear, key: key) } } catch { throw .invalidContent("\(file) does not decrypt: \(error)") }
                 }
                 do {
                     if let smooth {
