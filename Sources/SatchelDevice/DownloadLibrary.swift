@@ -45,6 +45,12 @@ public struct DownloadLibrary: PlaybackLibrary {
                                      originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
         playable.licenseAsset = asset.options.license?.assetID
         playable.isSingleFile = asset.plan.format == .file
+        if playable.isSingleFile, asset.state != .complete {
+            // Seed 000 §5.5: what the player fetched continues the download (a file played while it downloads is kept).
+            playable.extendPart = { [manager] path, offset, bytes, total in
+                try? await manager.extendPart(assetID, path: path, offset: offset, bytes: bytes, total: total)
+            }
+        }
         // Expire-after-play starts with the first media a player is sent, not with a session opened or inspected.
         playable.onFirstPlay = { [manager] () async throws(PlaybackError) in
             do throws(DownloadError) { try await manager.registerPlayStart(assetID) } catch { throw .storage("cannot record the first play: \(error.description)") }

@@ -121,6 +121,28 @@ public struct AssetStore: AssetStoring {
         return true
     }
 
+    /// Appends `bytes`, fetched from the origin at `offset` of `localPath`, to that file's partial download when they
+    /// continue it exactly (the part is `offset` bytes long, the file not complete) and come from the same version of
+    /// the file (the total length the part started from, when both are known). Answers whether they were kept.
+    public func extendPart(_ id: String, path localPath: String, offset: Int64, bytes: [UInt8], total: Int64?) throws(DownloadFailure) -> Bool {
+        guard !bytes.isEmpty, let (folder, name) = try folder(id, of: localPath, create: false, url: localPath), folder.size(name) == nil else { return false }
+        let part = PartFile(folder: folder, name: name + ".part", final: name)
+        if let recorded = part.totalLength(), let total, recorded != total { return false }
+        let fd = folder.openFile(part.name, O_WRONLY | O_APPEND)
+        guard fd >= 0 else { return false }  // no part: nothing to continue
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, Int64(info.st_size) == offset else { return false }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { throw part.failure() }
+            written += count
+        }
+        return true
+    }
+
     /// Writes the plan's manifests (atomically: a temporary file renamed into place).
     public func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
         for manifest in plan.manifests {

@@ -224,6 +224,13 @@ public actor DownloadManager {
         try await DownloadReads.keepFetched(self, id, path: path, bytes: bytes)
     }
 
+    /// Keeps bytes a player was sent from the origin at `offset` of a single file being downloaded: appended to its
+    /// partial download when they continue it (and come from the same version of the file), under the storage
+    /// rules; otherwise — a jump ahead, the engine downloading it now — left alone.
+    public func extendPart(_ id: String, path: String, offset: Int64, bytes: [UInt8], total: Int64?) async throws(DownloadError) {
+        try await DownloadReads.extendPart(self, id, path: path, offset: offset, bytes: bytes, total: total)
+    }
+
     // MARK: Running (``DownloadRunLoop``)
 
     /// Downloads in the background, as an app's engine does: ``runContinuously(recheckInterval:)`` in a task

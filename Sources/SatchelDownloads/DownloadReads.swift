@@ -68,6 +68,24 @@ enum DownloadReads {
         return asset
     }
 
+    static func extendPart(_ engine: isolated DownloadManager, _ id: String, path: String, offset: Int64, bytes: [UInt8],
+                           total: Int64?) async throws(DownloadError) {
+        // The engine downloading this asset now writes its part itself.
+        guard engine.current?.id != id, !engine.removing.contains(id), let found = try await engine.index.find(id) else { return }
+        guard found.state != .expired, found.state != .complete, !QueuePolicy.hasExpired(found, at: engine.environment.clock.now) else { return }
+        let root = engine.store.root, environment = engine.environment
+        let budget = DownloadBudget(used: DownloadRunLoop.currentUsage(engine), rules: engine.configuration.rules,
+                                    freeSpace: { environment.freeSpace(root) })
+        do throws(DownloadFailure) {
+            try budget.reserve(Int64(bytes.count))
+            guard try engine.store.extendPart(id, path: path, offset: offset, bytes: bytes, total: total) else { return }
+        } catch {
+            throw .storage("\(path) of \(id) was not kept: \(error.description)")
+        }
+        engine.usedBytes = budget.usedBytes
+        engine.emit(.fileKept(assetID: id, path: path, bytes: bytes.count))
+    }
+
     static func keepFetched(_ engine: isolated DownloadManager, _ id: String, path: String, bytes: [UInt8]) async throws(DownloadError) {
         guard !engine.removing.contains(id), let found = try await engine.index.find(id) else { throw .notFound(id) }
         guard found.state != .expired, !QueuePolicy.hasExpired(found, at: engine.environment.clock.now) else { throw .expired(id) }

@@ -86,6 +86,9 @@ public protocol AssetStoring: Sendable {
     func usage() -> Int64
     /// Stores a complete file fetched outside the engine, unless it is already there; answers whether it was.
     func keepFetched(_ id: String, path localPath: String, bytes: [UInt8]) throws(DownloadFailure) -> Bool
+    /// Appends bytes fetched outside the engine to a file's partial download when they continue it; answers whether
+    /// they were kept.
+    func extendPart(_ id: String, path localPath: String, offset: Int64, bytes: [UInt8], total: Int64?) throws(DownloadFailure) -> Bool
 }
 
 /// A step every attempt passes before any file is fetched (a license, a permission from the backplane).

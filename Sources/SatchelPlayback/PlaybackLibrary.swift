@@ -66,6 +66,10 @@ public struct PlayableAsset: Sendable {
     public var licenseAsset: String?
     /// True when the entry is a media file played as one byte stream (an MP4, a PIFF `.ismv`), not a manifest.
     public var isSingleFile = false
+    /// For a single file being downloaded: keeps bytes fetched from the origin for the player at an offset of the
+    /// file (with the file's total length, when the origin said it) — appended to its partial download
+    /// (`<file>.part`) when they continue it. Nil: nothing is kept.
+    public var extendPart: (@Sendable (String, Int64, [UInt8], Int64?) async -> Void)?
     /// Called once per session, when it first sends media (a GET of a segment, a key or the file; never a HEAD, a
     /// playlist or an inspection): a download's expire-after-play window starts there, and only there.
     public var onFirstPlay: (@Sendable () async throws(PlaybackError) -> Void)?

@@ -129,6 +129,11 @@ struct SessionFiles: Sendable {
         }
         guard let remote = asset.origin[file] else { throw .notFound }
         let headers = asset.originHeaders
+        if asset.isSingleFile {
+            return { (offset, count) async throws(PlaybackError) -> [UInt8] in
+                try await PartialFileRead(asset: asset, file: file, remote: remote, origin: origin).read(offset, count)
+            }
+        }
         return { (offset, count) async throws(PlaybackError) -> [UInt8] in
             guard count > 0 else { return [] }
             return try await origin.fetch(OriginFile(url: remote.url, range: offset...(offset + Int64(count) - 1)), headers: headers, limit: Self.maximumFile)
