@@ -18,19 +18,6 @@ extension Agent {
         return license
     }
 
-    /// A license request for `asset` the app sends its own way (delegated acquisition): POST the challenge's body to
-    /// its URL with the user's token, then ``installLicense(_:)`` the answer. Nothing is sent by the agent.
-    public func licenseChallenge(asset: String, persistent: Bool = false, server: String? = nil, customData: String? = nil) async throws(AgentError) -> LicenseChallenge {
-        try await AgentDelegation.challenge(self, asset: asset, persistent: persistent, server: server, customData: customData)
-    }
-
-    /// Installs the license server's answer to a ``licenseChallenge(asset:persistent:server:customData:)`` (the
-    /// answer's body as it came): verified as ``acquire(asset:token:persistent:server:customData:)`` verifies it, and
-    /// only when it answers a challenge of this device still waiting, once.
-    public func installLicense(_ answer: Data) async throws(AgentError) -> StoredLicense {
-        try await AgentDelegation.install(self, answer)
-    }
-
     /// Renews the asset's license (the rental restarts; a started playback window keeps running).
     public func renew(asset: String, token: String) async throws(AgentError) -> StoredLicense {
         let snapshot = try await trustedSnapshot()

@@ -4,7 +4,7 @@ import SatchelRights
 
 /// A license request the app sends its own way — through its own backend, with its cookies, behind a portal — instead
 /// of the agent sending it (delegated license acquisition). POST ``body`` to ``url`` with the user's entitlement
-/// token in `Authorization: Bearer`, and hand the answer's body to ``Agent/installLicense(_:)``. The request is
+/// token in `Authorization: Bearer`, and hand the answer's body to ``DelegatedLicenses/install(_:)``. The request is
 /// signed by the device key for this device only, and the license server takes it within a few minutes of
 /// ``issued``; each challenge is answered once.
 public struct LicenseChallenge: Codable, Sendable, Equatable {
@@ -95,11 +95,28 @@ public protocol LicenseChallengeSending: Sendable {
     func send(_ challenge: LicenseChallenge) async throws -> Data
 }
 
-extension Agent {
+/// Delegated license acquisition, as an app calls it (`agent.delegated`): the license request made but not sent, the
+/// answer installed; or both around the app's own ``LicenseChallengeSending``.
+public struct DelegatedLicenses: Sendable {
+    let agent: Agent
+
+    /// A license request for `asset` the app sends its own way: POST the challenge's body to its URL with the user's
+    /// token, then ``install(_:)`` the answer. Nothing is sent by the agent.
+    public func challenge(asset: String, persistent: Bool = false, server: String? = nil, customData: String? = nil) async throws(AgentError) -> LicenseChallenge {
+        try await AgentDelegation.challenge(agent, asset: asset, persistent: persistent, server: server, customData: customData)
+    }
+
+    /// Installs the license server's answer to a ``challenge(asset:persistent:server:customData:)`` (the answer's
+    /// body as it came): verified as `Agent.acquire` verifies a license, and only when it answers a challenge of
+    /// this device still waiting, once.
+    public func install(_ answer: Data) async throws(AgentError) -> StoredLicense {
+        try await AgentDelegation.install(agent, answer)
+    }
+
     /// Acquires a license for `asset` through the app's own `sender`: a challenge made, sent by the app, its answer
-    /// installed (``licenseChallenge(asset:persistent:server:customData:)`` then ``installLicense(_:)``).
+    /// installed.
     public func acquire(asset: String, persistent: Bool = false, customData: String? = nil, via sender: some LicenseChallengeSending) async throws -> StoredLicense {
-        let challenge = try await licenseChallenge(asset: asset, persistent: persistent, customData: customData)
-        return try await installLicense(try await sender.send(challenge))
+        let challenge = try await challenge(asset: asset, persistent: persistent, customData: customData)
+        return try await install(try await sender.send(challenge))
     }
 }

@@ -1,7 +1,8 @@
 import SatchelSystem
 
-/// A read of a single file that is downloading (seed 000 §5.5: play while it downloads, and offline what is
-/// there): the bytes its download already holds come from disk (the complete file, or its `.part`), the rest from the
+// Seed 000 §5.5 (download and play offline): play while it downloads, and offline what is there.
+
+/// A read of a single file that is downloading: the bytes its download already holds come from disk (the complete file, or its `.part`), the rest from the
 /// origin with a byte range; origin bytes that continue the part are handed to the asset's
 /// ``PlayableAsset/extendPart`` to be kept. The file and its part are looked up at every read: both grow while it plays.
 struct PartialFileRead: Sendable {

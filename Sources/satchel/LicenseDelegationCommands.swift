@@ -26,7 +26,7 @@ extension LicenseCommand {
                 throw CLIError("--custom-data is at most \(LicenseService.maximumCustomData) bytes")
             }
             let challenge = try await agent.with { agent in
-                try await agent.licenseChallenge(asset: assetID, persistent: persistent, server: server, customData: customData)
+                try await agent.delegated.challenge(asset: assetID, persistent: persistent, server: server, customData: customData)
             }
             try RightsReport.print(challenge)
         }
@@ -52,7 +52,7 @@ extension LicenseCommand {
             }
             guard data.count <= Self.maximumAnswer else { throw CLIError("the license answer is larger than 1 MB: it is not one") }
             let (license, evaluation) = try await agent.with { agent in
-                let license = try await agent.installLicense(data)
+                let license = try await agent.delegated.install(data)
                 return (license, try await agent.rights(asset: license.assetID))
             }
             print("license \(license.licenseID) for \(license.assetID): \(evaluation.status.rawValue)\(license.persistent ? ", persistent" : "")")

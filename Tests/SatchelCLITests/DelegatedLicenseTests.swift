@@ -99,7 +99,7 @@ import Testing
         }
     }
 
-    @Test("Agent.acquire(asset:via:) hands the challenge to the app's sender and installs its answer")
+    @Test("agent.delegated.acquire(asset:via:) hands the challenge to the app's sender and installs its answer")
     func sender() async throws {
         let server = try DelegatedLicenseTests.Server("delegated-sdk")
         try await server.start()
@@ -109,11 +109,11 @@ import Testing
         let agent = try await Agent(dataDirectory: directory)
         _ = try await agent.register(server: server.url, token: token)
         let sender = SessionSender(token: token)
-        let license = try await agent.acquire(asset: "movie", persistent: true, via: sender)
+        let license = try await agent.delegated.acquire(asset: "movie", persistent: true, via: sender)
         #expect(license.assetID == "movie" && license.persistent && sender.sent.current == 1)
         #expect(try await agent.rights(asset: "movie").status == .valid)
         let wrong = SessionSender(token: "not-a-token")
-        await #expect(throws: (any Error).self) { try await agent.acquire(asset: "movie", via: wrong) }
+        await #expect(throws: (any Error).self) { try await agent.delegated.acquire(asset: "movie", via: wrong) }
         await agent.close()
     }
 }
