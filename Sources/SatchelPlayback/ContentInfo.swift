@@ -25,16 +25,7 @@ public struct ContentInfo: Sendable, Equatable, Encodable {
 
     /// The schemes of an HLS asset map: its key methods and its protected init segments' schemes.
     static func schemes(of map: HLSAssetMap) -> [String] {
-        var schemes = Set<String>()
-        for protection in map.segments.values {
-            switch protection.method.uppercased() {
-            case "AES-128": schemes.insert("aes-128")
-            case "SAMPLE-AES": schemes.insert("sample-aes")
-            case "SAMPLE-AES-CTR", "SAMPLE-AES-CENC": schemes.insert("cenc")
-            default: schemes.insert(protection.method.lowercased())
-            }
-        }
-        return schemes.sorted()
+        Set(map.segments.values.map(\.method.scheme)).sorted()
     }
 
     /// The audio renditions of an HLS master playlist (none for a media playlist or text that does not parse), each

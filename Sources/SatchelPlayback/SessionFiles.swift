@@ -142,7 +142,7 @@ struct SessionFiles: Sendable {
 
     /// The CMAF decryptor of a segment protected with an init segment (its `tenc`, read once per session).
     func fmp4Decryptor(_ protection: SegmentProtection) async throws(PlaybackError) -> FMP4Decryptor? {
-        guard let initSegment = protection.map, protection.method != "AES-128" else { return nil }
+        guard let initSegment = protection.map, protection.method != .aes128 else { return nil }
         return try await session.decryptors.value(for: initSegment) { () async throws(PlaybackError) -> FMP4Decryptor in
             let bytes = try await whole(initSegment)
             return try reportingInvalid(initSegment) { () throws(PlaybackError) -> FMP4Decryptor in

@@ -5,8 +5,8 @@ import SatchelProtection
 
 /// How one media segment is protected, as its playlist says.
 public struct SegmentProtection: Sendable, Equatable {
-    /// `AES-128`, `SAMPLE-AES`, `SAMPLE-AES-CTR`.
-    public var method: String
+    /// How the key tag protects it.
+    public var method: EncryptionMethod
     /// The key's URI as written.
     public var keyURI: String?
     /// The IV: the key tag's, or the segment's media sequence number (HLS's rule for AES-128).
@@ -96,7 +96,7 @@ public struct HLSAssetMap: Sendable {
                 iv = SegmentCipher.sequenceIV(sequence)
             }
             if let initSegment { protectedInitSegments.insert(initSegment) }
-            segments[segmentPath] = SegmentProtection(method: key.method, keyURI: key.uri, iv: iv, ivFromTag: key.iv != nil, map: initSegment)
+            segments[segmentPath] = SegmentProtection(method: EncryptionMethod(tag: key.method), keyURI: key.uri, iv: iv, ivFromTag: key.iv != nil, map: initSegment)
         }
     }
 
@@ -120,7 +120,7 @@ public struct HLSAssetMap: Sendable {
     public mutating func markProtected(initSegment: String, scheme: CommonEncryption.Scheme) {
         protectedInitSegments.insert(initSegment)
         for (segment, map) in initSegmentOf where map == initSegment && segments[segment] == nil {
-            segments[segment] = SegmentProtection(method: scheme == .cbcs ? "SAMPLE-AES" : "SAMPLE-AES-CTR", keyURI: nil,
+            segments[segment] = SegmentProtection(method: scheme == .cbcs ? .sampleAES : .sampleAESCTR, keyURI: nil,
                                                   iv: [UInt8](repeating: 0, count: 16), ivFromTag: false, map: initSegment)
         }
     }

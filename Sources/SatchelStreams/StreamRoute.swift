@@ -90,11 +90,11 @@ public struct StreamRouter: Sendable {
         guard decrypting else { return .storedFile(path) }
         if let protection = map.segments[path] {
             switch (protection.method, protection.map) {
-            case ("AES-128", _): return .aes128(path, protection)
-            case ("SAMPLE-AES", nil): return .sampleAESTransport(path, protection)
-            case ("SAMPLE-AES", _?), ("SAMPLE-AES-CTR", _?): return .cmafFragment(path, protection)
-            default:
-                return .undecryptable(path, reason: "\(protection.method) segments\(protection.map == nil ? "" : " with an init segment") cannot be decrypted")
+            case (.aes128, _): return .aes128(path, protection)
+            case (.sampleAES, nil): return .sampleAESTransport(path, protection)
+            case (.sampleAES, _?), (.sampleAESCTR, _?): return .cmafFragment(path, protection)
+            case (.sampleAESCTR, nil), (.other, _):
+                return .undecryptable(path, reason: "\(protection.method.tag) segments\(protection.map == nil ? "" : " with an init segment") cannot be decrypted")
             }
         }
         if map.protectedInitSegments.contains(path) { return .clearedInitSegment(path) }

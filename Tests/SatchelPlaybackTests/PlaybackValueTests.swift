@@ -80,11 +80,33 @@ import Testing
             return try HLSAssetMap.build(entry: "media.m3u8") { (_: String) throws(StreamError) -> String in media }.segments["s0.m4s"]
         }
         let all = try protection([widevine, playReady, fairPlay, identity])
-        #expect(all?.keyURI == "https://k/keys/a" && all?.iv == Array(0...15) && all?.ivFromTag == true && all?.method == "SAMPLE-AES")
+        #expect(all?.keyURI == "https://k/keys/a" && all?.iv == Array(0...15) && all?.ivFromTag == true && all?.method == .sampleAES)
         let fairPlayFirst = try protection([widevine, fairPlay])
         #expect(fairPlayFirst?.keyURI == "skd://movie", "FairPlay's is a key Satchel's own playback knows")
         let vendors = try protection([widevine, playReady])
-        #expect(vendors?.method == "SAMPLE-AES" && vendors?.keyURI == nil && vendors?.ivFromTag == false, "\(String(describing: vendors))")
+        #expect(vendors?.method == .sampleAES && vendors?.keyURI == nil && vendors?.ivFromTag == false, "\(String(describing: vendors))")
+    }
+
+    @Test("the key tag's method is read once, as a type: the router and the content's report agree on every spelling (SAMPLE-AES-CENC is cenc, made clear like SAMPLE-AES-CTR); an unknown method is named, not decrypted")
+    func methodAsType() throws {
+        #expect(EncryptionMethod(tag: "aes-128") == .aes128 && EncryptionMethod(tag: "SAMPLE-AES") == .sampleAES)
+        #expect(EncryptionMethod(tag: "SAMPLE-AES-CTR") == .sampleAESCTR && EncryptionMethod(tag: "sample-aes-cenc") == .sampleAESCTR)
+        #expect(EncryptionMethod(tag: "ISO-23001-7") == .other("ISO-23001-7") && EncryptionMethod(tag: "x").tag == "X")
+        for (method, scheme, fragments) in [("SAMPLE-AES-CENC", "cenc", true), ("SAMPLE-AES-CTR", "cenc", true), ("SAMPLE-AES", "sample-aes", true),
+                                            ("AES-128", "aes-128", false), ("ISO-23001-7", "iso-23001-7", false)] {
+            let media = ["#EXTM3U", "#EXT-X-TARGETDURATION:2", #"#EXT-X-MAP:URI="init.mp4""#,
+                         #"#EXT-X-KEY:METHOD=\#(method),URI="https://k/keys/a",IV=0x000102030405060708090a0b0c0d0e0f"#,
+                         "#EXTINF:2,", "s0.m4s", "#EXT-X-ENDLIST", ""].joined(separator: "\n")
+            let map = try HLSAssetMap.build(entry: "media.m3u8") { (_: String) throws(StreamError) -> String in media }
+            #expect(ContentInfo.schemes(of: map) == [scheme], "\(method)")
+            let route = StreamRouter(map: map, transcript: nil, forwarding: nil, decrypting: true, keepsManifest: false, singleFile: nil).route("s0.m4s")
+            switch route {
+            case .cmafFragment?: #expect(fragments, "\(method)")
+            case .aes128?: #expect(method == "AES-128")
+            case let .undecryptable(_, reason)?: #expect(method == "ISO-23001-7" && reason.contains("ISO-23001-7"), "\(reason)")
+            default: Issue.record("\(method): \(String(describing: route))")
+            }
+        }
     }
 
     @Test("key forwarding: http and https key URIs of EXT-X-KEY and EXT-X-SESSION-KEY on an allowed license host become session paths, each once, in order; skd://, relative, data URIs and other hosts stay; only known indices resolve")
