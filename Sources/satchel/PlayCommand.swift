@@ -113,10 +113,15 @@ struct PlayCommand: SatchelAsyncCommand {
         let originHeaders = try DownloadOptions.parseHeaders(headers)
         let status = try await directory.withEngine(readOnly: !isOnline) { manager, agent -> Int32 in
             if isLocalFile {
-                // A local file's rights: the license asset named, else the token's, else its name without `.satchel`.
+                // A local file's rights: the license asset named, else the token's, else (a protected file) the license that
+                // holds its key, else its name without `.satchel`.
                 let name = URL(fileURLWithPath: asset).lastPathComponent
                 let claimed = token.flatMap(Agent.assetID(inToken:)).flatMap { $0 == "*" ? nil : $0 }
-                let rights = licenseAsset ?? claimed ?? (name.hasSuffix(".satchel") ? String(name.dropLast(".satchel".count)) : name)
+                var byKey: String?
+                if licenseAsset == nil, claimed == nil, let agent, let header = await LicenseByKey.header(ofFile: asset) {
+                    byKey = try await LicenseByKey.asset(for: header, agent: agent)
+                }
+                let rights = licenseAsset ?? claimed ?? byKey ?? (name.hasSuffix(".satchel") ? String(name.dropLast(".satchel".count)) : name)
                 return try await serve(LocalFileLibrary(path: asset), assetID: rights, licenseAsset: rights, agent: agent)
             }
             guard isOnline, let url = URL(string: asset) else {

@@ -63,18 +63,18 @@ struct ProtectCommand: SatchelAsyncCommand {
 struct OpenCommand: SatchelAsyncCommand {
     static let configuration = CommandConfiguration(
         commandName: "open",
-        abstract: "Decrypt a protected file to --out or stdout: its key from --keys, or from this device's license for --asset-id (only while the rights allow).",
+        abstract: "Decrypt a protected file to --out or stdout: its key from --keys, or from this device's license that holds the file's key (or the one for --asset-id), only while the rights allow.",
         discussion: "Exit status: 0 when every chunk opened; 1 when one is damaged (nothing of it is written; with --out, nothing at all), the key is wrong, or the rights do not allow it.")
     @Argument(help: "The protected file: a path, or an http(s) URL (read by range: only what is needed is fetched).") var file: String
     @Option(help: "Where to write the plain bytes (default: stdout).") var out: String?
     @Option(help: "A key file (FILE.keys.json) holding the file's key.") var keys: String?
-    @Option(name: .customLong("data-dir"), help: "The device agent's data directory: the key comes from its license for --asset-id.") var dataDirectory: String?
-    @Option(name: .customLong("asset-id"), help: "With --data-dir: the asset the license is for.") var assetID: String?
+    @Option(name: .customLong("data-dir"), help: "The device agent's data directory: the key comes from its license holding the file's key.") var dataDirectory: String?
+    @Option(name: .customLong("asset-id"), help: "With --data-dir: the asset whose license to use (default: the license holding the file's key).") var assetID: String?
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
-        guard (keys == nil) != (dataDirectory == nil) else { throw ValidationError("give --keys FILE or --data-dir DIR --asset-id ID") }
-        if dataDirectory != nil, assetID == nil { throw ValidationError("--data-dir needs --asset-id") }
+        guard (keys == nil) != (dataDirectory == nil) else { throw ValidationError("give --keys FILE or --data-dir DIR") }
+        if assetID != nil, dataDirectory == nil { throw ValidationError("--asset-id goes with --data-dir") }
     }
 
     func execute() async throws {
@@ -110,12 +110,17 @@ struct OpenCommand: SatchelAsyncCommand {
         try logging.bootstrap(fallback: .warning)
         let agent = try await Agent(dataDirectory: dataDirectory ?? "", logger: .init(label: "satchel.agent"))
         do {
-            let opened = try await agent.use(asset: assetID ?? "")
-            await agent.close()
-            guard let found = opened.first(where: { $0.keyID == header.keyID.hex }) else {
-                throw CLIError("the license for \(assetID ?? "") holds no key \(header.keyID.hex), which the file needs")
+            var found = assetID
+            if found == nil { found = try await LicenseByKey.asset(for: header, agent: agent) }
+            guard let asset = found else {
+                throw CLIError("this device holds no license with the file's key \(header.keyID.hex): acquire one (satchel license acquire ASSET …), or name its asset with --asset-id")
             }
-            return found.key
+            let opened = try await agent.use(asset: asset)
+            await agent.close()
+            guard let key = opened.first(where: { $0.keyID == header.keyID.hex }) else {
+                throw CLIError("the license for \(asset) holds no key \(header.keyID.hex), which the file needs")
+            }
+            return key.key
         } catch {
             await agent.close()
             throw error
