@@ -59,9 +59,17 @@ public final class ResourceFetcher: ResourceFetching {
 
     /// Fetches the asset's URL far enough to know what it is: manifests are read whole, media is not.
     public func probe(_ url: URL, headers: [String: String], origins: OriginPolicy) async throws(DownloadFailure) -> DownloadPlanner.Probe {
-        try await request(url, headers: headers, origins: origins) { (response) throws(DownloadFailure) in
+        // Only the head is asked for: a media file's first bytes say what it is, and a large file is not sent whole to
+        // be dropped (a server that ignores ranges is read only until that is clear). A manifest longer than the head
+        // is then fetched whole.
+        var ranged = headers
+        if !headers.keys.contains(where: { $0.lowercased() == "range" }) { ranged["Range"] = "bytes=0-\(Self.probeLength - 1)" }
+        let (probe, cut) = try await request(url, headers: ranged, origins: origins, accepting: [200, 206]) {
+            (response) throws(DownloadFailure) -> (DownloadPlanner.Probe, Bool) in
             let contentType = response.headers.first(name: "content-type")
-            let length = response.headers.first(name: "content-length").flatMap { Int($0) }
+            let partial = response.status.code == 206
+            let length = partial ? response.headers.first(name: "content-range").flatMap { $0.split(separator: "/").last }.flatMap { Int($0) }
+                : response.headers.first(name: "content-length").flatMap { Int($0) }
             var textual = contentType.map(Self.isTextType) ?? false
             var decided = textual
             let body = try await Self.read(response, url: url) { body in
@@ -73,10 +81,18 @@ public final class ResourceFetcher: ResourceFetching {
             }
             if !decided { textual = Self.looksLikeText(body) }
             let finalURL = response.url ?? url
-            return DownloadPlanner.Probe(url: finalURL, contentType: contentType, contentLength: length,
-                                         text: textual ? String(decoding: body, as: UTF8.self) : nil)
+            let probe = DownloadPlanner.Probe(url: finalURL, contentType: contentType, contentLength: length,
+                                              text: textual ? String(decoding: body, as: UTF8.self) : nil)
+            return (probe, partial && textual && body.count < (length ?? Int.max))
         }
+        guard cut else { return probe }
+        var whole = probe
+        whole.text = try await text(probe.url, headers: headers, origins: origins)
+        return whole
     }
+
+    /// The bytes a probe asks for: enough to tell a manifest from media, and to hold most manifests whole.
+    static let probeLength = 64 << 10
 
     /// Fetches a manifest's text.
     public func text(_ url: URL, headers: [String: String], origins: OriginPolicy) async throws(DownloadFailure) -> String {
@@ -100,7 +116,7 @@ public final class ResourceFetcher: ResourceFetching {
         return body
     }
 
-    private func request<T>(_ url: URL, headers: [String: String], origins: OriginPolicy,
+    private func request<T>(_ url: URL, headers: [String: String], origins: OriginPolicy, accepting: Set<UInt> = [200],
                             _ body: (HTTPClientResponse) async throws(DownloadFailure) -> T) async throws(DownloadFailure) -> T {
         let response: HTTPClientResponse
         var request = HTTPClientRequest(url: url.absoluteString)
@@ -110,7 +126,7 @@ public final class ResourceFetcher: ResourceFetching {
         } catch {
             throw DownloadFailure(error, url: url.absoluteString)
         }
-        guard response.status.code == 200 else { throw .httpStatus(url: url.absoluteString, status: Int(response.status.code)) }
+        guard accepting.contains(response.status.code) else { throw .httpStatus(url: url.absoluteString, status: Int(response.status.code)) }
         return try await body(response)
     }
 
