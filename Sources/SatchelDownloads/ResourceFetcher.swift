@@ -70,16 +70,16 @@ public final class ResourceFetcher: ResourceFetching {
             let partial = response.status.code == 206
             let length = partial ? response.headers.first(name: "content-range").flatMap { $0.split(separator: "/").last }.flatMap { Int($0) }
                 : response.headers.first(name: "content-length").flatMap { Int($0) }
-            var textual = contentType.map(Self.isTextType) ?? false
+            var textual = contentType.map(ManifestSniffing.isTextType) ?? false
             var decided = textual
             let body = try await Self.read(response, url: url) { body in
                 if !decided, body.count >= 64 {
-                    textual = Self.looksLikeText(body)
+                    textual = ManifestSniffing.looksLikeText(body)
                     decided = true
                 }
                 return decided && !textual
             }
-            if !decided { textual = Self.looksLikeText(body) }
+            if !decided { textual = ManifestSniffing.looksLikeText(body) }
             let finalURL = response.url ?? url
             let probe = DownloadPlanner.Probe(url: finalURL, contentType: contentType, contentLength: length,
                                               text: textual ? String(decoding: body, as: UTF8.self) : nil)
@@ -128,17 +128,6 @@ public final class ResourceFetcher: ResourceFetching {
         }
         guard accepting.contains(response.status.code) else { throw .httpStatus(url: url.absoluteString, status: Int(response.status.code)) }
         return try await body(response)
-    }
-
-    static func isTextType(_ contentType: String) -> Bool {
-        let type = MIMEType.essence(contentType)
-        return type.hasPrefix("text/") || type.hasSuffix("xml") || type.contains("mpegurl") || type.hasSuffix("json")
-    }
-
-    static func looksLikeText(_ bytes: [UInt8]) -> Bool {
-        let start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
-        guard let first = bytes[start...].first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else { return false }
-        return first == UInt8(ascii: "#") || first == UInt8(ascii: "<")
     }
 
     // MARK: Files
