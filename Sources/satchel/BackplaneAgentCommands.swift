@@ -61,18 +61,15 @@ enum BackplaneCommands {
             let follows = !((try? await agent.backplane.status().feeds) ?? []).isEmpty
             guard downloading || hasDownloads || follows else { return try await body(BackplaneSync(agent: agent, downloads: nil)) }
             var configuration = DownloadManager.Configuration(dataDirectory: directory)
-            configuration.secrets = try DeviceSecretBox(dataDirectory: directory)
             let rules = try network?.applied(to: configuration.rules) ?? configuration.rules
-            configuration.rules = rules.governed(by: try await agent.backplane.status().settings)
+            configuration.rules = rules
             let environment = DownloadEnvironment(network: try network?.monitor() ?? FixedNetwork.unmetered)
-            let manager = try await DownloadManager(configuration: configuration, environment: environment,
-                                                    steps: [PermissionStep(agent: agent), LicenseStep(agent: agent)])
-            let reporting = EngineActivity.start(manager, agent: agent)
+            let engine = try await DeviceEngine.open(agent: agent, configuration: configuration, environment: environment)
+            let manager = engine.downloads
             if downloading { await manager.start() }
             let result: Result<T, any Error>
             do { result = .success(try await body(BackplaneSync(agent: agent, downloads: manager, rules: rules))) } catch { result = .failure(error) }
-            await manager.close()
-            await reporting.value
+            await engine.close()
             return try result.get()
         }
     }

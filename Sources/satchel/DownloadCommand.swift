@@ -41,24 +41,15 @@ struct DownloadDirectoryOptions: ParsableArguments {
             dataDirectory: dataDirectory ?? ProcessInfo.processInfo.environment["SATCHEL_DATA_DIR"] ?? "satchel-data")
         if readOnly { try StoreOptions.requireExisting(configuration.dataDirectory) }
         configure(&configuration)
-        // Tokens and header values are sealed with the device key of the data directory (made on first use).
-        let box = try DeviceSecretBox(dataDirectory: configuration.dataDirectory)
-        configuration.secrets = box
-        // The agent of the same data directory, when this device is registered there: the backplane's permission step,
-        // then the license step.
+        // The agent of the same data directory, when this device is registered there: the engine is the device's
+        // (its steps, the backplane's settings, its events reported).
         let registered = FileManager.default.fileExists(atPath: (configuration.dataDirectory as NSString).appendingPathComponent("device.json"))
         let agent = registered ? try await Agent(dataDirectory: configuration.dataDirectory, logger: Logger(label: "satchel.agent")) : nil
-        // The backplane's settings govern the download rules of a registered device.
-        if let settings = try await agent?.backplane.status().settings { configuration.rules = configuration.rules.governed(by: settings) }
-        let manager = try await DownloadManager(configuration: configuration, environment: DownloadEnvironment(network: network ?? FixedNetwork.unmetered),
-                                                steps: agent.map { [PermissionStep(agent: $0), LicenseStep(agent: $0),
-                                                                    FairPlayStep(agent: $0, keyring: FairPlayKeyring(dataDirectory: configuration.dataDirectory, sealing: box))] } ?? [])
-        // A registered device reports the engine's events (queued, started, completed, …) to its backplane.
-        let reporting = agent.map { EngineActivity.start(manager, agent: $0) }
+        let engine = try await DeviceEngine.open(agent: agent, configuration: configuration,
+                                                 environment: DownloadEnvironment(network: network ?? FixedNetwork.unmetered))
         let result: Result<T, any Error>
-        do { result = .success(try await body(manager, agent)) } catch { result = .failure(error) }
-        await manager.close()
-        await reporting?.value  // every event the engine emitted is recorded
+        do { result = .success(try await body(engine.downloads, agent)) } catch { result = .failure(error) }
+        await engine.close()  // every event the engine emitted is recorded
         if let agent { await afterClose(agent) }
         await agent?.close()
         return try result.get()

@@ -26,14 +26,14 @@ let agent = try await Agent(dataDirectory: data)
 let deviceID = try await agent.register(server: server, token: token, name: "OfflinePlayback example")
 print("device \(deviceID)")
 
-// 2. The download: the license step gets a persistent license before the first byte; tokens are sealed at rest with
-//    the device's key.
+// 2. The download, by the device's engine: before each download the backplane's permission and the license step (a
+//    persistent license before the first byte); tokens are sealed at rest with the device's key.
 var configuration = DownloadManager.Configuration(dataDirectory: data)
-configuration.secrets = try DeviceSecretBox(dataDirectory: data)
 // The engine watches the system's network monitor, and a network whose type it cannot tell counts as metered (nothing
 // downloads). A machine known to be on an unmetered network without a monitor — a server, a CI runner — says so.
 if ProcessInfo.processInfo.environment["SATCHEL_METERED_UNKNOWN"] == "allow" { configuration.rules.meteredUnknown = .allow }
-let downloads = try await DownloadManager(configuration: configuration, steps: [LicenseStep(agent: agent)])
+let engine = try await DeviceEngine.open(agent: agent, configuration: configuration)
+let downloads = engine.downloads
 try await downloads.add(url: manifest, id: assetID, options: DownloadOptions(license: LicenseRequest(token: token, assetID: assetID)))
 let summary = await downloads.run()
 guard summary.allComplete else {
@@ -75,5 +75,5 @@ for segment in segments {
 try file.close()
 print("read \(segments.count) segments, \(bytes) bytes, clear")
 await proxy.stop()
-await downloads.close()
+await engine.close()
 await agent.close()
