@@ -81,6 +81,7 @@ struct PlaybackResponse: Sendable {
         } catch {
             throw .invalidContent("\(file.name) does not decrypt: \(error)")
         }
+        for case let .made(bytes) in plan.parts { try ClearOutput.check(bytes, of: file.name) }
         return PlaybackResponse(body: plan.size == 0 ? .empty : .clearFMP4(file, plan: plan, decryptor: decryptor, cipher: cipher),
                                 contentType: contentType, range: nil, size: plan.size)
     }

@@ -109,6 +109,20 @@ import Testing
         }
     }
 
+    @Test("fMP4 made clear that still carries protection is refused as unsupported-protection, naming what is left; clear output passes")
+    func clearOutputRefused() throws {
+        func box(_ type: String, _ payload: [UInt8]) -> [UInt8] {
+            let size = UInt32(8 + payload.count)
+            return [UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8(size & 0xFF)] + Array(type.utf8) + payload
+        }
+        let left = box("moof", box("traf", box("senc", [0, 0, 0, 0, 0, 0, 0, 0])))
+        #expect(throws: PlaybackError.unsupportedProtection("s1.m4s still carries protection once made clear (moof/traf/senc): the proxy does not serve it as media")) {
+            try ClearOutput.check(left, of: "video/s1.m4s")
+        }
+        #expect(PlaybackError.unsupportedProtection("x").code == "unsupported-protection")
+        try ClearOutput.check(box("moof", box("traf", box("tfhd", [0, 0, 0, 0, 0, 0, 0, 1]))), of: "video/s1.m4s")
+    }
+
     @Test("key forwarding: http and https key URIs of EXT-X-KEY and EXT-X-SESSION-KEY on an allowed license host become session paths, each once, in order; skd://, relative, data URIs and other hosts stay; only known indices resolve")
     func keyForwarding() throws {
         let master = "#EXTM3U\n#EXT-X-SESSION-KEY:METHOD=SAMPLE-AES,URI=\"https://k/keys/a\",KEYFORMAT=\"identity\"\n#EXT-X-STREAM-INF:BANDWIDTH=1\nv.m3u8\n"

@@ -26,6 +26,7 @@ struct CMAFSource: SegmentSource {
         let clear = try files.reportingInvalid(path) { () throws(PlaybackError) -> [UInt8] in
             do { return try RequestTiming.timed(.decryption) { () throws(ProtectionError) -> [UInt8] in try decryptor.clearSegment(bytes, key: key) } } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }
         }
+        try ClearOutput.check(clear, of: path)
         return try PlaybackResponse.ranged(clear, contentType: contentType, rangeHeader: request.range)
     }
 }
@@ -40,6 +41,7 @@ struct ClearedInitSource: SegmentSource {
         let clear = try files.reportingInvalid(path) { () throws(PlaybackError) -> [UInt8] in
             do { return try FMP4Decryptor.clearInitSegment(bytes) } catch { throw .invalidContent("\(path): \(error)") }
         }
+        try ClearOutput.check(clear, of: path)
         return try PlaybackResponse.ranged(clear, contentType: ContentTypes.type(of: path), rangeHeader: request.range)
     }
 }

@@ -86,7 +86,7 @@ struct SingleFileStream: Sendable {
                 try SessionFiles.key(files.session.keys, of: decryptor)
             }
         }
-        return try await files.reportingInvalid(path) { () async throws(PlaybackError) -> SingleFileStream in
+        let stream = try await files.reportingInvalid(path) { () async throws(PlaybackError) -> SingleFileStream in
             do throws(ProtectionError) {
                 let decryption = try FMP4FileDecryptor(tracks: kept, keys: keys)
                 let clearHead = try FMP4Decryptor.clearInitSegment(single.head.bytes, dropping: single.dropping)
@@ -103,6 +103,9 @@ struct SingleFileStream: Sendable {
                 throw .invalidContent("\(path) cannot be made clear: \(error)")
             }
         }
+        try ClearOutput.check(stream.head, of: path)
+        for case let .made(bytes) in stream.plan.parts { try ClearOutput.check(bytes, of: path) }
+        return stream
     }
 
     /// Writes the clear bytes `range`: each part of the clear file that overlaps it, read and decrypted as needed.
