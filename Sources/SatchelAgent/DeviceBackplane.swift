@@ -20,7 +20,7 @@ public struct DeviceBackplane: Sendable {
     /// Asks the backplane to turn this device's downloading on or off — the backplane-enforced toggle; on only while
     /// its user has fewer download-enabled devices than the limit (else `AgentError.server` with type
     /// `device-limit-reached`). The device must be online. Answers the toggle as saved; the result is also an
-    /// ``AgentEvent/notice(_:detail:)`` of ``BackplaneNotice/deviceSaveResult``.
+    /// ``AgentEvent/notice(_:detail:)`` of `BackplaneNotice.deviceSaveResult`.
     public func updateDownloadEnabled(_ enabled: Bool) async throws(AgentError) -> Bool {
         try await AgentBackplane.updateDownloadEnabled(agent, enabled)
     }
