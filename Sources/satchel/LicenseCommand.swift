@@ -15,19 +15,14 @@ struct LicenseCommand: ParsableCommand {
     struct Acquire: SatchelAsyncCommand {
         static let configuration = CommandConfiguration(commandName: "acquire", abstract: "Acquire and store a license for an asset.")
         @Argument(help: "The asset ID.") var assetID: String
-        @Option(help: "The license server (default: the one the device registered with).") var server: String?
         @Option(help: "An entitlement token (or --token-file, $SATCHEL_TOKEN).") var token: String?
         @OptionGroup var tokenSource: TokenSource
         @OptionGroup var agent: AgentOptions
-        @Flag(help: "Ask for a persistent (offline) license.") var persistent = false
-        @Option(name: .customLong("custom-data"), help: "Data for the license server's policy (e.g. XML), sent with the request as it is.")
-        var customData: String?
+        @OptionGroup var request: LicenseAskOptions
 
         func execute() async throws {
-            if let customData, customData.utf8.count > LicenseService.maximumCustomData {
-                throw CLIError("--custom-data is at most \(LicenseService.maximumCustomData) bytes")
-            }
             let token = try tokenSource.required(token)
+            let (server, persistent, customData) = (request.server, request.persistent, request.customData)
             let (license, evaluation) = try await agent.with { agent in
                 let license = try await agent.acquire(asset: assetID, token: token, persistent: persistent, server: server, customData: customData)
                 return (license, try await agent.rights(asset: assetID))

@@ -15,16 +15,11 @@ extension LicenseCommand {
                 is answered once.
                 """)
         @Argument(help: "The asset ID.") var assetID: String
-        @Option(help: "The license server (default: the one the device registered with).") var server: String?
         @OptionGroup var agent: AgentOptions
-        @Flag(help: "Ask for a persistent (offline) license.") var persistent = false
-        @Option(name: .customLong("custom-data"), help: "Data for the license server's policy (e.g. XML), sent with the request as it is.")
-        var customData: String?
+        @OptionGroup var request: LicenseAskOptions
 
         func execute() async throws {
-            if let customData, customData.utf8.count > LicenseService.maximumCustomData {
-                throw CLIError("--custom-data is at most \(LicenseService.maximumCustomData) bytes")
-            }
+            let (server, persistent, customData) = (request.server, request.persistent, request.customData)
             let challenge = try await agent.with { agent in
                 try await agent.delegated.challenge(asset: assetID, persistent: persistent, server: server, customData: customData)
             }
@@ -56,6 +51,20 @@ extension LicenseCommand {
                 return (license, try await agent.rights(asset: license.assetID))
             }
             print("license \(license.licenseID) for \(license.assetID): \(evaluation.status.rawValue)\(license.persistent ? ", persistent" : "")")
+        }
+    }
+}
+
+/// What a license request asks for, sent by the agent (`license acquire`) or by the app (`license challenge`).
+struct LicenseAskOptions: ParsableArguments {
+    @Option(help: "The license server (default: the one the device registered with).") var server: String?
+    @Flag(help: "Ask for a persistent (offline) license.") var persistent = false
+    @Option(name: .customLong("custom-data"), help: "Data for the license server's policy (e.g. XML), sent with the request as it is.")
+    var customData: String?
+
+    func validate() throws {
+        if let customData, customData.utf8.count > LicenseService.maximumCustomData {
+            throw ValidationError("--custom-data is at most \(LicenseService.maximumCustomData) bytes")
         }
     }
 }

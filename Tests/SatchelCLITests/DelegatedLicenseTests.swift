@@ -38,7 +38,10 @@ import Testing
                 #expect(!made.stdout.contains(token), "the challenge carries no token: the app adds its own")
                 let bodyFile = work.appendingPathComponent("body-\(index).json"), answer = work.appendingPathComponent("answer-\(index).json")
                 try body.write(to: bodyFile, atomically: true, encoding: .utf8)
-                let status = try TestMedia.run("curl", ["-s", "-o", answer.path, "-w", "%{http_code}", "-H", "Authorization: Bearer \(token)",
+                // The token in a header file, as docs/device-agent.md sends it: never on a command line.
+                let auth = work.appendingPathComponent("auth-\(index).txt")
+                try "Authorization: Bearer \(token)\n".write(to: auth, atomically: true, encoding: .utf8)
+                let status = try TestMedia.run("curl", ["-s", "-o", answer.path, "-w", "%{http_code}", "-H", "@" + auth.path,
                                                         "-H", "Content-Type: application/json", "--data-binary", "@" + bodyFile.path, url])
                 #expect(status == "200", "the license server answered the app's own request")
                 return answer
