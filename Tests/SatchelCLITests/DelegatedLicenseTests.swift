@@ -64,9 +64,10 @@ import Testing
 
             // A changed answer is refused (the server's signature), and its challenge is spent.
             var text = try String(contentsOf: answers[2], encoding: .utf8)
-            let cut = try #require(text.range(of: "\"}", options: .backwards))
-            let last = text[text.index(before: cut.lowerBound)]
-            text.replaceSubrange(text.index(before: cut.lowerBound)..<cut.lowerBound, with: last == "A" ? "B" : "A")
+            // A character inside the signature (its last one carries bits a decoder may ignore).
+            let dot = try #require(text.range(of: ".", options: .backwards))
+            let inside = text.index(dot.upperBound, offsetBy: 20)
+            text.replaceSubrange(inside...inside, with: text[inside] == "A" ? "B" : "A")
             let tampered = work.appendingPathComponent("tampered.json")
             try text.write(to: tampered, atomically: true, encoding: .utf8)
             let refused = try CLIRunner.run(["license", "install", tampered.path, "--data-dir", device])
