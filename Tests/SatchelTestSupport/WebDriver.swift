@@ -26,13 +26,12 @@ public final class WebDriver: @unchecked Sendable {
         await BrowserSlot.shared.acquire()
         let driver: WebDriver
         do {
-            driver = try WebDriver()
+            driver = try await launched()
         } catch {
             await BrowserSlot.shared.release()
             throw error
         }
         do {
-            try await driver.waitUntilReady()
             let arguments = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--mute-audio",
                              "--autoplay-policy=no-user-gesture-required", "--window-size=\(width),\(height)"]
             let created = try await driver.command("POST", "/session", [
@@ -50,6 +49,24 @@ public final class WebDriver: @unchecked Sendable {
         }
     }
 
+    /// A chromedriver that answers ready. On a loaded machine it can start slowly or exit at once; up to three are
+    /// tried, each given a minute, and the failure says what the last one printed.
+    private static func launched() async throws -> WebDriver {
+        var failures: [String] = []
+        for _ in 0..<3 {
+            let driver = try WebDriver()
+            do {
+                try await driver.waitUntilReady()
+                return driver
+            } catch {
+                failures.append(String(describing: error))
+                driver.process.terminate()
+                try? await driver.client.shutdown()
+            }
+        }
+        throw Failure(description: "chromedriver did not start (3 tries): " + failures.joined(separator: "; "))
+    }
+
     /// Starts chromedriver on a port it chooses (`--port=0`; it prints the port), so it never meets another server.
     private init() throws {
         announcements = try TestMedia.temporaryDirectory("chromedriver").appendingPathComponent("stdout")
@@ -57,14 +74,16 @@ public final class WebDriver: @unchecked Sendable {
         process = Process()
         process.executableURL = TestMedia.which("chromedriver")
         process.arguments = ["--port=0"]
-        process.standardOutput = try FileHandle(forWritingTo: announcements)
-        process.standardError = FileHandle.nullDevice
+        let output = try FileHandle(forWritingTo: announcements)
+        process.standardOutput = output
+        process.standardError = output
+        defer { try? output.close() }
         try process.run()
     }
 
     /// Waits for chromedriver's "started successfully on port N." line, then for its status to be ready.
     private func waitUntilReady() async throws {
-        for _ in 0..<300 {
+        for _ in 0..<600 {
             if base.isEmpty, let text = try? String(contentsOf: announcements, encoding: .utf8),
                let range = text.range(of: "started successfully on port ") {
                 let digits = text[range.upperBound...].prefix { $0.isNumber }
@@ -74,7 +93,9 @@ public final class WebDriver: @unchecked Sendable {
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        throw Failure(description: "chromedriver did not start")
+        let printed = (try? String(contentsOf: announcements, encoding: .utf8)) ?? ""
+        let state = process.isRunning ? "not ready after 60 s" : "exited with status \(process.terminationStatus)"
+        throw Failure(description: "\(state), printing: \(printed.suffix(400).trimmingCharacters(in: .whitespacesAndNewlines))")
     }
 
     /// Sends one command; returns its `value`.
