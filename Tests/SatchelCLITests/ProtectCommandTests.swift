@@ -182,6 +182,41 @@ import Testing
         }
     }
 
+    @Test("a range read over an origin costs the origin only the chunks it touches: two 100-byte ranges of a 20 MB protected file, the session's opening included, ask the origin for well under 1 MB (the file's 64 KiB chunks, the header), never the file")
+    func rangesOverAnOrigin() async throws {
+        let (server, site, origin) = try await Self.servedSite("protect-ranges")
+        defer { server.stop(); origin.stop() }
+        let data = server.directory.appendingPathComponent("device").path
+        let bytes = Data(SecureRandom.bytes(20_000_000))
+        try await TestMedia.offloaded {
+            let plain = server.directory.appendingPathComponent("atlas.pdf")
+            try bytes.write(to: plain)
+            let made = try CLIRunner.run(["protect", plain.path, "--out", site.appendingPathComponent("atlas.pdf.satchel").path, "--register",
+                                          "--asset-id", "atlas", "--data-dir", server.data, "--chunk-size", "65536"])
+            #expect(made.status == 0, "\(made.stderr)")
+            #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
+        }
+        let before = origin.log.count
+        let player = try await TestMedia.offloaded {
+            try PlayCommandTests.Player([origin.url("atlas.pdf.satchel"), "--data-dir", data, "--token", try server.token(persistent: false, asset: "atlas")])
+        }
+        defer { _ = player.stop() }
+        try await TestMedia.offloaded {
+            for start in [1_000_000, 15_000_000] {
+                let part = try PlayCommandTests.fetch(player.url, range: "bytes=\(start)-\(start + 99)")
+                #expect(part.status == 206 && Data(part.body) == bytes[start...(start + 99)], "\(part.status)")
+            }
+        }
+        let asked = origin.log.dropFirst(before).filter { $0.path.hasSuffix("atlas.pdf.satchel") }
+        let costs = asked.map { request -> Int in
+            guard let range = request.range, let dash = range.firstIndex(of: "-"), let from = Int(range.dropFirst(6).prefix(while: { $0 != "-" })),
+                  let to = Int(range[range.index(after: dash)...]) else { return 20_000_000 }  // no range, or open-ended: the file
+            return to - from + 1
+        }
+        let total = costs.reduce(0, +)
+        #expect(!asked.isEmpty && total < 1_000_000, "the origin sent \(total) bytes for 200: \(asked.map { $0.range ?? "whole" })")
+    }
+
     @Test("a protected file is downloaded like any single file, with its license, and plays from the download as its plain bytes; a local copy plays by its path")
     func downloadedAndLocal() async throws {
         let (server, site, origin) = try await Self.servedSite("protect-download")
