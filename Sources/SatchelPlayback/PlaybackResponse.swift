@@ -62,6 +62,11 @@ struct PlaybackResponse: Sendable {
             throw .invalidContent("it does not decrypt (\(error))")
         }
         let size = stored - Int64(padding)
+        // Its clear start (an MPEG-TS program map comes in its first packets), checked for a stream it would still
+        // hand the player encrypted: AES-128 over SAMPLE-AES.
+        var start = try file.segment(Int(min(stored, 4096)), at: 0)
+        try PlaybackBody.decrypt(&start, of: file.name) { (blocks) throws(ProtectionError) in try cipher.decryptBlocks(in: blocks, iv: iv) }
+        try ClearOutput.check(transportStream: Array(start.readableBytesView), of: file.name)
         guard let range = try range(rangeHeader, size: size) else {
             return PlaybackResponse(body: size == 0 ? .empty : .aes128(file, cipher: cipher, iv: iv, range: 0...(size - 1)),
                                     contentType: contentType, range: nil, size: size)
@@ -120,12 +125,16 @@ struct PlaybackResponse: Sendable {
                     buffers.append(ByteBuffer(bytes: made))
                 }
             }
+            var start: [UInt8] = []
+            for buffer in buffers where start.count < ClearOutput.transportHead { start += buffer.readableBytesView }
+            try ClearOutput.check(transportStream: start, of: path)
             done(transport.continuity)
             return PlaybackResponse(body: .buffers(buffers), contentType: contentType, range: nil,
                                     size: Int64(buffers.reduce(0) { $0 + $1.readableBytes }))
         }
         let first = try file.bytes(PlaybackBody.transportChunk, at: 0)
         let head = try PlaybackBody.clearing(path) { () throws(ProtectionError) in try transport.clear(first[...]) }
+        try ClearOutput.check(transportStream: head, of: path)
         return PlaybackResponse(body: .clearTS(file, transport: transport, from: Int64(first.count), head: head, done: done, failed: failed),
                                 contentType: contentType, range: nil, size: nil)
     }

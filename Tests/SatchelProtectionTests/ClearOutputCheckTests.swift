@@ -1,4 +1,5 @@
 import SatchelBytes
+import SatchelMedia
 import SatchelProtection
 import Testing
 
@@ -35,5 +36,24 @@ struct ClearOutputCheckTests {
         let piff = Self.box("moof", Self.box("traf", Self.box("uuid", piffID + [0, 0, 0, 0, 0, 0, 0, 0])))
         #expect(ClearOutputCheck.protection(inFMP4: piff) == ["moof/traf/uuid (PIFF sample encryption)"])
         #expect(ClearOutputCheck.protection(inFMP4: SecureRandom.bytes(1000)).isEmpty, "bytes that are not boxes name nothing")
+    }
+
+    @Test("MPEG-TS: SAMPLE-AES stream types (H.264, AAC, AC-3, E-AC-3) and a stream marked encrypted by its private data indicator are named by PID; clear stream types, bytes that are not a transport stream and a stream with no program map name nothing")
+    func transportStreams() {
+        func tables(_ streams: [TSStream]) -> [UInt8] {
+            var muxer = TSMuxer(streams: streams)
+            return muxer.tables()
+        }
+        let sampleAES = tables([TSStream(pid: 0x100, streamID: 0xE0, streamType: 0xDB), TSStream(pid: 0x101, streamID: 0xC0, streamType: 0xCF),
+                                TSStream(pid: 0x102, streamID: 0xBD, streamType: 0xC1), TSStream(pid: 0x103, streamID: 0xBD, streamType: 0xC2)])
+        #expect(ClearOutputCheck.protection(inTS: sampleAES) == ["PID 256: stream type 0xDB (SAMPLE-AES H.264)", "PID 257: stream type 0xCF (SAMPLE-AES AAC)",
+                                                                 "PID 258: stream type 0xC1 (SAMPLE-AES AC-3)", "PID 259: stream type 0xC2 (SAMPLE-AES E-AC-3)"])
+        let marked = tables([TSStream(pid: 0x100, streamID: 0xE0, streamType: 0x1B),
+                             TSStream(pid: 0x101, streamID: 0xC0, streamType: 0x0F, descriptors: [0x0F, 4] + Array("aacd".utf8))])
+        #expect(ClearOutputCheck.protection(inTS: marked) == ["PID 257: stream type 0xF marked aacd"])
+        #expect(ClearOutputCheck.protection(inTS: tables([.h264, .aac])).isEmpty)
+        let noTables = [UInt8](repeating: 0x47, count: 1) + [UInt8](repeating: 0xFF, count: 187)
+        #expect(ClearOutputCheck.protection(inTS: noTables).isEmpty, "no program map: nothing to name")
+        #expect(ClearOutputCheck.protection(inTS: Self.initSegment(entry: "encv", inner: [])).isEmpty, "an MP4 is not a transport stream")
     }
 }

@@ -21,6 +21,7 @@ struct AES128Source: SegmentSource {
         let clear = try files.reportingInvalid(path) { () throws(PlaybackError) -> [UInt8] in
             do { return try RequestTiming.timed(.decryption) { () throws(ProtectionError) -> [UInt8] in try cipher.decrypt(bytes, iv: protection.iv) } } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }
         }
+        try ClearOutput.check(transportStream: clear, of: path)
         return try PlaybackResponse.ranged(clear, contentType: contentType, rangeHeader: request.range)
     }
 }

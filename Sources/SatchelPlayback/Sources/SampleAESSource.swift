@@ -40,6 +40,7 @@ struct SampleAESSource: SegmentSource {
                 return clear
             } catch { throw .invalidContent("\(path) does not decrypt: \(error)") }
         }
+        try ClearOutput.check(transportStream: clear, of: path)
         return try PlaybackResponse.ranged(clear, contentType: contentType, rangeHeader: request.range)
     }
 }
