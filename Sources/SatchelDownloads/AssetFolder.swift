@@ -11,7 +11,7 @@ import Darwin
 /// `O_NOFOLLOW`, so a symbolic link planted anywhere in the chain is refused rather than followed.
 /// Every file of an asset is reached through one of these (`openat`, `fstatat`, `renameat` relative to
 /// `fd`), so nothing outside the asset's folder is ever read, counted, written or deleted.
-public final class AssetFolder: @unchecked Sendable {
+package final class AssetFolder: @unchecked Sendable {
     /// The open directory.
     let fd: Int32
     /// Its path, for messages.

@@ -12,23 +12,23 @@ import Darwin
 /// path is complete (it is only ever created by renaming a verified `.part` file); `<path>.part` is a
 /// partial download whose size says where to resume. So the store itself answers "which bytes are
 /// missing", and the index needs no per-file ledger.
-public struct AssetStore: AssetStoring {
+package struct AssetStore: AssetStoring {
     /// The directory holding every asset's directory.
-    public let root: String
+    package let root: String
     /// Plans read or written by this store (they never change once written).
     private let plans = PlanCache()
     /// The folder inside each asset's folder that holds the engine's own files (the plan); no downloaded file
     /// is ever stored under this name (`LocalPath` renames such a path).
-    public static let metadataFolder = LocalPath.metadataFolder
+    package static let metadataFolder = LocalPath.metadataFolder
     static let planPath = metadataFolder + "/plan.json"
 
     /// Creates a store rooted at `root`.
-    public init(root: String) {
+    package init(root: String) {
         self.root = root
     }
 
     /// Writes the asset's plan (files and manifest texts) into its folder with the crash-safe writer.
-    public func writePlan(_ id: String, _ plan: DownloadPlan) throws(DownloadFailure) {
+    package func writePlan(_ id: String, _ plan: DownloadPlan) throws(DownloadFailure) {
         guard let (folder, name) = try folder(id, of: Self.planPath, create: true, url: Self.planPath) else {
             throw .fileSystem(path: path(id, Self.planPath), message: "the folder is missing")
         }
@@ -37,7 +37,7 @@ public struct AssetStore: AssetStoring {
     }
 
     /// The asset's plan, nil when its folder holds none. A plan that cannot be read or decoded is a failure.
-    public func readPlan(_ id: String) throws(DownloadFailure) -> DownloadPlan? {
+    package func readPlan(_ id: String) throws(DownloadFailure) -> DownloadPlan? {
         if let cached = plans.get(id) { return cached }
         guard let (folder, name) = try folder(id, of: Self.planPath, create: false, url: Self.planPath), folder.size(name) != nil else { return nil }
         let bytes = try folder.readAll(name)
@@ -49,22 +49,22 @@ public struct AssetStore: AssetStoring {
     }
 
     /// True for IDs that are safe directory names: 1–128 of `A–Z a–z 0–9 . _ -`, not `.` or `..`.
-    public static func isValidID(_ id: String) -> Bool {
+    package static func isValidID(_ id: String) -> Bool {
         !id.isEmpty && id.count <= 128 && id != "." && id != ".."
             && id.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0) }
     }
 
     /// The asset's directory.
-    public func directory(_ id: String) -> String { root + "/" + id }
+    package func directory(_ id: String) -> String { root + "/" + id }
 
     /// The final path of a file of the asset (for people and players; the store itself opens files only
     /// through ``folder(_:of:create:url:)``).
-    public func path(_ id: String, _ localPath: String) -> String { directory(id) + "/" + localPath }
+    package func path(_ id: String, _ localPath: String) -> String { directory(id) + "/" + localPath }
 
     /// The directory holding `localPath` inside the asset's folder, reached without following links, and
     /// the file's name in it. `localPath` must be confined (`LocalPath/isConfined(_:)`): anything else is
     /// `invalidContent` for `url` and nothing is opened. Without `create`, nil when a directory is missing.
-    public func folder(_ id: String, of localPath: String, create: Bool, url: String) throws(DownloadFailure) -> (folder: AssetFolder, name: String)? {
+    package func folder(_ id: String, of localPath: String, create: Bool, url: String) throws(DownloadFailure) -> (folder: AssetFolder, name: String)? {
         guard Self.isValidID(id), LocalPath.isConfined(localPath) else {
             throw .invalidContent(url: url, reason: "its local path would leave the asset's folder")
         }
@@ -75,18 +75,18 @@ public struct AssetStore: AssetStoring {
     }
 
     /// What is on disk for a plan.
-    public struct Scan: Sendable {
+    package struct Scan: Sendable {
         /// Per resource: complete.
-        public var complete: [Bool]
+        package var complete: [Bool]
         /// Bytes of complete and partial files.
-        public var bytes: Int64
+        package var bytes: Int64
         /// Per resource: bytes on disk (complete or partial).
-        public var sizes: [Int64]
+        package var sizes: [Int64]
     }
 
     /// Which of the plan's files are complete, and how many bytes are on disk. A file is counted only as a
     /// regular file inside the asset's folder, reached without following a link.
-    public func scan(_ id: String, plan: DownloadPlan) -> Scan {
+    package func scan(_ id: String, plan: DownloadPlan) -> Scan {
         var scan = Scan(complete: [], bytes: 0, sizes: [])
         scan.complete.reserveCapacity(plan.resources.count)
         scan.sizes.reserveCapacity(plan.resources.count)
@@ -115,7 +115,7 @@ public struct AssetStore: AssetStoring {
 
     /// Stores a complete file fetched outside the engine (the playback proxy filling a partly downloaded asset
     /// from the origin): written atomically, and only when the file is not there yet. Answers whether it was.
-    public func keepFetched(_ id: String, path localPath: String, bytes: [UInt8]) throws(DownloadFailure) -> Bool {
+    package func keepFetched(_ id: String, path localPath: String, bytes: [UInt8]) throws(DownloadFailure) -> Bool {
         guard let (folder, name) = try folder(id, of: localPath, create: true, url: localPath), folder.size(name) == nil else { return false }
         try folder.writeAtomically(name, bytes)
         return true
@@ -124,7 +124,7 @@ public struct AssetStore: AssetStoring {
     /// Appends `bytes`, fetched from the origin at `offset` of `localPath`, to that file's partial download when they
     /// continue it exactly (the part is `offset` bytes long, the file not complete) and come from the same version of
     /// the file (the total length the part started from, when both are known). Answers whether they were kept.
-    public func extendPart(_ id: String, path localPath: String, offset: Int64, bytes: [UInt8], total: Int64?) throws(DownloadFailure) -> Bool {
+    package func extendPart(_ id: String, path localPath: String, offset: Int64, bytes: [UInt8], total: Int64?) throws(DownloadFailure) -> Bool {
         guard !bytes.isEmpty, let (folder, name) = try folder(id, of: localPath, create: false, url: localPath), folder.size(name) == nil else { return false }
         let part = PartFile(folder: folder, name: name + ".part", final: name)
         if let recorded = part.totalLength(), let total, recorded != total { return false }
@@ -144,7 +144,7 @@ public struct AssetStore: AssetStoring {
     }
 
     /// Writes the plan's manifests (atomically: a temporary file renamed into place).
-    public func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
+    package func writeManifests(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
         for manifest in plan.manifests {
             guard let (folder, name) = try folder(id, of: manifest.path, create: true, url: manifest.path) else { continue }
             try folder.writeAtomically(name, Array(manifest.text.utf8))
@@ -152,7 +152,7 @@ public struct AssetStore: AssetStoring {
     }
 
     /// Creates every directory the plan's files go into (once each, not once per file).
-    public func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
+    package func makeDirectories(_ id: String, plan: DownloadPlan) throws(DownloadFailure) {
         var made = Set<Substring>()
         for resource in plan.resources {
             let directory = resource.localPath.lastIndex(of: "/").map { resource.localPath[..<$0] } ?? ""
@@ -162,7 +162,7 @@ public struct AssetStore: AssetStoring {
 
     /// Deletes an asset's files (links inside are removed, never followed).
     /// With `keepingPlan`, the plan stays (an expired asset is still listed, with its files gone).
-    public func delete(_ id: String, keepingPlan: Bool) throws(DownloadFailure) {
+    package func delete(_ id: String, keepingPlan: Bool) throws(DownloadFailure) {
         guard Self.isValidID(id) else { return }
         var info = stat()
         guard lstat(directory(id), &info) == 0 else { return }  // nothing on disk
@@ -178,7 +178,7 @@ public struct AssetStore: AssetStoring {
     }
 
     /// Bytes used by every asset (regular files only; a link is not followed).
-    public func usage() -> Int64 {
+    package func usage() -> Int64 {
         guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }
         var total: Int64 = 0
         while let relative = walker.nextObject() as? String {

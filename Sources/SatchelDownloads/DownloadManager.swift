@@ -14,15 +14,15 @@ import SatchelSystem
 /// progress, the background loop), `DownloadReads` (what apps and the proxy read, and the proxy's door into the
 /// store) and `DownloadUpkeep` (fresh credentials, damaged records, upgrades). The queue's rules are the pure
 /// ``QueuePolicy``, an attempt is run by the `DownloadWorker`, events go through the ``DownloadEventHub``, and the
-/// index, the fetcher and the store are injected seams (``DownloadIndexing``, ``ResourceFetching``,
-/// ``AssetStoring``), with ``DownloadStep``s (a license, a permission) before every attempt. State lives in the index
+/// index is an injected seam (``DownloadIndexing``; the fetcher and the store are seams inside the package), with ``DownloadStep``s (a license, a permission) before every attempt. State lives in the index
 /// and the store, so the process may stop at any instant and pick up where the files end.
 public actor DownloadManager {
     var configuration: Configuration
     let environment: DownloadEnvironment
     let index: any DownloadIndexing
-    /// The files.
-    public nonisolated let store: any AssetStoring
+    /// The files. Only the engine writes there; the playback proxy reads an asset's folder (by name below it, no link
+    /// followed) and hands what it fetched to ``keepFetched(_:path:bytes:)``.
+    package nonisolated let store: any AssetStoring
     let fetcher: any ResourceFetching
     let steps: [any DownloadStep]
     let hub = DownloadEventHub()
@@ -49,11 +49,17 @@ public actor DownloadManager {
     /// True once ``upgradeDataStore()`` has run.
     var upgraded = false
 
-    /// Opens the engine over `configuration.dataDirectory` with the real index (SQLite), fetcher (HTTP) and
-    /// store (files), or the ones given; `steps` run before every attempt.
+    /// Opens the engine over `configuration.dataDirectory` with the real index (SQLite) or the one given, its HTTP
+    /// fetcher and its store (the files, under the configuration's asset directory); `steps` run before every attempt.
     public init(configuration: Configuration, environment: DownloadEnvironment = DownloadEnvironment(),
-                index: (any DownloadIndexing)? = nil, fetcher: (any ResourceFetching)? = nil, store: (any AssetStoring)? = nil,
-                steps: [any DownloadStep] = []) async throws(DownloadError) {
+                index: (any DownloadIndexing)? = nil, steps: [any DownloadStep] = []) async throws(DownloadError) {
+        try await self.init(configuration: configuration, environment: environment, index: index, fetcher: nil, store: nil, steps: steps)
+    }
+
+    /// The same with a fetcher and a store of the package's own (tests).
+    package init(configuration: Configuration, environment: DownloadEnvironment = DownloadEnvironment(),
+                 index: (any DownloadIndexing)? = nil, fetcher: (any ResourceFetching)?, store: (any AssetStoring)?,
+                 steps: [any DownloadStep] = []) async throws(DownloadError) {
         self.configuration = configuration
         self.environment = environment
         self.steps = steps
@@ -205,9 +211,9 @@ public actor DownloadManager {
     /// The asset's progress, from what is on disk.
     public func progress(_ id: String) async throws(DownloadError) -> DownloadProgress { try await DownloadReads.progress(self, id) }
 
-    /// The local path of the asset's entry point (master playlist, MPD, manifest or file), for playback.
-    /// Expired and unpublished assets have none.
-    public func localPath(_ id: String) async throws(DownloadError) -> String {
+    /// The local path of the asset's entry point (master playlist, MPD, manifest or file). Expired and unpublished
+    /// assets have none. Players go through the playback proxy, never to the files.
+    package func localPath(_ id: String) async throws(DownloadError) -> String {
         store.path(id, try await DownloadReads.playable(self, id).plan.mainPath)
     }
 

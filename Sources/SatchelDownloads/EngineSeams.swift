@@ -49,7 +49,7 @@ extension DownloadIndexing {
 
 /// Fetches over the network: the asset's first response, manifests, and each file into the store.
 /// ``ResourceFetcher`` does it over HTTP; a license step or a permission step can wrap it.
-public protocol ResourceFetching: Sendable {
+package protocol ResourceFetching: Sendable {
     /// Fetches the asset's URL far enough to know what it is.
     func probe(_ url: URL, headers: [String: String], origins: OriginPolicy) async throws(DownloadFailure) -> DownloadPlanner.Probe
     /// Fetches a manifest's text.
@@ -63,7 +63,7 @@ public protocol ResourceFetching: Sendable {
 }
 
 /// The downloaded files. ``AssetStore`` keeps them under a root directory, one folder per asset.
-public protocol AssetStoring: Sendable {
+package protocol AssetStoring: Sendable {
     /// The directory holding every asset's folder.
     var root: String { get }
     /// The final path of a file of the asset.

@@ -134,8 +134,8 @@ public final class ResourceFetcher: ResourceFetching {
 
     /// Downloads one resource unless it is complete. Returns a warning when the final size disagrees
     /// with the size the manifest or the probe declared (the file is still complete). Every file is opened inside the
-    /// asset's folder without following links (``AssetStore/folder(_:of:create:url:)``).
-    public func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: any AssetStoring, headers: [String: String],
+    /// asset's folder without following links (`AssetStore.folder(_:of:create:url:)`).
+    package func fetch(_ resource: DownloadResource, index: Int, assetID: String, store: any AssetStoring, headers: [String: String],
                       origins: OriginPolicy, budget: DownloadBudget, progress: LiveProgress) async throws(DownloadFailure) -> String? {
         guard let (folder, name) = try store.folder(assetID, of: resource.localPath, create: true, url: resource.url) else {
             throw .fileSystem(path: store.path(assetID, resource.localPath), message: "the folder is missing")
