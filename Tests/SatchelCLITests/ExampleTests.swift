@@ -49,4 +49,22 @@ struct ExampleTests {
             #expect(played.count > 50 && played == expected, "\(played.count) video packets read through the example, \(expected.count) in the clear package")
         }
     }
+
+    @Test("README's embedding snippet is the example's own code (each of its lines is in main.swift, which the test above builds and runs); README and the example's README give the package line with the first release tag and the products")
+    func readmeSnippet() throws {
+        let readme = try String(contentsOf: CLIRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "<!-- embedding -->\n```swift\n"))
+        let snippet = readme[start.upperBound...]
+        let end = try #require(snippet.range(of: "\n```"))
+        let main = try String(contentsOf: Self.example.appendingPathComponent("Sources/OfflinePlayback/main.swift"), encoding: .utf8)
+        let lines = snippet[..<end.lowerBound].split(separator: "\n").map { line in
+            String(line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false)[0]).trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        #expect(lines.count >= 6)
+        for line in lines { #expect(main.contains(line), "README's snippet line is not the example's: \(line)") }
+        let exampleReadme = try String(contentsOf: Self.example.appendingPathComponent("README.md"), encoding: .utf8)
+        for text in [readme, exampleReadme] {
+            #expect(text.contains(#"from: "0.1.0")"#) && text.contains(#".product(name: "SatchelDevice", package: "Satchel")"#))
+        }
+    }
 }
