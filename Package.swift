@@ -319,7 +319,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SatchelDownloadsTests",
-            dependencies: ["SatchelAgent", "SatchelDevice", "SatchelStreams",
+            dependencies: ["SatchelAgent", "SatchelDevice", "SatchelStreams", "SatchelPlayback",
                 "SatchelBytes", "SatchelMedia", "SatchelPackager", "SatchelProtection", "SatchelDownloads", "SatchelRights", "SatchelStorage", "SatchelSystem",
                 "SatchelTestSupport", .product(name: "FluentKit", package: "fluent-kit"), .product(name: "Logging", package: "swift-log"),
                 .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"),

@@ -27,8 +27,8 @@ public struct AgentStreamSlots: StreamSlots {
     /// True when `asset`'s license, or its kept FairPlay key, allows offline play now.
     func allowsOfflinePlay(asset: String) async -> Bool {
         if await agent.allowsOfflinePlay(asset: asset) { return true }
-        guard let record = try? fairPlay?.record(asset), let key = try? FairPlayRights.open(record, client: client), key.persistent else { return false }
-        return (try? FairPlayRights.status(of: record, client: client, at: Date())) == .valid
+        guard let record = try? fairPlay?.record(asset), let key = try? await FairPlayRights.open(record, client: client), key.persistent else { return false }
+        return (try? await FairPlayRights.status(of: record, client: client, at: Date())) == .valid
     }
 
     public func acquire(asset: String) async throws(PlaybackError) -> StreamLease? {

@@ -20,10 +20,12 @@ public struct FairPlayRequest: Sendable {
 
 /// A FairPlay content key opened from its CKC, with the rights the CKC's blocks carry. Times count from when the
 /// key was received (a lease, a rental, an offline key's storage window) or from its first playback (an offline
-/// key's playback window).
+/// key's playback window). A key the platform's own FairPlay client installed (`ContentKeySessionRequester` on
+/// Apple platforms) is held by that client: it has no `key` here, its rights are the platform's to enforce, and its
+/// download plays in the platform's player, not through the playback proxy.
 public struct FairPlayKey: Sendable {
-    /// The content key.
-    public var key: SecretBytes
+    /// The content key; nil when the platform's FairPlay client holds it.
+    public var key: SecretBytes?
     /// The content IV.
     public var iv: [UInt8]
     /// The lease, in seconds from receipt (nil: none).
@@ -38,18 +40,39 @@ public struct FairPlayKey: Sendable {
     public var playbackSeconds: UInt32?
     /// An offline key's content ID (dual expiry: what its Sync SPC names).
     public var offlineContentID: [UInt8]?
+
+    /// A key: `key` and `iv` as the CKC gives them (`key` nil when the platform's client holds it), and its rights.
+    public init(key: SecretBytes?, iv: [UInt8], leaseSeconds: UInt32? = nil, rentalSeconds: UInt32? = nil, persistent: Bool,
+                storageSeconds: UInt32? = nil, playbackSeconds: UInt32? = nil, offlineContentID: [UInt8]? = nil) {
+        self.key = key
+        self.iv = iv
+        self.leaseSeconds = leaseSeconds
+        self.rentalSeconds = rentalSeconds
+        self.persistent = persistent
+        self.storageSeconds = storageSeconds
+        self.playbackSeconds = playbackSeconds
+        self.offlineContentID = offlineContentID
+    }
 }
 
-/// The seam between the download engine and a FairPlay client: make an SPC for a key, open the CKC that answers it.
-/// ``SimulatedFairPlayDevice`` is Satchel's software client (development credentials, every platform); on Apple
-/// platforms an app's `AVContentKeySession` fills the same role.
+/// The seam between the download engine and a FairPlay client: make an SPC for a key, install (or open) the CKC that
+/// answers it. ``SimulatedFairPlayDevice`` is Satchel's software client (development credentials, every platform);
+/// on Apple platforms `ContentKeySessionRequester` is the platform's own, over `AVContentKeySession`.
 public protocol FairPlayKeyRequester: Sendable {
     /// An SPC for the key of `assetID` (the asset ID of its `skd://` URI); `persistable`: a key to keep for offline play.
-    func request(assetID: String, persistable: Bool) throws -> FairPlayRequest
+    func request(assetID: String, persistable: Bool) async throws -> FairPlayRequest
     /// A Sync SPC that reports the download whose offline key has `contentID` (16 bytes) deleted.
-    func syncRequest(assetID: String, contentID: [UInt8]) throws -> FairPlayRequest
-    /// Opens `ckc`, the answer to the request made with `context`: refused unless it answers that very request.
-    func open(ckc: [UInt8], context: String) throws -> FairPlayKey
+    func syncRequest(assetID: String, contentID: [UInt8]) async throws -> FairPlayRequest
+    /// Opens (or installs) `ckc`, the answer to the request made with `context`: refused unless it answers that very
+    /// request. Asked again with the same CKC and context, it answers the same key.
+    func open(ckc: [UInt8], context: String) async throws -> FairPlayKey
+    /// Lets go of what the client keeps for the key of the request made with `context` (its download was removed).
+    func forget(context: String) async
+}
+
+extension FairPlayKeyRequester {
+    /// Nothing kept outside the CKC: nothing to let go of.
+    public func forget(context: String) async {}
 }
 
 /// Satchel's software FairPlay client as the engine's requester: SPCs made and CKCs opened as Apple's guide lays

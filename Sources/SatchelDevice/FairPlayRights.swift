@@ -21,11 +21,11 @@ public struct FairPlayRights: PlaybackRights {
     }
 
     /// The key of `record`, opened.
-    static func open(_ record: FairPlayKeyring.Record, client: FairPlayClientFactory) throws -> FairPlayKey {
+    static func open(_ record: FairPlayKeyring.Record, client: FairPlayClientFactory) async throws -> FairPlayKey {
         guard let certificate = Data(base64Encoded: record.certificate), let ckc = Data(base64Encoded: record.ckc) else {
             throw FairPlayKeyringError(description: "the kept FairPlay key of \(record.assetID) is damaged")
         }
-        return try client(Array(certificate), record.simulatorSecret, try Hex.decode(record.hu, count: 20)).open(ckc: Array(ckc), context: record.context)
+        return try await client(Array(certificate), record.simulatorSecret, try Hex.decode(record.hu, count: 20)).open(ckc: Array(ckc), context: record.context)
     }
 
     /// The rights `key` grants, as Satchel's model holds them; the storage window stops counting once the key has played.
@@ -35,8 +35,8 @@ public struct FairPlayRights: PlaybackRights {
     }
 
     /// The status of `record`'s key at `now` (the wall clock: for a download that is about to start).
-    static func status(of record: FairPlayKeyring.Record, client: FairPlayClientFactory, at now: Date) throws -> RightsStatus {
-        let key = try open(record, client: client)
+    static func status(of record: FairPlayKeyring.Record, client: FairPlayClientFactory, at now: Date) async throws -> RightsStatus {
+        let key = try await open(record, client: client)
         return rights(key, played: record.firstPlayback != nil).evaluate(RightsUsage(acquired: record.received, firstUse: record.firstPlayback), at: now).status
     }
 
@@ -49,12 +49,12 @@ public struct FairPlayRights: PlaybackRights {
         var grant = try await playbackGrant(asset: asset)
         let status = grant.status(at: readClock()).status
         guard status == .valid else { throw .notPlayable(status) }
-        do {
-            let key = try Self.open(record, client: client)
-            return [PlaybackKey(keyID: "", key: key.key, iv: key.iv)]
-        } catch {
-            throw .notPlayable(.noRights)
+        let key: FairPlayKey
+        do { key = try await Self.open(record, client: client) } catch { throw .notPlayable(.noRights) }
+        guard let content = key.key else {
+            throw .unsupportedProtection("the FairPlay key of \(asset) is held by the platform's FairPlay client: play the download in the platform's player (AVPlayer with that client's content key session), or through the proxy in pass-through")
         }
+        return [PlaybackKey(keyID: "", key: content, iv: key.iv)]
     }
 
     public func registerUse(asset: String) async throws(PlaybackError) {
@@ -73,7 +73,7 @@ public struct FairPlayRights: PlaybackRights {
     public func playbackGrant(asset: String) async throws(PlaybackError) -> PlaybackGrant {
         var grant = try await inner.playbackGrant(asset: asset)
         guard let record = try kept(asset) else { return grant }
-        guard let key = try? Self.open(record, client: client) else { return .fixed(.noRights) }
+        guard let key = try? await Self.open(record, client: client) else { return .fixed(.noRights) }
         grant.fixed = nil
         grant.rights = Self.rights(key, played: record.firstPlayback != nil)
         grant.usage = RightsUsage(acquired: record.received, firstUse: record.firstPlayback)

@@ -25,7 +25,7 @@ public struct FairPlayStep: DownloadStep {
         let id = request.assetID ?? asset.id
         do {
             // A persistable key that will play is already here; one that does not open (damaged, another device's) is replaced.
-            if let kept = try? keyring.record(id), let status = try? FairPlayRights.status(of: kept, client: client, at: Date()), status == .valid {
+            if let kept = try? keyring.record(id), let status = try? await FairPlayRights.status(of: kept, client: client, at: Date()), status == .valid {
                 return
             }
             guard let token = request.token else {
@@ -36,9 +36,9 @@ public struct FairPlayStep: DownloadStep {
             }
             let hu = SimulatedFairPlayDevice.anonymizedID(of: await agent.deviceID ?? agent.dataDirectory)
             let requester = try client(Array(certificate), fairPlay.simulatorSecret, hu)
-            let spc = try requester.request(assetID: id, persistable: true)
+            let spc = try await requester.request(assetID: id, persistable: true)
             let answer = try await agent.fairPlayKey(spc: spc.spc, token: token, server: request.server)
-            let key = try requester.open(ckc: answer.ckc, context: spc.context)
+            let key = try await requester.open(ckc: answer.ckc, context: spc.context)
             guard key.persistent else {
                 throw DownloadFailure.license(problem: "not-persistable",
                                               detail: "the key server gave a streaming key, not one to keep: the asset's policy or the token does not allow offline play",
@@ -59,10 +59,12 @@ public struct FairPlayStep: DownloadStep {
         // The server learns that the download's offline key is gone (its records show the Sync SPC); out of reach,
         // the key is forgotten all the same.
         if let certificate = Data(base64Encoded: kept.certificate), let hu = try? Hex.decode(kept.hu, count: 20),
-           let requester = try? client(Array(certificate), kept.simulatorSecret, hu),
-           let key = try? requester.open(ckc: Array(Data(base64Encoded: kept.ckc) ?? Data()), context: kept.context),
-           let contentID = key.offlineContentID, let sync = try? requester.syncRequest(assetID: id, contentID: contentID) {
-            _ = try? await agent.fairPlayKey(spc: sync.spc, token: request.token, server: kept.server)
+           let requester = try? client(Array(certificate), kept.simulatorSecret, hu) {
+            if let key = try? await requester.open(ckc: Array(Data(base64Encoded: kept.ckc) ?? Data()), context: kept.context),
+               let contentID = key.offlineContentID, let sync = try? await requester.syncRequest(assetID: id, contentID: contentID) {
+                _ = try? await agent.fairPlayKey(spc: sync.spc, token: request.token, server: kept.server)
+            }
+            await requester.forget(context: kept.context)
         }
         try? keyring.remove(id)
     }
