@@ -1,5 +1,6 @@
 import FluentKit
 import Foundation
+import SatchelBytes
 import SQLKit
 
 /// The limits as the backplane's store keeps them: the global document and each user's own row. A request reads the
@@ -16,20 +17,20 @@ enum BackplaneLimitRows {
         return (global, own == .none ? nil : own)
     }
 
-    /// The global limits and those of the users that have their own (at most ``ownLimitsListed`` users).
-    static func limitTable(on database: any Database) async throws -> LimitTable {
+    /// The global limits and a page of the users that have their own, by user ID (`backplane_users_own_limits`).
+    static func limitsPage(_ page: ListingRequest, on database: any Database) async throws -> LimitsPage {
         let global = try await FluentBackplaneStore.document(FluentBackplaneStore.limitsDocument, as: BackplaneLimits.self, on: database) ?? .none
-        var perUser: [String: BackplaneLimits] = [:]
-        for row in try await BackplaneQueries.sqlDatabase(database).raw(BackplaneQueries.ownLimits(limit: ownLimitsListed)).all() {
-            perUser[try row.decode(column: "user_id", as: String.self)] = BackplaneLimits(
+        var users: [UserLimits] = []
+        let query = BackplaneQueries.ownLimits(after: page.afterKey?.first, prefix: page.prefix, limit: page.limit + 1)
+        for row in try await BackplaneQueries.sqlDatabase(database).raw(query).all() {
+            users.append(UserLimits(user: try row.decode(column: "user_id", as: String.self), limits: BackplaneLimits(
                 maxDevices: try row.decode(column: "max_devices", as: Int?.self), maxAssetsPerDevice: try row.decode(column: "max_assets_per_device", as: Int?.self),
-                maxDownloads: try row.decode(column: "max_downloads", as: Int?.self), maxStreams: try row.decode(column: "max_streams", as: Int?.self))
+                maxDownloads: try row.decode(column: "max_downloads", as: Int?.self), maxStreams: try row.decode(column: "max_streams", as: Int?.self))))
         }
-        return LimitTable(global: global, perUser: perUser)
+        if let prefix = page.prefix, let end = users.firstIndex(where: { !$0.user.hasPrefix(prefix) }) { users.removeSubrange(end...) }
+        let listed = ListingPage(reading: users, limit: page.limit, listing: backplaneLimitsListing) { [$0.user] }
+        return LimitsPage(global: global, users: listed.items, next: listed.next)
     }
-
-    /// The most users with limits of their own that the operator's limits table lists.
-    static let ownLimitsListed = 10_000
 
     /// The limits that hold for `user`.
     static func effectiveLimits(of user: String, on database: any Database) async throws -> BackplaneLimits {

@@ -57,3 +57,59 @@ public struct LimitTable: Codable, Sendable, Equatable {
         global.overridden(by: perUser[user])
     }
 }
+
+/// One user's own limits: the fields they set replace the global ones.
+public struct UserLimits: Codable, Sendable, Equatable {
+    /// The user.
+    public var user: String
+    /// Their own limits.
+    public var limits: BackplaneLimits
+
+    /// A user's limits.
+    public init(user: String, limits: BackplaneLimits) {
+        self.user = user
+        self.limits = limits
+    }
+}
+
+/// A page of the limits: the global ones, and the users with limits of their own, by user ID (keyset: the page's
+/// `next` is the following page's `after`).
+public struct LimitsPage: Codable, Sendable, Equatable {
+    /// Every user's, unless the user has their own.
+    public var global: BackplaneLimits
+    /// Users with limits of their own, in user ID order.
+    public var users: [UserLimits]
+    /// The cursor of the next page; nil on the last.
+    public var next: String?
+
+    /// A page.
+    public init(global: BackplaneLimits, users: [UserLimits], next: String?) {
+        self.global = global
+        self.users = users
+        self.next = next
+    }
+}
+
+/// The limits that hold for one user (or the global ones): what the operator sees and changes.
+public struct LimitsView: Codable, Sendable, Equatable {
+    /// The global limits.
+    public var global: BackplaneLimits
+    /// The user (nil: the global limits alone).
+    public var user: String?
+    /// The user's own limits (nil: none, or no user).
+    public var own: BackplaneLimits?
+    /// The limits that hold: the global ones with the user's own in their place.
+    public var effective: BackplaneLimits
+
+    /// The view of `user`'s limits (nil: the global ones).
+    public init(global: BackplaneLimits, user: String?, own: BackplaneLimits?) {
+        self.global = global
+        self.user = user
+        self.own = own
+        effective = global.overridden(by: own)
+    }
+}
+
+/// The limits listing's name in its cursors.
+public let backplaneLimitsListing = "limits"
+

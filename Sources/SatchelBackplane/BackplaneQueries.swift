@@ -43,12 +43,15 @@ package enum BackplaneQueries {
     /// A user row with a limit of its own (the condition of the partial index `backplane_users_own_limits`).
     static let hasOwnLimits: SQLQueryString = "max_devices IS NOT NULL OR max_assets_per_device IS NOT NULL OR max_downloads IS NOT NULL OR max_streams IS NOT NULL"
 
-    /// The first `limit` users with limits of their own, in order (`backplane_users_own_limits`).
-    static func ownLimits(limit: Int) -> SQLQueryString {
-        """
-        SELECT user_id, max_devices, max_assets_per_device, max_downloads, max_streams FROM backplane_users
-        WHERE \(hasOwnLimits) ORDER BY user_id LIMIT \(literal: limit)
-        """
+    /// `limit` users with limits of their own after `after` (and from `prefix` on), in order (`backplane_users_own_limits`).
+    static func ownLimits(after: String?, prefix: String?, limit: Int) -> SQLQueryString {
+        var condition: SQLQueryString = "(\(hasOwnLimits))"
+        if let after { condition = condition + " AND user_id > \(bind: after)" }
+        if let prefix { condition = condition + " AND user_id >= \(bind: prefix)" }
+        return """
+            SELECT user_id, max_devices, max_assets_per_device, max_downloads, max_streams FROM backplane_users
+            WHERE \(condition) ORDER BY user_id LIMIT \(literal: limit)
+            """
     }
 
     /// How many of the user's active devices may download, `except` one (`backplane_devices_user`).
@@ -139,7 +142,8 @@ package enum BackplaneQueries {
             HotQuery("devices, a later page", devicePage(user: nil, after: "device-5000", prefix: nil, limit: 101)),
             HotQuery("users, a later page", userPage(after: "user-500", prefix: nil, limit: 101)),
             HotQuery("users by prefix", userPage(after: nil, prefix: "user-5", limit: 101)),
-            HotQuery("users with limits of their own", ownLimits(limit: 10_000)),
+            HotQuery("users with limits of their own, first page", ownLimits(after: nil, prefix: nil, limit: 101)),
+            HotQuery("users with limits of their own, a later page", ownLimits(after: "user-500", prefix: nil, limit: 101)),
         ]
     }
 

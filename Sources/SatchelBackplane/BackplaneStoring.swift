@@ -21,8 +21,8 @@ public protocol BackplaneStoring: Sendable {
     func users(_ page: ListingRequest) async throws(BackplaneError) -> ListingPage<String>
     /// Sets the global limits (`user` nil) or a user's own.
     func setLimits(_ limits: BackplaneLimits, user: String?) async throws(BackplaneError)
-    /// The global limits and every user's own (an operator's export: it reads every user with limits of their own).
-    func limits() async throws(BackplaneError) -> LimitTable
+    /// The global limits and a page of the users with limits of their own, by user ID (a partial index of those users).
+    func limits(_ page: ListingRequest) async throws(BackplaneError) -> LimitsPage
     /// The global limits and `user`'s own (nil when the user has none): one row, whatever the number of users.
     func limits(of user: String) async throws(BackplaneError) -> (global: BackplaneLimits, own: BackplaneLimits?)
     /// Whether the device may download `asset` (a grant is recorded when it may).

@@ -104,8 +104,8 @@ public struct FluentBackplaneStore: BackplaneStoring {
         }
     }
 
-    public func limits() async throws(BackplaneError) -> LimitTable {
-        try await transaction("read the limits") { database async throws in try await BackplaneLimitRows.limitTable(on: database) }
+    public func limits(_ page: ListingRequest) async throws(BackplaneError) -> LimitsPage {
+        try await transaction("read the limits", atomic: false) { database async throws in try await BackplaneLimitRows.limitsPage(page, on: database) }
     }
 
     public func limits(of user: String) async throws(BackplaneError) -> (global: BackplaneLimits, own: BackplaneLimits?) {

@@ -8,7 +8,8 @@ import SatchelHTTP
 /// bearer token, under the same budget of failures as dashboard sign-ins. A device is named by its device ID or
 /// `ext:EXTERNAL-ID`.
 ///
-/// `GET users`, `GET users/{user}`; `GET|PUT limits`; `GET devices[?user=]`, `GET|DELETE devices/{device}`,
+/// `GET users`, `GET users/{user}`; `GET limits` (the global limits and a page of the users with their own),
+/// `GET limits/{user}`, `PUT limits`; `GET devices[?user=]`, `GET|DELETE devices/{device}`,
 /// `POST devices/{device}/enable|disable|wipe|kill`, `POST devices/{device}/delete-asset` (`{"assetID"}`);
 /// `GET|PUT settings` (the fields given are put over those in force); `GET slots[?user=]` (the stream slots held);
 /// `GET|POST feeds`, `GET|POST feeds/{feed}/items[?after=N]`, `GET feeds/{feed}/subscribers`;
@@ -51,12 +52,20 @@ struct BackplaneOperatorRoutes: RouteGroup {
         group.get("users/{user}") { _, context in
             try Response.json(try await backplane.user(try Self.parameter("user", context)))
         }
-        group.get("limits") { _, _ in try Response.json(try await backplane.store.limits()) }
+        group.get("limits") { request, _ in
+            try Response.json(try await backplane.store.limits(try Self.page(request, listing: backplaneLimitsListing)))
+        }
+        group.get("limits/{user}") { _, context in
+            let user = try Self.parameter("user", context)
+            let (global, own) = try await backplane.store.limits(of: user)
+            return try Response.json(LimitsView(global: global, user: user, own: own))
+        }
         group.put("limits") { request, _ in
             let body = try await Self.decode(BackplaneLimitsBody.self, request)
             if let user = body.user, user.isEmpty || user.utf8.count > 200 { throw BackplaneError.badRequest("a user is 1 to 200 bytes") }
             try await backplane.store.setLimits(body.limits, user: body.user)
-            return try Response.json(try await backplane.store.limits())
+            let (global, own) = try await backplane.store.limits(of: body.user ?? "")
+            return try Response.json(LimitsView(global: global, user: body.user, own: body.user == nil ? nil : own))
         }
         group.get("devices") { request, _ in
             let user = request.uri.queryParameters.get("user")

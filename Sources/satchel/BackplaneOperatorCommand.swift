@@ -63,7 +63,41 @@ struct BackplaneOperatorCommand: ParsableCommand {
 
     struct Limits: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "limits", abstract: "The download and stream limits, global or a user's.",
-                                                        subcommands: [Set.self])
+                                                        subcommands: [Show.self, List.self, Set.self])
+
+        struct Show: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "show", abstract: "The global limits, or those that hold for a user (--user) and their own.")
+            @Option(help: "The user (default: the global limits).") var user: String?
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                let view = try await Limits.view(user, try options.client())
+                try BackplaneOperatorCommand.output(view, json: options.json) {
+                    guard let user = view.user else { return "global: \(BackplaneOperatorCommand.line(view.global))" }
+                    return "\(user): \(BackplaneOperatorCommand.line(view.effective))" + (view.own == nil ? " (the global limits)" : "")
+                }
+            }
+        }
+
+        struct List: SatchelAsyncCommand {
+            static let configuration = CommandConfiguration(commandName: "list", abstract: "The users with limits of their own, by user ID, a page at a time.")
+            @Option(help: "Only users whose ID starts with this.") var prefix: String?
+            @OptionGroup var paging: PagingOptions
+            @OptionGroup var options: OperatorOptions
+
+            func execute() async throws {
+                try await paging.walk(try options.client(), path: "limits", query: prefix.map { [("prefix", $0)] } ?? [], json: options.json,
+                                      empty: "no user has limits of their own") { (row: UserLimits) in
+                    "\(row.user)\t\(BackplaneOperatorCommand.line(row.limits))"
+                }
+            }
+        }
+
+        /// The limits of `user` (nil: the global ones), one row read whatever the number of users.
+        static func view(_ user: String?, _ client: OperatorClient) async throws -> LimitsView {
+            if let user { return try await client.call(.GET, "limits/" + OperatorClient.segment(user), as: LimitsView.self) }
+            return LimitsView(global: try await client.call(.GET, "limits?limit=1", as: LimitsPage.self).global, user: nil, own: nil)
+        }
 
         struct Set: SatchelAsyncCommand {
             static let configuration = CommandConfiguration(
@@ -84,16 +118,14 @@ struct BackplaneOperatorCommand: ParsableCommand {
 
             func execute() async throws {
                 let client = try options.client()
-                let current = try await client.call(.GET, "limits", as: LimitTable.self)
-                var limits = user.map { current.perUser[$0] ?? .none } ?? current.global
+                let current = try await Limits.view(user, client)
+                var limits = user == nil ? current.global : current.own ?? .none
                 if let maxDevices { limits.maxDevices = maxDevices.value }
                 if let maxAssetsPerDevice { limits.maxAssetsPerDevice = maxAssetsPerDevice.value }
                 if let maxDownloads { limits.maxDownloads = maxDownloads.value }
                 if let maxStreams { limits.maxStreams = maxStreams.value }
-                let table = try await client.call(.PUT, "limits", body: BackplaneLimitsBody(user: user, limits: limits), as: LimitTable.self)
-                try BackplaneOperatorCommand.output(table, json: options.json) {
-                    "\(user ?? "global"): \(BackplaneOperatorCommand.line(user.map { table.limits(for: $0) } ?? table.global))"
-                }
+                let view = try await client.call(.PUT, "limits", body: BackplaneLimitsBody(user: user, limits: limits), as: LimitsView.self)
+                try BackplaneOperatorCommand.output(view, json: options.json) { "\(user ?? "global"): \(BackplaneOperatorCommand.line(view.effective))" }
             }
         }
     }

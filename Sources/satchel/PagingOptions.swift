@@ -77,10 +77,13 @@ struct RemotePage<Item: Decodable>: Decodable {
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
         next = try container.decodeIfPresent(String.self, forKey: Key(stringValue: "next"))
-        guard let key = container.allKeys.first(where: { $0.stringValue != "next" }) else {
-            items = []
-            return
+        // The page's rows are its one array of rows (a page may carry other members beside it: the global limits).
+        for key in container.allKeys where key.stringValue != "next" {
+            if let rows = try? container.decode([Item].self, forKey: key) {
+                items = rows
+                return
+            }
         }
-        items = try container.decode([Item].self, forKey: key)
+        items = []
     }
 }

@@ -51,6 +51,33 @@ extension BackplaneStoreTests {
         }
     }
 
+    @Test("the limits listed 3 at a time, users with limits of their own only, while limits are set and removed: each user with their own once, in order, with their limits; the global limits on every page; a prefix lists the users it starts", arguments: kinds)
+    func limitsWalk(kind: String) async throws {
+        try await Self.using(kind) { (stores, _) async throws in
+            let store = stores[0]
+            try await store.setLimits(BackplaneLimits(maxDevices: 4), user: nil)
+            for index in 0..<20 { _ = try await store.register(Self.device(String(format: "d%02d", index), user: String(format: "u%02d", index))) }
+            for index in stride(from: 0, to: 20, by: 2) { try await store.setLimits(BackplaneLimits(maxStreams: index + 1), user: String(format: "u%02d", index)) }
+            var pages: [LimitsPage] = []
+            let walked = try await Self.walk(limit: 3, listing: backplaneLimitsListing, { request in
+                let page = try await store.limits(request)
+                pages.append(page)
+                return ListingPage(items: page.users, next: page.next)
+            }) { page in
+                guard page == 2 else { return }
+                try await store.setLimits(.none, user: "u18")  // ahead: no longer listed
+                try await store.setLimits(BackplaneLimits(maxDownloads: 3), user: "u19")  // ahead: listed
+                try await store.setLimits(BackplaneLimits(maxDownloads: 3), user: "u01")  // behind: not
+            }
+            let users = walked.map(\.user)
+            #expect(users == ["u00", "u02", "u04", "u06", "u08", "u10", "u12", "u14", "u16", "u19"], "\(users)")
+            #expect(walked.first?.limits == BackplaneLimits(maxStreams: 1) && walked.last?.limits == BackplaneLimits(maxDownloads: 3))
+            #expect(pages.allSatisfy { $0.global == BackplaneLimits(maxDevices: 4) } && pages.count == 4)
+            let prefixed = try await store.limits(ListingRequest(limit: 10, prefix: "u1"))
+            #expect(prefixed.users.map(\.user) == ["u10", "u12", "u14", "u16", "u19"] && prefixed.next == nil)
+        }
+    }
+
     @Test("events walked 3 at a time, the last received first, while more arrive: each once, none of the new ones (they are behind the cursor)", arguments: kinds)
     func eventsWalk(kind: String) async throws {
         try await Self.using(kind) { (_, sql) async throws in

@@ -67,6 +67,16 @@ import Testing
         try await TestMedia.offloaded {
             #expect(try world.backplane(["limits", "set", "--max-devices", "1"]).status == 0)
             #expect(try world.backplane(["limits", "set", "--user", "family", "--max-devices", "2"]).status == 0, "a user's limit before any device")
+            #expect(try world.backplane(["limits", "set", "--user", "friends", "--max-streams", "3"]).status == 0)
+            // What holds for a user (their own over the global), the global alone, and the users with their own, paged.
+            let shown = try world.backplane(["limits", "show", "--user", "family"])
+            #expect(shown.stdout.contains("family: max devices 2,") && !shown.stdout.contains("(the global limits)"), "\(shown.stdout)")
+            #expect(try world.backplane(["limits", "show", "--user", "stranger"]).stdout.contains("stranger: max devices 1, max assets per device no limit"))
+            #expect(try world.backplane(["limits", "show"]).stdout.hasPrefix("global: max devices 1,"))
+            let listed = try world.backplane(["limits", "list", "--limit", "1"])
+            #expect(listed.stdout.hasPrefix("family\tmax devices 2,") && listed.stderr.contains("more: --after "), "\(listed.stdout) \(listed.stderr)")
+            let all = try world.backplane(["limits", "list", "--all"]).stdout.split(separator: "\n")
+            #expect(all.count == 2 && all[1].contains(#""user":"friends""#) && all[1].contains(#""maxStreams":3"#), "\(all)")
             let first = try world.device("first")
             #expect(!first.stderr.contains("device-limit-reached") && !first.stderr.contains("notice"), "\(first.stderr)")
             let again = try world.device("first")

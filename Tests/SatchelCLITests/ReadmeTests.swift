@@ -196,6 +196,7 @@ struct ReadmeTests {
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains("applied 1: delete-asset movie") && lines.contains("applied 2: wipe") && lines.contains("applied 3: kill"), "\(result.stdout)")
         #expect(lines.contains("phone killed: wiped and unregistered"))
+        #expect(lines.contains { $0.hasPrefix("global: max devices 1, ") && $0.contains("max downloads 20") }, "limits show: \(result.stdout)")
         #expect(lines.contains { $0.hasPrefix("user-42: max devices 1") && $0.contains("max streams 2") && $0.contains("1 of 2 devices enabled") },
                 "\(result.stdout)")
         #expect(lines.contains("no stream slot is held"))
