@@ -117,6 +117,19 @@ public actor InMemoryKeyStore: KeyStore {
         Array(issued.reversed().lazy.filter(filter.matches).prefix(max(limit, 0)))
     }
 
+    public func licenses(matching filter: AuditFilter, page: ListingRequest) throws(LicensingError) -> ListingPage<IssuedLicense> {
+        // The cursor is a record's place in the log (its time, its number): records only ever join at the end.
+        var end = issued.count
+        if let key = page.afterKey {
+            guard key.count == 2, let place = Int(key[1]), (0...issued.count).contains(place) else { throw .badRequest("not a cursor of the audit") }
+            end = place
+        }
+        let rows = issued[..<end].indices.reversed().lazy.filter { filter.matches(self.issued[$0]) }.prefix(page.limit + 1)
+        return ListingPage(reading: Array(rows), limit: page.limit, listing: IssuedLicense.listing) {
+            ["\(self.issued[$0].issuedAt.timeIntervalSinceReferenceDate)", String($0)]
+        }.map { issued[$0] }
+    }
+
     public func syncReports() -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
         Array(syncs.reversed().prefix(1000))
     }

@@ -41,6 +41,9 @@ public struct IssuedLicense: Sendable, Equatable, Codable {
     /// The custom data the request carried, nil when none.
     public var customData: String?
 
+    /// The audit listing's name in its cursors (two columns: the time issued, the record).
+    public static let listing = "audit"
+
     /// A record.
     public init(assetID: String, keyID: String, subject: String, type: String, issuedAt: Date, customData: String? = nil) {
         (self.assetID, self.keyID, self.subject, self.type, self.issuedAt, self.customData) = (assetID, keyID, subject, type, issuedAt, customData)
@@ -116,6 +119,9 @@ public protocol KeyStore: Sendable {
     func recordSync(contentID: String, durationToExpiry: UInt32, subject: String, at date: Date) async throws(LicensingError)
     /// Issued licenses that pass `filter`, newest first, at most `limit`.
     func licenses(matching filter: AuditFilter, limit: Int) async throws(LicensingError) -> [IssuedLicense]
+    /// A page of the issued licenses that pass `filter`, newest first (keyset: the time issued, then the record; the
+    /// page's `next` is the following page's `after`, listing ``IssuedLicense/listing``).
+    func licenses(matching filter: AuditFilter, page: ListingRequest) async throws(LicensingError) -> ListingPage<IssuedLicense>
     /// The sync reports last received, newest first, at most 1,000.
     func syncReports() async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)]
 }

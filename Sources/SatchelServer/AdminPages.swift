@@ -8,8 +8,8 @@ import SatchelLicensing
 /// are shown, never keys.
 struct AdminPages {
     let console: AdminConsole
-    /// The most audit rows a page reads.
-    static let auditLimit = 200
+    /// The audit rows a page shows.
+    static let auditLimit = 100
     /// The most device licenses the devices page reads to count each device's.
     static let chartLimit = 100_000
 
@@ -94,7 +94,8 @@ struct AdminPages {
         return paging
     }
 
-    /// The audit, filtered by the query's `asset`, `subject`, `type` and `hours`.
+    /// A page of the audit, newest first, filtered by the query's `asset`, `subject`, `type` and `hours` (`after`: the
+    /// page's cursor).
     func licenses(query: Parameters) async throws -> [String: Any] {
         func field(_ name: String) -> String? {
             guard let value = query[Substring(name)].map(String.init)?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
@@ -103,12 +104,15 @@ struct AdminPages {
         let hours = field("hours").flatMap(Int.init).map { min(max($0, 1), 24 * 366) }
         let filter = AuditFilter(assetID: field("asset"), subject: field("subject"), type: field("type"),
                                  since: hours.map { now.addingTimeInterval(-Double($0) * 3600) })
-        let rows = try await console.service.store.licenses(matching: filter, limit: Self.auditLimit)
+        let request = try ListingRequest(limit: String(Self.auditLimit), after: field("after"), listing: IssuedLicense.listing, columns: 2)
+        let page = try await console.service.store.licenses(matching: filter, page: request)
         let types = Self.licenseTypes
         let spans = [(1, "Last hour"), (24, "Last 24 hours"), (168, "Last 7 days"), (720, "Last 30 days")]
+        let fields = ["asset": filter.assetID ?? "", "subject": filter.subject ?? "", "type": filter.type ?? "", "hours": hours.map(String.init) ?? ""]
         return [
-            "rows": rows.map(Self.licenseRow), "count": rows.count, "empty": rows.isEmpty, "limited": rows.count == Self.auditLimit,
-            "limit": Self.auditLimit, "asset": filter.assetID ?? "", "subject": filter.subject ?? "",
+            "rows": page.items.map(Self.licenseRow), "empty": page.items.isEmpty, "later": request.after != nil,
+            "paging": Self.paging(base: "/admin/licenses", next: page.next, atStart: request.after == nil, fields: fields),
+            "asset": filter.assetID ?? "", "subject": filter.subject ?? "",
             "types": types.map { ["value": $0, "selected": $0 == filter.type] as [String: Any] },
             "spans": spans.map { ["value": $0.0, "label": $0.1, "selected": $0.0 == hours] as [String: Any] },
             "filtered": filter != AuditFilter(),

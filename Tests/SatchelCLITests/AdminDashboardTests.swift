@@ -112,6 +112,28 @@ import Testing
             #expect(page.contains("device laptop registered") && page.contains("clearkey-temporary license for online"))
             try await browser.screenshot("admin-events")
 
+            // 100 more licenses: the audit is paged (100 a page, newest first), the older ones a link away, the filter kept.
+            let bearer = try server.token()
+            let issued = try await TestMedia.offloaded {
+                try TestMedia.run("python3", ["-c", """
+                    import json, sys, urllib.request
+                    for _ in range(100):
+                        body = json.dumps({"kids": ["IBEiM0RVZneImaq7zN3u_w"], "type": "temporary"}).encode()
+                        urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=body, headers={"Authorization": "Bearer " + sys.argv[2]})).read()
+                    print("issued")
+                    """, server.url + "/clearkey/license", bearer])
+            }
+            #expect(issued.contains("issued"))
+            try await browser.open(server.url + "/admin/licenses?type=clearkey-temporary")
+            #expect(try await browser.execute("return document.querySelectorAll('main table tbody tr').length") as? Int == 100)
+            try await browser.execute("[...document.querySelectorAll('nav.pager a')].find(a => a.textContent.includes('Older')).click()")
+            _ = try await browser.wait(10, until: "return location.search.includes('after=')")
+            #expect(try await browser.execute("return new URLSearchParams(location.search).get('type')") as? String == "clearkey-temporary", "the filter is kept")
+            let older = try await browser.execute("return [...document.querySelectorAll('main table tbody tr')].map(e => e.textContent)") as? [String]
+            #expect(older?.count == 1 && older?.first?.contains("clearkey-temporary") == true, "the first Clear Key license, alone on the second page: \(String(describing: older))")
+            #expect(try await browser.execute("return [...document.querySelectorAll('nav.pager a')].map(a => a.textContent).join('|')") as? String == "« Newest")
+            try await browser.screenshot("admin-licenses-older")
+
             // Delete "online" (confirmed in the dialog): gone from the page, and its keys are no longer given.
             try await browser.open(server.url + "/admin/assets")
             try await browser.execute("setTimeout(() => document.querySelector('tr[data-asset=online] button.danger').click(), 0)")

@@ -61,4 +61,52 @@ struct KeyListingTests {
         }
         await database.shutdown()
     }
+
+    @Test("the audit walked 4 at a time, newest first, filtered by asset, while licenses keep being issued: each record of the filter once (several of one instant too), the new ones not (they are ahead of the walk); a forged cursor is refused; the in-memory store pages the same", arguments: kinds)
+    func auditWalk(url: String?) async throws {
+        let directory = NSTemporaryDirectory() + "satchel-audit-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let database = try await LicensingDatabase(dataDirectory: directory, url: url)
+        do {
+            let store = FluentKeyStore(database: database, kek: try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32))))
+            let asset = "audit-\(UUID().uuidString.prefix(8))"
+            // Times that do not make an exact round trip through Date and the database's column (a whole second would).
+            let start = Date(timeIntervalSince1970: 1_795_919_198.3684688)
+            // 15 of the asset (five at one instant), and others between them.
+            for index in 0..<15 {
+                let time = index < 5 ? start : start.addingTimeInterval(Double(index) * 0.0371)
+                try await store.recordLicense(assetID: asset, keyID: "k", subject: "user-\(index)", type: "clearkey-temporary", customData: nil, at: time)
+                try await store.recordLicense(assetID: asset + "-other", keyID: "k", subject: "other", type: "aes-128", customData: nil, at: time)
+            }
+            var request = ListingRequest(limit: 4), walked: [IssuedLicense] = [], pages = 0
+            while true {
+                let page = try await store.licenses(matching: AuditFilter(assetID: asset), page: request)
+                walked += page.items
+                pages += 1
+                if pages == 2 {
+                    try await store.recordLicense(assetID: asset, keyID: "k", subject: "late", type: "clearkey-temporary", customData: nil, at: start.addingTimeInterval(1))
+                }
+                guard let next = page.next, pages < 20 else { break }  // a cursor that does not move on ends the walk
+                request.after = try ListingCursor(decoding: next, listing: IssuedLicense.listing, columns: 2)
+            }
+            let subjects = walked.map(\.subject)
+            #expect(walked.count == 15 && Set(subjects).count == 15 && !subjects.contains("late"), "each once: \(subjects)")
+            #expect(walked.map(\.issuedAt) == walked.map(\.issuedAt).sorted(by: >) && walked.allSatisfy { $0.assetID == asset }, "newest first, the filter's")
+            #expect(pages == 4)
+            let forged = ListingCursor(listing: IssuedLicense.listing, key: ["1800000000", "not a record"])
+            await #expect(throws: LicensingError.self) { _ = try await store.licenses(matching: AuditFilter(), page: ListingRequest(limit: 4, after: forged)) }
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+
+        let memory = InMemoryKeyStore()
+        for index in 0..<7 { try await memory.recordLicense(assetID: "a", keyID: "k", subject: "s\(index)", type: "aes-128", customData: nil, at: Date()) }
+        let first = try await memory.licenses(matching: AuditFilter(), page: ListingRequest(limit: 4))
+        let cursor = try ListingCursor(decoding: try #require(first.next), listing: IssuedLicense.listing, columns: 2)
+        let second = try await memory.licenses(matching: AuditFilter(), page: ListingRequest(limit: 4, after: cursor))
+        #expect((first.items + second.items).map(\.subject) == ["s6", "s5", "s4", "s3", "s2", "s1", "s0"] && second.next == nil)
+    }
 }
+
