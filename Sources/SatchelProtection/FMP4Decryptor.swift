@@ -202,6 +202,11 @@ public struct FMP4Decryptor: Sendable {
             let (sizes, dataOffset) = try FragmentSampleSizes.sizes(trun, bytes, defaultSize: defaultSize)
             let encryption = children.first("senc") ?? children.first { $0.type == "uuid" && $0.userType == FMP4Unprotect.piffSampleEncryption }
             let entries = try encryption.map { (box) throws -> [([UInt8], [Subsample])] in try senc(box, bytes, count: sizes.count) } ?? []
+            // Samples whose IVs are in the fragment (no constant IV) cannot be decrypted without them: refused, so a
+            // plan made from the 'moof' alone refuses the file before any byte goes out.
+            guard encryption != nil || perSampleIVSize == 0 || sizes.isEmpty else {
+                throw ProtectionError.malformed("a fragment of track \(trackID) carries no sample encryption box ('senc'): its samples' IVs are missing")
+            }
             var position = base + Int64(moof.offset) + Int64(dataOffset)  // an offset within ±2 GiB of the moof: no overflow
             for (index, size) in sizes.enumerated() {
                 guard position >= 0, size <= Int(Int32.max) else { throw ProtectionError.malformed("sample runs outside the segment") }

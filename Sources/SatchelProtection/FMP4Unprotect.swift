@@ -43,6 +43,10 @@ enum FMP4Unprotect {
                     return .descend(skip: skip, type: original)
                 case ("sinf", "encv"), ("sinf", "enca"):
                     return .drop
+                case ("senc", "stbl"), ("saiz", "stbl"), ("saio", "stbl"):
+                    // The sample table's encryption information (ffmpeg writes it in a fragmented file's moov too,
+                    // describing no sample): the clear file has none.
+                    return .drop
                 default:
                     return .keep
                 }
