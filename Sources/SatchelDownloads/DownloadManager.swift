@@ -14,8 +14,9 @@ import SatchelSystem
 /// progress, the background loop), `DownloadReads` (what apps and the proxy read, and the proxy's door into the
 /// store) and `DownloadUpkeep` (fresh credentials, damaged records, upgrades). The queue's rules are the pure
 /// ``QueuePolicy``, an attempt is run by the `DownloadWorker`, events go through the ``DownloadEventHub``, and the
-/// index is an injected seam (``DownloadIndexing``; the fetcher and the store are seams inside the package), with ``DownloadStep``s (a license, a permission) before every attempt. State lives in the index
-/// and the store, so the process may stop at any instant and pick up where the files end.
+/// index is an injected seam (``DownloadIndexing``; the fetcher and the store are seams inside the package), with
+/// ``DownloadStep``s (a license, a permission) before every attempt. State lives in the index and the store, so the
+/// process may stop at any instant and pick up where the files end.
 public actor DownloadManager {
     var configuration: Configuration
     let environment: DownloadEnvironment

@@ -102,7 +102,7 @@ struct KeyListingTests {
         await database.shutdown()
 
         let memory = InMemoryKeyStore()
-        for index in 0..<7 { try await memory.recordLicense(assetID: "a", keyID: "k", subject: "s\(index)", type: "aes-128", customData: nil, at: Date()) }
+        for index in 0..<7 { await memory.recordLicense(assetID: "a", keyID: "k", subject: "s\(index)", type: "aes-128", customData: nil, at: Date()) }
         let first = try await memory.licenses(matching: AuditFilter(), page: ListingRequest(limit: 4))
         let cursor = try ListingCursor(decoding: try #require(first.next), listing: IssuedLicense.listing, columns: 2)
         let second = try await memory.licenses(matching: AuditFilter(), page: ListingRequest(limit: 4, after: cursor))

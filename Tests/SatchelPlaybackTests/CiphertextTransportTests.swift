@@ -24,7 +24,7 @@ import Testing
         // Each SAMPLE-AES segment encrypted whole with the same key and IV; the playlists say AES-128.
         let wrapped = folder.appendingPathComponent("wrapped")
         let cipher = try SegmentCipher(key: key.key)
-        let files = try TestMedia.files(under: wrapped)
+        let files = TestMedia.files(under: wrapped)
         let segments = files.filter { $0.hasSuffix(".ts") }
         #expect(!segments.isEmpty)
         for segment in segments {
