@@ -96,6 +96,8 @@ public final class ContentKeySessionRequester: NSObject, FairPlayKeyRequester, A
 
     // MARK: The session's delegate (on `queue`)
 
+    /// A key request from the session: one this client asked for goes on (as a persistable key's, for a download); a
+    /// player's for a kept key is answered with it; any other is refused.
     public func contentKeySession(_ session: AVContentKeySession, didProvide keyRequest: AVContentKeyRequest) {
         guard let identifier = keyRequest.identifier as? String else { return }
         if let asked = waiting[identifier] {
@@ -114,11 +116,13 @@ public final class ContentKeySessionRequester: NSObject, FairPlayKeyRequester, A
         }
     }
 
+    /// The persistable key request a download's request became: its SPC is made next.
     public func contentKeySession(_ session: AVContentKeySession, didProvide keyRequest: AVPersistableContentKeyRequest) {
         guard let identifier = keyRequest.identifier as? String else { return }
         waiting.removeValue(forKey: identifier)?.continuation.resume(returning: keyRequest)
     }
 
+    /// A key request that failed: the download waiting for it gets the error.
     public func contentKeySession(_ session: AVContentKeySession, contentKeyRequest keyRequest: AVContentKeyRequest, didFailWithError err: any Error) {
         guard let identifier = keyRequest.identifier as? String else { return }
         waiting.removeValue(forKey: identifier)?.continuation.resume(throwing: err)

@@ -287,63 +287,16 @@ public struct FluentKeyStore: KeyStore {
     public func licenses(matching filter: AuditFilter, limit: Int) async throws(LicensingError) -> [IssuedLicense] {
         do {
             try await audit.flush()
-            return try await Self.auditQuery(filter, on: database).sort(\.$issuedAt, .descending).limit(max(limit, 0)).all().map(Self.issued)
+            return try await AuditListing.query(filter, on: database).sort(\.$issuedAt, .descending).limit(max(limit, 0)).all().map(AuditListing.issued)
         } catch {
             throw .storage("cannot read the audit log")
         }
     }
 
-    /// A page of the audit: through the time index from the cursor (the time issued, then the record's ID for records
-    /// of the same instant), never a count or a read of the rows before it. A time makes a round trip through `Date`
-    /// and the database only to within a rounding, so the page is read from just above the cursor's time and the rows
-    /// at or before the cursor are dropped here, comparing the values as read.
+    /// A page of the audit (``AuditListing``).
     public func licenses(matching filter: AuditFilter, page: ListingRequest) async throws(LicensingError) -> ListingPage<IssuedLicense> {
-        do {
-            try await audit.flush()
-            var cursor: (time: Date, id: String)?
-            if let key = page.afterKey {
-                guard key.count == 2, let seconds = Double(key[0]), let id = UUID(uuidString: key[1]) else { throw ListingError.badCursor("not a cursor of the audit") }
-                cursor = (Date(timeIntervalSinceReferenceDate: seconds), id.uuidString)
-            }
-            var margin = cursor == nil ? 0 : 16
-            var rows: [LicenseModel]
-            while true {
-                let query = Self.auditQuery(filter, on: database)
-                if let cursor { query.filter(\.$issuedAt <= cursor.time.addingTimeInterval(0.001)) }
-                let read = try await query.sort(\.$issuedAt, .descending).sort(\.$id, .descending).limit(page.limit + 1 + margin).all()
-                rows = cursor.map { cursor in read.filter { row in Self.isAfter(row, cursor) } } ?? read
-                // More records of the cursor's millisecond than the margin read: read again with a wider one.
-                guard cursor != nil, read.count == page.limit + 1 + margin, rows.count <= page.limit else { break }
-                margin *= 4
-            }
-            return ListingPage(reading: rows, limit: page.limit, listing: IssuedLicense.listing) {
-                ["\($0.issuedAt.timeIntervalSinceReferenceDate)", $0.id?.uuidString ?? ""]
-            }.map(Self.issued)
-        } catch let error as ListingError {
-            throw .badRequest(error.description)
-        } catch {
-            throw .storage("cannot read the audit log")
-        }
-    }
-
-    /// True when `row` comes after `cursor` in the audit's order (newest first, then the record's ID, descending).
-    private static func isAfter(_ row: LicenseModel, _ cursor: (time: Date, id: String)) -> Bool {
-        row.issuedAt < cursor.time || row.issuedAt == cursor.time && (row.id?.uuidString ?? "") < cursor.id
-    }
-
-    /// The audit's rows that pass `filter`.
-    private static func auditQuery(_ filter: AuditFilter, on database: any Database) -> QueryBuilder<LicenseModel> {
-        let query = LicenseModel.query(on: database)
-        if let asset = filter.assetID { query.filter(\.$assetID == asset) }
-        if let subject = filter.subject { query.filter(\.$subject == subject) }
-        if let type = filter.type { query.filter(\.$type == type) }
-        if let since = filter.since { query.filter(\.$issuedAt >= since) }
-        if let until = filter.until { query.filter(\.$issuedAt < until) }
-        return query
-    }
-
-    private static func issued(_ row: LicenseModel) -> IssuedLicense {
-        IssuedLicense(assetID: row.assetID, keyID: row.keyID, subject: row.subject, type: row.type, issuedAt: row.issuedAt, customData: row.customData)
+        do { try await audit.flush() } catch { throw .storage("cannot read the audit log") }
+        return try await AuditListing.page(filter, page, on: database)
     }
 
     /// Sync reports received.

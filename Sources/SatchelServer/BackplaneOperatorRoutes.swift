@@ -57,6 +57,7 @@ struct BackplaneOperatorRoutes: RouteGroup {
         }
         group.get("limits/{user}") { _, context in
             let user = try Self.parameter("user", context)
+            guard !user.isEmpty, user.utf8.count <= 200 else { throw BackplaneError.badRequest("a user is 1 to 200 bytes") }
             let (global, own) = try await backplane.store.limits(of: user)
             return try Response.json(LimitsView(global: global, user: user, own: own))
         }

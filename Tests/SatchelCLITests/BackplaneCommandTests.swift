@@ -73,6 +73,8 @@ import Testing
             #expect(shown.stdout.contains("family: max devices 2,") && !shown.stdout.contains("(the global limits)"), "\(shown.stdout)")
             #expect(try world.backplane(["limits", "show", "--user", "stranger"]).stdout.contains("stranger: max devices 1, max assets per device no limit"))
             #expect(try world.backplane(["limits", "show"]).stdout.hasPrefix("global: max devices 1,"))
+            let long = try world.backplane(["limits", "show", "--user", String(repeating: "u", count: 201)])
+            #expect(long.status != 0 && long.stderr.contains("a user is 1 to 200 bytes"), "\(long.stderr)")
             let listed = try world.backplane(["limits", "list", "--limit", "1"])
             #expect(listed.stdout.hasPrefix("family\tmax devices 2,") && listed.stderr.contains("more: --after "), "\(listed.stdout) \(listed.stderr)")
             let all = try world.backplane(["limits", "list", "--all"]).stdout.split(separator: "\n")
