@@ -293,7 +293,8 @@ public struct FluentKeyStore: KeyStore {
         }
     }
 
-    /// A page of the audit (``AuditListing``).
+    /// A page of the audit that passes `filter`, newest first: keyset on the time issued and the record, through the
+    /// time index.
     public func licenses(matching filter: AuditFilter, page: ListingRequest) async throws(LicensingError) -> ListingPage<IssuedLicense> {
         do { try await audit.flush() } catch { throw .storage("cannot read the audit log") }
         return try await AuditListing.page(filter, page, on: database)
