@@ -63,6 +63,27 @@ public final class DownloadIndex: DownloadIndexing {
         return assets
     }
 
+    /// The walk of a repair or an upgrade over every record: in pages of ``walkPage`` rows by ID (each page read
+    /// through the primary key from where the last ended), so no read holds the whole table; answers what `page`
+    /// made of each.
+    private func walk<T>(_ page: ([AssetRow]) async throws -> [T]) async throws(DownloadError) -> [T] {
+        var after: String?
+        var made: [T] = []
+        while true {
+            let rows = try await run { () async throws -> [AssetRow] in
+                let query = AssetRow.query(on: self.database)
+                if let after { query.filter(\.$id > after) }
+                return try await query.sort(\.$id).limit(Self.walkPage).all()
+            }
+            made += try await run { try await page(rows) }
+            guard rows.count == Self.walkPage, let last = rows.last?.id else { return made }
+            after = last
+        }
+    }
+
+    /// Rows a repair or upgrade walk reads at a time.
+    static let walkPage = 500
+
     /// One asset.
     public func find(_ id: String) async throws(DownloadError) -> DownloadAsset? {
         guard let row = try await run({ try await AssetRow.find(id, on: self.database) }) else { return nil }
@@ -143,30 +164,30 @@ public final class DownloadIndex: DownloadIndexing {
 
     /// Rows whose record cannot be decoded, with the reason (field names only, never values).
     public func damaged() async throws(DownloadError) -> [DamagedRecord] {
-        var damaged: [DamagedRecord] = []
-        for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
-            do {
-                let asset = try decoder.decode(DownloadAsset.self, from: row.record)
-                guard (try? asset.options.openingSecrets(with: secrets)) != nil else {
-                    damaged.append(DamagedRecord(id: row.id ?? "", reason: "its sealed token or headers do not open with this device's key"))
-                    continue
+        try await walk { rows in
+            rows.compactMap { row -> DamagedRecord? in
+                do {
+                    let asset = try decoder.decode(DownloadAsset.self, from: row.record)
+                    guard (try? asset.options.openingSecrets(with: secrets)) != nil else {
+                        return DamagedRecord(id: row.id ?? "", reason: "its sealed token or headers do not open with this device's key")
+                    }
+                    return nil
+                } catch {
+                    return DamagedRecord(id: row.id ?? "", reason: Self.reason(error))
                 }
-            } catch {
-                damaged.append(DamagedRecord(id: row.id ?? "", reason: Self.reason(error)))
             }
         }
-        return damaged
     }
 
     /// Assets whose plan an earlier version kept here: inline in the record, or in the plan table.
     public func legacyPlanIDs() async throws(DownloadError) -> [String] {
-        var ids: [String] = []
-        let tabled = Set(try await run({ try await PlanRow.query(on: self.database).all() }).compactMap(\.id))
-        for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
-            guard let id = row.id, let asset = try? decoder.decode(DownloadAsset.self, from: row.record) else { continue }
-            if !asset.plan.isPlaceholder || tabled.contains(id) { ids.append(id) }
+        try await walk { rows in
+            let tabled = Set(try await PlanRow.query(on: database).filter(\.$id ~~ rows.compactMap(\.id)).all().compactMap(\.id))
+            return rows.compactMap { row -> String? in
+                guard let id = row.id, let asset = try? decoder.decode(DownloadAsset.self, from: row.record) else { return nil }
+                return !asset.plan.isPlaceholder || tabled.contains(id) ? id : nil
+            }
         }
-        return ids
     }
 
     /// Rewrites the asset's record without its plan and deletes its plan-table row, in one transaction.
@@ -190,10 +211,15 @@ public final class DownloadIndex: DownloadIndexing {
     /// records were rewritten.
     public func sealLegacySecrets() async throws(DownloadError) -> Int {
         guard secrets != nil else { return 0 }
+        let unsealed = try await walk { rows in
+            rows.compactMap { row -> String? in
+                guard let id = row.id, let raw = try? decoder.decode(DownloadAsset.self, from: row.record), raw.options.hasUnsealedSecrets else { return nil }
+                return id
+            }
+        }
         var sealed = 0
-        for row in try await run({ try await AssetRow.query(on: self.database).all() }) {
-            guard let id = row.id, let raw = try? decoder.decode(DownloadAsset.self, from: row.record), raw.options.hasUnsealedSecrets,
-                  let asset = try await find(id) else { continue }
+        for id in unsealed {
+            guard let asset = try await find(id) else { continue }
             if try await update(asset) { sealed += 1 }
         }
         return sealed

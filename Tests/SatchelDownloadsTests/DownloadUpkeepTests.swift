@@ -69,6 +69,26 @@ struct DownloadUpkeepTests {
         await store.databases.shutdownAsync()
     }
 
+    @Test("the repair walk reads the index a page at a time and sees every row once: 1,203 damaged records, over three pages")
+    func walksInPages() async throws {
+        let path = try TestMedia.temporaryDirectory("index-walk").appendingPathComponent("downloads.sqlite").path
+        await (try await DownloadIndex(path: path)).close()  // its tables made
+        let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [], logger: Logger(label: "test"))
+        let rows = (0..<1203).map { number -> AssetRow in
+            let row = AssetRow(id: String(format: "asset-%05d", number))
+            (row.position, row.state, row.paused) = (number, "queued", false)
+            row.record = Data(#"{"id":"asset"}"#.utf8)
+            return row
+        }
+        try await rows.create(on: store.database)
+        await store.databases.shutdownAsync()
+        let index = try await DownloadIndex(path: path)
+        let damaged = try await index.damaged()
+        #expect(damaged.count == 1203 && Set(damaged.map(\.id)).count == 1203, "each row once: \(damaged.count)")
+        #expect(DownloadIndex.walkPage < 1203 / 2, "more than two pages")
+        await index.close()
+    }
+
     @Test("a record that cannot be read is reported and listed as damaged; its files stay; it can be removed")
     func damaged() async throws {
         let world = try await DownloadWorld.make("damaged")
