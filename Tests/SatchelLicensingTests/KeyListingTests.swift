@@ -15,13 +15,23 @@ struct KeyListingTests {
         try ContentKey(keyID: KeyID(hex: String(format: "%032x", number)), key: SecretBytes(SecureRandom.bytes(16)), iv: SecureRandom.bytes(16))
     }
 
-    @Test("walked 5 at a time with a prefix while assets come and go: each key there throughout once, in order; an asset's keys in the order imported", arguments: kinds)
-    func walk(url: String?) async throws {
+    /// A key store on SQLite in a folder of its own (`url` nil) or on the PostgreSQL database `url`, shut down after `body`.
+    static func withStore(_ url: String?, _ body: (FluentKeyStore) async throws -> Void) async throws {
         let directory = NSTemporaryDirectory() + "satchel-keys-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let database = try await LicensingDatabase(dataDirectory: directory, url: url)
         do {
-            let store = FluentKeyStore(database: database, kek: try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32))))
+            try await body(FluentKeyStore(database: database, kek: try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32)))))
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+
+    @Test("walked 5 at a time with a prefix while assets come and go: each key there throughout once, in order; an asset's keys in the order imported", arguments: kinds)
+    func walk(url: String?) async throws {
+        try await Self.withStore(url) { store in
             let run = "walk-\(UUID().uuidString.prefix(8))-"
             let base = Int.random(in: 1..<1_000_000) * 1000
             let entries = try (0..<12).map { index in
@@ -55,20 +65,12 @@ struct KeyListingTests {
             await #expect(throws: LicensingError.unknownAsset(run + "99"), "nothing of a refused batch kept") { _ = try await store.keys(asset: run + "99") }
             let counts = try await store.estimatedCounts()
             #expect(counts.keys >= 21 && counts.assets >= 11, "\(counts)")
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
     }
 
     @Test("the audit walked 4 at a time, newest first, filtered by asset, while licenses keep being issued: each record of the filter once (several of one instant too), the new ones not (they are ahead of the walk); a forged cursor is refused; the in-memory store pages the same", arguments: kinds)
     func auditWalk(url: String?) async throws {
-        let directory = NSTemporaryDirectory() + "satchel-audit-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let database = try await LicensingDatabase(dataDirectory: directory, url: url)
-        do {
-            let store = FluentKeyStore(database: database, kek: try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32))))
+        try await Self.withStore(url) { store in
             let asset = "audit-\(UUID().uuidString.prefix(8))"
             // Times that do not make an exact round trip through Date and the database's column (a whole second would).
             let start = Date(timeIntervalSince1970: 1_795_919_198.3684688)
@@ -95,11 +97,7 @@ struct KeyListingTests {
             #expect(pages == 4)
             let forged = ListingCursor(listing: IssuedLicense.listing, key: ["1800000000", "not a record"])
             await #expect(throws: LicensingError.self) { _ = try await store.licenses(matching: AuditFilter(), page: ListingRequest(limit: 4, after: forged)) }
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
 
         let memory = InMemoryKeyStore()
         for index in 0..<7 { await memory.recordLicense(assetID: "a", keyID: "k", subject: "s\(index)", type: "aes-128", customData: nil, at: Date()) }
