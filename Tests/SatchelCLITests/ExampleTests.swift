@@ -67,4 +67,41 @@ struct ExampleTests {
             #expect(text.contains(#"from: "0.1.0")"#) && text.contains(#".product(name: "SatchelDevice", package: "Satchel")"#))
         }
     }
+
+    @Test("README's package line resolves: an app whose Package.swift is README's, with the URL it was cloned from, gets Satchel at a release tag and its four products", .timeLimit(.minutes(10)))
+    func packageLineResolves() async throws {
+        let readme = try String(contentsOf: CLIRunner.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "// Your app's Package.swift\n"))
+        let manifest = String(readme[start.upperBound...].prefix { $0 != "`" })
+        let url = try #require(manifest.firstMatch(of: /\.package\(url: "([^"]+)"/)?.1)
+        let app = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-app-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: app) }
+        try await TestMedia.offloaded {
+            // The repository as an app would clone it. A clone made without tags (CI's may be) is tagged here, so
+            // the test is of the line, not of how the checkout was made; `git tag` in the repository shows the
+            // release tag itself.
+            let git = URL(fileURLWithPath: "/usr/bin/env")
+            let origin = app.appendingPathComponent("satchel.git")
+            try FileManager.default.createDirectory(at: app.appendingPathComponent("Sources/MyPlayer"), withIntermediateDirectories: true)
+            let cloned = try ProcessRunner.run(git, ["git", "clone", "-q", "--bare", CLIRunner.packageRoot.path, origin.path])
+            #expect(cloned.status == 0, "\(cloned.stderr)")
+            let tags = try ProcessRunner.run(git, ["git", "--git-dir", origin.path, "tag", "-l", "0.*"])
+            if tags.stdout.isEmpty { _ = try ProcessRunner.run(git, ["git", "--git-dir", origin.path, "tag", "0.1.0"]) }
+            let package = """
+                // swift-tools-version:6.0
+                import PackageDescription
+                let package = Package(name: "MyPlayer", platforms: [.macOS(.v14)],
+                \(manifest.replacingOccurrences(of: url, with: origin.absoluteString)))
+                """
+            try Data(package.utf8).write(to: app.appendingPathComponent("Package.swift"))
+            try Data("print(\"hello\")\n".utf8).write(to: app.appendingPathComponent("Sources/MyPlayer/main.swift"))
+            // `show-dependencies` resolves and loads the graph: a product README names that Satchel lacks fails it.
+            let shown = try ProcessRunner.run(git, ["swift", "package", "show-dependencies", "--format", "json"], directory: app)
+            #expect(shown.status == 0, "\(shown.stdout.suffix(2000)) \(shown.stderr.suffix(3000))")
+            let graph = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any]
+            let satchel = (graph?["dependencies"] as? [[String: Any]])?.first { $0["name"] as? String == "Satchel" }
+            let version = satchel?["version"] as? String ?? "none"
+            #expect(version.wholeMatch(of: /\d+\.\d+\.\d+/) != nil, "Satchel resolved at \(version), not at a release tag")
+        }
+    }
 }
