@@ -47,8 +47,33 @@ struct ScaleBenchmark {
 
     func compare(kind: String, url: String?, large: Sizes) async throws {
         let large = scaled(large)
-        let small = try await measure(kind: kind, url: url, sizes: .small)
-        let big = try await measure(kind: kind, url: url, sizes: large)
+        var small = Result(), big = Result()
+        if url == nil {
+            // SQLite: both stores open at once, each operation's rounds alternating between them, so whatever else
+            // the machine does in those minutes falls on both.
+            let stores = [try await Seeded(kind: kind, url: nil, sizes: .small), try await Seeded(kind: kind, url: nil, sizes: large)]
+            do {
+                for ((name, first), (_, second)) in zip(stores[0].world.operations(), stores[1].world.operations()) {
+                    var rounds: [[(p50: Double, p99: Double)]] = [[], []]
+                    for round in 0..<Self.rounds {
+                        for (index, operation) in [first, second].enumerated() {
+                            rounds[index].append(try await time(operation, cold: ScaleWorld.cold.contains(name), round: round))
+                        }
+                    }
+                    small.figures.append((name, Self.median(rounds[0])))
+                    big.figures.append((name, Self.median(rounds[1])))
+                }
+            } catch {
+                for store in stores { await store.close() }
+                throw error
+            }
+            for store in stores { await store.close() }
+            big.notes = stores[1].notes
+        } else {
+            // PostgreSQL: one database, so one store after the other.
+            small = try await measure(kind: kind, url: url, sizes: .small)
+            big = try await measure(kind: kind, url: url, sizes: large)
+        }
         print("\(kind): small store \(Sizes.small.assets) assets, \(Sizes.small.users) users, \(Sizes.small.devices) devices; large store \(large.assets) assets, "
               + "\(large.users) users, \(large.devices) devices, \(large.audit) audit records, \(large.events) events")
         func padded(_ text: String) -> String { text.padding(toLength: 32, withPad: " ", startingAt: 0) }
@@ -65,57 +90,101 @@ struct ScaleBenchmark {
         var notes: [(String, String)] = []
     }
 
+    /// A store seeded to its sizes and open, with the services over it.
+    struct Seeded {
+        let database: LicensingDatabase
+        let world: ScaleWorld
+        let directory: String
+        var notes: [(String, String)] = []
+
+        /// Seeds a fresh store of `sizes` (PostgreSQL: the database `url` names, emptied first).
+        init(kind: String, url: String?, sizes: Sizes) async throws {
+            directory = NSTemporaryDirectory() + "satchel-scale-\(UUID().uuidString)"
+            if let url, Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) == nil {
+                throw StorageError.cannotOpen("cannot empty the PostgreSQL database named by SATCHEL_BENCH_DATABASE_URL (psql)")
+            }
+            database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all)
+            do {
+                let sql = try database.sql()
+                let kek = try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32)))
+                let store = FluentKeyStore(database: database, kek: kek)
+                // Keys through the catalogue import, in batches of 5,000 keys.
+                let started = ContinuousClock.now
+                var keyIDs: [KeyID] = []
+                for start in stride(from: 0, to: sizes.assets, by: 2_500) {
+                    var entries: [CatalogEntry] = []
+                    for asset in start..<min(start + 2_500, sizes.assets) {
+                        let keys = try (0..<2).map { _ in try ContentKey(keyID: KeyID(SecureRandom.bytes(16)), key: SecretBytes(SecureRandom.bytes(16)), iv: SecureRandom.bytes(16)) }
+                        keyIDs += keys.map(\.keyID)
+                        let policy = AssetPolicy(rentalSeconds: 86_400, offline: true, renewalSeconds: 3_600)
+                        entries.append(try CatalogEntry(assetID: String(format: "asset-%07d", asset), keys: keys, policy: policy))
+                    }
+                    _ = try await store.importCatalog(entries)
+                }
+                let keySeconds = (ContinuousClock.now - started) / .seconds(1)
+                let seeding = ContinuousClock.now
+                try await ScaleSeed.rows(sizes, on: sql)
+                let rowSeconds = (ContinuousClock.now - seeding) / .seconds(1)
+                let rows = sizes.users + 2 * sizes.devices + sizes.audit + sizes.events
+                notes.append(("seeding", String(format: "%d keys through the catalogue import at %.0f keys/s; %d rows of users, devices and history at %.0f rows/s",
+                                                sizes.assets * 2, Double(sizes.assets * 2) / keySeconds, rows, Double(rows) / rowSeconds)))
+                if let size = try await ScaleSeed.databaseBytes(sql, directory: directory) {
+                    notes.append(("database size", String(format: "%.0f MB in all, %.0f MB per million devices", Double(size) / 1e6,
+                                                      Double(size) / 1e6 / (Double(sizes.devices) / 1e6))))
+                }
+                world = try await ScaleWorld(database: database, store: store, kek: kek, keyIDs: keyIDs, sizes: sizes)
+            } catch {
+                await database.shutdown()
+                try? FileManager.default.removeItem(atPath: directory)
+                throw error
+            }
+        }
+
+        /// Closes the store and deletes its folder.
+        func close() async {
+            await database.shutdown()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
     /// Seeds a fresh store of `sizes` and times every operation on it.
     func measure(kind: String, url: String?, sizes: Sizes) async throws -> Result {
-        var result = Result()
-        let directory = NSTemporaryDirectory() + "satchel-scale-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        if let url, Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) == nil {
-            throw StorageError.cannotOpen("cannot empty the PostgreSQL database named by SATCHEL_BENCH_DATABASE_URL (psql)")
-        }
-        let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all)
+        let store = try await Seeded(kind: kind, url: url, sizes: sizes)
+        var result = Result(notes: store.notes)
         do {
-            let sql = try database.sql()
-            let kek = try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32)))
-            let store = FluentKeyStore(database: database, kek: kek)
-            // Keys through the catalogue import, in batches of 5,000 keys.
-            let started = ContinuousClock.now
-            var keyIDs: [KeyID] = []
-            for start in stride(from: 0, to: sizes.assets, by: 2_500) {
-                var entries: [CatalogEntry] = []
-                for asset in start..<min(start + 2_500, sizes.assets) {
-                    let keys = try (0..<2).map { _ in try ContentKey(keyID: KeyID(SecureRandom.bytes(16)), key: SecretBytes(SecureRandom.bytes(16)), iv: SecureRandom.bytes(16)) }
-                    keyIDs += keys.map(\.keyID)
-                    entries.append(try CatalogEntry(assetID: String(format: "asset-%07d", asset), keys: keys, policy: AssetPolicy(rentalSeconds: 86_400, offline: true)))
-                }
-                _ = try await store.importCatalog(entries)
-            }
-            let keySeconds = (ContinuousClock.now - started) / .seconds(1)
-            let seeding = ContinuousClock.now
-            try await ScaleSeed.rows(sizes, on: sql)
-            let rowSeconds = (ContinuousClock.now - seeding) / .seconds(1)
-            let rows = sizes.users + 2 * sizes.devices + sizes.audit + sizes.events
-            result.notes.append(("seeding", String(format: "%d keys through the catalogue import at %.0f keys/s; %d rows of users, devices and history at %.0f rows/s",
-                                                    sizes.assets * 2, Double(sizes.assets * 2) / keySeconds, rows, Double(rows) / rowSeconds)))
-            if let size = try await ScaleSeed.databaseBytes(sql, directory: directory) {
-                result.notes.append(("database size", String(format: "%.0f MB in all, %.0f MB per million devices", Double(size) / 1e6,
-                                                         Double(size) / 1e6 / (Double(sizes.devices) / 1e6))))
-            }
-            let world = try await ScaleWorld(database: database, store: store, kek: kek, keyIDs: keyIDs, sizes: sizes)
-            for (name, operation) in world.operations() {
+            for (name, operation) in store.world.operations() {
                 result.figures.append((name, try await time(operation, cold: ScaleWorld.cold.contains(name))))
             }
         } catch {
-            await database.shutdown()
+            await store.close()
             throw error
         }
-        await database.shutdown()
+        await store.close()
         return result
     }
 
-    /// p50 and p99 in milliseconds of `operation` run `operations` times by `concurrency` callers.
+    /// Rounds each figure is taken in: the figure printed is the median round's, so one round that a checkpoint, the
+    /// kernel or another process slowed does not decide a p99 alone (the same for both stores).
+    static let rounds = 3
+
+    /// The median round's p50 and p99.
+    static func median(_ figures: [(p50: Double, p99: Double)]) -> (p50: Double, p99: Double) {
+        let p50 = figures.map(\.p50).sorted(), p99 = figures.map(\.p99).sorted()
+        return (p50[p50.count / 2], p99[p99.count / 2])
+    }
+
+    /// p50 and p99 in milliseconds of `operation`, each the median of ``rounds`` rounds.
     func time(_ operation: @escaping @Sendable (Int) async throws -> Void, cold: Bool) async throws -> (p50: Double, p99: Double) {
-        for index in 0..<20 { try await operation(-1 - index) }  // warm-up
+        var figures: [(p50: Double, p99: Double)] = []
+        for round in 0..<Self.rounds { figures.append(try await time(operation, cold: cold, round: round)) }
+        return Self.median(figures)
+    }
+
+    /// p50 and p99 in milliseconds of `operation` run `operations` times by `concurrency` callers, with numbers of the
+    /// round's own (a cold operation's keys are not the last round's).
+    func time(_ operation: @escaping @Sendable (Int) async throws -> Void, cold: Bool, round: Int) async throws -> (p50: Double, p99: Double) {
+        let base = round * operations
+        for index in 0..<20 { try await operation(-1 - index - round * 20) }  // warm-up
         if cold { try await Task.sleep(for: FluentKeyStore.cacheLifetime + .milliseconds(500)) }
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for caller in 0..<concurrency {
@@ -123,7 +192,7 @@ struct ScaleBenchmark {
                     var own: [Double] = []
                     for index in stride(from: caller, to: operations, by: concurrency) {
                         let start = ContinuousClock.now
-                        try await operation(index)
+                        try await operation(base + index)
                         own.append((ContinuousClock.now - start) / .milliseconds(1))
                     }
                     return own
