@@ -51,7 +51,14 @@ struct ScaleBenchmark {
         if url == nil {
             // SQLite: both stores open at once, each operation's rounds alternating between them, so whatever else
             // the machine does in those minutes falls on both.
-            let stores = [try await Seeded(kind: kind, url: nil, sizes: .small), try await Seeded(kind: kind, url: nil, sizes: large)]
+            let first = try await Seeded(url: nil, sizes: .small)
+            let stores: [Seeded]
+            do {
+                stores = [first, try await Seeded(url: nil, sizes: large)]
+            } catch {
+                await first.close()
+                throw error
+            }
             do {
                 for ((name, first), (_, second)) in zip(stores[0].world.operations(), stores[1].world.operations()) {
                     var rounds: [[(p50: Double, p99: Double)]] = [[], []]
@@ -71,8 +78,8 @@ struct ScaleBenchmark {
             big.notes = stores[1].notes
         } else {
             // PostgreSQL: one database, so one store after the other.
-            small = try await measure(kind: kind, url: url, sizes: .small)
-            big = try await measure(kind: kind, url: url, sizes: large)
+            small = try await measure(url: url, sizes: .small)
+            big = try await measure(url: url, sizes: large)
         }
         print("\(kind): small store \(Sizes.small.assets) assets, \(Sizes.small.users) users, \(Sizes.small.devices) devices; large store \(large.assets) assets, "
               + "\(large.users) users, \(large.devices) devices, \(large.audit) audit records, \(large.events) events")
@@ -98,7 +105,7 @@ struct ScaleBenchmark {
         var notes: [(String, String)] = []
 
         /// Seeds a fresh store of `sizes` (PostgreSQL: the database `url` names, emptied first).
-        init(kind: String, url: String?, sizes: Sizes) async throws {
+        init(url: String?, sizes: Sizes) async throws {
             directory = NSTemporaryDirectory() + "satchel-scale-\(UUID().uuidString)"
             if let url, Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) == nil {
                 throw StorageError.cannotOpen("cannot empty the PostgreSQL database named by SATCHEL_BENCH_DATABASE_URL (psql)")
@@ -148,8 +155,8 @@ struct ScaleBenchmark {
     }
 
     /// Seeds a fresh store of `sizes` and times every operation on it.
-    func measure(kind: String, url: String?, sizes: Sizes) async throws -> Result {
-        let store = try await Seeded(kind: kind, url: url, sizes: sizes)
+    func measure(url: String?, sizes: Sizes) async throws -> Result {
+        let store = try await Seeded(url: url, sizes: sizes)
         var result = Result(notes: store.notes)
         do {
             for (name, operation) in store.world.operations() {
