@@ -189,23 +189,26 @@ public actor PlaybackProxy {
     /// The number of open sessions.
     public var openSessions: Int { sessions.count }
 
-    /// Answers one request of a session: a GET or HEAD (`body` nil), or a POST to a forwarded key URI. A HEAD is
-    /// answered like a GET but is no use: no playback window or expire-after-play starts with it.
+    /// Answers one request of a session: a GET or HEAD (`body` nil), or a POST to a forwarded key URI. A HEAD gets the
+    /// head alone: no body is made, nothing decrypted for it on disk, and it is no use (no playback window or
+    /// expire-after-play starts with it). For a GET the body is made first, then the session's first use is
+    /// registered: a segment refused as it is made clear starts nothing either.
     nonisolated func respond(token: String, path: String, range: String?, body: [UInt8]? = nil,
-                             contentType: String? = nil, head: Bool = false) async throws(PlaybackError) -> PlaybackResponse {
+                             contentType: String? = nil, head: Bool = false) async throws(PlaybackError) -> (head: SegmentHead, body: (any SegmentBody)?) {
         guard let session = sessions[token], let file = HLSAssetMap.resolve(path, from: ""), let route = session.router.route(file) else {
             throw .notFound
         }
         if case .forwardedKey = route {} else if body != nil { throw .notFound }
-        if route.carriesMedia {
-            if let rights = session.rights {
-                let events = context.events
-                try await rights.check { status in events.rightsEnded(session, status: status) }
-            }
-            if !head { try await session.registerPlay() }
+        if route.carriesMedia, let rights = session.rights {
+            let events = context.events
+            try await rights.check { status in events.rightsEnded(session, status: status) }
         }
         let files = SessionFiles(session: session, context: context)
-        return try await route.source.respond(SourceRequest(files: files, range: range, body: body, contentType: contentType))
+        let answer = try await route.source.answer(SourceRequest(files: files, range: range, body: body, contentType: contentType))
+        guard !head else { return (answer.head, nil) }
+        let made = try await answer.body()
+        if route.carriesMedia { try await session.registerPlay() }
+        return (answer.head, made)
     }
 
     /// A path of the asset as it goes into a session URL: every byte but letters, digits, `-._~` and `/`

@@ -26,33 +26,35 @@ struct PlaybackRoutes: RouteGroup {
             posted = Array(try await request.body.collect(upTo: Int(KeyForwarding.maximumAnswer)).readableBytesView)
         }
         let timing = RequestTiming()
-        let response = try await RequestTiming.$current.withValue(timing) {
+        let (served, streamed) = try await RequestTiming.$current.withValue(timing) {
             try await proxy.respond(token: token, path: path, range: request.headers[.range], body: posted,
                                     contentType: request.headers[.contentType], head: head)
         }
         var headers = HTTPFields()
-        headers[.contentType] = response.contentType
+        headers[.contentType] = served.contentType
         headers[.acceptRanges] = "bytes"
         headers[.cacheControl] = "no-store"
-        if let range = response.range, let size = response.size {
+        if let range = served.range, let size = served.size {
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
         }
-        let streamed = response.body
         let channel = context.channel
         let (logger, logged) = (proxy.logger, PlaybackProxy.encodedPath(path))
         let write: @Sendable (inout any ResponseBodyWriter) async throws -> Void = { writer in
-            try await RequestTiming.$current.withValue(timing) { try await streamed.write(to: &writer, on: channel) }
+            try await RequestTiming.$current.withValue(timing) { try await streamed?.write(to: &writer, on: channel) }
             try await writer.finish(nil)
             // Each request's cost (seed 000 §5.7): the origin's time and throughput, the decryption's; never the session token.
-            logger.debug("served", metadata: timing.metadata().merging(["path": "\(logged)", "bytes": "\(response.length.map(String.init) ?? "chunked")"]) { $1 })
+            logger.debug("served", metadata: timing.metadata().merging([
+                "path": "\(logged)", "bytes": "\(served.length.map(String.init) ?? "chunked")", "transform": "\(streamed?.transform.rawValue ?? "none")",
+            ]) { $1 })
         }
         let body: ResponseBody
-        if let length = response.length {
+        if let length = served.length {
             headers[.contentLength] = String(length)
             body = head ? ResponseBody() : ResponseBody(contentLength: Int(length), write)
         } else {
-            body = head ? ResponseBody() : ResponseBody(write)  // chunked: the length is known only at the end
+            // Chunked: the length is known only at the end. A HEAD says so too, never a length of 0.
+            body = head ? ResponseBody { writer in try await writer.finish(nil) } : ResponseBody(write)
         }
-        return Response(status: response.range == nil ? .ok : .partialContent, headers: headers, body: body)
+        return Response(status: served.range == nil ? .ok : .partialContent, headers: headers, body: body)
     }
 }

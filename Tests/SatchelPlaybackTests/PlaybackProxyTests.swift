@@ -27,6 +27,8 @@ import Testing
         private let current = Locked((status: RightsStatus.valid, changes: UInt64(0)))
         /// How often a session asked for the grant (the store's work).
         let grants = Locked(0)
+        /// How often a session registered its first use (a playback window would start).
+        let uses = Locked(0)
         init(_ keys: [PlaybackKey]) { self.keys = keys }
         /// The status; setting it moves the change count, as installing or releasing a license does.
         var status: RightsStatus {
@@ -41,6 +43,9 @@ import Testing
         func playbackGrant(asset: String) async throws(PlaybackError) -> PlaybackGrant {
             grants.withLock { $0 += 1 }
             return .fixed(status)
+        }
+        func registerUse(asset: String) async throws(PlaybackError) {
+            uses.withLock { $0 += 1 }
         }
     }
 

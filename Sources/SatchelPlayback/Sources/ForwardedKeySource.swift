@@ -9,7 +9,7 @@ struct ForwardedKeySource: SegmentSource {
     let path: String
     let target: String
 
-    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
+    func answer(_ request: SourceRequest) async throws(PlaybackError) -> SegmentAnswer {
         let files = request.files
         guard let extras = files.context.configuration.forwarding else { throw .notFound }
         var payload = request.body
@@ -29,7 +29,7 @@ struct ForwardedKeySource: SegmentSource {
         let answer = try await files.reportingOrigin(path) { () async throws(PlaybackError) -> OriginFetcher.Exchange in
             try await files.context.origin.exchange(target, body: sent, headers: headers, limit: KeyForwarding.maximumAnswer)
         }
-        return PlaybackResponse(body: .bytes(answer.body), contentType: answer.contentType ?? "application/octet-stream", range: nil,
-                                size: Int64(answer.body.count))
+        let bytes = answer.body
+        return SegmentAnswer(SegmentHead(answer.contentType ?? "application/octet-stream", size: Int64(bytes.count))) { MemoryBody(bytes, transform: .none) }
     }
 }

@@ -8,13 +8,13 @@ struct PlaylistSource: SegmentSource {
     /// Served as it is (a manifest in pass-through).
     let passThrough: Bool
 
-    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
+    func answer(_ request: SourceRequest) async throws(PlaybackError) -> SegmentAnswer {
         let session = request.files.session
         let text = try request.files.playlist(path)
         var served = passThrough ? text
             : session.mode == .decrypt ? HLSAssetMap.clearPlaylist(text)
             : session.router.forwarding?.rewrite(text, token: session.token) ?? text
         if !passThrough, path == session.asset.entry, let audio = session.audio { served = AudioSelection.apply(audio, to: served) }
-        return PlaybackResponse(body: .bytes(Array(served.utf8)), contentType: ContentTypes.type(of: path), range: nil, size: Int64(served.utf8.count))
+        return SegmentAnswer.text(served, ContentTypes.type(of: path))
     }
 }

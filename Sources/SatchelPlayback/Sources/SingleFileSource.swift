@@ -25,22 +25,49 @@ struct SingleFile: Sendable {
 struct SingleFileSource: SegmentSource {
     let path: String
 
-    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
+    func answer(_ request: SourceRequest) async throws(PlaybackError) -> SegmentAnswer {
         let files = request.files
         if let reader = files.session.protectedFile {
             let size = Int64(reader.header.plainSize)
-            guard size > 0 else { return PlaybackResponse(body: .empty, contentType: reader.header.contentType, range: nil, size: 0) }
-            let range = try PlaybackResponse.range(request.range, size: size)
-            return PlaybackResponse(body: .protectedFile(reader, range: range ?? 0...(size - 1)), contentType: reader.header.contentType, range: range, size: size)
+            let head = size == 0 ? SegmentHead(reader.header.contentType, size: 0)
+                : try SegmentHead(reader.header.contentType, size: size, rangeHeader: request.range)
+            return SegmentAnswer(head) { head.body(.protectedFile) { ProtectedFileBody(reader: reader, range: $0) } }
         }
         let stream = try await files.session.fileStreams.value(for: path) { () async throws(PlaybackError) -> SingleFileStream in
             try await SingleFileStream.make(path, files)
         }
         let contentType = ContentTypes.type(of: path)
-        guard stream.size > 0 else { return PlaybackResponse(body: .empty, contentType: contentType, range: nil, size: 0) }
-        let range = try PlaybackResponse.range(request.range, size: stream.size)
-        return PlaybackResponse(body: .clearFile(stream, range: range ?? 0...(stream.size - 1)), contentType: contentType, range: range,
-                                size: stream.size)
+        let head = stream.size == 0 ? SegmentHead(contentType, size: 0) : try SegmentHead(contentType, size: stream.size, rangeHeader: request.range)
+        return SegmentAnswer(head) { head.body(.commonEncryption) { SingleFileBody(stream: stream, range: $0) } }
+    }
+}
+
+/// `range` of a single media file's clear form, made from its stored bytes (disk or origin) as it is sent.
+struct SingleFileBody: SegmentBody {
+    let stream: SingleFileStream
+    let range: ClosedRange<Int64>
+    var transform: SegmentTransform { .commonEncryption }
+
+    func write(to writer: inout any ResponseBodyWriter, on channel: (any Channel)?) async throws {
+        try await stream.write(range, to: &writer)
+    }
+}
+
+/// `range` of a protected file's plain bytes, the chunks it touches opened one after the other.
+struct ProtectedFileBody: SegmentBody {
+    let reader: ProtectedFileReader
+    let range: ClosedRange<Int64>
+    var transform: SegmentTransform { .protectedFile }
+
+    func write(to writer: inout any ResponseBodyWriter, on channel: (any Channel)?) async throws {
+        let wanted = UInt64(range.lowerBound)..<UInt64(range.upperBound + 1)
+        guard let chunks = reader.chunks(for: wanted) else { return }
+        for index in chunks {
+            let plain = try await reader.chunk(index)
+            let start = index * UInt64(reader.header.chunkSize)
+            let from = Int(max(wanted.lowerBound, start) - start), to = Int(min(wanted.upperBound, start + UInt64(plain.count)) - start)
+            try await writer.write(ByteBuffer(bytes: plain[from..<to]))
+        }
     }
 }
 
@@ -129,7 +156,7 @@ struct SingleFileStream: Sendable {
                 var offset = stored.lowerBound + (from - position)
                 let end = stored.lowerBound + (to - position) + 1
                 while offset < end {
-                    let count = Int(min(end - offset, Int64(PlaybackBody.chunk)))
+                    let count = Int(min(end - offset, Int64(Clearing.chunk)))
                     try await writer.write(ByteBuffer(bytes: try await read(offset, count)))
                     offset += Int64(count)
                 }

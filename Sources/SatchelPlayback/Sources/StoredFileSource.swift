@@ -6,34 +6,37 @@ import SatchelHTTP
 struct StoredFileSource: SegmentSource {
     let path: String
 
-    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
-        let files = request.files
+    func answer(_ request: SourceRequest) async throws(PlaybackError) -> SegmentAnswer {
+        let (files, path) = (request.files, path)
         let contentType = ContentTypes.type(of: path)
         if let local = try files.local(path) {
-            return try PlaybackResponse.file(local, contentType: contentType, rangeHeader: request.range)
+            let head = try SegmentHead(contentType, size: local.size, rangeHeader: request.range)
+            return SegmentAnswer(head) { head.body(.none) { FileRangeBody(file: local, range: $0) } }
         }
         if let remote = files.asset.origin[path] {
             let known = remote.range == nil ? remote.expectedSize : nil
-            let range = try known.flatMap { (size) throws(PlaybackError) in try PlaybackResponse.range(request.range, size: size) }
-            if request.range == nil || known != nil && range == nil { return try await streamFromOrigin(remote, files, contentType: contentType) }
-            if let size = known, let range {
+            let head = try known.map { (size) throws(PlaybackError) in try SegmentHead(contentType, size: size, rangeHeader: request.range) }
+            if request.range == nil || head != nil && head?.range == nil { return try await streamFromOrigin(remote, files, contentType: contentType) }
+            if let head, let range = head.range {
                 // A byte range of a file of known size (a single file played online): only those bytes, from the origin.
-                let bytes = try await files.reportingOrigin(path) { () async throws(PlaybackError) -> [UInt8] in
-                    try await files.context.origin.fetch(OriginFile(url: remote.url, range: range), headers: files.asset.originHeaders,
-                                                         limit: SessionFiles.maximumFile)
+                return SegmentAnswer(head) { () async throws(PlaybackError) -> any SegmentBody in
+                    let bytes = try await files.reportingOrigin(path) { () async throws(PlaybackError) -> [UInt8] in
+                        try await files.context.origin.fetch(OriginFile(url: remote.url, range: range), headers: files.asset.originHeaders,
+                                                             limit: SessionFiles.maximumFile)
+                    }
+                    guard Int64(bytes.count) == range.upperBound - range.lowerBound + 1 else {
+                        throw .originUnreachable("the origin sent \(bytes.count) bytes of a range of \(range.upperBound - range.lowerBound + 1)")
+                    }
+                    return MemoryBody(bytes, transform: .none)
                 }
-                guard Int64(bytes.count) == range.upperBound - range.lowerBound + 1 else {
-                    throw .originUnreachable("the origin sent \(bytes.count) bytes of a range of \(range.upperBound - range.lowerBound + 1)")
-                }
-                return PlaybackResponse(body: .bytes(bytes), contentType: contentType, range: range, size: size)
             }
         }
-        return try PlaybackResponse.ranged(try await files.whole(path), contentType: contentType, rangeHeader: request.range)
+        return try SegmentAnswer.made(try await files.whole(path), contentType, rangeHeader: request.range)
     }
 
     /// The file from the origin, sent as it arrives (chunked when the origin gives no length: nothing is held whole
     /// in memory), and kept in the store once whole, when the asset is being downloaded.
-    private func streamFromOrigin(_ remote: OriginFile, _ files: SessionFiles, contentType: String) async throws(PlaybackError) -> PlaybackResponse {
+    private func streamFromOrigin(_ remote: OriginFile, _ files: SessionFiles, contentType: String) async throws(PlaybackError) -> SegmentAnswer {
         let answer = try await files.reportingOrigin(path) { () async throws(PlaybackError) -> OriginFetcher.Answer in
             try await files.context.origin.open(remote, headers: files.asset.originHeaders)
         }
@@ -55,6 +58,7 @@ struct StoredFileSource: SegmentSource {
                               failed: { reason in events.report(.serverError(asset: assetID, path: path, status: nil, reason: reason, url: url)) })
         feed.media = media
         feed.invalid = { reason in events.report(.invalidContent(asset: assetID, path: path, reason: reason)) }
-        return PlaybackResponse(body: answer.length == 0 ? .empty : .origin(feed), contentType: contentType, range: nil, size: answer.length)
+        let body: any SegmentBody = answer.length == 0 ? MemoryBody.empty(.none) : feed
+        return SegmentAnswer(SegmentHead(contentType, size: answer.length)) { body }
     }
 }

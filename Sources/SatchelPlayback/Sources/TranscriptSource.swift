@@ -14,7 +14,7 @@ struct TranscriptSource: SegmentSource {
     let path: String
     let resource: HLSTranscript.Resource
 
-    func respond(_ request: SourceRequest) async throws(PlaybackError) -> PlaybackResponse {
+    func answer(_ request: SourceRequest) async throws(PlaybackError) -> SegmentAnswer {
         let files = request.files
         let assembly = TranscriptAssembly(files: files)
         guard let transcript = files.session.router.transcript else { throw .notFound }
@@ -38,13 +38,15 @@ struct TranscriptSource: SegmentSource {
             return Self.text(playlist)
         case let .segment(segment):
             let buffer = try await assembly.transportSegment(path, segment)
-            return try PlaybackResponse.ranged(buffer, contentType: ContentTypes.type(of: path), rangeHeader: request.range)
+            // Its length is known only once it is made: a HEAD makes it too (and sends nothing, registers no use).
+            let head = try SegmentHead(ContentTypes.type(of: path), size: Int64(buffer.readableBytes), rangeHeader: request.range)
+            let served = head.served.flatMap { buffer.getSlice(at: buffer.readerIndex + Int($0.lowerBound), length: Int($0.upperBound - $0.lowerBound) + 1) }
+            return SegmentAnswer(head) { MemoryBody(served.map { [$0] } ?? [], transform: .transcribed) }
         }
     }
 
-    private static func text(_ playlist: String) -> PlaybackResponse {
-        PlaybackResponse(body: .bytes(Array(playlist.utf8)), contentType: "application/vnd.apple.mpegurl", range: nil,
-                         size: Int64(playlist.utf8.count))
+    private static func text(_ playlist: String) -> SegmentAnswer {
+        SegmentAnswer.text(playlist, "application/vnd.apple.mpegurl")
     }
 }
 

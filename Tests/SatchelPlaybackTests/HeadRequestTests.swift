@@ -1,0 +1,99 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import SatchelBytes
+import SatchelPackager
+import SatchelPlayback
+import SatchelProtection
+import SatchelRights
+import SatchelTestSupport
+import Testing
+
+/// A HEAD (players and link checkers send them) answers the headers a GET does, on every route, and is no use: it
+/// starts no playback window (seed 000 §5.3.2d: first use is the first protected bytes sent).
+@Suite struct HeadRequestTests {
+    /// One packaged asset's folder as the library, entered by `entry`.
+    struct Package: PlaybackLibrary {
+        let path: String
+        let entry: String
+        func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
+            PlayableAsset(folder: path, entry: entry)
+        }
+    }
+
+    /// The status and the headers a player reads before the body, of a HEAD or a GET of `url`.
+    static func head(_ url: String, method: HTTPMethod, range: String?) async throws -> [String: String] {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        if let range { request.headers.add(name: "Range", value: range) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        _ = try await response.body.collect(upTo: 16 << 20)
+        var headers = ["status": String(response.status.code)]
+        for name in ["content-type", "content-length", "content-range", "accept-ranges", "transfer-encoding"] {
+            headers[name] = response.headers.first(name: name)
+        }
+        return headers
+    }
+
+    /// The media files a session's playlists name (segments and init segments), walked from `entry`.
+    static func mediaURLs(from entry: String) async throws -> [String] {
+        var media: [String] = [], playlists = [entry], seen: Set<String> = []
+        while let url = playlists.popLast() {
+            guard seen.insert(url).inserted else { continue }
+            let text = String(decoding: try await PlaybackProxyTests.get(url).body, as: UTF8.self)
+            let base = URL(string: url)!
+            for line in text.split(whereSeparator: \.isNewline).map(String.init) {
+                var uris: [String] = []
+                if line.hasPrefix("#EXT-X-MAP:") || line.hasPrefix("#EXT-X-MEDIA:"), let start = line.range(of: "URI=\"") {
+                    uris.append(String(line[start.upperBound...].prefix { $0 != "\"" }))
+                } else if !line.hasPrefix("#"), !line.isEmpty {
+                    uris.append(line)
+                }
+                for uri in uris {
+                    let resolved = URL(string: uri, relativeTo: base)!.absoluteString
+                    if uri.hasSuffix(".m3u8") { playlists.append(resolved) } else if !media.contains(resolved) { media.append(resolved) }
+                }
+            }
+        }
+        return media
+    }
+
+    @Test("HEAD on every media route — AES-128 and SAMPLE-AES MPEG-TS (whole and streamed), CMAF cenc and cbcs, their init segments, DASH transcribed to MPEG-TS, clear — answers the status, type, length and range a GET does, whole and for a byte range; 20 HEADs of each register no use, the first GET does",
+          arguments: [("hls-ts", "aes-128", false), ("hls-ts", "sample-aes", false), ("hls-ts", "sample-aes", true), ("cmaf", "cenc", false),
+                      ("cmaf", "cbcs", false), ("cmaf", "cenc-dash", false), ("hls-ts", "clear", false)])
+    func headAnswersAsGet(format: String, scheme: String, streamed: Bool) async throws {
+        try TestMedia.require("ffmpeg")
+        let folder = try TestMedia.temporaryDirectory("head-\(format)-\(scheme)")
+        let key = try ContentKey(keyID: KeyID(hex: "0123456789abcdef0123456789abcdef"), key: SecretBytes(SecureRandom.bytes(16)), iv: SecureRandom.bytes(16))
+        let packageScheme = try #require(PackageScheme(rawValue: scheme.replacingOccurrences(of: "-dash", with: "")))
+        try await TestMedia.offloaded {
+            let input = try TestMedia.make("head-source", seconds: 4)
+            _ = try Packager(options: PackageOptions(inputs: [input.path], output: folder.path, format: try #require(PackageFormat(rawValue: format)),
+                                                     scheme: packageScheme, key: packageScheme == .clear ? nil : key, segmentDuration: 2)).run()
+        }
+        let rights = PlaybackProxyTests.Rights([PlaybackKey(keyID: key.keyID.hex, key: key.key, iv: key.iv)])
+        let entry = scheme.hasSuffix("-dash") ? "manifest.mpd" : "master.m3u8"
+        let proxy = try PlaybackProxy(library: Package(path: folder.path, entry: entry), rights: packageScheme == .clear ? nil : rights,
+                                      configuration: .init(transportInMemory: streamed ? 1024 : 16 << 20))
+        let url = try await proxy.open(asset: "a")
+        let media = try await Self.mediaURLs(from: url)
+        #expect(media.count >= 2, "\(media)")
+        var heads: [String: [String: String]] = [:]
+        for file in media {
+            for range in [nil, "bytes=0-99"] {
+                for _ in 0..<20 { heads["\(file) \(range ?? "")"] = try await Self.head(file, method: .HEAD, range: range) }
+            }
+        }
+        #expect(rights.uses.current == 0, "a HEAD starts no playback window")
+        for file in media {
+            for range in [nil, "bytes=0-99"] {
+                let get = try await Self.head(file, method: .GET, range: range)
+                let head = try #require(heads["\(file) \(range ?? "")"])
+                #expect(get["status"] == "200" || get["status"] == "206", "\(file) \(range ?? ""): \(get)")
+                #expect(head == get, "\(file) \(range ?? ""): HEAD \(head), GET \(get)")
+            }
+        }
+        #expect(rights.uses.current == (packageScheme == .clear ? 0 : 1), "the first GET of media is the session's one use")
+        await proxy.stop()
+    }
+}
