@@ -9,6 +9,8 @@ extension Agent {
     public func acquire(asset: String, token: String, persistent: Bool = false, server: String? = nil, customData: String? = nil) async throws(AgentError) -> StoredLicense {
         let registered = try identity.registered().server
         let server = server ?? registered
+        // A device at its most licenses asks the server for none it could not keep.
+        guard try await store.licenseCount() < store.licenseLimit else { throw .licenseLimit(store.licenseLimit) }
         let (answer, nonce) = try await AgentRequests.signedPost(self, "/licenses", server: server, token: token) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil, nonce: nonce, time: time, customData: customData)
         }

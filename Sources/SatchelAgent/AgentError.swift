@@ -28,6 +28,8 @@ public enum AgentError: ProblemConvertible, Equatable {
     /// The registration (`device.json`: the server and its signing keys, the device's trust anchor) was changed
     /// outside Satchel: nothing that needs it is done until the device registers again.
     case registrationTampered(String)
+    /// The device holds its most licenses (``LicenseStore/maximumLicenses``): none is added until some are released.
+    case licenseLimit(Int)
 
     /// A stable identifier.
     public var code: String {
@@ -43,6 +45,7 @@ public enum AgentError: ProblemConvertible, Equatable {
         case .badRequest: return "bad-request"
         case .storeTampered: return "store-tampered"
         case .registrationTampered: return "registration-tampered"
+        case .licenseLimit: return "license-limit"
         }
     }
 
@@ -73,6 +76,7 @@ public enum AgentError: ProblemConvertible, Equatable {
             return "the server's answer was changed on the way and was not applied (\(reason)); reach the server over HTTPS, or check the proxy between them"
         case let .storage(reason): return "agent store: \(reason)"
         case let .badRequest(reason): return reason
+        case let .licenseLimit(limit): return "this device already holds \(limit) licenses, the most it keeps: release the ones it no longer needs, then try again"
         case let .registrationTampered(reason):
             return "the device's registration was changed outside Satchel (\(reason)): it is not trusted; register the device again (satchel agent register)"
         case let .storeTampered(reason):

@@ -76,6 +76,12 @@ public final class LicenseStore: Sendable {
     }
 
     static let stateName = "device-state"
+    /// The most licenses a device keeps: a change that would hold more is refused (``AgentError/licenseLimit(_:)``),
+    /// so every read of the store, which reads its licenses whole to check them against the sealed state, stays
+    /// bounded.
+    public static let maximumLicenses = 10_000
+    /// This store's limit (``maximumLicenses``; smaller in tests).
+    let licenseLimit: Int
     private let store: FluentStore
     private let database: any Database
     private let seal: StateSeal
@@ -89,7 +95,9 @@ public final class LicenseStore: Sendable {
     private let path: String
 
     /// Opens (and migrates) the store in `dataDirectory`, sealed under `deviceKey`, anchored by `anchor`.
-    init(dataDirectory: String, deviceKey: P256.Signing.PrivateKey, anchor: (any StoreAnchoring)?, logger: Logger) async throws(AgentError) {
+    init(dataDirectory: String, deviceKey: P256.Signing.PrivateKey, anchor: (any StoreAnchoring)?, logger: Logger,
+         licenseLimit: Int = LicenseStore.maximumLicenses) async throws(AgentError) {
+        self.licenseLimit = licenseLimit
         let path = (dataDirectory as NSString).appendingPathComponent("agent.sqlite")
         self.path = path
         seal = StateSeal(deviceKey: deviceKey, purpose: "agent-state")
@@ -160,7 +168,9 @@ public final class LicenseStore: Sendable {
     func change<T: Sendable>(_ body: @Sendable (inout DeviceState, [String: Row]) throws(AgentError) -> (T, [RowChange])) async throws(AgentError) -> T {
         try await locked(shared: false) { () async throws(AgentError) -> T in
             var state = try await self.checkedState()
-            let (value, changes) = try body(&state, try await self.rows())
+            let rows = try await self.rows()
+            let (value, changes) = try body(&state, rows)
+            try Self.checkLimit(rows, changes, limit: self.licenseLimit)
             try await self.write(&state, changes)
             self.changes.withLock { $0 &+= 1 }
             return value
@@ -182,6 +192,24 @@ public final class LicenseStore: Sendable {
             self.changes.withLock { $0 &+= 1 }
             return value
         }
+    }
+
+    /// How many licenses the store holds (counted, none read).
+    func licenseCount() async throws(AgentError) -> Int {
+        try await run("count licenses") { db in try await AgentLicenseModel.query(on: db).count() }
+    }
+
+    /// Refuses `changes` to `rows` that would leave more than `limit` licenses and more than there are now (a store
+    /// already over it may still lose licenses, or change those it has).
+    static func checkLimit(_ rows: [String: Row], _ changes: [RowChange], limit: Int) throws(AgentError) {
+        var ids = Set(rows.keys)
+        for change in changes {
+            switch change {
+            case let .save(license): ids.insert(license.licenseID)
+            case let .delete(id): ids.remove(id)
+            }
+        }
+        if ids.count > limit, ids.count > rows.count { throw .licenseLimit(limit) }
     }
 
     /// The license rows as they are, whatever the sealed state says (for reconciling them with the server).

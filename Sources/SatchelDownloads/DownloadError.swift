@@ -13,6 +13,7 @@ public enum DownloadError: ProblemConvertible, Equatable {
         case .fetch: return "manifest-fetch"
         case .unsafeResource: return "unsafe-resource"
         case .duplicateID: return "duplicate-id"
+        case .queueFull: return "queue-full"
         case .notFound: return "not-found"
         case .expired: return "expired"
         case .invalidArgument: return "invalid-argument"
@@ -20,12 +21,12 @@ public enum DownloadError: ProblemConvertible, Equatable {
         }
     }
 
-    /// 404 for an unknown asset, 409 for a duplicate, 410 for an expired one, 502 when the origin failed,
+    /// 404 for an unknown asset, 409 for a duplicate or a full queue, 410 for an expired one, 502 when the origin failed,
     /// 500 for storage, else 400 (the request names something that cannot be downloaded).
     public var httpStatus: Int {
         switch self {
         case .notFound: return 404
-        case .duplicateID: return 409
+        case .duplicateID, .queueFull: return 409
         case .expired: return 410
         case .fetch: return 502
         case .storage: return 500
@@ -49,6 +50,8 @@ public enum DownloadError: ProblemConvertible, Equatable {
     case unsafeResource(DownloadFailure)
     /// An asset with this ID is already in the index.
     case duplicateID(String)
+    /// The queue holds its most assets (``DownloadManager/Configuration/maximumAssets``): none is added until some are removed.
+    case queueFull(Int)
     /// No asset with this ID.
     case notFound(String)
     /// The asset's availability window has closed (its files are deleted).
@@ -68,6 +71,7 @@ public enum DownloadError: ProblemConvertible, Equatable {
         case let .fetch(failure): return "cannot fetch the manifest: \(failure)"
         case let .unsafeResource(failure): return "refused: \(failure)"
         case let .duplicateID(id): return "an asset with ID \(id) is already queued (remove it first)"
+        case let .queueFull(limit): return "the download queue already holds \(limit) assets, the most it keeps: remove finished or unwanted ones, then add again"
         case let .notFound(id): return "no asset with ID \(id)"
         case let .expired(id): return "asset \(id) has expired; its files were deleted"
         case let .invalidArgument(reason): return reason

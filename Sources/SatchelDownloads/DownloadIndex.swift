@@ -143,6 +143,11 @@ public final class DownloadIndex: DownloadIndexing {
         }
     }
 
+    /// How many records the index holds (damaged ones too): counted, none read.
+    public func count() async throws(DownloadError) -> Int {
+        try await run { try await AssetRow.query(on: self.database).count() }
+    }
+
     /// The next free queue position.
     public func nextPosition() async throws(DownloadError) -> Int {
         try await run { try await AssetRow.query(on: self.database).max(\.$position) }.map { $0 + 1 } ?? 0

@@ -9,6 +9,8 @@ enum DownloadQueue {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
             throw .invalidArgument("not an http(s) URL: \(url)")
         }
+        let limit = engine.configuration.maximumAssets
+        guard try await engine.index.count() < limit else { throw .queueFull(limit) }
         var named = id
         if named == nil {
             // A readable ID from the URL (its playlist's or folder's name), unique among the assets.

@@ -7,6 +7,8 @@ import SatchelStreams
 public protocol DownloadIndexing: Sendable {
     /// Every asset, in queue order.
     func all() async throws(DownloadError) -> [DownloadAsset]
+    /// How many records the index holds (damaged ones too).
+    func count() async throws(DownloadError) -> Int
     /// One asset, nil when there is none.
     func find(_ id: String) async throws(DownloadError) -> DownloadAsset?
     /// Whether the asset is paused (read cheaply); nil when there is no such asset.
@@ -37,6 +39,8 @@ public protocol DownloadIndexing: Sendable {
 }
 
 extension DownloadIndexing {
+    /// The assets and damaged records, counted by reading them (an index of its own may count them cheaper).
+    public func count() async throws(DownloadError) -> Int { try await all().count + damaged().count }
     /// An index that never damages records or kept plans inline has none.
     public func damaged() async throws(DownloadError) -> [DamagedRecord] { [] }
     /// None.

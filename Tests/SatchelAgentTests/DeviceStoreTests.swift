@@ -21,6 +21,32 @@ struct DeviceStoreTests {
                                logger: Logger(label: "test"))
     }
 
+    @Test("a device keeps at most its limit of licenses (10,000): a change that would hold more is refused with license-limit and writes nothing; one that replaces or saves again goes through")
+    func licenseLimit() async throws {
+        #expect(LicenseStore.maximumLicenses == 10_000)
+        let directory = try Self.directory("limit")
+        let key = P256.Signing.PrivateKey()
+        let store = try await LicenseStore(dataDirectory: directory, deviceKey: key,
+                                           anchor: FileStoreAnchor(dataDirectory: directory, seal: StateSeal(deviceKey: key, purpose: "store-anchor")),
+                                           logger: Logger(label: "test"), licenseLimit: 2)
+        func license(_ id: String) -> StoredLicense {
+            StoredLicense(licenseID: id, assetID: "asset-\(id)", license: "signed-\(id)", server: "http://127.0.0.1:1", acquired: Date(), firstUse: nil,
+                          persistent: false, rights: Rights(), keyIDs: [])
+        }
+        func change(_ changes: [LicenseStore.RowChange]) async throws {
+            try await store.change { (_, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in ((), changes) }
+        }
+        try await change([.save(license("1")), .save(license("2"))])
+        await #expect(throws: AgentError.licenseLimit(2)) { try await change([.save(license("3"))]) }
+        let (count, counter) = (try await store.licenseCount(), try await store.snapshot().state.counter)
+        #expect(count == 2 && counter == 1, "the refused change wrote nothing")
+        #expect(AgentError.licenseLimit(2).code == "license-limit" && "\(AgentError.licenseLimit(2))".contains("release"))
+        try await change([.delete("1"), .save(license("3"))])
+        try await change([.save(license("2"))])
+        #expect(Set(try await store.rawRows().keys) == ["2", "3"])
+        await store.close()
+    }
+
     @Test("a sealed value opens only unchanged, with its key and its purpose")
     func seal() throws {
         let key = P256.Signing.PrivateKey(), other = P256.Signing.PrivateKey()

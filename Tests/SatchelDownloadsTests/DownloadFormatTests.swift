@@ -294,4 +294,21 @@ struct DownloadFormatTests {
         #expect(try await manager.assets().map(\.id) == ["one"])
         await manager.close()
     }
+
+    @Test("the queue holds at most its limit of assets (10,000 unless configured): one more is refused with queue-full before the origin is asked; a removal makes room")
+    func queueLimit() async throws {
+        #expect(DownloadManager.Configuration(dataDirectory: "/unused").maximumAssets == 10_000)
+        let world = try await DownloadWorld.make("queue-limit")
+        defer { world.origin.stop() }
+        let manager = try await world.manager(maximumAssets: 2)
+        for id in ["one", "two"] { _ = try await manager.add(url: world.origin.url("asset/master.m3u8"), id: id, paused: true) }
+        let served = world.origin.log.count
+        await #expect(throws: DownloadError.queueFull(2)) { try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "three") }
+        #expect(world.origin.log.count == served, "the origin is not asked for an asset the queue cannot take")
+        #expect(DownloadError.queueFull(2).code == "queue-full" && DownloadError.queueFull(2).httpStatus == 409)
+        try await manager.remove("one")
+        _ = try await manager.add(url: world.origin.url("asset/master.m3u8"), id: "three", paused: true)
+        #expect(Set(try await manager.assets().map(\.id)) == ["two", "three"])
+        await manager.close()
+    }
 }

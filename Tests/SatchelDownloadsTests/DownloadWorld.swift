@@ -42,11 +42,12 @@ struct DownloadWorld {
 
     /// An engine with quick retries and a read timeout short for a download, long enough for a loaded test machine.
     func manager(rules: DownloadRules = DownloadRules(headroom: 0), environment: DownloadEnvironment = DownloadEnvironment(network: FixedNetwork.unmetered),
-                 parallelism: Int = 4) async throws -> DownloadManager {
-        try await DownloadManager(configuration: .init(dataDirectory: dataDirectory, rules: rules, parallelism: parallelism, maxParallelism: parallelism,
-                                                       retryDelay: .milliseconds(10), passDelay: .milliseconds(10),
-                                                       readTimeout: .seconds(10), progressInterval: .milliseconds(50)),
-                                  environment: environment)
+                 parallelism: Int = 4, maximumAssets: Int = 10_000) async throws -> DownloadManager {
+        var configuration = DownloadManager.Configuration(dataDirectory: dataDirectory, rules: rules, parallelism: parallelism, maxParallelism: parallelism,
+                                                          retryDelay: .milliseconds(10), passDelay: .milliseconds(10),
+                                                          readTimeout: .seconds(10), progressInterval: .milliseconds(50))
+        configuration.maximumAssets = maximumAssets
+        return try await DownloadManager(configuration: configuration, environment: environment)
     }
 
     /// The local directory of an asset.
