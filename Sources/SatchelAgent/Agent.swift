@@ -39,6 +39,10 @@ public struct LicenseStatus: Sendable, Equatable {
 /// and editing, deleting or copying back its sealed state makes every license refused
 /// (``AgentError/storeTampered(_:)``) until ``sync(token:)`` restores what the server vouches for.
 public actor Agent {
+    /// The most licenses a device keeps (10,000): acquiring one more is refused (``AgentError/licenseLimit(_:)``)
+    /// before the server is asked, so every read of the store, which reads its licenses whole to check them against
+    /// the sealed state, stays bounded.
+    public static let maximumLicenses = 10_000
     /// The data directory (shared with the download engine when both are used).
     public nonisolated let dataDirectory: String
     let store: LicenseStore

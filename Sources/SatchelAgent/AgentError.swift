@@ -28,7 +28,7 @@ public enum AgentError: ProblemConvertible, Equatable {
     /// The registration (`device.json`: the server and its signing keys, the device's trust anchor) was changed
     /// outside Satchel: nothing that needs it is done until the device registers again.
     case registrationTampered(String)
-    /// The device holds its most licenses (``LicenseStore/maximumLicenses``): none is added until some are released.
+    /// The device holds its most licenses (``Agent/maximumLicenses``): none is added until some are released.
     case licenseLimit(Int)
 
     /// A stable identifier.

@@ -10,28 +10,28 @@ import SatchelSystem
 /// against its keys), so `device.json` carries a seal: an HMAC-SHA256 of the registration under a key derived from
 /// the device key. A file changed outside Satchel (another server, other keys) is not used: everything that needs
 /// the registration fails with ``AgentError/registrationTampered(_:)`` until the device registers again.
-public struct DeviceIdentity: Sendable {
+package struct DeviceIdentity: Sendable {
     /// The device key (signs requests; HPKE-opens content keys).
-    public let key: P256.Signing.PrivateKey
+    package let key: P256.Signing.PrivateKey
     /// The registration, if any.
-    public var registration: Registration?
+    package var registration: Registration?
     /// Why the saved registration was not taken (changed outside Satchel), if it was not.
-    public var tampered: String?
+    package var tampered: String?
 
     /// What the license server answered at registration.
-    public struct Registration: Codable, Sendable, Equatable {
+    package struct Registration: Codable, Sendable, Equatable {
         /// The device ID.
-        public var deviceID: String
+        package var deviceID: String
         /// The server's certificate for the device key (a signed token).
-        public var certificate: String
+        package var certificate: String
         /// The license server's URL.
-        public var server: String
+        package var server: String
         /// The server's signing keys, as `GET /licenses/keys` published them.
-        public var serverKeys: PublicKeySet
+        package var serverKeys: PublicKeySet
         /// The device's name and external ID, as registered.
-        public var name: String?
+        package var name: String?
         /// The app's own ID of the device, when registered with one.
-        public var externalID: String?
+        package var externalID: String?
     }
 
     static let registrationFile = "device.json"
@@ -54,7 +54,7 @@ public struct DeviceIdentity: Sendable {
 
     /// Loads the identity of `dataDirectory`, with the device key from `vault` (made on first use; by default
     /// the keychain on Apple platforms, `device-key.pem` elsewhere).
-    public static func load(dataDirectory: String, vault: (any DeviceKeyVault)? = nil) throws(AgentError) -> DeviceIdentity {
+    package static func load(dataDirectory: String, vault: (any DeviceKeyVault)? = nil) throws(AgentError) -> DeviceIdentity {
         do {
             try PrivateFiles.folder(dataDirectory)
         } catch {
@@ -73,7 +73,7 @@ public struct DeviceIdentity: Sendable {
     }
 
     /// Saves the registration.
-    public func save(_ registration: Registration, dataDirectory: String) throws(AgentError) {
+    package func save(_ registration: Registration, dataDirectory: String) throws(AgentError) {
         let sealed = SealedRegistration(registration: registration, seal: try Self.seal(registration, key: key))
         guard let data = try? JSONCoding.encoder(.pretty).encode(sealed) else { throw .storage("the registration cannot be encoded") }
         do {
@@ -84,7 +84,7 @@ public struct DeviceIdentity: Sendable {
     }
 
     /// Deletes the saved registration (the device key stays).
-    public func forget(dataDirectory: String) throws(AgentError) {
+    package func forget(dataDirectory: String) throws(AgentError) {
         let path = (dataDirectory as NSString).appendingPathComponent(Self.registrationFile)
         do {
             if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
@@ -94,14 +94,14 @@ public struct DeviceIdentity: Sendable {
     }
 
     /// The key for HPKE (the same P-256 key).
-    public var agreementKey: P256.KeyAgreement.PrivateKey {
+    package var agreementKey: P256.KeyAgreement.PrivateKey {
         get throws(AgentError) {
             do { return try P256.KeyAgreement.PrivateKey(rawRepresentation: key.rawRepresentation) } catch { throw .storage("the device key is unusable") }
         }
     }
 
     /// The registration, or `notRegistered`.
-    public func registered() throws(AgentError) -> Registration {
+    package func registered() throws(AgentError) -> Registration {
         if let tampered { throw .registrationTampered(tampered) }
         guard let registration else { throw .notRegistered }
         return registration

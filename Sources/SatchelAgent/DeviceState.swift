@@ -77,10 +77,10 @@ struct StateSeal: Sendable {
 
 /// The sealed record of the agent's store, as a whole, for checks from outside the agent (the fuzzer): a record
 /// opens only unchanged and only with the key it was sealed for; anything else is refused, never a trap.
-public enum SealedDeviceState {
+package enum SealedDeviceState {
     /// A record as the store writes it, for `deviceKey`: a state with `licenses` installed licenses and as many
     /// owed releases, a clock that has seen `time`.
-    public static func sample(deviceKey: P256.Signing.PrivateKey, licenses: Int = 3, time: Date = Date(timeIntervalSince1970: 1_800_000_000)) -> String {
+    package static func sample(deviceKey: P256.Signing.PrivateKey, licenses: Int = 3, time: Date = Date(timeIntervalSince1970: 1_800_000_000)) -> String {
         var state = DeviceState()
         state.counter = UInt64(licenses)
         _ = state.clock.anchor(serverTime: time, ClockReading(wall: time, boot: 100, bootID: "boot"))
@@ -92,7 +92,7 @@ public enum SealedDeviceState {
     }
 
     /// True when `text` is a record sealed for `deviceKey` that opens whole.
-    public static func opens(_ text: String, deviceKey: P256.Signing.PrivateKey) -> Bool {
+    package static func opens(_ text: String, deviceKey: P256.Signing.PrivateKey) -> Bool {
         StateSeal(deviceKey: deviceKey, purpose: "agent-state").open(DeviceState.self, text) != nil
     }
 }

@@ -54,7 +54,7 @@ public struct OwedRelease: Codable, Sendable, Equatable {
 /// shared, a change takes it exclusive, so two processes of one device never see half a change. An edit of the
 /// sealed state, its deletion, or a store copied back from before its anchor is ``AgentError/storeTampered(_:)``:
 /// nothing in it is believed until `rebuild(_:)` restores it from the server's records.
-public final class LicenseStore: Sendable {
+package final class LicenseStore: Sendable {
     /// What the store holds, as one consistent view.
     struct Snapshot: Sendable {
         /// The sealed state.
@@ -76,11 +76,7 @@ public final class LicenseStore: Sendable {
     }
 
     static let stateName = "device-state"
-    /// The most licenses a device keeps: a change that would hold more is refused (``AgentError/licenseLimit(_:)``),
-    /// so every read of the store, which reads its licenses whole to check them against the sealed state, stays
-    /// bounded.
-    public static let maximumLicenses = 10_000
-    /// This store's limit (``maximumLicenses``; smaller in tests).
+    /// This store's limit (``Agent/maximumLicenses``; smaller in tests).
     let licenseLimit: Int
     private let store: FluentStore
     private let database: any Database
@@ -96,7 +92,7 @@ public final class LicenseStore: Sendable {
 
     /// Opens (and migrates) the store in `dataDirectory`, sealed under `deviceKey`, anchored by `anchor`.
     init(dataDirectory: String, deviceKey: P256.Signing.PrivateKey, anchor: (any StoreAnchoring)?, logger: Logger,
-         licenseLimit: Int = LicenseStore.maximumLicenses) async throws(AgentError) {
+         licenseLimit: Int = Agent.maximumLicenses) async throws(AgentError) {
         self.licenseLimit = licenseLimit
         let path = (dataDirectory as NSString).appendingPathComponent("agent.sqlite")
         self.path = path
@@ -129,7 +125,7 @@ public final class LicenseStore: Sendable {
     }
 
     /// Closes the store.
-    public func close() async {
+    package func close() async {
         await store.shutdown()
     }
 

@@ -1,24 +1,24 @@
 /// What the backplane decides, as functions of what it knows (enabling and disabling
 /// downloads, and the download limits): no I/O; the store calls these inside the transaction that reads the counts.
-public enum BackplaneRules {
+package enum BackplaneRules {
     /// A new device's toggle: enabled while its user has fewer download-enabled devices than the limit, else
     /// disabled with the notice "device limit reached".
-    public static func enrollment(enabledDevices: Int, limits: BackplaneLimits) -> Enrollment {
+    package static func enrollment(enabledDevices: Int, limits: BackplaneLimits) -> Enrollment {
         guard let most = limits.maxDevices, enabledDevices >= most else { return Enrollment(downloadEnabled: true, notice: nil) }
         return Enrollment(downloadEnabled: false, notice: .deviceLimitReached)
     }
 
     /// A new device's toggle, and the notice the device gets with it.
-    public struct Enrollment: Sendable, Equatable {
+    package struct Enrollment: Sendable, Equatable {
         /// Whether the device may download.
-        public var downloadEnabled: Bool
+        package var downloadEnabled: Bool
         /// The notice for the device, when there is one.
-        public var notice: BackplaneNotice?
+        package var notice: BackplaneNotice?
     }
 
     /// The toggle after `updateDownloadEnabled(wanted)` on `device`: off always; on only while the user's
     /// other download-enabled devices are under the limit; a killed device changes nothing.
-    public static func downloadEnabled(_ wanted: Bool, device: BackplaneDevice, otherEnabledDevices: Int,
+    package static func downloadEnabled(_ wanted: Bool, device: BackplaneDevice, otherEnabledDevices: Int,
                                        limits: BackplaneLimits) throws(BackplaneError) -> Bool {
         guard device.state == .active else { throw .deviceKilled(device.deviceID) }
         guard wanted, !device.downloadEnabled else { return wanted }
@@ -30,7 +30,7 @@ public enum BackplaneRules {
     /// already it may (asking again changes nothing); an asset that is not downloadable it may not; else the asset must
     /// fit under the device's asset limit (`assetsOnDevice`: the assets it was granted and has not deleted) and the
     /// account's download limit (`accountDownloads`: the user's grants on every device).
-    public static func permission(device: BackplaneDevice, alreadyGranted: Bool, downloadable: Bool, assetsOnDevice: Int,
+    package static func permission(device: BackplaneDevice, alreadyGranted: Bool, downloadable: Bool, assetsOnDevice: Int,
                                   accountDownloads: Int, limits: BackplaneLimits) -> DownloadPermission {
         guard device.state == .active else { return .refused(.deviceKilled) }
         guard device.downloadEnabled else { return .refused(.deviceNotEnabled) }

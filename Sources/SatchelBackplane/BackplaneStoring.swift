@@ -6,7 +6,7 @@ import SatchelBytes
 /// whatever the interleaving of requests across nodes.
 public protocol BackplaneStoring: Sendable {
     /// Registers `device` for its user (or updates the name, platform and external ID of a device registered
-    /// already): a new device's toggle follows ``BackplaneRules/enrollment(enabledDevices:limits:)``.
+    /// already): a new device's toggle follows `BackplaneRules/enrollment(enabledDevices:limits:)`.
     func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration
     /// The device `reference` names.
     func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice

@@ -50,32 +50,32 @@ public enum SlotRefusal: String, Codable, Sendable, CaseIterable {
 
 /// What the backplane decides about stream slots, as functions of what it knows (no I/O; the store calls these inside
 /// the transaction that holds the user's row, so the limit holds across nodes).
-public enum StreamSlotRules {
+package enum StreamSlotRules {
     /// The lease a slot holds for when the settings name none.
-    public static let defaultLease: UInt32 = 60
+    package static let defaultLease: UInt32 = 60
 
     /// Whether `device` may take one more slot while its account holds `heldSlots` (leases not ended): a killed device
     /// may not; else the account must be under its stream limit (nil: no limit). Nil: it may.
-    public static func refusal(device: BackplaneDevice, heldSlots: Int, limits: BackplaneLimits) -> SlotRefusal? {
+    package static func refusal(device: BackplaneDevice, heldSlots: Int, limits: BackplaneLimits) -> SlotRefusal? {
         guard device.state == .active else { return .deviceKilled }
         return refusal(heldSlots: heldSlots, limits: limits)
     }
 
     /// Whether a holder that is not a backplane device (a FairPlay device by its HU) may take one more slot while
     /// the account holds `heldSlots`: only under its stream limit. Nil: it may.
-    public static func refusal(heldSlots: Int, limits: BackplaneLimits) -> SlotRefusal? {
+    package static func refusal(heldSlots: Int, limits: BackplaneLimits) -> SlotRefusal? {
         if let most = limits.maxStreams, heldSlots >= most { return .streamLimit }
         return nil
     }
 
     /// When a lease taken or renewed at `now` ends: `lease` seconds later.
-    public static func leaseEnd(from now: Date, lease: UInt32) -> Date {
+    package static func leaseEnd(from now: Date, lease: UInt32) -> Date {
         now.addingTimeInterval(TimeInterval(lease))
     }
 
     /// The slot renewed at `now`: its lease must still hold (one that ended is free and may be taken by another
     /// stream already: the device asks for a new slot instead).
-    public static func renewed(_ slot: StreamSlot, at now: Date, lease: UInt32) throws(BackplaneError) -> StreamSlot {
+    package static func renewed(_ slot: StreamSlot, at now: Date, lease: UInt32) throws(BackplaneError) -> StreamSlot {
         guard slot.isHeld(at: now) else { throw .slotLost(slot.slotID) }
         var renewed = slot
         renewed.expires = leaseEnd(from: now, lease: lease)

@@ -2,7 +2,7 @@ import FluentKit
 import Foundation
 import SatchelBytes
 
-/// Where the backplane keeps stream slots: the seam between ``StreamSlotRules`` and a database. The account's stream
+/// Where the backplane keeps stream slots: the seam between `StreamSlotRules` and a database. The account's stream
 /// limit holds in the store itself, across nodes, as the backplane's other limits do.
 public protocol StreamSlotStoring: Sendable {
     /// Takes a slot for `device` to play `asset` when its account is under its stream limit (leases ended at `now`

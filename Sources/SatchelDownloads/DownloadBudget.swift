@@ -4,7 +4,7 @@ import SatchelSystem
 
 /// The storage rules while bytes are being written: every chunk is checked against
 /// `maxStorageAllowed` and `headroom` before it is written, so a download stops before crossing either.
-public final class DownloadBudget: Sendable {
+package final class DownloadBudget: Sendable {
     private let used: Locked<Int64>
     private let rules: DownloadRules
     private let freeSpace: @Sendable () -> Int64?
@@ -16,10 +16,10 @@ public final class DownloadBudget: Sendable {
     }
 
     /// Bytes the engine's files use now.
-    public var usedBytes: Int64 { used.current }
+    package var usedBytes: Int64 { used.current }
 
     /// Takes `count` bytes, or throws the rule that writing them would break.
-    public func reserve(_ count: Int64) throws(DownloadFailure) {
+    package func reserve(_ count: Int64) throws(DownloadFailure) {
         let (rules, freeSpace) = (rules, freeSpace)
         let result: DownloadFailure? = used.withLock { used in
             if used + count > rules.maxStorageAllowed { return .storageLimit(usedBytes: used, limit: rules.maxStorageAllowed) }
@@ -31,13 +31,13 @@ public final class DownloadBudget: Sendable {
     }
 
     /// Gives bytes back (a partial file restarted from zero).
-    public func release(_ count: Int64) {
+    package func release(_ count: Int64) {
         used.withLock { $0 -= count }
     }
 }
 
 /// Live byte and file counts of the asset being downloaded, read by the engine's progress ticker.
-public final class LiveProgress: Sendable {
+package final class LiveProgress: Sendable {
     private let state: Locked<(bytes: Int64, complete: [Bool])>
 
     init(scan: AssetStore.Scan) {
@@ -45,14 +45,14 @@ public final class LiveProgress: Sendable {
     }
 
     /// Counts bytes written (negative: bytes discarded).
-    public func add(_ count: Int64) { state.withLock { $0.bytes += count } }
+    package func add(_ count: Int64) { state.withLock { $0.bytes += count } }
 
     /// Marks the plan's file `index` complete.
-    public func markComplete(_ index: Int) { state.withLock { $0.complete[index] = true } }
+    package func markComplete(_ index: Int) { state.withLock { $0.complete[index] = true } }
 
     /// Bytes on disk (and counted as they arrive).
-    public var bytes: Int64 { state.withLock { $0.bytes } }
+    package var bytes: Int64 { state.withLock { $0.bytes } }
 
     /// Bytes on disk and the files complete.
-    public var snapshot: (bytes: Int64, complete: [Bool]) { state.current }
+    package var snapshot: (bytes: Int64, complete: [Bool]) { state.current }
 }

@@ -4,14 +4,14 @@ import SatchelSystem
 
 /// Hands every engine event to every subscriber. Subscribing, emitting and unsubscribing are plain calls
 /// under a lock (no task is started for any of them); a slow subscriber keeps the newest 4,096 events.
-public final class DownloadEventHub: Sendable {
+package final class DownloadEventHub: Sendable {
     private let subscribers = Locked<[UUID: AsyncStream<DownloadEvent>.Continuation]?>([:])
 
     /// A hub with no subscribers.
-    public init() {}
+    package init() {}
 
     /// A stream of every event from now on; it ends when the hub finishes.
-    public func events() -> AsyncStream<DownloadEvent> {
+    package func events() -> AsyncStream<DownloadEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: DownloadEvent.self, bufferingPolicy: .bufferingNewest(4096))
         let key = SecureRandom.uuid()
         let added = subscribers.withLock { table -> Bool in
@@ -30,12 +30,12 @@ public final class DownloadEventHub: Sendable {
     }
 
     /// Sends `event` to every subscriber.
-    public func emit(_ event: DownloadEvent) {
+    package func emit(_ event: DownloadEvent) {
         for continuation in subscribers.withLock({ Array(($0 ?? [:]).values) }) { continuation.yield(event) }
     }
 
     /// Ends every stream; later subscribers get an ended stream.
-    public func finish() {
+    package func finish() {
         let all = subscribers.withLock { table -> [AsyncStream<DownloadEvent>.Continuation] in
             defer { table = nil }
             return Array((table ?? [:]).values)

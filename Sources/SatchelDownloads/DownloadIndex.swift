@@ -11,7 +11,7 @@ import SatchelStorage
 /// SQLite file. The source of truth for what is queued; which bytes exist is the store's to say. The plan (which
 /// may list 200,000 files) lives in the asset's folder, written once when the asset is added, so a state change
 /// writes a small row. Plans of rows written by earlier versions (inline, or in the plan table) are still read.
-public final class DownloadIndex: DownloadIndexing {
+package final class DownloadIndex: DownloadIndexing {
     private let store: FluentStore
     private let database: any Database
     private let encoder = JSONCoding.encoder(dates: .referenceSeconds)
@@ -23,7 +23,7 @@ public final class DownloadIndex: DownloadIndexing {
 
     /// Opens (creating and migrating) the index at `path` (mode 0600), sealing the secrets of its records with
     /// `secrets` (the device's key: a copy of the file gives no token away).
-    public init(path: String, secrets: (any SecretSealing)? = nil, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
+    package init(path: String, secrets: (any SecretSealing)? = nil, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
         self.secrets = secrets
         do {
             try PrivateFiles.folder(PrivateFiles.parent(of: path))
@@ -43,7 +43,7 @@ public final class DownloadIndex: DownloadIndexing {
     }
 
     /// Closes the database.
-    public func close() async {
+    package func close() async {
         guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
         await store.shutdown()
     }
@@ -55,7 +55,7 @@ public final class DownloadIndex: DownloadIndexing {
     }
 
     /// Every asset, in queue order.
-    public func all() async throws(DownloadError) -> [DownloadAsset] {
+    package func all() async throws(DownloadError) -> [DownloadAsset] {
         var assets: [DownloadAsset] = []
         for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
             if let asset = try await decode(row) { assets.append(asset) }
@@ -85,25 +85,25 @@ public final class DownloadIndex: DownloadIndexing {
     static let walkPage = 500
 
     /// One asset.
-    public func find(_ id: String) async throws(DownloadError) -> DownloadAsset? {
+    package func find(_ id: String) async throws(DownloadError) -> DownloadAsset? {
         guard let row = try await run({ try await AssetRow.find(id, on: self.database) }) else { return nil }
         return try await decode(row)
     }
 
     /// Whether the asset is paused, read from its row alone (no plan is decoded); nil when there is no such asset.
-    public func isPaused(_ id: String) async throws(DownloadError) -> Bool? {
+    package func isPaused(_ id: String) async throws(DownloadError) -> Bool? {
         try await run { try await AssetRow.query(on: self.database).filter(\.$id == id).field(\.$id).field(\.$paused).first()?.paused }
     }
 
     /// Inserts or updates an asset. Its plan is written the first time only.
-    public func save(_ asset: DownloadAsset) async throws(DownloadError) {
+    package func save(_ asset: DownloadAsset) async throws(DownloadError) {
         _ = try await write(asset, createIfMissing: true)
     }
 
     /// Updates an asset that is still in the index; false (nothing written) when its row is gone, so that a
     /// state change racing with a removal never brings the asset back.
     @discardableResult
-    public func update(_ asset: DownloadAsset) async throws(DownloadError) -> Bool {
+    package func update(_ asset: DownloadAsset) async throws(DownloadError) -> Bool {
         try await write(asset, createIfMissing: false)
     }
 
@@ -134,7 +134,7 @@ public final class DownloadIndex: DownloadIndexing {
     }
 
     /// Deletes an asset's row and plan.
-    public func delete(_ id: String) async throws(DownloadError) {
+    package func delete(_ id: String) async throws(DownloadError) {
         try await run {
             try await self.database.transaction { database in
                 try await AssetRow.query(on: database).filter(\.$id == id).delete()
@@ -144,22 +144,22 @@ public final class DownloadIndex: DownloadIndexing {
     }
 
     /// How many records the index holds (damaged ones too): counted, none read.
-    public func count() async throws(DownloadError) -> Int {
+    package func count() async throws(DownloadError) -> Int {
         try await run { try await AssetRow.query(on: self.database).count() }
     }
 
     /// The next free queue position.
-    public func nextPosition() async throws(DownloadError) -> Int {
+    package func nextPosition() async throws(DownloadError) -> Int {
         try await run { try await AssetRow.query(on: self.database).max(\.$position) }.map { $0 + 1 } ?? 0
     }
 
     /// A stored setting.
-    public func setting(_ key: String) async throws(DownloadError) -> String? {
+    package func setting(_ key: String) async throws(DownloadError) -> String? {
         try await run { try await SettingRow.find(key, on: self.database)?.value }
     }
 
     /// Stores a setting.
-    public func setSetting(_ key: String, _ value: String) async throws(DownloadError) {
+    package func setSetting(_ key: String, _ value: String) async throws(DownloadError) {
         try await run {
             let row = try await SettingRow.find(key, on: self.database) ?? SettingRow(key: key)
             row.value = value
@@ -168,7 +168,7 @@ public final class DownloadIndex: DownloadIndexing {
     }
 
     /// Rows whose record cannot be decoded, with the reason (field names only, never values).
-    public func damaged() async throws(DownloadError) -> [DamagedRecord] {
+    package func damaged() async throws(DownloadError) -> [DamagedRecord] {
         try await walk { rows in
             rows.compactMap { row -> DamagedRecord? in
                 do {
@@ -185,7 +185,7 @@ public final class DownloadIndex: DownloadIndexing {
     }
 
     /// Assets whose plan an earlier version kept here: inline in the record, or in the plan table.
-    public func legacyPlanIDs() async throws(DownloadError) -> [String] {
+    package func legacyPlanIDs() async throws(DownloadError) -> [String] {
         try await walk { rows in
             let tabled = Set(try await PlanRow.query(on: database).filter(\.$id ~~ rows.compactMap(\.id)).all().compactMap(\.id))
             return rows.compactMap { row -> String? in
@@ -196,7 +196,7 @@ public final class DownloadIndex: DownloadIndexing {
     }
 
     /// Rewrites the asset's record without its plan and deletes its plan-table row, in one transaction.
-    public func releaseLegacyPlan(_ id: String) async throws(DownloadError) {
+    package func releaseLegacyPlan(_ id: String) async throws(DownloadError) {
         let decoder = self.decoder, encoder = self.encoder
         try await run {
             try await self.database.transaction { database in
@@ -214,7 +214,7 @@ public final class DownloadIndex: DownloadIndexing {
 
     /// Seals the secrets an earlier version stored unsealed (when this index has a sealer); answers how many
     /// records were rewritten.
-    public func sealLegacySecrets() async throws(DownloadError) -> Int {
+    package func sealLegacySecrets() async throws(DownloadError) -> Int {
         guard secrets != nil else { return 0 }
         let unsealed = try await walk { rows in
             rows.compactMap { row -> String? in

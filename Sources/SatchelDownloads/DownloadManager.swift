@@ -13,8 +13,8 @@ import SatchelSystem
 /// the actor's isolation: `DownloadQueue` (the queue and every change to it), `DownloadRunLoop` (passes, attempts,
 /// progress, the background loop), `DownloadReads` (what apps and the proxy read, and the proxy's door into the
 /// store) and `DownloadUpkeep` (fresh credentials, damaged records, upgrades). The queue's rules are the pure
-/// ``QueuePolicy``, an attempt is run by the `DownloadWorker`, events go through the ``DownloadEventHub``, and the
-/// index is an injected seam (``DownloadIndexing``; the fetcher and the store are seams inside the package), with
+/// `QueuePolicy`, an attempt is run by the `DownloadWorker`, events go through the `DownloadEventHub`, and the
+/// index is an injected seam (`DownloadIndexing`; the fetcher and the store are seams inside the package), with
 /// ``DownloadStep``s (a license, a permission) before every attempt. State lives in the index and the store, so the
 /// process may stop at any instant and pick up where the files end.
 public actor DownloadManager {
@@ -137,7 +137,7 @@ public actor DownloadManager {
 
     /// Enqueues an asset at the end of the queue. The URL is fetched and planned now, so live streams,
     /// unknown formats, unpermitted MIME types and unreachable manifests are refused here. Without `id`, the asset
-    /// is named from its URL (``DownloadNaming``). `paused`: made, but not downloaded until ``resume(_:)``.
+    /// is named from its URL (`DownloadNaming`). `paused`: made, but not downloaded until ``resume(_:)``.
     @discardableResult
     public func add(url: String, id: String? = nil, options: DownloadOptions = DownloadOptions(),
                     window: AvailabilityWindow = AvailabilityWindow(), paused: Bool = false) async throws(DownloadError) -> DownloadAsset {

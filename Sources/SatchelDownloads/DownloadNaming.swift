@@ -5,7 +5,7 @@ import SatchelBytes
 /// playlist's or file's own name, or its folder's when the file has a generic name (`…/movie/master.m3u8` →
 /// `movie`, `…/show.ism/Manifest` → `show`, `…/trailer.mp4` → `trailer`) — made a safe folder name and unique
 /// (`movie-2` when `movie` is taken). Pure.
-public enum DownloadNaming {
+package enum DownloadNaming {
     /// File names that say nothing of the asset: the folder names it instead.
     static let generic: Set<String> = ["master", "index", "manifest", "playlist", "main", "stream", "prog_index", "out", "media", "video", "dash",
                                        "hls", "mpd", "default", "content"]
@@ -13,7 +13,7 @@ public enum DownloadNaming {
     static let maximumLength = 64
 
     /// The ID for `url` that `taken` does not hold.
-    public static func id(for url: URL, taken: (String) -> Bool) -> String {
+    package static func id(for url: URL, taken: (String) -> Bool) -> String {
         let base = base(of: url)
         guard taken(base) else { return base }
         for number in 2...10_000 where !taken("\(base)-\(number)") { return "\(base)-\(number)" }

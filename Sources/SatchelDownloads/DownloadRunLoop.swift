@@ -1,6 +1,6 @@
 import Foundation
 
-/// The engine's run loop: passes through the queue (the pure ``QueuePolicy`` decides), up to three attempts per asset
+/// The engine's run loop: passes through the queue (the pure `QueuePolicy` decides), up to three attempts per asset
 /// in a pass (each run by a ``DownloadWorker``), progress, and the background loop that wakes on work. Runs on the
 /// engine's isolation.
 enum DownloadRunLoop {

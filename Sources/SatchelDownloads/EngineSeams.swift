@@ -3,7 +3,7 @@ import SatchelStreams
 
 /// The engine's persistent index: one record per asset (metadata, state and progress, never the plan, which
 /// lives in the asset's folder) and the engine's settings.
-/// ``DownloadIndex`` keeps it in SQLite; another store (a test double, a shared database) may stand in.
+/// `DownloadIndex` keeps it in SQLite; another store (a test double, a shared database) may stand in.
 public protocol DownloadIndexing: Sendable {
     /// Every asset, in queue order.
     func all() async throws(DownloadError) -> [DownloadAsset]

@@ -49,7 +49,7 @@ public final class NetworkManagerMonitor: NetworkMonitor {
     }
 
     /// `command`'s standard output when it ends with status 0 within `timeout` (nil otherwise: it is killed), in the C
-    /// locale (the words `yes` and `no` untranslated), at most ``NetworkManagerReading/maximumLength`` bytes.
+    /// locale (the words `yes` and `no` untranslated), at most `NetworkManagerReading/maximumLength` bytes.
     static func output(_ command: String, _ arguments: [String], timeout: Duration) -> String? {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { return nil }

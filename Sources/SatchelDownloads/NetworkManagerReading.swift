@@ -1,33 +1,33 @@
 /// What NetworkManager says about the network, read from
 /// `nmcli --terse --fields GENERAL.DEVICE,GENERAL.TYPE,GENERAL.STATE,GENERAL.METERED device show`: one block of
 /// `FIELD:value` lines per device, blocks separated by an empty line. Pure: the text in, a ``NetworkType`` out.
-public enum NetworkManagerReading {
+package enum NetworkManagerReading {
     /// The arguments given to `nmcli`.
-    public static let arguments = ["--terse", "--fields", "GENERAL.DEVICE,GENERAL.TYPE,GENERAL.STATE,GENERAL.METERED", "device", "show"]
+    package static let arguments = ["--terse", "--fields", "GENERAL.DEVICE,GENERAL.TYPE,GENERAL.STATE,GENERAL.METERED", "device", "show"]
     /// NetworkManager's state code of a connected device (`100 (connected)`).
     static let connected = 100
     /// At most this many characters of an answer are read (a machine has a few devices, a few lines each).
-    public static let maximumLength = 1 << 20
+    package static let maximumLength = 1 << 20
 
     /// One device as `nmcli` lists it.
-    public struct Device: Equatable, Sendable {
+    package struct Device: Equatable, Sendable {
         /// The interface's name (`eth0`, `wlan0`).
-        public var name = ""
+        package var name = ""
         /// NetworkManager's device type (`ethernet`, `wifi`, `gsm`, `loopback`).
-        public var type = ""
+        package var type = ""
         /// The state's code (100: connected), nil when not a number.
-        public var state: Int?
+        package var state: Int?
         /// The metered value: `yes`, `no`, `yes (guessed)`, `no (guessed)` or `unknown`.
-        public var metered = ""
+        package var metered = ""
 
         /// A device as listed.
-        public init(name: String = "", type: String = "", state: Int? = nil, metered: String = "") {
+        package init(name: String = "", type: String = "", state: Int? = nil, metered: String = "") {
             (self.name, self.type, self.state, self.metered) = (name, type, state, metered)
         }
     }
 
     /// The devices listed in `text`.
-    public static func devices(_ text: Substring) -> [Device] {
+    package static func devices(_ text: Substring) -> [Device] {
         var devices: [Device] = []
         var device: Device?
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
@@ -54,7 +54,7 @@ public enum NetworkManagerReading {
     /// The network's type from `nmcli`'s answer: unmetered when a connected device (not the loopback) is not metered,
     /// metered when every connected one is, unknown otherwise — a NetworkManager that manages none of the
     /// interfaces in use does not mean there is no network.
-    public static func networkType(_ text: Substring) -> NetworkType {
+    package static func networkType(_ text: Substring) -> NetworkType {
         let connected = devices(text.prefix(maximumLength)).filter { $0.state == Self.connected && $0.type != "loopback" }
         let verdicts = connected.map { meteredness($0.metered) }
         if verdicts.contains(false) { return .unmetered }

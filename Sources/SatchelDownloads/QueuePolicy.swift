@@ -20,8 +20,8 @@ public struct QueueEnvironment: Sendable, Equatable {
     }
 }
 
-/// The engine's next step, decided by ``QueuePolicy/next(queue:environment:visited:)``.
-public enum QueueAction: Sendable, Equatable {
+/// The engine's next step, decided by `QueuePolicy/next(queue:environment:visited:)`.
+package enum QueueAction: Sendable, Equatable {
     /// These assets' windows have closed: delete their files and mark them expired.
     case expire([String])
     /// A rule holds this asset now: mark it waiting with the rule as its reason.
@@ -33,7 +33,7 @@ public enum QueueAction: Sendable, Equatable {
 }
 
 /// What one attempt's result means for the asset under the Rule of Threes.
-public enum AttemptOutcome: Sendable, Equatable {
+package enum AttemptOutcome: Sendable, Equatable {
     /// Every file is on disk.
     case complete
     /// Stopped by a pause, removal, switch-off or shutdown: back to the queue, nothing counted.
@@ -51,34 +51,34 @@ public enum AttemptOutcome: Sendable, Equatable {
 /// The queue's rules as pure functions of values: which asset goes next, whether a rule holds it, and what
 /// an attempt's result does to it. No I/O: the ``DownloadManager`` gathers the values and carries out the
 /// answers.
-public struct QueuePolicy: Sendable, Equatable {
+package struct QueuePolicy: Sendable, Equatable {
     /// Attempts per asset in one pass through the queue.
-    public static let attemptsPerPass = 3
+    package static let attemptsPerPass = 3
     /// Errored passes after which an asset is blocked.
-    public static let passesBeforeBlocked = 3
+    package static let passesBeforeBlocked = 3
 
     /// The download rules.
-    public var rules: DownloadRules
+    package var rules: DownloadRules
 
     /// A policy under `rules`.
-    public init(rules: DownloadRules) {
+    package init(rules: DownloadRules) {
         self.rules = rules
     }
 
     /// True for an asset a pass should work on: not paused, and queued, downloading (interrupted) or waiting.
-    public static func isDownloadable(_ asset: DownloadAsset) -> Bool {
+    package static func isDownloadable(_ asset: DownloadAsset) -> Bool {
         !asset.isPaused && [.queued, .downloading, .waiting].contains(asset.state)
     }
 
     /// True when the asset's availability window has closed at `now` (and it is not already expired).
-    public static func hasExpired(_ asset: DownloadAsset, at now: Date) -> Bool {
+    package static func hasExpired(_ asset: DownloadAsset, at now: Date) -> Bool {
         guard asset.state != .expired else { return false }
         return asset.window.evaluate(completedAt: asset.completedAt, firstPlayAt: asset.firstPlayAt, at: now).status == .expired
     }
 
     /// The asset as a reader sees it at `now`: an asset whose window has closed reads as expired even before
     /// the engine has deleted its files.
-    public static func presented(_ asset: DownloadAsset, at now: Date) -> DownloadAsset {
+    package static func presented(_ asset: DownloadAsset, at now: Date) -> DownloadAsset {
         guard hasExpired(asset, at: now) else { return asset }
         var shown = asset
         shown.state = .expired
@@ -87,7 +87,7 @@ public struct QueuePolicy: Sendable, Equatable {
     }
 
     /// The rule that keeps downloads off `network` (checked before an asset starts and during its download), or nil.
-    public func networkHold(_ network: NetworkType) -> DownloadFailure? {
+    package func networkHold(_ network: NetworkType) -> DownloadFailure? {
         switch network {
         case .none: return .networkUnavailable(.none)
         case .cellular where !rules.downloadOverCellular: return .networkUnavailable(.cellular)
@@ -97,7 +97,7 @@ public struct QueuePolicy: Sendable, Equatable {
     }
 
     /// The rule that keeps `asset` from starting now, or nil.
-    public func hold(for asset: DownloadAsset, queue: [DownloadAsset], environment: QueueEnvironment) -> DownloadFailure? {
+    package func hold(for asset: DownloadAsset, queue: [DownloadAsset], environment: QueueEnvironment) -> DownloadFailure? {
         if let held = networkHold(environment.network) { return held }
         let complete = queue.filter { $0.state == .complete && $0.id != asset.id }.count
         if complete >= rules.maxDownloadedAssets { return .maxDownloadedAssets(rules.maxDownloadedAssets) }
@@ -117,7 +117,7 @@ public struct QueuePolicy: Sendable, Equatable {
 
     /// The next step of a pass: expiries first, then the first downloadable asset in queue order that this
     /// pass has not `visited`, held when a rule says so.
-    public func next(queue: [DownloadAsset], environment: QueueEnvironment, visited: Set<String>) -> QueueAction {
+    package func next(queue: [DownloadAsset], environment: QueueEnvironment, visited: Set<String>) -> QueueAction {
         let expired = queue.filter { Self.hasExpired($0, at: environment.now) }.map(\.id)
         if !expired.isEmpty { return .expire(expired) }
         let ordered = queue.sorted { $0.position < $1.position }
@@ -128,7 +128,7 @@ public struct QueuePolicy: Sendable, Equatable {
 
     /// What attempt number `attempt` (1-based) ending with `failure` (nil: success) means for an asset that
     /// has errored in `retryCount` passes so far.
-    public static func outcome(of failure: DownloadFailure?, attempt: Int, retryCount: Int) -> AttemptOutcome {
+    package static func outcome(of failure: DownloadFailure?, attempt: Int, retryCount: Int) -> AttemptOutcome {
         guard let failure else { return .complete }
         if failure == .cancelled { return .stopped }
         if failure.isRuleLimit { return .wait(failure) }
@@ -138,7 +138,7 @@ public struct QueuePolicy: Sendable, Equatable {
     }
 
     /// The asset after `outcome`, completed at `now` when it completed.
-    public static func apply(_ outcome: AttemptOutcome, to asset: DownloadAsset, now: Date) -> DownloadAsset {
+    package static func apply(_ outcome: AttemptOutcome, to asset: DownloadAsset, now: Date) -> DownloadAsset {
         var next = asset
         switch outcome {
         case .complete:
@@ -165,7 +165,7 @@ public struct QueuePolicy: Sendable, Equatable {
     }
 
     /// True when `outcome` leaves the asset for a later pass (the pass had an error worth another pass).
-    public static func wantsAnotherPass(_ outcome: AttemptOutcome) -> Bool {
+    package static func wantsAnotherPass(_ outcome: AttemptOutcome) -> Bool {
         if case let .endPass(_, blocked) = outcome { return !blocked }
         return false
     }

@@ -28,7 +28,7 @@ public struct TLLV: Sendable, Equatable {
     public static let headerSize = 16
 
     /// A block with explicit padding. `value.count + padding.count` should be a multiple of 16;
-    /// ``TLLVCodec/encode(_:)`` writes exactly what it is given.
+    /// `TLLVCodec/encode(_:)` writes exactly what it is given.
     public init(tag: TLLVTag, value: [UInt8], padding: [UInt8]) {
         self.init(tag: tag, block: ArraySlice(value + padding), valueLength: value.count)
     }

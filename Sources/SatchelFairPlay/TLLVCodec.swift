@@ -1,13 +1,13 @@
 import SatchelBytes
 
 /// Parses and writes payloads made of TLLV blocks.
-public enum TLLVCodec {
+package enum TLLVCodec {
     /// Parses a decrypted SPC or CKC payload.
     ///
     /// Rejects a payload that is not a whole number of 16-byte blocks, a block length
     /// that is not a multiple of 16, a value longer than its block, a block that runs
     /// past the payload, and a tag that appears twice.
-    public static func parse(_ payload: [UInt8]) throws(FairPlayError) -> TLLVList {
+    package static func parse(_ payload: [UInt8]) throws(FairPlayError) -> TLLVList {
         guard payload.count % 16 == 0 else { throw .payloadNotBlockAligned(length: payload.count) }
         var reader = ByteReader(payload)
         var blocks: [TLLV] = []
@@ -40,7 +40,7 @@ public enum TLLVCodec {
     }
 
     /// Concatenates blocks into a payload.
-    public static func encode(_ blocks: [TLLV]) -> [UInt8] {
+    package static func encode(_ blocks: [TLLV]) -> [UInt8] {
         var writer = ByteWriter(capacity: blocks.reduce(0) { $0 + TLLV.headerSize + $1.blockLength })
         for block in blocks { block.write(to: &writer) }
         return writer.bytes

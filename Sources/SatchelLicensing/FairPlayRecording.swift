@@ -84,17 +84,17 @@ public protocol LeaseSlots: Sendable {
 }
 
 /// The rules of FairPlay rentals and leases, as values.
-public enum FairPlayLeaseRules {
+package enum FairPlayLeaseRules {
     /// Whether a license under `policy` to `target` binds its rental to the device: a combined rental and lease
     /// (the FairPlay Streaming Programming Guide: "the mechanism by which leasing registers the playback device may be
     /// used to limit the rental to
     /// that device only"), to a device — an AV adapter's ID is not a device's and is not used to manage devices.
-    public static func bindsRental(leaseSeconds: UInt32?, rentalSeconds: UInt32?, toDevice: Bool) -> Bool {
+    package static func bindsRental(leaseSeconds: UInt32?, rentalSeconds: UInt32?, toDevice: Bool) -> Bool {
         leaseSeconds != nil && rentalSeconds != nil && toDevice
     }
 
     /// Whether a rental bound to `bound` until `until` refuses `device` at `now`: another device, while it holds.
-    public static func refuses(bound: String, until: Date, device: String, at now: Date) -> Bool {
+    package static func refuses(bound: String, until: Date, device: String, at now: Date) -> Bool {
         bound != device && now < until
     }
 }

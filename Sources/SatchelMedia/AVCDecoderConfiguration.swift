@@ -76,28 +76,28 @@ public struct AVCDecoderConfiguration: Sendable, Equatable {
 }
 
 /// The fields of an H.264 sequence parameter set that packaging needs.
-public struct H264SPS: Sendable, Equatable {
+package struct H264SPS: Sendable, Equatable {
     /// Coded width in pixels after cropping.
-    public var width: Int
+    package var width: Int
     /// Coded height in pixels after cropping.
-    public var height: Int
+    package var height: Int
     /// seq_parameter_set_id.
-    public var id: UInt64 = 0
+    package var id: UInt64 = 0
     /// separate_colour_plane_flag.
-    public var separateColourPlane = false
+    package var separateColourPlane = false
     /// log2_max_frame_num_minus4 + 4.
-    public var log2MaxFrameNum = 4
+    package var log2MaxFrameNum = 4
     /// pic_order_cnt_type.
-    public var pocType: UInt64 = 0
+    package var pocType: UInt64 = 0
     /// log2_max_pic_order_cnt_lsb_minus4 + 4.
-    public var log2MaxPocLsb = 4
+    package var log2MaxPocLsb = 4
     /// delta_pic_order_always_zero_flag.
-    public var deltaPicOrderAlwaysZero = false
+    package var deltaPicOrderAlwaysZero = false
     /// frame_mbs_only_flag.
-    public var frameMbsOnly = true
+    package var frameMbsOnly = true
 
     /// Parses an SPS NAL unit (header byte included, emulation prevention present).
-    public init(_ nal: [UInt8]) throws(MediaError) {
+    package init(_ nal: [UInt8]) throws(MediaError) {
         var bits = BitReader(NALUnit.removeEmulationPrevention(nal.dropFirst()))
         do {
             let profile = try bits.read(8)

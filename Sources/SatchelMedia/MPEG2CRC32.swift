@@ -1,5 +1,5 @@
 /// CRC-32/MPEG-2 (polynomial 0x04C11DB7, initial 0xFFFFFFFF, no reflection), as PSI sections use.
-public enum MPEG2CRC32 {
+package enum MPEG2CRC32 {
     private static let table: [UInt32] = (0..<256).map { index in
         var crc = UInt32(index) << 24
         for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? (crc << 1) ^ 0x04C1_1DB7 : crc << 1 }
@@ -7,7 +7,7 @@ public enum MPEG2CRC32 {
     }
 
     /// The CRC of `bytes`.
-    public static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
+    package static func checksum<C: Collection>(_ bytes: C) -> UInt32 where C.Element == UInt8 {
         var crc: UInt32 = 0xFFFF_FFFF
         for byte in bytes { crc = (crc << 8) ^ table[Int((crc >> 24) ^ UInt32(byte))] }
         return crc

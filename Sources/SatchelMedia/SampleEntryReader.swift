@@ -73,9 +73,9 @@ enum SampleEntryReader {
 }
 
 /// MPEG-4 elementary stream descriptors ('esds'): finds the AudioSpecificConfig, and writes an esds payload.
-public enum ElementaryStreamDescriptor {
+package enum ElementaryStreamDescriptor {
     /// The DecoderSpecificInfo (tag 5) inside an ES_Descriptor (tag 3).
-    public static func audioSpecificConfig(_ descriptor: [UInt8]) throws(MediaError) -> [UInt8] {
+    package static func audioSpecificConfig(_ descriptor: [UInt8]) throws(MediaError) -> [UInt8] {
         var reader = ByteReader(descriptor)
         do {
             guard try readTag(&reader, expecting: 0x03) else { throw MediaError.malformed("esds: no ES_Descriptor") }
@@ -113,7 +113,7 @@ public enum ElementaryStreamDescriptor {
     }
 
     /// An esds payload (after version/flags) for AAC with `config` and the given bit rates.
-    public static func payload(audioSpecificConfig config: [UInt8], maxBitrate: UInt32, averageBitrate: UInt32) -> [UInt8] {
+    package static func payload(audioSpecificConfig config: [UInt8], maxBitrate: UInt32, averageBitrate: UInt32) -> [UInt8] {
         func descriptor(_ tag: UInt8, _ body: [UInt8]) -> [UInt8] {
             [tag, 0x80, 0x80, 0x80, UInt8(body.count & 0x7f)] + body
         }

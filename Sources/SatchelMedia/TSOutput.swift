@@ -1,6 +1,6 @@
 /// Where the muxer writes transport packets: a growing array, or memory the caller gives (the buffer an answer is
 /// sent from), so that packets are written once, where they will be sent from.
-public protocol TSOutput {
+package protocol TSOutput {
     /// Appends `bytes`.
     mutating func emit(_ bytes: UnsafeRawBufferPointer)
     /// Appends one transport packet that `write` fills: it is given the packet's 188 bytes and writes every one.
@@ -9,7 +9,7 @@ public protocol TSOutput {
 
 extension TSOutput {
     /// The packet made on the stack, then appended.
-    public mutating func packet(_ write: (UnsafeMutableRawBufferPointer) -> Void) {
+    package mutating func packet(_ write: (UnsafeMutableRawBufferPointer) -> Void) {
         withUnsafeTemporaryAllocation(byteCount: TSMuxer.packetSize, alignment: 16) { packet in
             write(packet)
             emit(UnsafeRawBufferPointer(packet))

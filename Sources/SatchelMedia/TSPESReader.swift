@@ -4,11 +4,11 @@ import SatchelBytes
 /// given out once it is complete (the next one of its PID has started, or the stream has ended), in the order
 /// the packets started. Only the PES packets not yet complete, and less than one transport packet of input, are
 /// kept between pieces; the streams are those the PMTs seen so far declare.
-public struct TSPESReader: Sendable {
+package struct TSPESReader: Sendable {
     /// The elementary streams the PMTs declared so far (PID and stream type, in PMT order).
-    public private(set) var streams: [(pid: UInt16, streamType: UInt8)] = []
+    package private(set) var streams: [(pid: UInt16, streamType: UInt8)] = []
     /// How many transport packets have been read.
-    public private(set) var packetCount = 0
+    package private(set) var packetCount = 0
 
     private var pmtPID: UInt16?
     /// PES packets started and not yet given out, oldest first (`head` and on); a nil `pid` marks one given out.
@@ -28,10 +28,10 @@ public struct TSPESReader: Sendable {
     }
 
     /// A reader at the start of a transport stream.
-    public init() {}
+    package init() {}
 
     /// Reads `bytes` (the next piece of the stream) and returns the PES packets it completed.
-    public mutating func read(_ bytes: ArraySlice<UInt8>) throws(MediaError) -> [TSDemuxer.PES] {
+    package mutating func read(_ bytes: ArraySlice<UInt8>) throws(MediaError) -> [TSDemuxer.PES] {
         var input = bytes
         if !carry.isEmpty {
             let wanted = TSMuxer.packetSize - carry.count
@@ -53,7 +53,7 @@ public struct TSPESReader: Sendable {
 
     /// The end of the stream: every PES packet still open, in the order they started. A cut last transport
     /// packet is left out.
-    public mutating func finish() throws(MediaError) -> [TSDemuxer.PES] {
+    package mutating func finish() throws(MediaError) -> [TSDemuxer.PES] {
         for index in started.indices { started[index].complete = true }
         open = [:]
         carry = []

@@ -24,22 +24,22 @@ extension FragmentDecryption {
 extension FMP4Decryptor: FragmentSampling {}
 
 /// One track's settings with its key: a CMAF segment's decryption.
-public struct KeyedDecryptor: FragmentDecryption {
+package struct KeyedDecryptor: FragmentDecryption {
     /// The track's protection (its scheme, default KID and IV size).
-    public let decryptor: FMP4Decryptor
+    package let decryptor: FMP4Decryptor
     let cipher: CommonEncryption
 
     /// `decryptor` with `key`.
-    public init(_ decryptor: FMP4Decryptor, key: SecretBytes) throws(ProtectionError) {
+    package init(_ decryptor: FMP4Decryptor, key: SecretBytes) throws(ProtectionError) {
         self.decryptor = decryptor
         cipher = try decryptor.cipher(key)
     }
 
-    public func samples(of moof: MP4Box, in bytes: [UInt8], at base: Int64) throws(ProtectionError) -> [EncryptedSample] {
+    package func samples(of moof: MP4Box, in bytes: [UInt8], at base: Int64) throws(ProtectionError) -> [EncryptedSample] {
         try decryptor.samples(of: moof, in: bytes, at: base)
     }
 
-    public func decrypt(_ samples: [EncryptedSample], in buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(ProtectionError) {
+    package func decrypt(_ samples: [EncryptedSample], in buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(ProtectionError) {
         try decryptor.decrypt(samples, in: buffer, at: offset, cipher: cipher)
     }
 }

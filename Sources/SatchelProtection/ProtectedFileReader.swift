@@ -9,16 +9,16 @@ public protocol ProtectedByteSource: Sendable {
 }
 
 /// Bytes in memory as a source.
-public struct MemoryByteSource: ProtectedByteSource {
+package struct MemoryByteSource: ProtectedByteSource {
     /// The bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// A source over `bytes`.
-    public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    public func size() async throws -> UInt64 { UInt64(bytes.count) }
+    package func size() async throws -> UInt64 { UInt64(bytes.count) }
 
-    public func read(offset: UInt64, count: Int) async throws -> [UInt8] {
+    package func read(offset: UInt64, count: Int) async throws -> [UInt8] {
         guard offset < UInt64(bytes.count), count > 0 else { return [] }
         let start = Int(offset)
         return Array(bytes[start..<min(bytes.count, start + count)])

@@ -5,12 +5,12 @@ import SatchelMedia
 /// the first audio adaptation set plus requested languages (one representation each, by `maxAudioBitrate`),
 /// text sets in requested languages; SegmentTemplate ($Number$/$Time$, timelines), SegmentList (byte
 /// ranges become files of their own) and SegmentBase (the whole file). Pure.
-public enum DASHDownloadPlanner {
+package enum DASHDownloadPlanner {
     /// The plan for the MPD at `url`. The local MPD is the origin's, rewritten by `DASHRewriter`: `BaseURL`s
     /// point at the local folders, `SegmentURL`/`Initialization` at the local files (a byte range that became a
     /// file of its own loses its range attribute), the adaptation sets and representations not downloaded go
     /// whole; every other element, attribute and comment stays byte for byte.
-    public static func plan(mpd text: String, url: URL, options: PlanOptions) throws(StreamError) -> DownloadPlan {
+    package static func plan(mpd text: String, url: URL, options: PlanOptions) throws(StreamError) -> DownloadPlan {
         let manifest: DASHManifest
         let document: MarkupSpans
         do {

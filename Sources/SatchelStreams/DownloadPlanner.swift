@@ -85,7 +85,7 @@ public enum DownloadPlanner {
 extension HLSDownloadPlanner {
     /// The plan for a master (or lone media) playlist at `url` once `documents` holds the selected media playlists;
     /// until then, the ones to fetch.
-    public static func step(playlist text: String, url: URL, options: PlanOptions, documents: [URL: String]) throws(StreamError) -> DownloadPlanner.Step {
+    package static func step(playlist text: String, url: URL, options: PlanOptions, documents: [URL: String]) throws(StreamError) -> DownloadPlanner.Step {
         let mainPath = try LocalPath.planned(url, root: url)
         guard text.contains("#EXT-X-STREAM-INF") else {
             let (resources, playlist) = try plan(mediaPlaylist: text, url: url, root: url, options: options)

@@ -3,20 +3,20 @@ import SatchelMedia
 
 /// Plans the download of an HLS asset: which variant and renditions, which files, and the
 /// playlists rewritten to point at the local copies. Pure: the caller fetches the playlists.
-public enum HLSDownloadPlanner {
+package enum HLSDownloadPlanner {
     /// The chosen variant and renditions of a master playlist.
-    public struct Selection: Sendable, Equatable {
+    package struct Selection: Sendable, Equatable {
         /// The chosen variant.
-        public var variant: HLSVariant
+        package var variant: HLSVariant
         /// Chosen audio and subtitle renditions (with URIs).
-        public var renditions: [HLSRendition]
+        package var renditions: [HLSRendition]
         /// Absolute URLs of the media playlists to fetch: the variant's first, then the renditions'.
-        public var playlists: [URL]
+        package var playlists: [URL]
     }
 
     /// Chooses the variant with the highest BANDWIDTH not above `maxBitrate` (the lowest when none is;
     /// 0 = the lowest; nil = the highest) and its DEFAULT=YES renditions plus those in the requested languages.
-    public static func select(master: HLSMasterPlaylist, url: URL, options: PlanOptions) throws(StreamError) -> Selection {
+    package static func select(master: HLSMasterPlaylist, url: URL, options: PlanOptions) throws(StreamError) -> Selection {
         guard let variant = RenditionChoice.pick(master.variants, bitrate: \.bandwidth, max: options.maxBitrate) else {
             throw .nothingSelected("the master playlist has no variants")
         }
@@ -39,7 +39,7 @@ public enum HLSDownloadPlanner {
     /// The master playlist rewritten by `HLSRewriter`: the chosen variant and renditions point at the local media
     /// playlists, the entries not downloaded go whole (with the variant's `SUBTITLES` when no subtitle rendition is
     /// kept), I-frame playlists, session data and session keys point at the origin; every other byte stays.
-    public static func rewriteMaster(_ text: String, selection: Selection, url: URL) throws(StreamError) -> String {
+    package static func rewriteMaster(_ text: String, selection: Selection, url: URL) throws(StreamError) -> String {
         let variantURL = URL(string: selection.variant.uri, relativeTo: url)?.absoluteURL
         let chosen = Set(selection.renditions.map { "\($0.type)/\($0.groupID)/\($0.name)" })
         let keepsSubtitles = selection.renditions.contains { $0.type == "SUBTITLES" }
@@ -78,7 +78,7 @@ public enum HLSDownloadPlanner {
     /// points at the local file, byte-ranged pieces become files of their own (their `EXT-X-BYTERANGE` goes),
     /// every other line stays as the origin wrote it.
     /// `limit` caps the files (the asset's ``PlanOptions/resourceLimit`` less what other playlists planned).
-    public static func plan(mediaPlaylist text: String, url: URL, root: URL, options: PlanOptions,
+    package static func plan(mediaPlaylist text: String, url: URL, root: URL, options: PlanOptions,
                             limit: Int? = nil) throws(StreamError) -> (resources: [DownloadResource], playlist: String) {
         let playlist: HLSMediaPlaylist
         do { playlist = try HLSMediaPlaylist(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }

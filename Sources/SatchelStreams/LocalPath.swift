@@ -18,17 +18,17 @@ public enum LocalPath {
     }
 
     /// ``LocalPath/map(_:root:)`` for many URLs under one root: what depends on the root is worked out once.
-    public struct Mapper: Sendable {
+    package struct Mapper: Sendable {
         /// The manifest's directory, as an absolute URL string ending in "/".
         let base: String
 
         /// A mapper for URLs of the manifest at `root`.
-        public init(root: URL) {
+        package init(root: URL) {
             base = root.standardized.deletingLastPathComponent().absoluteString
         }
 
         /// The local path for `url` (see ``LocalPath/map(_:root:)``). Works on UTF-8 bytes: it runs once per file.
-        public func map(_ url: URL) throws(StreamError) -> String {
+        package func map(_ url: URL) throws(StreamError) -> String {
             var url = url
             var absolute = url.absoluteString
             if LocalPath.hasDotSegments(absolute) {  // resolve literal "." and ".." before comparing

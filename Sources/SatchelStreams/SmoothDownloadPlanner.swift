@@ -4,9 +4,9 @@ import SatchelMedia
 /// Plans the download of an on-demand Smooth Streaming presentation: one video quality level by
 /// `maxVideoBitrate`, the first audio stream plus requested languages (by `maxAudioBitrate`), text streams
 /// in requested languages; every fragment URL. Pure.
-public enum SmoothDownloadPlanner {
+package enum SmoothDownloadPlanner {
     /// The plan for the manifest at `url`.
-    public static func plan(manifest text: String, url: URL, options: PlanOptions) throws(StreamError) -> DownloadPlan {
+    package static func plan(manifest text: String, url: URL, options: PlanOptions) throws(StreamError) -> DownloadPlan {
         let manifest: SmoothManifest
         do { manifest = try SmoothManifest(parsing: text) } catch { throw .malformedManifest("\(url.lastPathComponent): \(error)") }
         guard !manifest.isLive else { throw .liveStream(url.absoluteString) }

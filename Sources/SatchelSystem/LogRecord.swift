@@ -2,20 +2,20 @@ import Foundation
 import Logging
 
 /// One log line as a value: what the log subscription delivers and what is written to a log file.
-public struct LogRecord: Sendable, Equatable {
+package struct LogRecord: Sendable, Equatable {
     /// When it was logged.
-    public var date: Date
+    package var date: Date
     /// Its level.
-    public var level: Logger.Level
+    package var level: Logger.Level
     /// The logger's label (`satchel.downloads`, `satchel.serve`, …).
-    public var label: String
-    /// The message, with URL query strings removed (``LogRedaction``).
-    public var message: String
+    package var label: String
+    /// The message, with URL query strings removed (`LogRedaction`).
+    package var message: String
     /// Metadata, rendered as text and redacted the same way.
-    public var metadata: [String: String]
+    package var metadata: [String: String]
 
     /// A record.
-    public init(date: Date, level: Logger.Level, label: String, message: String, metadata: [String: String] = [:]) {
+    package init(date: Date, level: Logger.Level, label: String, message: String, metadata: [String: String] = [:]) {
         self.date = date
         self.level = level
         self.label = label
@@ -24,7 +24,7 @@ public struct LogRecord: Sendable, Equatable {
     }
 
     /// `2026-11-23T10:00:00.123Z warning satchel.downloads: message key=value`.
-    public var line: String {
+    package var line: String {
         let fields = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return "\(LogRecord.timestamp(date)) \(level) \(label): \(message)\(fields.isEmpty ? "" : " " + fields)"
     }
@@ -37,9 +37,9 @@ public struct LogRecord: Sendable, Equatable {
 /// What may never reach a log: URL query strings (they carry tokens and signatures). Applied to every record
 /// by `SatchelLogHandler`, whatever its source, as a second line of defence behind callers that already
 /// leave secrets out.
-public enum LogRedaction {
+package enum LogRedaction {
     /// `text` with the query of every http(s) URL replaced by `?…`.
-    public static func redact(_ text: String) -> String {
+    package static func redact(_ text: String) -> String {
         guard text.contains("?"), text.contains("://") else { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count)

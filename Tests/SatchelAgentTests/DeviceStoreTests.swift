@@ -23,7 +23,7 @@ struct DeviceStoreTests {
 
     @Test("a device keeps at most its limit of licenses (10,000): a change that would hold more is refused with license-limit and writes nothing; one that replaces or saves again goes through")
     func licenseLimit() async throws {
-        #expect(LicenseStore.maximumLicenses == 10_000)
+        #expect(Agent.maximumLicenses == 10_000)
         let directory = try Self.directory("limit")
         let key = P256.Signing.PrivateKey()
         let store = try await LicenseStore(dataDirectory: directory, deviceKey: key,
