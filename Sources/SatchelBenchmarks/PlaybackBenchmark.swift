@@ -36,8 +36,8 @@ struct PlaybackBenchmark {
     struct SiteLibrary: PlaybackLibrary {
         let site: String
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-            if assetID.hasSuffix("-dash") { return PlayableAsset(folder: site + "/" + assetID.dropLast(5), entry: "manifest.mpd") }
-            return PlayableAsset(folder: site + "/" + assetID, entry: "master.m3u8")
+            if assetID.hasSuffix("-dash") { return PlayableAsset(path: site + "/" + assetID.dropLast(5), entry: "manifest.mpd") }
+            return PlayableAsset(path: site + "/" + assetID, entry: "master.m3u8")
         }
     }
 

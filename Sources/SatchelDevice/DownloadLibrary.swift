@@ -1,3 +1,4 @@
+import SatchelSystem
 import Foundation
 import SatchelDownloads
 import SatchelPlayback
@@ -27,7 +28,6 @@ public struct DownloadLibrary: PlaybackLibrary {
         if let progress = try? await manager.progress(assetID) {
             cache = CacheState(cachedDuration: progress.cachedDuration, totalDuration: progress.totalDuration, isReadyToPlay: progress.isReadyToPlay)
         }
-        let store = manager.store
         var fill: (@Sendable (String, [UInt8]) async -> String?)?
         if asset.state != .complete {
             // Through the engine, which owns the store: its rules, usage and events apply.
@@ -41,7 +41,9 @@ public struct DownloadLibrary: PlaybackLibrary {
         // The playlists come from the plan (written to disk only once the download starts): an asset plays as soon
         // as it is added.
         let manifests = Dictionary(asset.plan.manifests.map { ($0.path, $0.text) }) { first, _ in first }
-        var playable = PlayableAsset(folder: store.root + "/" + assetID, entry: asset.plan.mainPath, manifests: manifests, origin: Self.origin(of: asset.plan),
+        let folder: ConfinedFolder?
+        do { folder = try manager.openFolder(assetID) } catch { throw .storage(error.description) }
+        var playable = PlayableAsset(folder: folder, entry: asset.plan.mainPath, manifests: manifests, origin: Self.origin(of: asset.plan),
                                      originHeaders: asset.options.headers ?? [:], fill: fill, cache: cache)
         playable.licenseAsset = asset.options.license?.assetID
         playable.isSingleFile = asset.plan.format == .file

@@ -1,3 +1,4 @@
+import SatchelSystem
 import Foundation
 import SatchelPlayback
 
@@ -13,7 +14,9 @@ public struct LocalFileLibrary: PlaybackLibrary {
 
     public func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
         let url = URL(fileURLWithPath: path).standardized
-        var asset = PlayableAsset(folder: url.deletingLastPathComponent().path, entry: url.lastPathComponent)
+        let folder: ConfinedFolder?
+        do { folder = try ConfinedFolder.openIfPresent(url.deletingLastPathComponent().path) } catch { throw .notFound }
+        var asset = PlayableAsset(folder: folder, entry: url.lastPathComponent)
         asset.isSingleFile = true
         return asset
     }

@@ -218,6 +218,13 @@ public actor DownloadManager {
         store.path(id, try await DownloadReads.playable(self, id).plan.mainPath)
     }
 
+    /// The asset's folder opened read-only, for the playback proxy to open its files by name below it (no link
+    /// followed, the folder itself included); nil when it is not there (nothing downloaded yet, or removed).
+    package nonisolated func openFolder(_ id: String) throws(DownloadError) -> ConfinedFolder? {
+        guard AssetStore.isValidID(id) else { throw .invalidArgument("asset IDs are 1-128 of A-Z a-z 0-9 . _ - (got \(id))") }
+        do { return try ConfinedFolder.openIfPresent(store.root + "/" + id) } catch { throw .storage("cannot open the folder of \(id): \(error)") }
+    }
+
     /// Records the first play (for expiry after play). Expired assets cannot be played.
     public func registerPlayStart(_ id: String) async throws(DownloadError) { try await DownloadReads.registerPlayStart(self, id) }
 

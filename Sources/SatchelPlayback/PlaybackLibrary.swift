@@ -41,8 +41,9 @@ public struct CacheState: Sendable, Equatable {
 /// An asset the proxy may serve: its entry point, where its files are on disk, and where the ones that are not
 /// can be fetched (a partly downloaded asset fills from the origin; an online source has nothing on disk).
 public struct PlayableAsset: Sendable {
-    /// The asset's folder (nil: nothing on disk, every file comes from the origin).
-    public var folder: String?
+    /// The asset's folder, opened read-only by the library (nil: nothing on disk, every file comes from the origin):
+    /// the proxy opens its files by name below it, no link followed.
+    public var folder: ConfinedFolder?
     /// The entry point (master playlist, MPD, manifest or file), a path in the asset.
     public var entry: String
     /// Playlists held in memory, by path (an online source's playlists, rewritten to paths in the asset).
@@ -75,7 +76,7 @@ public struct PlayableAsset: Sendable {
     public var onFirstPlay: (@Sendable () async throws(PlaybackError) -> Void)?
 
     /// Creates a playable asset.
-    public init(folder: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],
+    public init(folder: ConfinedFolder?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:],
                 originHeaders: [String: String] = [:], fill: (@Sendable (String, [UInt8]) async -> String?)? = nil, cache: CacheState? = nil,
                 sourceURL: URL? = nil, reloadEntry: (@Sendable () async throws(PlaybackError) -> String)? = nil) {
         self.folder = folder
@@ -89,15 +90,18 @@ public struct PlayableAsset: Sendable {
         self.reloadEntry = reloadEntry
     }
 
-    /// `file` opened from disk when it is there (nil when it is not): below the folder that holds the asset's
-    /// folder, no symbolic link followed on the way — not the asset's folder, not a folder inside it, not the file
-    /// (a link planted anywhere is refused as if nothing were there to serve).
+    /// The same over the folder at `path`, opened now (nil when it is not there; a link in its place is refused).
+    package init(path: String?, entry: String, manifests: [String: String] = [:], origin: [String: OriginFile] = [:]) {
+        self.init(folder: path.flatMap { try? ConfinedFolder.openIfPresent($0) }, entry: entry, manifests: manifests, origin: origin)
+    }
+
+    /// `file` opened from disk when it is there (nil when it is not): below the asset's folder, no symbolic link
+    /// followed on the way — not a folder inside it, not the file (a link planted anywhere is refused as if nothing
+    /// were there to serve).
     func openLocal(_ file: String) throws(PlaybackError) -> ConfinedFile? {
         guard let folder else { return nil }
-        let parent = PrivateFiles.parent(of: folder)
-        let name = (folder as NSString).lastPathComponent
         do {
-            return try ConfinedFile.openIfPresent(name + "/" + file, below: parent.isEmpty ? "." : parent)
+            return try folder.openIfPresent(file)
         } catch {
             switch error {
             case .missing: return nil

@@ -71,24 +71,38 @@ public final class ConfinedFile: Sendable {
 
     /// Opens `relative` (components separated by `/`) below `folder` without following a link.
     public static func open(_ relative: String, below folder: String) throws(Failure) -> ConfinedFile {
+        try checkRelative(relative)
+        let base = systemOpen(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard base >= 0 else { throw failure(errno) }
+        defer { close(base) }
+        return try open(relative, in: base)
+    }
+
+    /// Throws ``Failure/escapes`` unless `relative` is a relative path of named components.
+    static func checkRelative(_ relative: String) throws(Failure) {
         let components = relative.split(separator: "/", omittingEmptySubsequences: false)
         guard !relative.isEmpty, !relative.utf8.contains(0),
               components.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." && $0.utf8.count <= 255 }) else { throw .escapes }
-        var directory = systemOpen(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { throw failure(errno) }
+    }
+
+    /// Opens `relative` below the open folder `base` (left open) without following a link.
+    static func open(_ relative: String, in base: Int32) throws(Failure) -> ConfinedFile {
+        try checkRelative(relative)
+        let components = relative.split(separator: "/", omittingEmptySubsequences: false)
+        var directory = base
         for component in components.dropLast() {
             let next = openat(directory, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             let code = errno
             // A link where a folder should be fails as "not a folder" on Linux: tell it from a file there.
             let link = next < 0 && isLink(String(component), in: directory)
-            close(directory)
+            if directory != base { close(directory) }
             guard next >= 0 else { throw link ? .link : failure(code) }
             directory = next
         }
         // O_NONBLOCK: a pipe planted under the name does not hold the open; only a regular file is kept.
         let file = openat(directory, String(components.last ?? ""), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         let code = errno
-        close(directory)
+        if directory != base { close(directory) }
         guard file >= 0 else { throw failure(code) }
         var info = stat()
         guard fstat(file, &info) == 0 else {
@@ -145,12 +159,12 @@ public final class ConfinedFile: Sendable {
         return try read(Int(size), at: 0)
     }
 
-    private static func isLink(_ name: String, in directory: Int32) -> Bool {
+    static func isLink(_ name: String, in directory: Int32) -> Bool {
         var info = stat()
         return fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
     }
 
-    private static func failure(_ code: Int32) -> Failure {
+    static func failure(_ code: Int32) -> Failure {
         switch code {
         case ENOENT: .missing
         case ELOOP, EMLINK: .link  // O_NOFOLLOW on a link: ELOOP on Linux, EMLINK on some BSDs
@@ -161,7 +175,7 @@ public final class ConfinedFile: Sendable {
 }
 
 #if canImport(Glibc)
-private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Glibc.open(path, flags) }
+func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Glibc.open(path, flags) }
 #elseif canImport(Darwin)
-private func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Darwin.open(path, flags) }
+func systemOpen(_ path: String, _ flags: Int32) -> Int32 { Darwin.open(path, flags) }
 #endif

@@ -17,7 +17,7 @@ import Testing
         let path: String
         let entry: String
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-            PlayableAsset(folder: path, entry: entry)
+            PlayableAsset(path: path, entry: entry)
         }
     }
 

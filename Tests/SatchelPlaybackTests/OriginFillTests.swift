@@ -6,6 +6,7 @@ import SatchelBytes
 import SatchelPlayback
 import SatchelProtection
 import SatchelTestSupport
+import SatchelSystem
 import Testing
 
 /// The proxy and the origin: files not on disk come from it (decrypted, or passed on as they arrive) and are
@@ -23,7 +24,7 @@ import Testing
             if keeps {
                 fill = { path, bytes in FileManager.default.createFile(atPath: folder + "/" + path, contents: Data(bytes)) ? nil : "not written" }
             }
-            return PlayableAsset(folder: folder, entry: "index.m3u8", origin: ["s0.ts": OriginFile(url: origin + "/s0.ts"),
+            return PlayableAsset(folder: try? ConfinedFolder.openIfPresent(folder), entry: "index.m3u8", origin: ["s0.ts": OriginFile(url: origin + "/s0.ts"),
                                                                                  "piece.bin": OriginFile(url: origin + "/s0.ts", range: 16...47)], fill: fill,
                                  cache: CacheState(cachedDuration: 4, totalDuration: 8, isReadyToPlay: false))
         }

@@ -17,7 +17,7 @@ import Testing
     struct Folder: PlaybackLibrary {
         let path: String
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-            PlayableAsset(folder: path, entry: "index.m3u8")
+            PlayableAsset(path: path, entry: "index.m3u8")
         }
     }
 

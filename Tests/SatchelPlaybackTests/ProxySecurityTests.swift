@@ -17,7 +17,7 @@ import Testing
         let paths: [String: String]
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
             guard let path = paths[assetID] else { throw .unknownAsset(assetID) }
-            return PlayableAsset(folder: path, entry: "index.m3u8")
+            return PlayableAsset(path: path, entry: "index.m3u8")
         }
     }
 

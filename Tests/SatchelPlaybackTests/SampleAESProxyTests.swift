@@ -15,7 +15,7 @@ import Testing
     struct Package: PlaybackLibrary {
         let path: String
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-            PlayableAsset(folder: path, entry: "master.m3u8")
+            PlayableAsset(path: path, entry: "master.m3u8")
         }
     }
 

@@ -19,7 +19,7 @@ struct SingleFileTests {
         let name: String
         var origin: [String: OriginFile] = [:]
         func openForPlayback(_ assetID: String) async throws(PlaybackError) -> PlayableAsset {
-            var asset = PlayableAsset(folder: folder, entry: name, origin: origin)
+            var asset = PlayableAsset(path: folder, entry: name, origin: origin)
             asset.isSingleFile = true
             return asset
         }

@@ -55,6 +55,31 @@ struct SystemTests {
         }
     }
 
+    @Test("a confined folder: opened once with no link followed (a link in its place refused), its files opened by name below it with the file's rules; it keeps reaching the folder it opened when its path is renamed or replaced")
+    func confinedFolder() throws {
+        let root = try Self.folder("confined-folder")
+        let outside = try Self.folder("confined-folder-outside")
+        try FileManager.default.createDirectory(atPath: root + "/asset/video", withIntermediateDirectories: true)
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: root + "/asset/video/s0.ts"))
+        try Data([9]).write(to: URL(fileURLWithPath: outside + "/secret"))
+        try FileManager.default.createSymbolicLink(atPath: root + "/asset/up", withDestinationPath: "..")
+        try FileManager.default.createSymbolicLink(atPath: root + "/asset/key", withDestinationPath: outside + "/secret")
+        try FileManager.default.createSymbolicLink(atPath: root + "/linked", withDestinationPath: outside)
+        let folder = try ConfinedFolder.open(root + "/asset/")
+        #expect(folder.name == "asset" && (try folder.open("video/s0.ts").readAll(limit: 10)) == [1, 2, 3])
+        #expect(throws: ConfinedFile.Failure.link) { try folder.open("key") }
+        #expect(throws: ConfinedFile.Failure.link) { try folder.open("up/asset/video/s0.ts") }
+        #expect(throws: ConfinedFile.Failure.escapes) { try folder.open("../asset/video/s0.ts") }
+        #expect(try folder.openIfPresent("video/none") == nil)
+        #expect(throws: ConfinedFile.Failure.link) { try ConfinedFolder.open(root + "/linked") }
+        #expect(try ConfinedFolder.openIfPresent(root + "/none") == nil)
+        // The path moved away and another folder put in its place: the handle still reaches the folder it opened.
+        try FileManager.default.moveItem(atPath: root + "/asset", toPath: root + "/moved")
+        try FileManager.default.createDirectory(atPath: root + "/asset/video", withIntermediateDirectories: true)
+        try Data([7]).write(to: URL(fileURLWithPath: root + "/asset/video/s0.ts"))
+        #expect(try folder.open("video/s0.ts").readAll(limit: 10) == [1, 2, 3])
+    }
+
     @Test("the pace: a window below the floor stops the transfer, one above starts the next window; the deadline stops it whatever the rate")
     func pace() async throws {
         var slow = TransferPace(bytesPerSecond: 1000, period: .milliseconds(50))
