@@ -10,16 +10,16 @@ import SatchelLicensing
 
 /// What the operator dashboard reads and changes: its sessions, the license service's key store and audit, and
 /// the devices registered for Satchel licenses (absent: the devices page says so).
-public struct AdminConsole: Sendable {
+package struct AdminConsole: Sendable {
     /// The sessions, and the operator key they are signed into with.
-    public let sessions: AdminSessions
+    package let sessions: AdminSessions
     let service: LicenseService
     let registry: DeviceRegistry?
     /// The backplane the devices page shows and acts through (absent: no downloads column, no remote wipe).
     let backplane: BackplaneService?
 
     /// A dashboard over `service` (and `registry`, and `backplane`), signed into with the operator key `sessions` holds.
-    public init(sessions: AdminSessions, service: LicenseService, registry: DeviceRegistry?, backplane: BackplaneService? = nil) {
+    package init(sessions: AdminSessions, service: LicenseService, registry: DeviceRegistry?, backplane: BackplaneService? = nil) {
         self.sessions = sessions
         self.service = service
         self.registry = registry

@@ -6,15 +6,15 @@ import SatchelBytes
 /// (`serve --operator-key-file`); a session is a random 32-byte ID held in an `HttpOnly`, `SameSite=Strict`
 /// cookie, with its own random CSRF token that every form carries. Sessions live in memory (a restart logs
 /// everyone out), end after `lifetime` or at logout, and at most `capacity` are kept (the oldest goes first).
-public actor AdminSessions {
+package actor AdminSessions {
     /// One signed-in operator.
-    public struct Session: Sendable {
+    package struct Session: Sendable {
         /// The cookie's value.
-        public let id: String
+        package let id: String
         /// The token every form of this session carries.
-        public let csrf: String
+        package let csrf: String
         /// When it ends.
-        public let expires: Date
+        package let expires: Date
     }
 
     private let keyDigest: [UInt8]
@@ -25,7 +25,7 @@ public actor AdminSessions {
     private var throttle = LoginThrottle()
 
     /// What a login attempt came to.
-    public enum LoginOutcome: Sendable {
+    package enum LoginOutcome: Sendable {
         /// Signed in.
         case signedIn(Session)
         /// Not the operator key.
@@ -36,7 +36,7 @@ public actor AdminSessions {
     }
 
     /// Sessions for the operator key `key` (at least 16 bytes).
-    public init(operatorKey key: SecretBytes, lifetime: TimeInterval = 8 * 3600, capacity: Int = 1000,
+    package init(operatorKey key: SecretBytes, lifetime: TimeInterval = 8 * 3600, capacity: Int = 1000,
                 now: @escaping @Sendable () -> Date = { Date() }) throws(AdminError) {
         guard key.bytes.count >= 16 else { throw .weakOperatorKey }
         keyDigest = Array(SHA256.hash(data: key.bytes))
@@ -46,7 +46,7 @@ public actor AdminSessions {
     }
 
     /// The operator key in a file (its text, surrounding white space trimmed).
-    public static func operatorKey(file path: String) throws(AdminError) -> SecretBytes {
+    package static func operatorKey(file path: String) throws(AdminError) -> SecretBytes {
         guard let data = FileManager.default.contents(atPath: path) else { throw .unreadableOperatorKey(path) }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return SecretBytes(Array(text.utf8))
@@ -54,7 +54,7 @@ public actor AdminSessions {
 
     /// A login from `address`: a new session when `key` is the operator key (compared in constant time, through
     /// digests of equal length), unless the budget of failed logins is spent (``LoginThrottle``).
-    public func logIn(key: String, from address: String) -> LoginOutcome {
+    package func logIn(key: String, from address: String) -> LoginOutcome {
         let current = now(), digest = Array(SHA256.hash(data: Array(key.utf8)))
         if let wait = throttle.retryAfter(address, credential: digest, at: current) { return .throttled(retryAfter: wait) }
         guard let session = logIn(key: key) else {
@@ -66,7 +66,7 @@ public actor AdminSessions {
 
     /// Whether `key`, an operator API request's bearer token from `address`, is the operator key: under the same budget
     /// of failures as sign-ins (a refused key counts against it); nil when it is the key, else the refusal.
-    public func refusal(ofKey key: String, from address: String) -> AdminError? {
+    package func refusal(ofKey key: String, from address: String) -> AdminError? {
         let current = now(), digest = Array(SHA256.hash(data: Array(key.utf8)))
         if let wait = throttle.retryAfter(address, credential: digest, at: current) { return .tooManyLogins(retryAfter: wait) }
         guard ConstantTime.equals(digest, keyDigest) else {
@@ -77,7 +77,7 @@ public actor AdminSessions {
     }
 
     /// A new session when `key` is the operator key (no budget: for callers that hold the key already).
-    public func logIn(key: String) -> Session? {
+    package func logIn(key: String) -> Session? {
         guard ConstantTime.equals(Array(SHA256.hash(data: Array(key.utf8))), keyDigest) else { return nil }
         let current = now()
         sessions = sessions.filter { $0.value.expires > current }
@@ -91,7 +91,7 @@ public actor AdminSessions {
     }
 
     /// The live session with this cookie value, if any.
-    public func session(_ id: String) -> Session? {
+    package func session(_ id: String) -> Session? {
         guard let session = sessions[id] else { return nil }
         guard session.expires > now() else {
             sessions[id] = nil
@@ -101,13 +101,13 @@ public actor AdminSessions {
     }
 
     /// Ends a session.
-    public func logOut(_ id: String) {
+    package func logOut(_ id: String) {
         sessions[id] = nil
     }
 }
 
 /// Why the dashboard refused a request or could not start.
-public enum AdminError: ProblemConvertible, Equatable {
+package enum AdminError: ProblemConvertible, Equatable {
     /// The operator key is shorter than 16 bytes.
     case weakOperatorKey
     /// The operator key file cannot be read.
@@ -121,7 +121,7 @@ public enum AdminError: ProblemConvertible, Equatable {
     /// Too many failed logins: wait this many seconds.
     case tooManyLogins(retryAfter: Int)
 
-    public var code: String {
+    package var code: String {
         switch self {
         case .weakOperatorKey, .unreadableOperatorKey: return "configuration"
         case .notSignedIn: return "not-signed-in"
@@ -131,7 +131,7 @@ public enum AdminError: ProblemConvertible, Equatable {
         }
     }
 
-    public var httpStatus: Int {
+    package var httpStatus: Int {
         switch self {
         case .weakOperatorKey, .unreadableOperatorKey: return 500
         case .notSignedIn, .wrongOperatorKey: return 401
@@ -140,7 +140,7 @@ public enum AdminError: ProblemConvertible, Equatable {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .weakOperatorKey: return "the operator key must be at least 16 bytes (satchel demo writes a 43-character one)"
         case let .unreadableOperatorKey(path): return "cannot read the operator key file \(path)"

@@ -23,5 +23,5 @@ struct BackplaneOfflineGrants: OfflineGrants {
 
 extension BackplaneService {
     /// `store`'s download permissions as the license service's ``OfflineGrants``.
-    public static func offlineGrants(_ store: any BackplaneStoring) -> any OfflineGrants { BackplaneOfflineGrants(store: store) }
+    package static func offlineGrants(_ store: any BackplaneStoring) -> any OfflineGrants { BackplaneOfflineGrants(store: store) }
 }

@@ -11,17 +11,17 @@ import SatchelSystem
 /// The backplane as `satchel serve` runs it: the store, this node's streams, and the device licensing that signs
 /// devices in. Devices are enrolled when they register (`POST /devices`); one registered before the backplane
 /// existed is enrolled on its first backplane call.
-public struct BackplaneService: Sendable {
+package struct BackplaneService: Sendable {
     /// Users, devices, limits, grants and commands.
-    public let store: any BackplaneStoring
+    package let store: any BackplaneStoring
     /// Concurrent-stream slots.
-    public let slots: any StreamSlotStoring
+    package let slots: any StreamSlotStoring
     /// The devices' events.
-    public let events: any EventStoring
+    package let events: any EventStoring
     /// Feeds and their items.
-    public let feeds: any FeedStoring
+    package let feeds: any FeedStoring
     /// Wakes this node's device streams.
-    public let hub: BackplaneWakeHub
+    package let hub: BackplaneWakeHub
     let licensing: DeviceLicensing
     let sessions: AdminSessions?
     /// How often a stream with nothing to send sends a comment, so idle proxies keep it open.
@@ -34,7 +34,7 @@ public struct BackplaneService: Sendable {
     /// The backplane over `store`, `slots`, `events` and `feeds`, its devices signed in by `licensing`; `sessions` holds the operator key
     /// the operator API takes as a bearer token (absent: no operator API); each device may send the events `eventQuota` allows;
     /// event streams count in the stream budget of `connections` (the server's, when given).
-    public init(store: any BackplaneStoring, slots: any StreamSlotStoring, events: any EventStoring, feeds: any FeedStoring,
+    package init(store: any BackplaneStoring, slots: any StreamSlotStoring, events: any EventStoring, feeds: any FeedStoring,
                 hub: BackplaneWakeHub, licensing: DeviceLicensing, sessions: AdminSessions?,
                 heartbeat: Duration = .seconds(15), eventQuota: EventQuota = EventQuota(), connections: ConnectionRegistry? = nil) {
         self.eventQuota = Locked(eventQuota)
@@ -52,7 +52,7 @@ public struct BackplaneService: Sendable {
     var now: Date { licensing.service.clock.now }
 
     /// `slots` as the license service's ``LeaseSlots``: a FairPlay lease takes a stream slot of the account.
-    public static func leaseSlots(_ slots: any StreamSlotStoring) -> any LeaseSlots { BackplaneLeaseSlots(slots: slots) }
+    package static func leaseSlots(_ slots: any StreamSlotStoring) -> any LeaseSlots { BackplaneLeaseSlots(slots: slots) }
 
     /// Enrolls a device the license service just registered (again); answers the registration with its notice.
     func enroll(_ record: DeviceRecord, platform: String?) async throws(BackplaneError) -> BackplaneRegistration {

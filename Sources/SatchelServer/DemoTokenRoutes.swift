@@ -7,12 +7,12 @@ import SatchelHTTP
 /// Entitlement tokens for anyone who asks, for `satchel demo` only: `GET /demo/token/{assetId}` answers
 /// `{"token", "expires"}` (or the bare token for `Accept: text/plain`), signed by `sign`. The browser player asks
 /// here when its address carries no token. Never part of a production server: whoever reaches it gets a token.
-public struct DemoTokens: Sendable {
+package struct DemoTokens: Sendable {
     /// Signs a token for an asset; returns it and its expiry.
-    public let sign: @Sendable (String) async throws -> (token: String, expires: Date)
+    package let sign: @Sendable (String) async throws -> (token: String, expires: Date)
 
     /// Tokens from `sign`.
-    public init(sign: @escaping @Sendable (String) async throws -> (token: String, expires: Date)) {
+    package init(sign: @escaping @Sendable (String) async throws -> (token: String, expires: Date)) {
         self.sign = sign
     }
 

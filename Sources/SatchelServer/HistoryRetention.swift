@@ -9,13 +9,13 @@ import SatchelStorage
 /// devices' events kept that many days, swept at start and then every hour (`Retention`: whole months dropped on
 /// PostgreSQL, the rest in small batches). On PostgreSQL each sweep also makes the months ahead (`MonthlyPartitions`),
 /// so it runs whether or not anything is ever deleted.
-public struct HistoryRetention: Sendable {
+package struct HistoryRetention: Sendable {
     /// Days of audit kept (nil: for ever).
-    public var auditDays: Int?
+    package var auditDays: Int?
     /// Days of device events kept (nil: for ever).
-    public var eventDays: Int?
+    package var eventDays: Int?
     /// How often a sweep runs.
-    public static let interval: Duration = .seconds(3600)
+    package static let interval: Duration = .seconds(3600)
 
     /// The audit's tables, and the events'.
     static let audit = [
@@ -25,13 +25,13 @@ public struct HistoryRetention: Sendable {
     static let events = [Retention.History(FluentEventStore.history, rollups: "event:%")]
 
     /// A retention of `auditDays` and `eventDays` (each 1 or more, or nil).
-    public init(auditDays: Int?, eventDays: Int?) {
+    package init(auditDays: Int?, eventDays: Int?) {
         (self.auditDays, self.eventDays) = (auditDays, eventDays)
     }
 
     /// One sweep at `now`: on PostgreSQL the months ahead made first; answers the rows deleted by table.
     @discardableResult
-    public func sweep(at now: Date, on sql: any SQLDatabase) async throws -> [String: Int] {
+    package func sweep(at now: Date, on sql: any SQLDatabase) async throws -> [String: Int] {
         for history in Self.audit + Self.events { try await MonthlyPartitions.ensure(history.table, at: now, on: sql) }
         var deleted: [String: Int] = [:]
         for (days, histories) in [(auditDays, Self.audit), (eventDays, Self.events)] {
@@ -44,7 +44,7 @@ public struct HistoryRetention: Sendable {
     }
 
     /// Sweeps now and every ``interval`` until cancelled; a failed sweep is logged and tried again at the next.
-    public func run(on sql: any SQLDatabase, logger: Logger = Logger(label: "satchel.retention")) async {
+    package func run(on sql: any SQLDatabase, logger: Logger = Logger(label: "satchel.retention")) async {
         while !Task.isCancelled {
             do {
                 let deleted = try await sweep(at: Date(), on: sql)

@@ -9,7 +9,7 @@ import SatchelLicensing
 
 /// `satchel serve`: the license service as a Hummingbird application, assembled by the HTTP kit's
 /// ``ApplicationBuilder`` from route groups (licenses, devices, the origin and the service endpoints).
-public struct LicenseServer: Sendable {
+package struct LicenseServer: Sendable {
     /// Builds the application for `service`, listening on `host`:`port`, with its connections under the
     /// registry's limits (timeouts and the connection cap; see ``ConnectionLimits``). `services` run and stop
     /// with the server (a ``LifecycleService`` that closes the database).
@@ -18,7 +18,7 @@ public struct LicenseServer: Sendable {
     /// `origin` publishes a folder of packages under `/content/` (absent: no origin); `web` adds the browser player
     /// (`/play/{assetId}`, `/player/…`), the OpenAPI document (`/openapi.json`) and, with `admin`, the operator dashboard (`/admin`); `demoTokens` (for
     /// `satchel demo` only) gives tokens to anyone at `/demo/token/{assetId}`.
-    public static func application(service: LicenseService, devices: DeviceLicensing? = nil, backplane: BackplaneService? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
+    package static func application(service: LicenseService, devices: DeviceLicensing? = nil, backplane: BackplaneService? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
                                    admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil,
                                    certificate: [UInt8]?, host: String = "127.0.0.1", port: Int = 8080,
                                    connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),
@@ -34,7 +34,7 @@ public struct LicenseServer: Sendable {
 
     /// The builder of ``application(service:devices:backplane:origin:web:admin:demoTokens:certificate:host:port:connections:services:tls:logger:onServerRunning:)``
     /// with the route groups its arguments ask for; its `router()` lists every route (the OpenAPI document is checked against them).
-    public static func builder(service: LicenseService, devices: DeviceLicensing? = nil, backplane: BackplaneService? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
+    package static func builder(service: LicenseService, devices: DeviceLicensing? = nil, backplane: BackplaneService? = nil, origin: OriginFiles? = nil, web: WebAssets? = nil,
                                admin: AdminConsole? = nil, demoTokens: DemoTokens? = nil, certificate: [UInt8]?,
                                host: String = "127.0.0.1", port: Int = 8080,
                                connections: ConnectionRegistry = ConnectionRegistry(limits: ConnectionLimits()),

@@ -14,40 +14,40 @@ import SatchelSystem
 /// pass those rules inside the folder: the name asked for, and the file it leads to (`alias.ts → world.key` and
 /// `pub → .git/` are refused, as is any link out of the folder). The file is then opened once, without following
 /// any link, and served from that open file.
-public struct OriginFiles: Sendable {
+package struct OriginFiles: Sendable {
     /// The folder, with symbolic links resolved.
-    public let root: String
+    package let root: String
 
     /// The files under `folder` (it must exist and be a directory).
-    public init(folder: String) throws(OriginError) {
+    package init(folder: String) throws(OriginError) {
         guard let resolved = Self.realPath(folder), Self.isDirectory(resolved) else { throw .noFolder(folder) }
         root = resolved
     }
 
     /// A file as published: the open file, its size and when it last changed.
-    public struct File: Sendable, Equatable {
+    package struct File: Sendable, Equatable {
         /// The path asked for, inside the folder.
-        public var path: String
+        package var path: String
         /// The file, open.
-        public var opened: ConfinedFile
+        package var opened: ConfinedFile
         /// Its size in bytes.
-        public var size: Int64
+        package var size: Int64
         /// Its modification time, seconds and nanoseconds since 1970.
-        public var modified: timespec
+        package var modified: timespec
 
         /// A strong validator from size and modification time (RFC 9110 §8.8.3).
-        public var etag: String { "\"\(String(size, radix: 16))-\(String(modified.tv_sec, radix: 16))-\(String(modified.tv_nsec, radix: 16))\"" }
+        package var etag: String { "\"\(String(size, radix: 16))-\(String(modified.tv_sec, radix: 16))-\(String(modified.tv_nsec, radix: 16))\"" }
 
         /// The modification time as an HTTP date (RFC 9110 §5.6.7).
-        public var lastModified: String { HTTPDate.format(Int64(modified.tv_sec)) }
+        package var lastModified: String { HTTPDate.format(Int64(modified.tv_sec)) }
 
-        public static func == (lhs: File, rhs: File) -> Bool {
+        package static func == (lhs: File, rhs: File) -> Bool {
             lhs.path == rhs.path && lhs.size == rhs.size && lhs.modified.tv_sec == rhs.modified.tv_sec && lhs.modified.tv_nsec == rhs.modified.tv_nsec
         }
     }
 
     /// The file the decoded path `components` name, or `notFound`.
-    public func file(_ components: [String]) throws(OriginError) -> File {
+    package func file(_ components: [String]) throws(OriginError) -> File {
         guard Self.published(components) else { throw .notFound }
         let requested = components.joined(separator: "/")
         // The file a link leads to is held to the same rules as the name asked for, inside the folder.
@@ -87,22 +87,22 @@ public struct OriginFiles: Sendable {
 
 /// How a conditional request is answered (RFC 9110 §13): `If-None-Match` before `If-Modified-Since`, `If-Range`
 /// decides whether a range is served.
-public enum OriginConditions {
+package enum OriginConditions {
     /// True when the client's copy is current (304 for GET and HEAD).
-    public static func notModified(_ file: OriginFiles.File, ifNoneMatch: String?, ifModifiedSince: String?) -> Bool {
+    package static func notModified(_ file: OriginFiles.File, ifNoneMatch: String?, ifModifiedSince: String?) -> Bool {
         if let ifNoneMatch { return matches(file.etag, ifNoneMatch: ifNoneMatch) }
         guard let ifModifiedSince, let since = HTTPDate.parse(ifModifiedSince) else { return false }
         return Int64(file.modified.tv_sec) <= since
     }
 
     /// True when `If-None-Match` names `etag` (weak comparison, RFC 9110 §13.1.2) or is `*`.
-    public static func matches(_ etag: String, ifNoneMatch: String) -> Bool {
+    package static func matches(_ etag: String, ifNoneMatch: String) -> Bool {
         let tags = ifNoneMatch.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         return tags.contains("*") || tags.contains { $0 == etag || $0 == "W/" + etag }
     }
 
     /// True when a `Range` may be served: no `If-Range`, or one that names the current validator.
-    public static func rangeApplies(_ file: OriginFiles.File, ifRange: String?) -> Bool {
+    package static func rangeApplies(_ file: OriginFiles.File, ifRange: String?) -> Bool {
         guard let ifRange = ifRange?.trimmingCharacters(in: .whitespaces) else { return true }
         if ifRange.hasPrefix("\"") { return ifRange == file.etag }
         return HTTPDate.parse(ifRange) == Int64(file.modified.tv_sec)
@@ -110,12 +110,12 @@ public enum OriginConditions {
 }
 
 /// IMF-fixdate, the HTTP date format (`Sun, 06 Nov 1994 08:49:37 GMT`).
-public enum HTTPDate {
+package enum HTTPDate {
     private static let days = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
     /// `seconds` since 1970 as an HTTP date.
-    public static func format(_ seconds: Int64) -> String {
+    package static func format(_ seconds: Int64) -> String {
         var time = time_t(seconds)
         var parts = tm()
         gmtime_r(&time, &parts)
@@ -126,7 +126,7 @@ public enum HTTPDate {
     }
 
     /// An IMF-fixdate as seconds since 1970 (other forms: nil, and the condition is ignored as RFC 9110 asks).
-    public static func parse(_ text: String) -> Int64? {
+    package static func parse(_ text: String) -> Int64? {
         let fields = text.split(separator: " ")
         guard fields.count == 6, fields[5] == "GMT", let day = Int(fields[1]), let month = months.firstIndex(of: String(fields[2])),
               let year = Int(fields[3]), (1970...9999).contains(year), (1...31).contains(day) else { return nil }
@@ -144,22 +144,22 @@ public enum HTTPDate {
 }
 
 /// Why the origin did not serve a file.
-public enum OriginError: ProblemConvertible, Equatable {
+package enum OriginError: ProblemConvertible, Equatable {
     /// No published file by that path (also what a refused file answers: nothing is revealed).
     case notFound
     /// `--origin` names no folder.
     case noFolder(String)
 
-    public var code: String {
+    package var code: String {
         switch self {
         case .notFound: "not-found"
         case .noFolder: "origin-folder"
         }
     }
 
-    public var httpStatus: Int { self == .notFound ? 404 : 500 }
+    package var httpStatus: Int { self == .notFound ? 404 : 500 }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notFound: "no such file"
         case let .noFolder(path): "the origin folder \(path) does not exist or is not a directory"

@@ -8,13 +8,13 @@ import SatchelBackplane
 /// the change is committed) handed to the node's ``BackplaneWakeHub``. A lost connection is opened again with
 /// back-off (1 s doubling to 30 s); on every new connection every stream is woken, so what was notified while the
 /// node was not listening is read from the store.
-public struct PostgresWakeListener: Sendable {
+package struct PostgresWakeListener: Sendable {
     let configuration: PostgresConnection.Configuration
     let hub: BackplaneWakeHub
     let logger: Logger
 
     /// A listener for the database at `url` (`postgres://user:password@host:port/database`), waking `hub`.
-    public init(url: String, hub: BackplaneWakeHub, logger: Logger) throws(BackplaneError) {
+    package init(url: String, hub: BackplaneWakeHub, logger: Logger) throws(BackplaneError) {
         guard let parts = URLComponents(string: url), ["postgres", "postgresql"].contains(parts.scheme ?? ""), let host = parts.host,
               let user = parts.user, !host.isEmpty else {
             throw .badRequest("the database URL must be postgres://user:password@host:port/database")
@@ -28,7 +28,7 @@ public struct PostgresWakeListener: Sendable {
     }
 
     /// Listens until the task is cancelled.
-    public func run() async {
+    package func run() async {
         var delay: Duration = .seconds(1)
         var id = 0
         while !Task.isCancelled {

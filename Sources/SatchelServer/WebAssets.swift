@@ -8,34 +8,34 @@ import SatchelSystem
 
 /// The files of Satchel's web pages, read once from the module's `Web/` resources: the static assets served under
 /// `/player/` (the browser player's ES modules and style sheet) and the Mustache templates the pages render.
-public struct WebAssets: Sendable {
+package struct WebAssets: Sendable {
     /// One static file: its bytes, Content-Type and a strong ETag (a digest of the bytes).
-    public struct File: Sendable {
+    package struct File: Sendable {
         /// The file's bytes.
-        public var bytes: [UInt8]
+        package var bytes: [UInt8]
         /// Its Content-Type.
-        public var contentType: String
+        package var contentType: String
         /// Its strong ETag.
-        public var etag: String
+        package var etag: String
     }
 
     /// The player's static files by name (`player.js`).
-    public let player: [String: File]
+    package let player: [String: File]
     /// The dashboard's static files by name (`admin.css`).
-    public let admin: [String: File]
+    package let admin: [String: File]
     /// The OpenAPI 3.1 document of `satchel serve` (`Web/openapi.json`), served at `/openapi.json`.
-    public let openAPI: File
+    package let openAPI: File
     /// The page templates (`play`, `notice`).
     let templates: MustacheLibrary
 
     /// Reads the resources; throws when the module's resources are missing (a binary copied without its bundle).
-    public init() throws(WebAssetsError) {
+    package init() throws(WebAssetsError) {
         guard let web = Bundle.module.url(forResource: "Web", withExtension: nil) else { throw .missing("Web") }
         try self.init(folder: web)
     }
 
     /// Reads the web files from `folder` (with `player/`, `admin/`, `templates/` and `openapi.json` inside).
-    public init(folder: URL) throws(WebAssetsError) {
+    package init(folder: URL) throws(WebAssetsError) {
         player = try Self.files(in: folder.appendingPathComponent("player"))
         admin = try Self.files(in: folder.appendingPathComponent("admin"))
         openAPI = Self.file(try Self.read("openapi.json", below: folder), named: "openapi.json")
@@ -107,14 +107,14 @@ public struct WebAssets: Sendable {
 }
 
 /// The web resources could not be read.
-public enum WebAssetsError: ProblemConvertible {
+package enum WebAssetsError: ProblemConvertible {
     /// A resource is missing or unreadable.
     case missing(String)
 
     /// `web-assets`.
-    public var code: String { "web-assets" }
-    public var httpStatus: Int { 500 }
-    public var description: String {
+    package var code: String { "web-assets" }
+    package var httpStatus: Int { 500 }
+    package var description: String {
         switch self {
         case let .missing(name): return "the web resources are missing (\(name)): run satchel from its build folder, or keep satchel_SatchelServer.resources beside it"
         }

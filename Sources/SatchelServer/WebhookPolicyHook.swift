@@ -9,16 +9,16 @@ import SatchelLicensing
 /// `"policy"`: overrides of the rights, as a token's `policy` claim gives them) or `{"issue": false, "reason": "…"}`.
 /// No answer within the timeout, a status other than 200, or a body it cannot read refuses the license
 /// (``LicensingError/policyUnavailable(_:)``, 503): the hook sees every license that goes out.
-public struct WebhookPolicyHook: LicensePolicyHook {
+package struct WebhookPolicyHook: LicensePolicyHook {
     /// The endpoint.
-    public let url: String
+    package let url: String
     /// How long the endpoint may take.
-    public let timeout: Duration
+    package let timeout: Duration
     /// The largest answer read.
     static let maximumAnswer = 64 * 1024
 
     /// A hook at `url` (http or https).
-    public init(url: String, timeout: Duration = .seconds(2)) throws(LicensingError) {
+    package init(url: String, timeout: Duration = .seconds(2)) throws(LicensingError) {
         guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased() ?? ""), parsed.host != nil else {
             throw .configuration("the policy hook must be an http or https URL")
         }
@@ -34,7 +34,7 @@ public struct WebhookPolicyHook: LicensePolicyHook {
     }
 
     /// Asks the endpoint.
-    public func decide(_ facts: LicenseRequestFacts) async throws(LicensingError) -> LicensePolicyVerdict {
+    package func decide(_ facts: LicenseRequestFacts) async throws(LicensingError) -> LicensePolicyVerdict {
         let answer: Answer
         do {
             var request = HTTPClientRequest(url: url)
