@@ -73,11 +73,16 @@ import Testing
         }
         let rights = PlaybackProxyTests.Rights([PlaybackKey(keyID: key.keyID.hex, key: key.key, iv: key.iv)])
         let entry = scheme.hasSuffix("-dash") ? "manifest.mpd" : "master.m3u8"
+        let lines = Locked<[String]>([])
+        var logger = Logger(label: "satchel.playback") { _ in CapturingHandler(lines: lines) }
+        logger.logLevel = .debug
         let proxy = try PlaybackProxy(library: Package(path: folder.path, entry: entry), rights: packageScheme == .clear ? nil : rights,
-                                      configuration: .init(transportInMemory: streamed ? 1024 : 16 << 20))
+                                      configuration: .init(transportInMemory: streamed ? 1024 : 16 << 20), logger: logger)
         let url = try await proxy.open(asset: "a")
         let media = try await Self.mediaURLs(from: url)
         #expect(media.count >= 2, "\(media)")
+        let served = { lines.current.filter { $0.hasPrefix("served ") } }
+        let servedBeforeHeads = served().count
         var heads: [String: [String: String]] = [:]
         for file in media {
             for range in [nil, "bytes=0-99"] {
@@ -85,6 +90,7 @@ import Testing
             }
         }
         #expect(rights.uses.current == 0, "a HEAD starts no playback window")
+        #expect(served().count == servedBeforeHeads, "a HEAD makes and sends no body")
         for file in media {
             for range in [nil, "bytes=0-99"] {
                 let get = try await Self.head(file, method: .GET, range: range)
@@ -94,6 +100,17 @@ import Testing
             }
         }
         #expect(rights.uses.current == (packageScheme == .clear ? 0 : 1), "the first GET of media is the session's one use")
+        // Each body served names the protection its transform removed.
+        let expected = switch scheme {
+        case "aes-128": "aes-128"
+        case "sample-aes": "sample-aes"
+        case "cenc", "cbcs": "common-encryption"
+        case "cenc-dash": "dash-to-ts"
+        default: "none"
+        }
+        let segments = served().dropFirst(servedBeforeHeads)
+        #expect(segments.count == 2 * media.count)
+        #expect(!segments.isEmpty && segments.allSatisfy { $0.contains("transform=\(expected)") }, "\(segments.prefix(2))")
         await proxy.stop()
     }
 }
