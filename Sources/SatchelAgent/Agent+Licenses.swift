@@ -7,17 +7,7 @@ extension Agent {
     /// Acquires a license for `asset` from the registered server (or `server`) and stores it; `customData` goes to the server's
     /// license policy as it is. A license acquired while the clock is untrusted installs, and reports `untrustedTime` until trust returns.
     public func acquire(asset: String, token: String, persistent: Bool = false, server: String? = nil, customData: String? = nil) async throws(AgentError) -> StoredLicense {
-        let registered = try identity.registered().server
-        let server = server ?? registered
-        // A device at its most licenses asks the server for none it could not keep.
-        guard try await store.licenseCount() < store.licenseLimit else { throw .licenseLimit(store.licenseLimit) }
-        let (answer, nonce) = try await AgentRequests.signedPost(self, "/licenses", server: server, token: token) { registration, nonce, time in
-            DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil, nonce: nonce, time: time, customData: customData)
-        }
-        let license = try await AgentRequests.install(self, answer, nonce: nonce, server: server, firstUse: nil)
-        logger.info("license acquired", metadata: ["asset": .string(asset), "license": .string(license.licenseID)])
-        _ = try? await AgentActivity.record(self, .licenseAcquired, asset: asset, reason: persistent ? "persistent" : "streaming", seconds: nil, detail: nil)
-        return license
+        try await AgentRequests.acquire(self, asset: asset, token: token, persistent: persistent, server: server, customData: customData)
     }
 
     /// Renews the asset's license (the rental restarts; a started playback window keeps running).

@@ -10,6 +10,22 @@ import SatchelRights
 /// clock-skew refusal fetches the server's signed time and tries once more), and a license answer verified and
 /// installed with its clock anchor. Runs on the agent's isolation.
 enum AgentRequests {
+    /// ``Agent/acquire(asset:token:persistent:server:customData:)``: a device at its most licenses asks the server for
+    /// none it could not keep.
+    static func acquire(_ agent: isolated Agent, asset: String, token: String, persistent: Bool, server: String?,
+                        customData: String?) async throws(AgentError) -> StoredLicense {
+        let registered = try agent.identity.registered().server
+        let server = server ?? registered
+        guard try await agent.store.licenseCount() < agent.store.licenseLimit else { throw .licenseLimit(agent.store.licenseLimit) }
+        let (answer, nonce) = try await signedPost(agent, "/licenses", server: server, token: token) { registration, nonce, time in
+            DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil, nonce: nonce, time: time, customData: customData)
+        }
+        let license = try await install(agent, answer, nonce: nonce, server: server, firstUse: nil)
+        agent.logger.info("license acquired", metadata: ["asset": .string(asset), "license": .string(license.licenseID)])
+        _ = try? await AgentActivity.record(agent, .licenseAcquired, asset: asset, reason: persistent ? "persistent" : "streaming", seconds: nil, detail: nil)
+        return license
+    }
+
     /// Verifies a license answer (the server's signature, this device, this request's nonce, keys that open),
     /// and installs it with its clock anchor, in one change of the store.
     static func install(_ agent: isolated Agent, _ answer: Data, nonce: String, server: String, firstUse: Date?) async throws(AgentError) -> StoredLicense {

@@ -5,20 +5,20 @@ import Logging
 /// The log subscription ("untethered logging"): every record the process logs at or above the
 /// configured level, delivered to each subscriber's `AsyncStream`. A subscriber that falls behind loses its
 /// oldest records (at most ``bufferSize`` wait), never slows the logger down.
-package final class LogHub: Sendable {
+public final class LogHub: Sendable {
     /// Records kept for a subscriber that has not read them yet.
-    package static let bufferSize = 1_000
+    public static let bufferSize = 1_000
     /// The hub `SatchelLogHandler` publishes to.
-    package static let shared = LogHub()
+    public static let shared = LogHub()
 
     private let subscribers = Locked<[UInt64: AsyncStream<LogRecord>.Continuation]>([:])
     private let nextID = Locked<UInt64>(0)
 
     /// A new hub (tests; applications use ``shared``).
-    package init() {}
+    public init() {}
 
     /// Every record from now on, until the stream is dropped.
-    package func records() -> AsyncStream<LogRecord> {
+    public func records() -> AsyncStream<LogRecord> {
         let id = nextID.withLock { value -> UInt64 in
             value += 1
             return value
@@ -30,10 +30,10 @@ package final class LogHub: Sendable {
     }
 
     /// True when someone listens (nothing is built for nobody).
-    package var hasSubscribers: Bool { !subscribers.current.isEmpty }
+    public var hasSubscribers: Bool { !subscribers.current.isEmpty }
 
     /// Delivers `record` to every subscriber.
-    package func publish(_ record: LogRecord) {
+    public func publish(_ record: LogRecord) {
         for continuation in subscribers.current.values { continuation.yield(record) }
     }
 }

@@ -2,20 +2,20 @@ import Foundation
 import Logging
 
 /// One log line as a value: what the log subscription delivers and what is written to a log file.
-package struct LogRecord: Sendable, Equatable {
+public struct LogRecord: Sendable, Equatable {
     /// When it was logged.
-    package var date: Date
+    public var date: Date
     /// Its level.
-    package var level: Logger.Level
+    public var level: Logger.Level
     /// The logger's label (`satchel.downloads`, `satchel.serve`, …).
-    package var label: String
+    public var label: String
     /// The message, with URL query strings removed (`LogRedaction`).
-    package var message: String
+    public var message: String
     /// Metadata, rendered as text and redacted the same way.
-    package var metadata: [String: String]
+    public var metadata: [String: String]
 
     /// A record.
-    package init(date: Date, level: Logger.Level, label: String, message: String, metadata: [String: String] = [:]) {
+    public init(date: Date, level: Logger.Level, label: String, message: String, metadata: [String: String] = [:]) {
         self.date = date
         self.level = level
         self.label = label
@@ -24,7 +24,7 @@ package struct LogRecord: Sendable, Equatable {
     }
 
     /// `2026-11-23T10:00:00.123Z warning satchel.downloads: message key=value`.
-    package var line: String {
+    public var line: String {
         let fields = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         return "\(LogRecord.timestamp(date)) \(level) \(label): \(message)\(fields.isEmpty ? "" : " " + fields)"
     }

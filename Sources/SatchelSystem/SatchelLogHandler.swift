@@ -3,7 +3,7 @@ import Logging
 import SatchelBytes
 
 /// Satchel's swift-log handler: one level chosen at run time, records redacted (`LogRedaction`), written
-/// to standard error and/or a ``RotatingLogFile`` by the ``LogWriter``'s thread, and published to `LogHub` for subscribers.
+/// to standard error and/or a ``RotatingLogFile`` by the ``LogWriter``'s thread, and published to ``LogHub`` for subscribers.
 package struct SatchelLogHandler: LogHandler {
     /// Where records go.
     package struct Sinks: Sendable {

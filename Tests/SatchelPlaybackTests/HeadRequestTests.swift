@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import NIOHTTP1
+import Logging
 import SatchelBytes
 import SatchelPackager
 import SatchelPlayback
@@ -21,10 +21,10 @@ import Testing
         }
     }
 
-    /// The status and the headers a player reads before the body, of a HEAD or a GET of `url`.
-    static func head(_ url: String, method: HTTPMethod, range: String?) async throws -> [String: String] {
+    /// The status and the headers a player reads before the body, of a HEAD (`isHead`) or a GET of `url`.
+    static func head(_ url: String, isHead: Bool, range: String?) async throws -> [String: String] {
         var request = HTTPClientRequest(url: url)
-        request.method = method
+        request.method = isHead ? .HEAD : .GET
         if let range { request.headers.add(name: "Range", value: range) }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         _ = try await response.body.collect(upTo: 16 << 20)
@@ -82,18 +82,23 @@ import Testing
         let media = try await Self.mediaURLs(from: url)
         #expect(media.count >= 2, "\(media)")
         let served = { lines.current.filter { $0.hasPrefix("served ") } }
-        let servedBeforeHeads = served().count
+        var servedBeforeHeads = served().count  // once the playlists' lines are all in
+        while true {
+            try await Task.sleep(for: .milliseconds(50))
+            guard served().count != servedBeforeHeads else { break }
+            servedBeforeHeads = served().count
+        }
         var heads: [String: [String: String]] = [:]
         for file in media {
             for range in [nil, "bytes=0-99"] {
-                for _ in 0..<20 { heads["\(file) \(range ?? "")"] = try await Self.head(file, method: .HEAD, range: range) }
+                for _ in 0..<20 { heads["\(file) \(range ?? "")"] = try await Self.head(file, isHead: true, range: range) }
             }
         }
         #expect(rights.uses.current == 0, "a HEAD starts no playback window")
         #expect(served().count == servedBeforeHeads, "a HEAD makes and sends no body")
         for file in media {
             for range in [nil, "bytes=0-99"] {
-                let get = try await Self.head(file, method: .GET, range: range)
+                let get = try await Self.head(file, isHead: false, range: range)
                 let head = try #require(heads["\(file) \(range ?? "")"])
                 #expect(get["status"] == "200" || get["status"] == "206", "\(file) \(range ?? ""): \(get)")
                 #expect(head == get, "\(file) \(range ?? ""): HEAD \(head), GET \(get)")
@@ -108,6 +113,8 @@ import Testing
         case "cenc-dash": "dash-to-ts"
         default: "none"
         }
+        // The line is logged once the body is through, which the player may see first.
+        for _ in 0..<200 where served().count < servedBeforeHeads + 2 * media.count { try await Task.sleep(for: .milliseconds(10)) }
         let segments = served().dropFirst(servedBeforeHeads)
         #expect(segments.count == 2 * media.count)
         #expect(!segments.isEmpty && segments.allSatisfy { $0.contains("transform=\(expected)") }, "\(segments.prefix(2))")

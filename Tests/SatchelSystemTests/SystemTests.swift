@@ -66,7 +66,8 @@ struct SystemTests {
         try FileManager.default.createSymbolicLink(atPath: root + "/asset/key", withDestinationPath: outside + "/secret")
         try FileManager.default.createSymbolicLink(atPath: root + "/linked", withDestinationPath: outside)
         let folder = try ConfinedFolder.open(root + "/asset/")
-        #expect(folder.name == "asset" && (try folder.open("video/s0.ts").readAll(limit: 10)) == [1, 2, 3])
+        let read = try folder.open("video/s0.ts").readAll(limit: 10)
+        #expect(folder.name == "asset" && read == [1, 2, 3])
         #expect(throws: ConfinedFile.Failure.link) { try folder.open("key") }
         #expect(throws: ConfinedFile.Failure.link) { try folder.open("up/asset/video/s0.ts") }
         #expect(throws: ConfinedFile.Failure.escapes) { try folder.open("../asset/video/s0.ts") }
@@ -77,7 +78,8 @@ struct SystemTests {
         try FileManager.default.moveItem(atPath: root + "/asset", toPath: root + "/moved")
         try FileManager.default.createDirectory(atPath: root + "/asset/video", withIntermediateDirectories: true)
         try Data([7]).write(to: URL(fileURLWithPath: root + "/asset/video/s0.ts"))
-        #expect(try folder.open("video/s0.ts").readAll(limit: 10) == [1, 2, 3])
+        let again = try folder.open("video/s0.ts").readAll(limit: 10)
+        #expect(again == [1, 2, 3])
     }
 
     @Test("the pace: a window below the floor stops the transfer, one above starts the next window; the deadline stops it whatever the rate")
