@@ -6,7 +6,7 @@ import Darwin
 #endif
 
 /// A folder opened once, read-only, and the only way in to its files: each is opened by its name below it
-/// (``open(_:)``), no symbolic link followed (``ConfinedFile``). The folder itself is opened without following a
+/// (``open(_:)-method``), no symbolic link followed (``ConfinedFile``). The folder itself is opened without following a
 /// link either. What it reaches does not change if its path is later renamed or replaced: the files are those of the
 /// folder that was opened. Closed when released.
 public final class ConfinedFolder: Sendable {
@@ -36,7 +36,7 @@ public final class ConfinedFolder: Sendable {
         return ConfinedFolder(descriptor: folder, name: name)
     }
 
-    /// ``open(_:)``, with nil when nothing is there.
+    /// ``open(_:)-type.method``, with nil when nothing is there.
     public static func openIfPresent(_ path: String) throws(ConfinedFile.Failure) -> ConfinedFolder? {
         do { return try open(path) } catch .missing { return nil }
     }
@@ -46,7 +46,7 @@ public final class ConfinedFolder: Sendable {
         try ConfinedFile.open(relative, in: descriptor)
     }
 
-    /// ``open(_:)``, with nil when nothing is there.
+    /// ``open(_:)-method``, with nil when nothing is there.
     public func openIfPresent(_ relative: String) throws(ConfinedFile.Failure) -> ConfinedFile? {
         do { return try open(relative) } catch .missing { return nil }
     }
