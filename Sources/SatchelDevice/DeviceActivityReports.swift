@@ -35,9 +35,9 @@ public struct ActivityReport: Sendable, Equatable {
 
 /// The download engine's events reported as the device's activity: queued, started,
 /// completed, error (with its typed reason), max errors reset, deleted, expired.
-package enum EngineActivity {
+public enum EngineActivity {
     /// What `event` is reported as (nothing for progress, warnings and the engine's own state).
-    package static func reports(for event: DownloadEvent) -> [ActivityReport] {
+    public static func reports(for event: DownloadEvent) -> [ActivityReport] {
         switch event {
         case let .added(id): return [ActivityReport(.downloadQueued, asset: id)]
         case let .started(id): return [ActivityReport(.downloadStarted, asset: id)]
@@ -53,7 +53,7 @@ package enum EngineActivity {
 
     /// Reports `manager`'s events through `agent` from now until the engine closes; await the task after closing
     /// the engine, and every event it emitted is recorded.
-    package static func start(_ manager: DownloadManager, agent: Agent) -> Task<Void, Never> {
+    public static func start(_ manager: DownloadManager, agent: Agent) -> Task<Void, Never> {
         let events = manager.events()
         return Task {
             for await event in events {
@@ -65,17 +65,17 @@ package enum EngineActivity {
 
 /// The playback proxy's sessions reported as the device's activity: play start when a session opens, play stop with
 /// the seconds it was open when it closes.
-package final class PlaybackActivity: Sendable {
+public final class PlaybackActivity: Sendable {
     let agent: Agent
     private let opened = Locked<[String: [Date]]>([:])
 
     /// Reports through `agent`.
-    package init(agent: Agent) {
+    public init(agent: Agent) {
         self.agent = agent
     }
 
     /// What `event` is reported as, at `now` (play stop pairs with the asset's oldest open session).
-    package func reports(for event: PlaybackEvent, at now: Date = Date()) -> [ActivityReport] {
+    public func reports(for event: PlaybackEvent, at now: Date = Date()) -> [ActivityReport] {
         switch event {
         case let .opened(asset, _):
             opened.withLock { $0[asset, default: []].append(now) }
@@ -94,7 +94,7 @@ package final class PlaybackActivity: Sendable {
     }
 
     /// Records what `event` is reported as.
-    package func observe(_ event: PlaybackEvent) async {
+    public func observe(_ event: PlaybackEvent) async {
         for report in reports(for: event) { await report.record(agent) }
     }
 }
