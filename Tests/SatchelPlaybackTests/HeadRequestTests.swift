@@ -120,4 +120,31 @@ import Testing
         #expect(!segments.isEmpty && segments.allSatisfy { $0.contains("transform=\(expected)") }, "\(segments.prefix(2))")
         await proxy.stop()
     }
+
+    @Test("HEAD on a single media file (cenc, made clear as it is sent) and on a Satchel protected file answers as a GET does, whole and for a byte range; 20 HEADs register no use, the first GET does")
+    func headOnSingleFiles() async throws {
+        try TestMedia.require("ffmpeg")
+        let folder = try TestMedia.temporaryDirectory("head-single")
+        let source = try await TestMedia.offloaded { try TestMedia.make("head-single-source", seconds: 4) }
+        let media = try await TestMedia.offloaded { try SingleFileTests.protectedFile("cenc", of: source, in: folder) }
+        let key = try ContentKey(keyID: KeyID(hex: SingleFileTests.keyID), key: SecretBytes(hex: SingleFileTests.key, count: 16), iv: SecureRandom.bytes(16))
+        let document = folder.appendingPathComponent("notes.satchel")
+        try FileProtector.protect(input: source.path, output: document.path, key: key, contentType: "application/octet-stream")
+        for name in [media.lastPathComponent, document.lastPathComponent] {
+            let rights = try SingleFileTests.rights()
+            let proxy = try PlaybackProxy(library: SingleFileTests.OneFile(folder: folder.path, name: name), rights: rights)
+            let url = try await proxy.open(asset: "file")
+            var heads: [String: [String: String]] = [:]
+            for range in [nil, "bytes=100-199"] {
+                for _ in 0..<20 { heads[range ?? ""] = try await Self.head(url, isHead: true, range: range) }
+            }
+            #expect(rights.uses.current == 0, "\(name): a HEAD starts no playback window")
+            for range in [nil, "bytes=100-199"] {
+                let get = try await Self.head(url, isHead: false, range: range)
+                #expect(get["status"] == (range == nil ? "200" : "206") && heads[range ?? ""] == get, "\(name) \(range ?? ""): HEAD \(heads[range ?? ""] ?? [:]), GET \(get)")
+            }
+            #expect(rights.uses.current == 1, "\(name): the first GET is the session's one use")
+            await proxy.stop()
+        }
+    }
 }
