@@ -123,10 +123,7 @@ import Testing
 
     @Test("HEAD on a single media file (cenc, made clear as it is sent) and on a Satchel protected file answers as a GET does, whole and for a byte range; 20 HEADs register no use, the first GET does")
     func headOnSingleFiles() async throws {
-        try TestMedia.require("ffmpeg")
-        let folder = try TestMedia.temporaryDirectory("head-single")
-        let source = try await TestMedia.offloaded { try TestMedia.make("head-single-source", seconds: 4) }
-        let media = try await TestMedia.offloaded { try SingleFileTests.protectedFile("cenc", of: source, in: folder) }
+        let (folder, source, media) = try await SingleFileTests.protectedFixture("cenc", label: "head-single", clip: "head-single-source", seconds: 4)
         let key = try ContentKey(keyID: KeyID(hex: SingleFileTests.keyID), key: SecretBytes(hex: SingleFileTests.key, count: 16), iv: SecureRandom.bytes(16))
         let document = folder.appendingPathComponent("notes.satchel")
         try FileProtector.protect(input: source.path, output: document.path, key: key, contentType: "application/octet-stream")

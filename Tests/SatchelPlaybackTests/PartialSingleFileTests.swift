@@ -13,10 +13,7 @@ import Testing
 struct PartialSingleFileTests {
     @Test("a protected .ismv stopped part-way plays whole through the proxy: the downloaded part from disk (no byte of it asked of the origin again), the rest from the origin and appended to the part as it plays; the download then resumes from there and completes to the origin's bytes")
     func piffWhileDownloading() async throws {
-        try TestMedia.require("ffmpeg")
-        let folder = try TestMedia.temporaryDirectory("partial-piff")
-        let source = try await TestMedia.offloaded { try TestMedia.make("partial-piff-source", seconds: 6) }
-        let file = try await TestMedia.offloaded { try SingleFileTests.protectedFile("piff", of: source, in: folder) }
+        let (folder, _, file) = try await SingleFileTests.protectedFixture("piff", label: "partial-piff", clip: "partial-piff-source", seconds: 6)
         let stored = try TestMedia.bytes(file)
         let reference = try await TestMedia.offloaded {
             try TestMedia.packetHashes(folder.appendingPathComponent("video-piff.mp4").path, extra: ["-decryption_key", SingleFileTests.key])

@@ -60,13 +60,19 @@ struct SingleFileTests {
         return ismv
     }
 
+    /// A new folder (`label`) holding a clip of `seconds` (`clip`, made once) and its protected single file (`scheme`).
+    static func protectedFixture(_ scheme: String, label: String, clip: String, seconds: Int) async throws -> (folder: URL, source: URL, file: URL) {
+        try TestMedia.require("ffmpeg")
+        let folder = try TestMedia.temporaryDirectory(label)
+        let source = try await TestMedia.offloaded { try TestMedia.make(clip, seconds: seconds) }
+        let file = try await TestMedia.offloaded { try Self.protectedFile(scheme, of: source, in: folder) }
+        return (folder, source, file)
+    }
+
     @Test("a protected fragmented file — cenc, cbcs, and PIFF as in an .ismv — is decrypted as it is sent, from disk and from an origin: ffmpeg reads the packets it would decrypt itself with the key; any byte range is the clear file's; no protection box is left; without rights it does not open",
           arguments: ["cenc", "cbcs", "piff"])
     func protected(scheme: String) async throws {
-        try TestMedia.require("ffmpeg")
-        let folder = try TestMedia.temporaryDirectory("single-\(scheme)")
-        let source = try await TestMedia.offloaded { try TestMedia.make("single-protected-source", seconds: 6) }
-        let file = try await TestMedia.offloaded { try Self.protectedFile(scheme, of: source, in: folder) }
+        let (folder, _, file) = try await Self.protectedFixture(scheme, label: "single-\(scheme)", clip: "single-protected-source", seconds: 6)
         let name = file.lastPathComponent
         // The reference: the packets of Shaka's file as ffmpeg decrypts them with the key (the PIFF file is the same media).
         let shaka = folder.appendingPathComponent("video-\(scheme).mp4").path
