@@ -215,8 +215,9 @@ package final class LicenseStore: Sendable {
 
     /// Releases owed by a store of an earlier version (its own table): still worth delivering.
     func legacyReleases() async throws(AgentError) -> [OwedRelease] {
-        try await run("read releases") { db in
-            try await AgentReleaseModel.query(on: db).sort(\.$owedSince).all().map {
+        let limit = licenseLimit  // one per license it held at most
+        return try await run("read releases") { db in
+            try await AgentReleaseModel.query(on: db).sort(\.$owedSince).limit(limit).all().map {
                 OwedRelease(licenseID: $0.id ?? "", assetID: $0.assetID, server: $0.server, owedSince: $0.owedSince, attempts: $0.attempts)
             }
         }
@@ -253,7 +254,9 @@ package final class LicenseStore: Sendable {
     }
 
     private func rows() async throws(AgentError) -> [String: Row] {
-        let models = try await run("read licenses") { db in try await AgentLicenseModel.query(on: db).all() }
+        // Satchel keeps at most `licenseLimit` rows; a store grown past twice that by hand is not read past it.
+        let limit = 2 * licenseLimit
+        let models = try await run("read licenses") { db in try await AgentLicenseModel.query(on: db).sort(\.$id).limit(limit).all() }
         var rows: [String: Row] = [:]
         for model in models { if let id = model.id { rows[id] = Row(license: model.license, server: model.server) } }
         return rows

@@ -37,7 +37,7 @@ extension DownloadManager {
         /// Seals the secrets kept in the index (header values, entitlement tokens) with the device's key
         /// (`SecretSealing`; the agent's `DeviceSecretBox`); nil: they are stored as given, in an owner-only file.
         public var secrets: (any SecretSealing)?
-        /// The most assets the queue holds, whatever their state (10,000): adding one more is refused
+        /// The most assets the queue holds, whatever their state (10,000; at most 100,000): adding one more is refused
         /// (``DownloadError/queueFull(_:)``), so every pass over the queue reads a bounded number of records.
         public var maximumAssets = 10_000
 

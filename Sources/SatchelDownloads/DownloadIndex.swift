@@ -20,11 +20,18 @@ package final class DownloadIndex: DownloadIndexing {
     private let closed = Locked(false)
     /// Seals the records' secrets (header values, entitlement tokens); nil: they are stored as given.
     private let secrets: (any SecretSealing)?
+    /// The most records ``all()`` reads: the queue's own limit can be no higher (``recordLimit``).
+    let readLimit: Int
+    /// The highest a queue's limit may be set: a pass over the queue reads at most this many records.
+    static let recordLimit = 100_000
 
     /// Opens (creating and migrating) the index at `path` (mode 0600), sealing the secrets of its records with
     /// `secrets` (the device's key: a copy of the file gives no token away).
-    package init(path: String, secrets: (any SecretSealing)? = nil, logger: Logger = Logger(label: "satchel.downloads")) async throws(DownloadError) {
+    /// `readLimit`: the most records a read of the queue takes (smaller in tests).
+    package init(path: String, secrets: (any SecretSealing)? = nil, logger: Logger = Logger(label: "satchel.downloads"),
+                 readLimit: Int = DownloadIndex.recordLimit) async throws(DownloadError) {
         self.secrets = secrets
+        self.readLimit = readLimit
         do {
             try PrivateFiles.folder(PrivateFiles.parent(of: path))
             try PrivateFiles.file(path)  // SQLite gives its journal and WAL files the database file's mode
@@ -54,10 +61,12 @@ package final class DownloadIndex: DownloadIndexing {
         if !closed.current { store.shutdownBlocking() }
     }
 
-    /// Every asset, in queue order.
+    /// Every asset, in queue order: at most ``readLimit`` (a queue made longer than its limit allows, by hand or by
+    /// an earlier version, is read to there).
     package func all() async throws(DownloadError) -> [DownloadAsset] {
         var assets: [DownloadAsset] = []
-        for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).all() }) {
+        let limit = readLimit
+        for row in try await run({ try await AssetRow.query(on: self.database).sort(\.$position).limit(limit).all() }) {
             if let asset = try await decode(row) { assets.append(asset) }
         }
         return assets

@@ -9,7 +9,7 @@ enum DownloadQueue {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), ["http", "https"].contains(scheme), parsed.host != nil else {
             throw .invalidArgument("not an http(s) URL: \(url)")
         }
-        let limit = engine.configuration.maximumAssets
+        let limit = min(engine.configuration.maximumAssets, DownloadIndex.recordLimit)
         guard try await engine.index.count() < limit else { throw .queueFull(limit) }
         var named = id
         if named == nil {

@@ -44,6 +44,13 @@ struct DeviceStoreTests {
         try await change([.delete("1"), .save(license("3"))])
         try await change([.save(license("2"))])
         #expect(Set(try await store.rawRows().keys) == ["2", "3"])
+        // Grown past twice its limit outside a change (a rebuild checks no limit): reads stop at twice the limit.
+        let grown: [LicenseStore.RowChange] = ["4", "5", "6"].map { .save(license($0)) }
+        _ = try await store.rebuild { (believed, _, _) throws(AgentError) -> (DeviceState, Void, [LicenseStore.RowChange]) in
+            (believed ?? DeviceState(), (), grown)
+        }
+        let (total, read) = (try await store.licenseCount(), try await store.rawRows().keys.sorted())
+        #expect(total == 5 && read == ["2", "3", "4", "5"])
         await store.close()
     }
 

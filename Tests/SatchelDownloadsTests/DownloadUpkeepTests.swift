@@ -89,6 +89,17 @@ struct DownloadUpkeepTests {
         await index.close()
     }
 
+    @Test("a read of the queue takes at most its limit of records, in queue order (100,000; a queue made longer by hand is read to there), while the count sees them all; a queue's limit is never set past it")
+    func queueReadBounded() async throws {
+        #expect(DownloadIndex.recordLimit == 100_000)
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-read-limit-\(UUID().uuidString)/downloads.sqlite").path
+        let index = try await DownloadIndex(path: path, readLimit: 2)
+        for (position, id) in ["c", "a", "b"].enumerated() { try await index.save(QueuePolicyTests.asset(id, position: position)) }
+        let read = try await index.all().map(\.id), count = try await index.count()
+        #expect(read == ["c", "a"] && count == 3)
+        await index.close()
+    }
+
     @Test("a record that cannot be read is reported and listed as damaged; its files stay; it can be removed")
     func damaged() async throws {
         let world = try await DownloadWorld.make("damaged")
