@@ -10,7 +10,7 @@ import Testing
 /// No ciphertext handed to a player as media, MPEG-TS (issue 50, step 3): a transport stream the proxy made clear
 /// whose program map still declares an encrypted stream is refused with unsupported-protection, never served.
 @Suite struct CiphertextTransportTests {
-    @Test("AES-128 over SAMPLE-AES (each segment of a SAMPLE-AES package encrypted whole again, its playlist saying AES-128): every segment, from disk and from the origin, whole or a range, is refused with unsupported-protection naming the encrypted streams; the same package as plain AES-128 plays")
+    @Test("AES-128 over SAMPLE-AES (each segment of a SAMPLE-AES package encrypted whole again, its playlist saying AES-128): every segment, from disk and from the origin, whole or a range, is refused with unsupported-protection naming the encrypted streams; the same package as plain AES-128 plays; no refused segment starts a playback window, the first one played does")
     func aes128OverSampleAES() async throws {
         let folder = try TestMedia.temporaryDirectory("ciphertext-ts")
         let key = try ContentKey(keyID: KeyID(hex: "00112233445566778899aabbccddeeff"), key: SecretBytes(SecureRandom.bytes(16)), iv: SecureRandom.bytes(16))
@@ -59,12 +59,14 @@ import Testing
             }
             await proxy.stop()
         }
+        #expect(rights.uses.current == 0, "a segment refused as it is made clear starts no playback window")
         let proxy = try PlaybackProxy(library: SampleAESProxyTests.Package(path: folder.appendingPathComponent("plain").path), rights: rights)
         let base = String(try await proxy.open(asset: "a").dropLast("master.m3u8".count))
         for segment in segments {
             let answer = try await PlaybackProxyTests.get(base + segment)
             #expect(answer.status == 200 && answer.body.first == 0x47 && ClearOutputCheck.protection(inTS: answer.body).isEmpty, "plain \(segment): \(answer.status)")
         }
+        #expect(rights.uses.current == 1, "the first segment that plays is the one use")
         await proxy.stop()
     }
 
