@@ -16,11 +16,27 @@ public struct DamagedRecord: Sendable, Equatable, Codable {
 }
 
 /// The engine's upkeep: fresh credentials for an asset, damaged records reported, and a data store written by an
-/// earlier version brought to the current layout. Runs on the engine's isolation.
-enum DownloadUpkeep {
-    static func updateURL(_ engine: isolated DownloadManager, _ id: String, url: String?, headers: [String: String]?) async throws(DownloadError) {
-        guard var asset = try await engine.index.find(id) else { throw .notFound(id) }
-        asset = try DownloadReads.withPlan(engine, asset)
+/// earlier version brought to the current layout. It holds the damaged records already reported (an event each, once
+/// per engine) and whether the store has been brought up to date. Runs on the engine's isolation.
+final class DownloadUpkeep {
+    private let parts: EngineParts
+    private let reporter: EngineReporter
+    private let queue: DownloadQueue
+    private let reads: DownloadReads
+    private var reportedDamage: Set<String> = []
+    /// True once ``upgradeDataStore()`` has run.
+    private(set) var upgraded = false
+
+    init(parts: EngineParts, reporter: EngineReporter, queue: DownloadQueue, reads: DownloadReads) {
+        self.parts = parts
+        self.reporter = reporter
+        self.queue = queue
+        self.reads = reads
+    }
+
+    nonisolated(nonsending) func updateURL(_ id: String, url: String?, headers: [String: String]?) async throws(DownloadError) {
+        guard var asset = try await parts.index.find(id) else { throw .notFound(id) }
+        asset = try reads.withPlan(asset)
         if let url {
             guard let new = URL(string: url), let scheme = new.scheme?.lowercased(), ["http", "https"].contains(scheme), new.host != nil,
                   let old = URL(string: asset.url) else {
@@ -28,27 +44,27 @@ enum DownloadUpkeep {
             }
             let plan = asset.plan.rebased(from: old, to: new)
             if plan != asset.plan {
-                do { try engine.store.writePlan(id, plan) } catch { throw .storage(error.description) }
+                do { try parts.store.writePlan(id, plan) } catch { throw .storage(error.description) }
             }
             asset.plan = plan
             asset.url = url
         }
         if let headers { asset.options.headers = headers.isEmpty ? nil : headers }
-        try await requeue(engine, asset)
+        try await requeue(asset)
     }
 
     /// Gives an asset added with a license request a fresh entitlement token (the one it was added with expired).
-    static func updateLicenseToken(_ engine: isolated DownloadManager, _ id: String, token: String) async throws(DownloadError) {
-        guard var asset = try await engine.index.find(id) else { throw .notFound(id) }
+    nonisolated(nonsending) func updateLicenseToken(_ id: String, token: String) async throws(DownloadError) {
+        guard var asset = try await parts.index.find(id) else { throw .notFound(id) }
         guard asset.options.license != nil else {
             throw .invalidArgument("\(id) was added without a license request, so it has no entitlement token; an origin's token goes in a header (download update-url --header)")
         }
         asset.options.license?.token = token
-        try await requeue(engine, asset)
+        try await requeue(asset)
     }
 
     /// An asset with fresh credentials: its retries cleared, queued again when it was blocked.
-    private static func requeue(_ engine: isolated DownloadManager, _ asset: DownloadAsset) async throws(DownloadError) {
+    private nonisolated(nonsending) func requeue(_ asset: DownloadAsset) async throws(DownloadError) {
         var asset = asset
         let id = asset.id
         asset.retryCount = 0
@@ -57,46 +73,45 @@ enum DownloadUpkeep {
             asset.state = .queued
             asset.failure = nil
         }
-        try await engine.index.update(asset)
-        if asset.state != state { engine.emit(.stateChanged(assetID: id, state: asset.state)) }
-        engine.emit(.queueChanged)
-        engine.wake()
+        try await parts.index.update(asset)
+        if asset.state != state { reporter.emit(.stateChanged(assetID: id, state: asset.state)) }
+        reporter.emit(.queueChanged)
+        queue.wake()
     }
 
     /// Reports each damaged record once per engine (an event per asset).
-    static func reportDamage(_ engine: isolated DownloadManager) async {
-        guard let damaged = await DownloadRunLoop.checked(engine, { () async throws(DownloadError) in try await engine.index.damaged() }) else { return }
-        for record in damaged where engine.reportedDamage.insert(record.id).inserted {
-            engine.emit(.damaged(assetID: record.id, reason: record.reason))
+    nonisolated(nonsending) func reportDamage() async throws(DownloadError) {
+        for record in try await parts.index.damaged() where reportedDamage.insert(record.id).inserted {
+            reporter.emit(.damaged(assetID: record.id, reason: record.reason))
         }
     }
 
-    static func upgradeDataStore(_ engine: isolated DownloadManager) async throws(DownloadError) {
-        guard !engine.upgraded else { return }
+    nonisolated(nonsending) func upgradeDataStore() async throws(DownloadError) {
+        guard !upgraded else { return }
         // Tokens and header values an earlier version stored in the clear are sealed now.
-        let sealed = try await engine.index.sealLegacySecrets()
+        let sealed = try await parts.index.sealLegacySecrets()
         if sealed > 0 {
-            engine.configuration.logger.notice("sealed the tokens and headers of earlier records", metadata: ["assets": .stringConvertible(sealed)])
+            parts.logger.notice("sealed the tokens and headers of earlier records", metadata: ["assets": .stringConvertible(sealed)])
         }
-        let legacy = try await engine.index.legacyPlanIDs()
+        let legacy = try await parts.index.legacyPlanIDs()
         guard !legacy.isEmpty else {
-            engine.upgraded = true
+            upgraded = true
             return
         }
-        engine.emit(.dataStoreUpgradeBegan)
+        reporter.emit(.dataStoreUpgradeBegan)
         var count = 0
         for id in legacy {
-            guard let asset = try await engine.index.find(id), !asset.plan.isPlaceholder else { continue }
+            guard let asset = try await parts.index.find(id), !asset.plan.isPlaceholder else { continue }
             do {
-                if try engine.store.readPlan(id) == nil { try engine.store.writePlan(id, asset.plan) }
+                if try parts.store.readPlan(id) == nil { try parts.store.writePlan(id, asset.plan) }
             } catch {
                 throw .storage("asset \(id): \(error.description)")
             }
-            try await engine.index.releaseLegacyPlan(id)
+            try await parts.index.releaseLegacyPlan(id)
             count += 1
         }
-        engine.upgraded = true
-        engine.emit(.dataStoreUpgradeFinished(upgraded: count))
+        upgraded = true
+        reporter.emit(.dataStoreUpgradeFinished(upgraded: count))
     }
 }
 
