@@ -16,35 +16,21 @@ extension Agent {
     /// session to evaluate in memory before every segment.
     public func grant(asset: String) async throws(AgentError) -> PlaybackGrant {
         var snapshot = try await trustedSnapshot()
-        var clock = try await AgentClock.observe(self, clockReader.read(), in: snapshot)
-        if !clock.trusted, await AgentClock.restoreTrust(self) {
+        var secure = try await clock.observe(clockReader.read(), in: snapshot)
+        if !secure.trusted, await clock.restoreTrust() {
             snapshot = try await trustedSnapshot()
-            clock = try await AgentClock.observe(self, clockReader.read(), in: snapshot)
+            secure = try await clock.observe(clockReader.read(), in: snapshot)
         }
-        guard let license = newest(asset, in: snapshot) else {
-            return PlaybackGrant(rights: nil, usage: RightsUsage(acquired: .distantPast), clock: clock)
+        guard let license = device.newest(asset, in: snapshot) else {
+            return PlaybackGrant(rights: nil, usage: RightsUsage(acquired: .distantPast), clock: secure)
         }
-        return PlaybackGrant(rights: license.rights, usage: license.usage, clock: clock)
+        return PlaybackGrant(rights: license.rights, usage: license.usage, clock: secure)
     }
 
     /// Keeps the secure clock as a session's `reading` moved it (the same reading gives the store's clock the same
     /// result: a rollback is recorded and reported once; the mark is stored at most once a minute).
     public func keepClock(_ reading: ClockReading) async {
         guard let snapshot = try? await store.snapshot() else { return }
-        _ = try? await AgentClock.observe(self, reading, in: snapshot)
-    }
-
-    /// Reports the secure clock's events (the log, and the event stream).
-    func report(_ events: [ClockEvent]) {
-        for event in events {
-            switch event {
-            case .untrustedTime:
-                logger.notice("the device clock went back: date-based rights are untrusted until the server's time confirms it")
-                report(.untrustedTime)
-            case .trustRestored:
-                logger.info("the server's time confirmed the device clock")
-                report(.trustRestored)
-            }
-        }
+        _ = try? await clock.observe(reading, in: snapshot)
     }
 }

@@ -7,25 +7,14 @@ extension Agent {
     /// Acquires a license for `asset` from the registered server (or `server`) and stores it; `customData` goes to the server's
     /// license policy as it is. A license acquired while the clock is untrusted installs, and reports `untrustedTime` until trust returns.
     public func acquire(asset: String, token: String, persistent: Bool = false, server: String? = nil, customData: String? = nil) async throws(AgentError) -> StoredLicense {
-        try await AgentRequests.acquire(self, asset: asset, token: token, persistent: persistent, server: server, customData: customData)
+        try await requests.acquire(asset: asset, token: token, persistent: persistent, server: server, customData: customData)
     }
 
     /// Renews the asset's license (the rental restarts; a started playback window keeps running).
     public func renew(asset: String, token: String) async throws(AgentError) -> StoredLicense {
         let snapshot = try await trustedSnapshot()
-        guard let current = newest(asset, in: snapshot) else { throw .noLicense(asset) }
-        return try await renew(current, token: token)
-    }
-
-    func renew(_ current: StoredLicense, token: String) async throws(AgentError) -> StoredLicense {
-        let renewal = (try? SignedToken.unverifiedClaims(current.license, as: LicenseClaims.self))?.renewalURL ?? "/licenses/renew"
-        let (answer, nonce) = try await AgentRequests.signedPost(self, renewal, server: current.server, token: token) { registration, nonce, time in
-            DeviceRequestClaims(certificate: registration.certificate, licenseID: current.licenseID, nonce: nonce, time: time)
-        }
-        let license = try await AgentRequests.install(self, answer, nonce: nonce, server: current.server, firstUse: current.firstUse)
-        logger.info("license renewed", metadata: ["asset": .string(current.assetID), "license": .string(current.licenseID)])
-        _ = try? await AgentActivity.record(self, .licenseRenewed, asset: current.assetID, reason: nil, seconds: nil, detail: nil)
-        return license
+        guard let current = device.newest(asset, in: snapshot) else { throw .noLicense(asset) }
+        return try await requests.renew(current, token: token)
     }
 
     /// Deletes the asset's license at once and gives it back to the server; a release the server cannot
@@ -33,7 +22,7 @@ extension Agent {
     @discardableResult
     public func release(asset: String) async throws(AgentError) -> Bool {
         let snapshot = try await trustedSnapshot()
-        guard let license = newest(asset, in: snapshot) else { throw .noLicense(asset) }
+        guard let license = device.newest(asset, in: snapshot) else { throw .noLicense(asset) }
         let owed = OwedRelease(licenseID: license.licenseID, assetID: license.assetID, server: license.server, owedSince: clockReader.read().wall,
                                attempts: 0)
         try await store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
@@ -41,9 +30,9 @@ extension Agent {
             if !state.owed.contains(where: { $0.licenseID == owed.licenseID }) { state.owed.append(owed) }
             return ((), [.delete(owed.licenseID)])
         }
-        _ = try? await AgentActivity.record(self, .licenseReleased, asset: license.assetID, reason: nil, seconds: nil, detail: nil)
-        let delivered = try await AgentSync.deliverReleases(self).contains(license.licenseID)
-        logger.info("license released", metadata: ["asset": .string(license.assetID), "license": .string(license.licenseID),
+        _ = try? await activityLog.record(.licenseReleased, asset: license.assetID, reason: nil, seconds: nil, detail: nil)
+        let delivered = try await syncing.deliverReleases().contains(license.licenseID)
+        reporter.logger.info("license released", metadata: ["asset": .string(license.assetID), "license": .string(license.licenseID),
                                                    "server": .string(delivered ? "told" : "owed")])
         return delivered
     }
@@ -51,12 +40,12 @@ extension Agent {
     /// Removes every installed license at once (the DRM store reset): each becomes a release owed to
     /// its server, delivered at the next sync; nothing is asked of the server now. Answers the assets whose licenses went.
     @discardableResult
-    public func reset() async throws(AgentError) -> [String] { try await AgentSync.reset(self) }
+    public func reset() async throws(AgentError) -> [String] { try await syncing.reset() }
 
     /// Contacts the server: its signed statement of this device's licenses (which restores a store that could not
     /// be believed, and removes licenses it holds released), its time (which can restore trust in the clock), the
     /// releases owed, and the renewals due (with `token`).
-    public func sync(token: String? = nil) async throws(AgentError) -> SyncReport { try await AgentSync.sync(self, token: token) }
+    public func sync(token: String? = nil) async throws(AgentError) -> SyncReport { try await syncing.sync(token: token) }
 
     /// What `sync` did.
     public struct SyncReport: Sendable, Equatable {

@@ -46,19 +46,17 @@ public actor Agent {
     /// The data directory (shared with the download engine when both are used).
     public nonisolated let dataDirectory: String
     let store: LicenseStore
-    var identity: DeviceIdentity
     let clockReader: any ClockReader
-    let logger: Logger
     let transport: AgentTransport
-    /// Licenses already verified, by the digest of their signed text (a license never changes under its digest).
-    var verified: [String: LicenseClaims] = [:]
-    /// The events waiting for the backplane (opened on first use, once: `outboxOpening` while it opens).
-    var outbox: EventOutbox?
-    var outboxOpening: Task<EventOutbox, any Error>?
-    /// After a failed attempt to restore the clock's trust: the boot-clock time before which none is made, and the
-    /// back-off that set it.
-    var trustRetry: (after: TimeInterval, backOff: TimeInterval)?
-    private let continuation: AsyncStream<AgentEvent>.Continuation
+    let reporter: AgentReporter
+    /// The roles, each holding its own state: the device (its identity and the licenses verified against it), the
+    /// secure clock (when the server's time may next be asked for), the events' outbox, the signed requests to the
+    /// server, and the sync with it.
+    let device: AgentDevice
+    let clock: AgentClock
+    let activityLog: AgentActivity
+    let requests: AgentRequests
+    let syncing: AgentSync
     /// Events, in order.
     public nonisolated let events: AsyncStream<AgentEvent>
 
@@ -70,29 +68,38 @@ public actor Agent {
                 trustedCertificates: [String] = [], logger: Logger = Logger(label: "satchel.agent")) async throws(AgentError) {
         self.dataDirectory = dataDirectory
         let vault = keyVault ?? FileKeyVault.platform(dataDirectory: dataDirectory)
-        identity = try DeviceIdentity.load(dataDirectory: dataDirectory, vault: vault)
-        transport = try AgentTransport.open(dataDirectory: dataDirectory, adding: trustedCertificates)
+        let identity = try DeviceIdentity.load(dataDirectory: dataDirectory, vault: vault)
+        let transport = try AgentTransport.open(dataDirectory: dataDirectory, adding: trustedCertificates)
         let anchorSeal = StateSeal(deviceKey: identity.key, purpose: "store-anchor")
         let anchor: any StoreAnchoring = vault is FileKeyVault ? FileStoreAnchor(dataDirectory: dataDirectory, seal: anchorSeal)
             : anchorSeal.platformAnchor(dataDirectory: dataDirectory)
-        store = try await LicenseStore(dataDirectory: dataDirectory, deviceKey: identity.key, anchor: anchor, logger: logger)
-        self.clockReader = clockReader
-        self.logger = logger
-        (events, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let store = try await LicenseStore(dataDirectory: dataDirectory, deviceKey: identity.key, anchor: anchor, logger: logger)
+        let (events, continuation) = AsyncStream.makeStream(of: AgentEvent.self, bufferingPolicy: .bufferingNewest(256))
+        let reporter = AgentReporter(continuation: continuation, logger: logger)
+        let device = AgentDevice(identity: identity, dataDirectory: dataDirectory)
+        let serverKeys = AgentServerKeys(device: device, transport: transport, logger: logger)
+        let clock = AgentClock(store: store, reader: clockReader, device: device, transport: transport, serverKeys: serverKeys, reporter: reporter)
+        let activity = AgentActivity(dataDirectory: dataDirectory, store: store, reader: clockReader, reporter: reporter)
+        let requests = AgentRequests(store: store, device: device, clock: clock, reader: clockReader, transport: transport, serverKeys: serverKeys,
+                                     activity: activity, reporter: reporter)
+        (self.store, self.clockReader, self.transport, self.reporter, self.events) = (store, clockReader, transport, reporter, events)
+        (self.device, self.clock, activityLog, self.requests) = (device, clock, activity, requests)
+        syncing = AgentSync(store: store, device: device, clock: clock, requests: requests, reader: clockReader, serverKeys: serverKeys,
+                            activity: activity, reporter: reporter)
     }
 
     /// Closes the store and ends the event stream.
     public func close() async {
-        continuation.finish()
-        await outbox?.close()
+        reporter.continuation.finish()
+        await activityLog.close()
         await store.close()
     }
 
     /// The device ID, once registered.
-    public var deviceID: String? { identity.registration?.deviceID }
+    public var deviceID: String? { device.registration?.deviceID }
 
     /// The license server the device registered with.
-    public var server: String? { identity.registration?.server }
+    public var server: String? { device.registration?.server }
 
     /// Registers the device key with the license server for the token's user; answers the device ID (the same
     /// one again when this device registers again).
@@ -103,24 +110,24 @@ public actor Agent {
     /// The rights status of an asset now (`noRights` when no license is stored).
     public func rights(asset: String) async throws(AgentError) -> RightsEvaluation {
         let snapshot = try await trustedSnapshot()
-        let now = try await AgentClock.trustedNow(self, snapshot)
-        guard let license = newest(asset, in: snapshot) else { return .none }
+        let now = try await clock.trustedNow(snapshot)
+        guard let license = device.newest(asset, in: snapshot) else { return .none }
         return license.rights.evaluate(license.usage, at: now)
     }
 
     /// Whether `asset` may play without asking the backplane for a stream slot: its license says so (a persistent,
     /// offline license, valid now). Anything else needs a slot.
     public func allowsOfflinePlay(asset: String) async -> Bool {
-        guard let snapshot = try? await store.snapshot(), let now = try? await AgentClock.trustedNow(self, snapshot),
-              let license = newest(asset, in: snapshot) else { return false }
+        guard let snapshot = try? await store.snapshot(), let now = try? await clock.trustedNow(snapshot),
+              let license = device.newest(asset, in: snapshot) else { return false }
         return license.rights.persistent && license.rights.evaluate(license.usage, at: now).status == .valid
     }
 
     /// Every stored license with its status now.
     public func licenses() async throws(AgentError) -> [LicenseStatus] {
         let snapshot = try await trustedSnapshot()
-        let now = try await AgentClock.trustedNow(self, snapshot)
-        return installed(snapshot).map { LicenseStatus(license: $0, evaluation: $0.rights.evaluate($0.usage, at: now)) }
+        let now = try await clock.trustedNow(snapshot)
+        return device.installed(snapshot).map { LicenseStatus(license: $0, evaluation: $0.rights.evaluate($0.usage, at: now)) }
     }
 
     /// Releases not yet delivered to the server.
@@ -132,7 +139,7 @@ public actor Agent {
     /// window on first use, and answers the content keys.
     public func use(asset: String) async throws(AgentError) -> [PlaybackKey] {
         let (license, now) = try await playable(asset)
-        let keys = try identity.keys(of: license)
+        let keys = try device.keys(of: license)
         if license.firstUse == nil, license.rights.playbackSeconds != nil, let now {
             let id = license.licenseID
             try await store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
@@ -145,14 +152,14 @@ public actor Agent {
 
     /// The keys of a valid license without registering a use (a player that already started).
     public func keys(asset: String) async throws(AgentError) -> [PlaybackKey] {
-        try identity.keys(of: try await playable(asset).license)
+        try device.keys(of: try await playable(asset).license)
     }
 
     /// The asset's license when its rights allow playback now, with the trusted time; else `notPlayable`.
     private func playable(_ asset: String) async throws(AgentError) -> (license: StoredLicense, now: Date?) {
         let snapshot = try await trustedSnapshot()
-        let now = try await AgentClock.trustedNow(self, snapshot)
-        guard let license = newest(asset, in: snapshot) else { throw .notPlayable(.noRights) }
+        let now = try await clock.trustedNow(snapshot)
+        guard let license = device.newest(asset, in: snapshot) else { throw .notPlayable(.noRights) }
         let status = license.rights.evaluate(license.usage, at: now).status
         guard status == .valid else { throw .notPlayable(status) }
         return (license, now)
@@ -169,44 +176,11 @@ public actor Agent {
 
     // MARK: The store, as the signed licenses say
 
-    /// The licenses the sealed state vouches for — the row's license is exactly the one installed, and it is a
-    /// license of this device the server signed — each with its rights as signed, by asset.
-    func installed(_ snapshot: LicenseStore.Snapshot) -> [StoredLicense] {
-        var licenses: [StoredLicense] = []
-        for (id, vouched) in snapshot.state.licenses {
-            guard let row = snapshot.rows[id], DeviceState.digest(of: row.license) == vouched.digest,
-                  let claims = claims(of: row.license), claims.licenseID == id else { continue }
-            licenses.append(StoredLicense(licenseID: id, assetID: claims.assetID, license: row.license, server: row.server, acquired: claims.serverTime,
-                                          firstUse: vouched.firstUse, persistent: claims.rights.persistent, rights: claims.rights,
-                                          keyIDs: claims.keys.map(\.kid)))
-        }
-        return licenses.sorted { ($0.assetID, $0.licenseID) < ($1.assetID, $1.licenseID) }
-    }
-
-    /// The newest installed license of an asset.
-    func newest(_ asset: String, in snapshot: LicenseStore.Snapshot) -> StoredLicense? {
-        installed(snapshot).filter { $0.assetID == asset }.max { $0.acquired < $1.acquired }
-    }
-
     /// The license store's snapshot, unless the registration its licenses are verified against was changed outside
     /// Satchel (then nothing is played or reported valid: ``AgentError/registrationTampered(_:)``).
     func trustedSnapshot() async throws(AgentError) -> LicenseStore.Snapshot {
-        if let tampered = identity.tampered { throw .registrationTampered(tampered) }
+        if let tampered = device.tampered { throw .registrationTampered(tampered) }
         return try await store.snapshot()
-    }
-
-    /// The verified claims of a signed license of this device (nil: not one).
-    func claims(of license: String) -> LicenseClaims? {
-        let digest = DeviceState.digest(of: license)
-        if let known = verified[digest] { return known }
-        guard let registration = identity.registration, let claims = try? registration.verifiedLicense(license) else { return nil }
-        if verified.count >= 4096 { verified.removeAll() }
-        verified[digest] = claims
-        return claims
-    }
-
-    func report(_ event: AgentEvent) {
-        continuation.yield(event)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ data: Data, what: String) throws(AgentError) -> T {

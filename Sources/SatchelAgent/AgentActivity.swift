@@ -15,66 +15,85 @@ public struct DeviceActivity: Sendable {
     @discardableResult
     public func record(_ kind: DeviceEventKind, asset: String? = nil, reason: String? = nil, seconds: Double? = nil,
                        detail: String? = nil) async throws(AgentError) -> Bool {
-        try await AgentActivity.record(agent, kind, asset: asset, reason: reason, seconds: seconds, detail: detail)
+        try await agent.recordActivity(kind, asset: asset, reason: reason, seconds: seconds, detail: detail)
     }
 
     /// The events waiting to be sent.
-    public func pending() async throws(AgentError) -> [DeviceEvent] { try await AgentActivity.outbox(agent).pending(limit: EventOutbox.capacity) }
+    public func pending() async throws(AgentError) -> [DeviceEvent] { try await agent.pendingActivity() }
 
     /// Sends the waiting events to the backplane in batches; answers how many it kept as new. A device not
     /// registered sends nothing.
     @discardableResult
-    public func send() async throws(AgentError) -> Int { try await AgentActivity.send(agent) }
+    public func send() async throws(AgentError) -> Int { try await agent.sendActivity() }
 }
 
-/// The agent's side of event reporting, on its isolation.
-enum AgentActivity {
-    /// The most batches one ``send(_:)`` sends (the outbox's capacity over a batch's size).
+/// The agent's side of event reporting, on its isolation: the outbox the events wait in, opened on first use, once.
+final class AgentActivity {
+    /// The most batches one ``send(through:)`` sends (the outbox's capacity over a batch's size).
     static let batchesPerSend = EventOutbox.capacity / EventRules.batchLimit
+    private let dataDirectory: String
+    private let store: LicenseStore
+    private let reader: any ClockReader
+    private let reporter: AgentReporter
+    /// The events waiting for the backplane (`opening` while it opens).
+    private var outbox: EventOutbox?
+    private var opening: Task<EventOutbox, any Error>?
 
-    static func outbox(_ agent: isolated Agent) async throws(AgentError) -> EventOutbox {
-        if let outbox = agent.outbox { return outbox }
+    init(dataDirectory: String, store: LicenseStore, reader: any ClockReader, reporter: AgentReporter) {
+        self.dataDirectory = dataDirectory
+        self.store = store
+        self.reader = reader
+        self.reporter = reporter
+    }
+
+    /// The outbox, opened now if it is not yet.
+    nonisolated(nonsending) func opened() async throws(AgentError) -> EventOutbox {
+        if let outbox { return outbox }
         // Opened once: callers that come while it opens (the engine's events and a sync record at once) wait for it,
         // rather than migrating the same file side by side (the loser failed, and its event was lost).
-        let opening = agent.outboxOpening ?? Task { [dataDirectory = agent.dataDirectory, logger = agent.logger] in
+        let task = opening ?? Task { [dataDirectory, logger = reporter.logger] in
             try await EventOutbox(dataDirectory: dataDirectory, logger: logger)
         }
-        agent.outboxOpening = opening
+        opening = task
         do {
-            let opened = try await opening.value
-            if agent.outbox == nil { agent.outbox = opened }
-            agent.outboxOpening = nil
-            return opened
+            let made = try await task.value
+            if outbox == nil { outbox = made }
+            opening = nil
+            return made
         } catch {
-            agent.outboxOpening = nil
+            opening = nil
             throw error as? AgentError ?? .storage("the events' outbox: \(error)")
         }
     }
 
-    static func record(_ agent: isolated Agent, _ kind: DeviceEventKind, asset: String?, reason: String?, seconds: Double?,
-                       detail: String?) async throws(AgentError) -> Bool {
-        let disabled = (try? await AgentBackplane.status(agent))?.settings.disabledEvents
-        guard EventRules.records(kind, disabled: disabled) else { return false }
-        let event = DeviceEvent(kind: kind, time: agent.clockReader.read().wall, assetID: asset.map { String($0.prefix(200)) },
-                                reason: reason.map { String($0.prefix(100)) }, seconds: seconds.map { max(0, min($0, 10_000_000)) },
-                                detail: detail.map { String($0.prefix(500)) })
-        return try await outbox(agent).add(event)
+    /// Closes the outbox, if it was opened.
+    nonisolated(nonsending) func close() async {
+        await outbox?.close()
     }
 
-    static func send(_ agent: isolated Agent) async throws(AgentError) -> Int {
-        guard let registration = agent.identity.registration else { return 0 }
-        let outbox = try await outbox(agent)
+    nonisolated(nonsending) func record(_ kind: DeviceEventKind, asset: String? = nil, reason: String? = nil, seconds: Double? = nil,
+                                        detail: String? = nil) async throws(AgentError) -> Bool {
+        let disabled = (try? await store.snapshot())?.state.backplane?.settings.disabledEvents
+        guard EventRules.records(kind, disabled: disabled) else { return false }
+        let event = DeviceEvent(kind: kind, time: reader.read().wall, assetID: asset.map { String($0.prefix(200)) },
+                                reason: reason.map { String($0.prefix(100)) }, seconds: seconds.map { max(0, min($0, 10_000_000)) },
+                                detail: detail.map { String($0.prefix(500)) })
+        return try await opened().add(event)
+    }
+
+    /// Sends the waiting events in batches through `requests`, for `server`; answers how many the backplane kept as new.
+    nonisolated(nonsending) func send(to server: String, through requests: AgentRequests) async throws(AgentError) -> Int {
+        let outbox = try await opened()
         var recorded = 0, sent = 0
-        for _ in 0..<batchesPerSend {
+        for _ in 0..<Self.batchesPerSend {
             let batch = try await outbox.pending(limit: EventRules.batchLimit)
             guard !batch.isEmpty else { break }
-            let answer = try await AgentRequests.signedBody(agent, "/backplane/events", body: batch, server: registration.server,
-                                                            timeout: AgentBackplane.timeout)
+            let answer = try await requests.signedBody("/backplane/events", body: batch, server: server, timeout: AgentBackplane.timeout)
             recorded += try Agent.decode(EventBatchAnswer.self, answer, what: "the events' receipt").recorded
             try await outbox.remove(batch.map(\.eventID))
             sent += batch.count
         }
-        if sent > 0 { agent.report(.notice(.logsSent, detail: "\(sent) event\(sent == 1 ? "" : "s") delivered")) }
+        if sent > 0 { reporter.report(.notice(.logsSent, detail: "\(sent) event\(sent == 1 ? "" : "s") delivered")) }
         return recorded
     }
 }

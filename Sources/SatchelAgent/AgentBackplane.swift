@@ -31,12 +31,12 @@ enum AgentBackplane {
 
     /// One sync: the server's answer, kept (toggle, settings, killed), and the commands due after the last applied.
     static func sync(_ agent: isolated Agent) async throws(AgentError) -> BackplanePull {
-        let server = try agent.identity.registered().server
+        let server = try agent.device.registered().server
         let before = try await status(agent)
-        let data = try await AgentRequests.signedGet(agent, "/backplane/sync?after=\(before.ledger.lastApplied)", server: server, timeout: timeout,
+        let data = try await agent.requests.signedGet("/backplane/sync?after=\(before.ledger.lastApplied)", server: server, timeout: timeout,
                                                     answer: .signed)
         let answer = try Agent.decode(BackplaneSyncAnswer.self, data, what: "the backplane's sync")
-        guard answer.deviceID == (try agent.identity.registered().deviceID) else { throw .invalidAnswer("the sync is for another device") }
+        guard answer.deviceID == (try agent.device.registered().deviceID) else { throw .invalidAnswer("the sync is for another device") }
         let wall = agent.clockReader.read().wall
         let status = try await agent.store.change { (state, _) throws(AgentError) -> (BackplaneStatus, [LicenseStore.RowChange]) in
             var status = state.backplane ?? BackplaneStatus()
@@ -52,9 +52,9 @@ enum AgentBackplane {
 
     /// Acknowledges `command` to the server and records it applied (a command out of order is refused).
     static func acknowledge(_ agent: isolated Agent, _ command: BackplaneCommand) async throws(AgentError) {
-        let server = try agent.identity.registered().server
+        let server = try agent.device.registered().server
         let id = command.id.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-"))) ?? command.id
-        _ = try await AgentRequests.signedPost(agent, "/backplane/commands/\(id)/ack", server: server, token: nil, timeout: timeout) { registration, nonce, time in
+        _ = try await agent.requests.signedPost("/backplane/commands/\(id)/ack", server: server, token: nil, timeout: timeout) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }
         try await record(agent, command)
@@ -80,8 +80,8 @@ enum AgentBackplane {
 
     /// Whether the backplane lets this device download `asset` (a grant is recorded there).
     static func permission(_ agent: isolated Agent, asset: String) async throws(AgentError) -> BackplanePermissionAnswer {
-        let server = try agent.identity.registered().server
-        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/permissions", server: server, token: nil, timeout: timeout,
+        let server = try agent.device.registered().server
+        let (data, _) = try await agent.requests.signedPost("/backplane/permissions", server: server, token: nil, timeout: timeout,
                                                              answer: .signed) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
         }
@@ -95,13 +95,13 @@ enum AgentBackplane {
     static func updateDownloadEnabled(_ agent: isolated Agent, _ wanted: Bool) async throws(AgentError) -> Bool {
         let saved: Bool
         do throws(AgentError) {
-            let server = try agent.identity.registered().server
-            let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/download-enabled", server: server, token: nil, timeout: timeout,
+            let server = try agent.device.registered().server
+            let (data, _) = try await agent.requests.signedPost("/backplane/download-enabled", server: server, token: nil, timeout: timeout,
                                                                  answer: .signed) { registration, nonce, time in
                 DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time, downloadEnabled: wanted)
             }
             let answer = try Agent.decode(DownloadToggleAnswer.self, data, what: "the download toggle")
-            guard answer.deviceID == (try agent.identity.registered().deviceID) else { throw .invalidAnswer("the toggle is for another device") }
+            guard answer.deviceID == (try agent.device.registered().deviceID) else { throw .invalidAnswer("the toggle is for another device") }
             saved = answer.downloadEnabled
             try await agent.store.change { (state, _) throws(AgentError) -> (Void, [LicenseStore.RowChange]) in
                 var status = state.backplane ?? BackplaneStatus()
@@ -110,35 +110,34 @@ enum AgentBackplane {
                 return ((), [])
             }
         } catch {
-            agent.report(.notice(.deviceSaveResult, detail: "downloads not turned \(wanted ? "on" : "off"): \(error.description)"))
+            agent.reporter.report(.notice(.deviceSaveResult, detail: "downloads not turned \(wanted ? "on" : "off"): \(error.description)"))
             throw error
         }
-        agent.report(.notice(.deviceSaveResult, detail: "downloads \(saved ? "on" : "off")"))
+        agent.reporter.report(.notice(.deviceSaveResult, detail: "downloads \(saved ? "on" : "off")"))
         return saved
     }
 
     static func unregister(_ agent: isolated Agent) throws(AgentError) {
-        try agent.identity.forget(dataDirectory: agent.dataDirectory)
-        agent.identity.registration = nil
+        try agent.device.forget()
     }
 
     /// Tells the backplane the device deleted `asset` (its grant is given back).
     static func releasePermission(_ agent: isolated Agent, asset: String) async throws(AgentError) {
-        let server = try agent.identity.registered().server
-        _ = try await AgentRequests.signedPost(agent, "/backplane/permissions/release", server: server, token: nil, timeout: timeout) {
+        let server = try agent.device.registered().server
+        _ = try await agent.requests.signedPost("/backplane/permissions/release", server: server, token: nil, timeout: timeout) {
             registration, nonce, time in DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
         }
     }
 
     /// The stream's request: signed now, with the cursor.
     static func streamRequest(_ agent: isolated Agent) async throws(AgentError) -> HTTPClientRequest {
-        let server = try agent.identity.registered().server
+        let server = try agent.device.registered().server
         let after = try await status(agent).ledger.lastApplied
-        let claims = DeviceRequestClaims(certificate: try agent.identity.registered().certificate, nonce: Hex.encode(SecureRandom.bytes(16)),
-                                         time: try await AgentClock.requestTime(agent, server: server), route: "GET /backplane/stream")
+        let claims = DeviceRequestClaims(certificate: try agent.device.registered().certificate, nonce: Hex.encode(SecureRandom.bytes(16)),
+                                         time: try await agent.clock.requestTime(server: server), route: "GET /backplane/stream")
         let client = try LicenseServerClient(server: server, http: agent.transport.client)
         var request = HTTPClientRequest(url: client.url("/backplane/stream"))
-        request.headers.add(name: AgentRequests.deviceRequestHeader, value: try AgentRequests.sign(agent, claims))
+        request.headers.add(name: AgentRequests.deviceRequestHeader, value: try agent.device.sign(claims))
         request.headers.add(name: "Last-Event-ID", value: String(after))
         request.headers.add(name: "Accept", value: "text/event-stream")
         return request

@@ -8,7 +8,7 @@ enum AgentRegistration {
         let client = try LicenseServerClient(server: server, http: agent.transport.client)
         let keys = try Agent.decode(PublicKeySet.self, try await client.get("/licenses/keys"), what: "the server's key set")
         let answer = try Agent.decode(RegistrationAnswer.self,
-                                      try await client.post("/devices", json: RegistrationRequest(publicKey: PublicKeyJWK(agent.identity.key.publicKey),
+                                      try await client.post("/devices", json: RegistrationRequest(publicKey: PublicKeyJWK(agent.device.key.publicKey),
                                                                                                name: name, externalID: externalID), token: token),
                                       what: "the registration")
         let certificate: DeviceCertificateClaims
@@ -17,17 +17,15 @@ enum AgentRegistration {
         } catch {
             throw .invalidAnswer("the device certificate does not verify: \(error.description)")
         }
-        guard certificate.key.fingerprint == PublicKeyJWK(agent.identity.key.publicKey).fingerprint, certificate.deviceID == answer.deviceID else {
+        guard certificate.key.fingerprint == PublicKeyJWK(agent.device.key.publicKey).fingerprint, certificate.deviceID == answer.deviceID else {
             throw .invalidAnswer("the certificate is not for this device's key")
         }
         let registration = DeviceIdentity.Registration(deviceID: answer.deviceID, certificate: answer.certificate, server: server,
                                                        serverKeys: keys, name: name, externalID: externalID)
-        try agent.identity.save(registration, dataDirectory: agent.dataDirectory)
-        agent.identity.registration = registration
-        agent.identity.tampered = nil  // registered again: the new registration is trusted
+        try agent.device.adopt(registration, trusted: true)  // registered again: the new registration is trusted
         try? await AgentBackplane.enrolled(agent, downloadEnabled: answer.downloadEnabled, notice: answer.notice)  // a store to restore: the next sync says it
-        _ = try? await AgentClock.fetchTime(agent, server: server)
-        agent.logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
+        _ = try? await agent.clock.fetchTime(server: server)
+        agent.reporter.logger.info("device registered", metadata: ["device": .string(answer.deviceID)])
         return answer.deviceID
     }
 }

@@ -13,8 +13,8 @@ enum AgentSlots {
 
     /// Takes a slot to play `asset`, or answers why the backplane refuses one.
     static func acquire(_ agent: isolated Agent, asset: String) async throws(AgentError) -> StreamSlotAnswer {
-        let server = try agent.identity.registered().server
-        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/slots", server: server, token: nil, timeout: timeout,
+        let server = try agent.device.registered().server
+        let (data, _) = try await agent.requests.signedPost("/backplane/slots", server: server, token: nil, timeout: timeout,
                                                            answer: .signed) {
             registration, nonce, time in DeviceRequestClaims(certificate: registration.certificate, assetID: asset, nonce: nonce, time: time)
         }
@@ -26,8 +26,8 @@ enum AgentSlots {
 
     /// Renews the slot `id` for another lease (`AgentError.server` with type `slot-lost` once its lease ended).
     static func renew(_ agent: isolated Agent, slot id: String) async throws(AgentError) -> StreamSlotAnswer {
-        let server = try agent.identity.registered().server
-        let (data, _) = try await AgentRequests.signedPost(agent, "/backplane/slots/\(try path(id))/renew", server: server, token: nil,
+        let server = try agent.device.registered().server
+        let (data, _) = try await agent.requests.signedPost("/backplane/slots/\(try path(id))/renew", server: server, token: nil,
                                                            timeout: timeout, answer: .signed) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }
@@ -38,8 +38,8 @@ enum AgentSlots {
 
     /// Frees the slot `id`.
     static func release(_ agent: isolated Agent, slot id: String) async throws(AgentError) {
-        let server = try agent.identity.registered().server
-        _ = try await AgentRequests.signedPost(agent, "/backplane/slots/\(try path(id))/release", server: server, token: nil,
+        let server = try agent.device.registered().server
+        _ = try await agent.requests.signedPost("/backplane/slots/\(try path(id))/release", server: server, token: nil,
                                                timeout: timeout) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, nonce: nonce, time: time)
         }

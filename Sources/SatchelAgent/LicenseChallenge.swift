@@ -39,12 +39,12 @@ struct PendingChallenge: Codable, Sendable, Equatable {
 enum AgentDelegation {
     static func challenge(_ agent: isolated Agent, asset: String, persistent: Bool, server: String?, customData: String?) async throws(AgentError) -> LicenseChallenge {
         guard !asset.isEmpty, asset.utf8.count <= 200 else { throw .badRequest("an asset ID is 1 to 200 bytes") }
-        let registration = try agent.identity.registered()
+        let registration = try agent.device.registered()
         let server = server ?? registration.server
         let client = try LicenseServerClient(server: server, http: agent.transport.client)
         let route = DeviceRequestClaims.route(method: "POST", path: "/licenses")
-        let issued = try await AgentClock.requestTime(agent, server: server)
-        let (request, nonce) = try await AgentRequests.signedRequest(agent, registration, server: server, route: route) { registration, nonce, time in
+        let issued = try await agent.clock.requestTime(server: server)
+        let (request, nonce) = try await agent.requests.signedRequest(registration, server: server, route: route) { registration, nonce, time in
             DeviceRequestClaims(certificate: registration.certificate, assetID: asset, persistent: persistent ? true : nil, nonce: nonce, time: time,
                                 customData: customData)
         }
@@ -56,7 +56,7 @@ enum AgentDelegation {
             state.challenges = Array(waiting.suffix(PendingChallenge.kept))
             return ((), [])
         }
-        agent.logger.info("license challenge made", metadata: ["asset": .string(asset)])
+        agent.reporter.logger.info("license challenge made", metadata: ["asset": .string(asset)])
         return LicenseChallenge(url: client.url("/licenses"), body: String(decoding: body, as: UTF8.self), assetID: asset, persistent: persistent,
                                 issued: issued)
     }
@@ -80,9 +80,9 @@ enum AgentDelegation {
         }
         guard unverified.assetID == pending.assetID else { throw .invalidAnswer("the license is for another asset than the challenge's") }
         // Verified here: the server's signature, this device, the challenge's nonce, keys that open.
-        let license = try await AgentRequests.install(agent, answer, nonce: pending.nonce, server: pending.server, firstUse: nil)
-        agent.logger.info("license installed", metadata: ["asset": .string(license.assetID), "license": .string(license.licenseID)])
-        _ = try? await AgentActivity.record(agent, .licenseAcquired, asset: license.assetID, reason: license.persistent ? "persistent" : "streaming",
+        let license = try await agent.requests.install(answer, nonce: pending.nonce, server: pending.server, firstUse: nil)
+        agent.reporter.logger.info("license installed", metadata: ["asset": .string(license.assetID), "license": .string(license.licenseID)])
+        _ = try? await agent.activityLog.record(.licenseAcquired, asset: license.assetID, reason: license.persistent ? "persistent" : "streaming",
                                             seconds: nil, detail: nil)
         return license
     }
