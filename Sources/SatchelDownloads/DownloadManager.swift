@@ -225,14 +225,14 @@ public actor DownloadManager {
     public func start(recheckInterval: Duration = .seconds(30)) {
         guard runLoop.background == nil else { return }
         let network = parts.environment.network
-        runLoop.background = Task {
+        runLoop.hold(Task {
             // A change of network wakes the loop: a download held off a metered network resumes when it changes back.
             let watcher = Task { [weak self] in
                 for await _ in network.changes() { await self?.wake() }
             }
             await runContinuously(recheckInterval: recheckInterval)
             watcher.cancel()
-        }
+        })
     }
 
     /// Stops the background loop (the current download stops; its partial files stay).

@@ -12,7 +12,7 @@ final class DownloadRunLoop {
     private let attempt: AttemptSlot
     private let usage: StorageUsage
     /// The background loop, once started (the engine makes it on its own isolation); ``stop()`` ends and awaits it.
-    var background: Task<Void, Never>?
+    private(set) var background: Task<Void, Never>?
     /// True once the engine closes: no pass or attempt starts after.
     private(set) var closed = false
     /// Whether the log has said that the network's type cannot be detected.
@@ -32,6 +32,11 @@ final class DownloadRunLoop {
     }
 
     // MARK: Background
+
+    /// Holds the background loop the engine started.
+    func hold(_ loop: Task<Void, Never>) {
+        background = loop
+    }
 
     /// No pass or attempt starts from now on.
     func close() {
