@@ -145,7 +145,7 @@ public final class ResourceFetcher: ResourceFetching {
         var have = folder.size(part.name) ?? 0
         if let length = resource.range?.length {
             if have > Int64(length) { try part.restart(have: &have, budget: budget, progress: progress) }
-            if have == Int64(length) { return try finish(resource, index: index, part: part, size: have, announced: nil, progress: progress) }
+            if have == Int64(length) { return try part.complete(resource, index: index, size: have, announced: nil, progress: progress) }
         }
         let base = Int64(resource.range?.offset ?? 0)
         var request = HTTPClientRequest(url: resource.url)
@@ -170,7 +170,7 @@ public final class ResourceFetcher: ResourceFetching {
         var announced = response.headers.first(name: "content-length").flatMap { Int64($0) }
         switch status {
         case 206:
-            let contentRange = Self.contentRange(response.headers.first(name: "content-range"))
+            let contentRange = PartFile.contentRange(response.headers.first(name: "content-range"))
             guard let contentRange, contentRange.start == base + have else {
                 throw .invalidContent(url: resource.url, reason: "the origin answered a different range (\(response.headers.first(name: "content-range")?.prefix(64) ?? "none"))")
             }
@@ -188,8 +188,8 @@ public final class ResourceFetcher: ResourceFetching {
             if resource.range != nil { announced = nil }
         case 416 where resource.range == nil && have > 0:
             // The part may already be whole (killed before the rename): the origin says how long the file is.
-            if Self.contentRange(response.headers.first(name: "content-range"))?.total == have {
-                return try finish(resource, index: index, part: part, size: have, announced: nil, progress: progress)
+            if PartFile.contentRange(response.headers.first(name: "content-range"))?.total == have {
+                return try part.complete(resource, index: index, size: have, announced: nil, progress: progress)
             }
             try part.restart(have: &have, budget: budget, progress: progress)
             throw .httpStatus(url: resource.url, status: status)
@@ -209,7 +209,7 @@ public final class ResourceFetcher: ResourceFetching {
             // A fresh part remembers the validator a later resume must match (a strong ETag, else Last-Modified), and
             // the file's total length.
             PartFile.setAttribute(PartFile.validatorAttribute, PartFile.validator(of: response), on: fd)
-            let total = status == 206 ? Self.contentRange(response.headers.first(name: "content-range"))?.total
+            let total = status == 206 ? PartFile.contentRange(response.headers.first(name: "content-range"))?.total
                 : response.headers.first(name: "content-length").flatMap { Int64($0) }
             PartFile.setAttribute(PartFile.lengthAttribute, total.map(String.init), on: fd)
         }
@@ -255,58 +255,7 @@ public final class ResourceFetcher: ResourceFetching {
             try part.restart(have: &have, budget: budget, progress: progress)
             throw .invalidContent(url: resource.url, reason: "an AES-128 key must be 16 bytes")
         }
-        try await Self.sync(fd, path: part.path)  // the bytes are on disk before the name says complete
-        return try finish(resource, index: index, part: part, size: have, announced: announced, budget: budget, progress: progress)
+        try await part.sync(fd)  // the bytes are on disk before the name says complete
+        return try part.complete(resource, index: index, size: have, announced: announced, budget: budget, progress: progress)
     }
-
-    /// `fsync` on NIO's blocking-I/O pool, so the few threads that run tasks keep fetching meanwhile.
-    static func sync(_ fd: Int32, path: String) async throws(DownloadFailure) {
-        let result: Result<Void, DownloadFailure>
-        do {
-            result = try await NIOThreadPool.singleton.runIfActive { () -> Result<Void, DownloadFailure> in
-                do throws(DownloadFailure) { try AssetFolder.sync(fd, path: path) } catch { return .failure(error) }
-                return .success(())
-            }
-        } catch {
-            result = .failure(.fileSystem(path: path, message: "the I/O thread pool is not running"))
-        }
-        try result.get()
-    }
-
-    /// Renames a whole part into place. A part whose size disagrees with what the origin announced for
-    /// this response (Content-Length, or a 206's total) is not whole: short, it stays to be resumed; long,
-    /// it is emptied; either way the attempt fails and is retried ("Final file segment size
-    /// disagrees with server-provided segment size — Retry: Yes"). Only a size the manifest declared
-    /// and the origin contradicts is a warning, and the file completes.
-    private func finish(_ resource: DownloadResource, index: Int, part: PartFile, size: Int64, announced: Int64?,
-                        budget: DownloadBudget? = nil, progress: LiveProgress) throws(DownloadFailure) -> String? {
-        if let announced, announced != size {
-            let url = resource.url
-            guard size < announced else {
-                var have = size
-                if let budget { try part.restart(have: &have, budget: budget, progress: progress) }
-                throw .invalidContent(url: url, reason: "\(size) bytes received where the origin announced \(announced)")
-            }
-            throw .network(url: url, message: "the response ended after \(size) of the \(announced) bytes the origin announced")
-        }
-        try part.folder.rename(part.name, to: part.final)
-        progress.markComplete(index)
-        if let declared = resource.expectedSize, Int64(declared) != size {
-            return "\(DownloadFailure.redacted(resource.url)): \(size) bytes on disk, \(declared) declared by the manifest; kept"
-        }
-        return nil
-    }
-
-    /// A partial file, `<name>.part` in its folder.
-    /// `bytes a-b/total` (or `bytes */total`).
-    static func contentRange(_ header: String?) -> (start: Int64?, total: Int64?)? {
-        guard let header, header.lowercased().hasPrefix("bytes ") else { return nil }
-        let value = header.dropFirst(6)
-        let parts = value.split(separator: "/", maxSplits: 1)
-        guard parts.count == 2 else { return nil }
-        let start = parts[0] == "*" ? nil : parts[0].split(separator: "-").first.flatMap { Int64($0) }
-        return (start, Int64(parts[1]))
-    }
-
 }
-

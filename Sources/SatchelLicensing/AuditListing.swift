@@ -8,6 +8,26 @@ enum AuditListing {
     /// or a read of the rows before it. A time makes a round trip through `Date` and the database only to within a
     /// rounding (SQLite keeps seconds since 1970, `Date` seconds since 2001), so the page is read from just above the
     /// cursor's time and the rows at or before the cursor are dropped here, comparing the values as read.
+    /// The newest `limit` issued licenses that pass `filter`, once `audit` has written what it holds.
+    static func newest(_ filter: AuditFilter, limit: Int, of audit: AuditLog, on database: any Database) async throws(LicensingError) -> [IssuedLicense] {
+        do {
+            try await audit.flush()
+            return try await query(filter, on: database).sort(\.$issuedAt, .descending).limit(max(limit, 0)).all().map(issued)
+        } catch {
+            throw .storage("cannot read the audit log")
+        }
+    }
+
+    /// The newest 1,000 Sync SPC reports, once `audit` has written what it holds.
+    static func syncReports(of audit: AuditLog, on database: any Database) async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
+        do {
+            try await audit.flush()
+            return try await SyncModel.query(on: database).sort(\.$receivedAt, .descending).limit(1000).all().map { ($0.contentID, $0.durationToExpiry, $0.subject) }
+        } catch {
+            throw .storage("cannot read sync reports")
+        }
+    }
+
     static func page(_ filter: AuditFilter, _ page: ListingRequest, on database: any Database) async throws(LicensingError) -> ListingPage<IssuedLicense> {
         var cursor: (time: Date, id: String)?
         if let key = page.afterKey {

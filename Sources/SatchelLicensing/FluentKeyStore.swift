@@ -285,12 +285,7 @@ public struct FluentKeyStore: KeyStore {
 
     /// Issued licenses that pass `filter`, newest first (audit).
     public func licenses(matching filter: AuditFilter, limit: Int) async throws(LicensingError) -> [IssuedLicense] {
-        do {
-            try await audit.flush()
-            return try await AuditListing.query(filter, on: database).sort(\.$issuedAt, .descending).limit(max(limit, 0)).all().map(AuditListing.issued)
-        } catch {
-            throw .storage("cannot read the audit log")
-        }
+        try await AuditListing.newest(filter, limit: limit, of: audit, on: database)
     }
 
     /// A page of the audit that passes `filter`, newest first: keyset on the time issued and the record, through the
@@ -302,12 +297,7 @@ public struct FluentKeyStore: KeyStore {
 
     /// Sync reports received.
     public func syncReports() async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
-        do {
-            try await audit.flush()
-            return try await SyncModel.query(on: database).sort(\.$receivedAt, .descending).limit(1000).all().map { ($0.contentID, $0.durationToExpiry, $0.subject) }
-        } catch {
-            throw .storage("cannot read sync reports")
-        }
+        try await AuditListing.syncReports(of: audit, on: database)
     }
 }
 

@@ -26,7 +26,7 @@ import Testing
         var request = HTTPClientRequest(url: url)
         request.method = isHead ? .HEAD : .GET
         if let range { request.headers.add(name: "Range", value: range) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         _ = try await response.body.collect(upTo: 16 << 20)
         var headers = ["status": String(response.status.code)]
         for name in ["content-type", "content-length", "content-range", "accept-ranges", "transfer-encoding"] {

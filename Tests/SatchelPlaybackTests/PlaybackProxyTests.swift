@@ -85,7 +85,7 @@ import Testing
     static func get(_ url: String, range: String? = nil) async throws -> (status: Int, body: [UInt8], headers: [String: String]) {
         var request = HTTPClientRequest(url: url)
         if let range { request.headers.add(name: "Range", value: range) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let body = try await response.body.collect(upTo: 8 << 20)
         var headers: [String: String] = [:]
         for header in response.headers { headers[header.name.lowercased()] = header.value }
