@@ -28,6 +28,7 @@ struct FuzzTests {
         let ksm = try Fixture().ksm()
         var random = SplitMix64(seed: 1)
         for index in 0..<3000 {
+            if index % 25 == 0 { await Task.yield() }  // bounded steps: the task pool's other work runs between them
             let length = index < 400 ? index : Int.random(in: 0...4000, using: &random)
             var bytes = random.bytes(length)
             if index % 2 == 0 && bytes.count >= 8 { bytes.replaceSubrange(0..<8, with: [0, 0, 0, 1, 0, 0, 0, 0]) }
@@ -47,6 +48,7 @@ struct FuzzTests {
         var random = SplitMix64(seed: 2)
         var outcomes: [Outcome: Int] = [:]
         for index in 0..<4000 {
+            if index % 25 == 0 { await Task.yield() }  // bounded steps: the task pool's other work runs between them
             var bytes = seeds[index % seeds.count]
             switch index % 5 {
             case 0:  // flip bits anywhere
@@ -79,6 +81,7 @@ struct FuzzTests {
         var outcomes: [Outcome: Int] = [:]
         var codes: Set<String> = []
         for index in 0..<3000 {
+            if index % 25 == 0 { await Task.yield() }  // bounded steps: the task pool's other work runs between them
             // Start from a well-formed payload, then break it structurally.
             let (good, _) = try fixture.simulator.makeSPC(.init(
                 assetID: random.bytes(Int.random(in: 2...20, using: &random)),
@@ -133,6 +136,7 @@ struct FuzzTests {
         let ckc = try await fixture.ksm().process(spc) { _ in try Fixture.policy() }.ckc
         var random = SplitMix64(seed: 4)
         for index in 0..<3000 {
+            if index % 25 == 0 { await Task.yield() }  // bounded steps: the task pool's other work runs between them
             var bytes = index % 3 == 0 ? random.bytes(Int.random(in: 0...600, using: &random)) : ckc
             if index % 3 == 1 {
                 let position = Int.random(in: 0..<bytes.count, using: &random)

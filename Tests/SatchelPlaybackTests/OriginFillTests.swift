@@ -45,6 +45,13 @@ import Testing
         return (proxy, folder, origin, clear, Array(stored))
     }
 
+    /// Waits (up to 10 s) for the proxy to have kept `file`: it keeps a file once it has sent the file's last byte,
+    /// which a client that has the length may read before then.
+    static func waitUntilKept(_ file: URL) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !FileManager.default.fileExists(atPath: file.path), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+    }
+
     static func events(_ proxy: PlaybackProxy) async -> [PlaybackEvent] {
         await proxy.stop()
         var events: [PlaybackEvent] = []
@@ -61,6 +68,7 @@ import Testing
             let base = String(url.dropLast("index.m3u8".count))
             let answer = try await PlaybackProxyTests.get(base + "s0.ts")
             #expect(answer.status == 200 && answer.body == (mode == .decrypt ? clear[0] : stored), "\(mode)")
+            try await Self.waitUntilKept(folder.appendingPathComponent("s0.ts"))
             let kept = try await TestMedia.contents(of: folder.appendingPathComponent("s0.ts"))
             #expect(Array(kept) == stored, "\(mode): the store holds the file as the origin sent it")
             let again = try await PlaybackProxyTests.get(base + "s0.ts")
@@ -83,12 +91,13 @@ import Testing
             let lines = Locked<[String]>([])
             var logger = Logger(label: "satchel.playback") { _ in CapturingHandler(lines: lines) }
             logger.logLevel = .debug
-            let (proxy, _, origin, _, stored) = try await Self.partlyCached(mode: mode, logger: logger)
+            let (proxy, folder, origin, _, stored) = try await Self.partlyCached(mode: mode, logger: logger)
             defer { origin.stop() }
             let url = try await proxy.open(asset: "a")
             let base = String(url.dropLast("index.m3u8".count))
             let token = try #require(url.split(separator: "/").dropLast().last.map(String.init))
             #expect(try await PlaybackProxyTests.get(base + "s0.ts").status == 200)
+            try await Self.waitUntilKept(folder.appendingPathComponent("s0.ts"))
             #expect(try await PlaybackProxyTests.get(base + "s0.ts").status == 200)
             await proxy.stop()
             let served = lines.current.filter { $0.hasPrefix("served ") && $0.contains("path=s0.ts") }
