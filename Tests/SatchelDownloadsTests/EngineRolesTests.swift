@@ -100,7 +100,7 @@ struct EngineRolesTests {
         #expect(world.usage.current >= scanned + 500, "scanned again: \(world.usage.current)")
         world.usage.rules = DownloadRules(maxStorageAllowed: 10, headroom: 0)
         #expect(world.usage.rulesInForce.current.maxStorageAllowed == 10)
-        await #expect(throws: DownloadFailure.self) { try world.usage.budget().reserve(1) }
+        #expect(throws: DownloadFailure.self) { try world.usage.budget().reserve(1) }
         await world.close()
     }
 
