@@ -29,6 +29,8 @@ struct ScaleBenchmark {
     let concurrency = 8
     /// Scales every seeded size (1: the operator's sizes above).
     let factor: Double
+    /// The operations timed, by name (nil: every one).
+    var only: Set<String>? = nil
 
     func run() async throws {
         print("== scale: requests on a small store beside a store at an operator's size (p50 / p99 ms, \(concurrency) callers, \(operations) operations each) ==")
@@ -60,7 +62,7 @@ struct ScaleBenchmark {
                 throw error
             }
             do {
-                for ((name, first), (_, second)) in zip(stores[0].world.operations(), stores[1].world.operations()) {
+                for ((name, first), (_, second)) in zip(stores[0].world.operations(), stores[1].world.operations()) where only?.contains(name) ?? true {
                     var rounds: [[(p50: Double, p99: Double)]] = [[], []]
                     for round in 0..<Self.rounds {
                         for (index, operation) in [first, second].enumerated() {
@@ -80,6 +82,9 @@ struct ScaleBenchmark {
             // PostgreSQL: one database, so one store after the other.
             small = try await measure(url: url, sizes: .small)
             big = try await measure(url: url, sizes: large)
+        }
+        if let only, small.figures.count < only.count {
+            print("  (--only names \(only.count) operations, \(small.figures.count) of them timed: a name must be written as the table prints it)")
         }
         print("\(kind): small store \(Sizes.small.assets) assets, \(Sizes.small.users) users, \(Sizes.small.devices) devices; large store \(large.assets) assets, "
               + "\(large.users) users, \(large.devices) devices, \(large.audit) audit records, \(large.events) events")
@@ -159,7 +164,7 @@ struct ScaleBenchmark {
         let store = try await Seeded(url: url, sizes: sizes)
         var result = Result(notes: store.notes)
         do {
-            for (name, operation) in store.world.operations() {
+            for (name, operation) in store.world.operations() where only?.contains(name) ?? true {
                 result.figures.append((name, try await time(operation, cold: ScaleWorld.cold.contains(name))))
             }
         } catch {

@@ -12,7 +12,7 @@ import SatchelSystem
 // `backplane` and `events` run two PostgreSQL nodes too when SATCHEL_BENCH_DATABASE_URL names a database they may empty.
 // `downloads` also runs the emulated-link suite (root: a network namespace); `link [--rounds N]` runs that alone.
 // The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
-// `scale [--factor F] [--operations N]` (not in the default run) times every device and player request and the operator listings on a small
+// `scale [--factor F] [--operations N] [--only NAME,…]` (not in the default run) times every device and player request and the operator listings on a small
 // store beside one seeded at an operator's size (SQLite; PostgreSQL too with SATCHEL_BENCH_DATABASE_URL); --factor scales the seeded sizes.
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
 
@@ -35,7 +35,11 @@ func value(_ name: String) -> String? {
     arguments.firstIndex(of: name).flatMap { arguments.index(after: $0) < arguments.endIndex ? arguments[arguments.index(after: $0)] : nil }
 }
 let seconds = value("--seconds").flatMap(Double.init) ?? 3
-let suites = arguments.filter { !$0.hasPrefix("--") && Double($0) == nil && $0 != value("--target") }
+// Options that take a value (which is no suite's name).
+let valued: Set<String> = ["--seconds", "--megabytes", "--operations", "--factor", "--seed", "--target", "--only", "--inputs", "--rounds"]
+let suites = arguments.indices.filter { index in
+    !arguments[index].hasPrefix("--") && Double(arguments[index]) == nil && (index == arguments.startIndex || !valued.contains(arguments[arguments.index(before: index)]))
+}.map { arguments[$0] }
 let knownSuites: Set<String> = ["fairplay", "packaging", "server", "playback", "downloads", "link", "fuzz", "backplane", "events", "files", "scale"]
 if arguments.contains("--help") || arguments.contains("-h") || !suites.allSatisfy(knownSuites.contains) {
     // An unknown name would otherwise fall through to the default run of every suite (tens of minutes).
@@ -56,7 +60,8 @@ if suites == ["fuzz"] {  // not part of the default run
 
 if suites.contains("scale") {  // not part of the default run: it seeds millions of rows
     do {
-        try await ScaleBenchmark(operations: value("--operations").flatMap(Int.init) ?? 2_000, factor: value("--factor").flatMap(Double.init) ?? 1).run()
+        try await ScaleBenchmark(operations: value("--operations").flatMap(Int.init) ?? 2_000, factor: value("--factor").flatMap(Double.init) ?? 1,
+                             only: value("--only").map { Set($0.split(separator: ",").map(String.init)) }).run()
     } catch {
         FileHandle.standardError.write(Data("scale benchmark failed: \(error)\n".utf8))
         exit(1)
