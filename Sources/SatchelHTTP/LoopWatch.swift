@@ -20,8 +20,9 @@ extension StallWatchdog {
     /// every thread's line (`satchel serve --stall-report MS`).
     package static func logging(limit: Duration, to logger: Logger) -> StallWatchdog {
         let watchdog = StallWatchdog { stall in
-            logger.warning("a stall: the \(stall.source) did not run for \(stall.milliseconds) ms",
-                           metadata: ["threads": .array(stall.threads.map { .string($0.line) })])
+            var metadata: Logger.Metadata = ["threads": .array(stall.threads.map { .string($0.line) })]
+            if let cause = stall.cause { metadata["cause"] = .string(cause.rawValue) }
+            logger.warning("a stall: the \(stall.source) did not run for \(stall.milliseconds) ms", metadata: metadata)
         }
         watchdog.watch(limit: limit)
         watchdog.watchTaskPool(limit: limit)

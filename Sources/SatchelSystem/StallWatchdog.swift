@@ -21,13 +21,27 @@ package final class StallWatchdog: @unchecked Sendable {
         package var since: Double
         /// The threads while it was stalled.
         package var threads: [ThreadSnapshot]
+        /// Why, from the scheduler's times of the heartbeat's own threads from the moment the stall was found to its
+        /// end (nil where `/proc` does not say).
+        package var cause: StallCause?
+        /// Over that time (``measuredMilliseconds``), what one of those threads did on average: ran on a CPU, waited
+        /// for one while runnable (the rest it slept).
+        package var ranMilliseconds: Int?
+        package var waitedMilliseconds: Int?
+        package var measuredMilliseconds: Int?
     }
 
     /// A heartbeat: call ``beat()`` from the context it watches.
     package final class Heartbeat: @unchecked Sendable {
         let name: String
         let limitNanoseconds: UInt64
-        private let last = Locked<UInt64>(StallWatchdog.now())
+        private struct State {
+            var last = StallWatchdog.now()
+            /// The kernel's IDs of the threads it has beaten from, by their `pthread_t` (at most ``maximumThreads``).
+            var threads: [UInt: Int32] = [:]
+        }
+        private let state = Locked(State())
+        static let maximumThreads = 64
 
         init(name: String, limit: Duration) {
             self.name = name
@@ -36,11 +50,26 @@ package final class StallWatchdog: @unchecked Sendable {
 
         /// The watched context is alive now.
         package func beat() {
-            let now = StallWatchdog.now()
-            last.withLock { $0 = now }
+            let now = StallWatchdog.now(), thread = Self.currentThread()
+            let known = state.withLock { state in
+                state.last = now
+                return state.threads[thread] != nil || state.threads.count >= Self.maximumThreads
+            }
+            // Once per thread: its kernel ID, for the scheduler's times of it.
+            if !known, let id = SchedulerTime.currentThread() { state.withLock { $0.threads[thread] = id } }
         }
 
-        var lastBeat: UInt64 { last.current }
+        var lastBeat: UInt64 { state.current.last }
+        /// The kernel's IDs of the threads it has beaten from.
+        var threadIDs: [Int32] { Array(state.current.threads.values) }
+
+        private static func currentThread() -> UInt {
+            #if canImport(Darwin)
+            UInt(bitPattern: pthread_self())
+            #else
+            UInt(pthread_self())
+            #endif
+        }
     }
 
     /// How often heartbeats are expected to beat.
@@ -90,6 +119,9 @@ package final class StallWatchdog: @unchecked Sendable {
         var wall: Double
         var worst: UInt64
         var threads: [ThreadSnapshot]
+        /// When it was found, and its heartbeat's threads' scheduler times then.
+        var found: UInt64
+        var schedule: [Int32: SchedulerTime]
     }
 
     private func sample() {
@@ -106,7 +138,9 @@ package final class StallWatchdog: @unchecked Sendable {
                     // It beat again: the stall lasted from its last beat before to the next one.
                     open[key] = nil
                     let length = max(stall.worst, last > stall.since ? last - stall.since : 0)
-                    report(Stall(source: heartbeat.name, milliseconds: Int(length / 1_000_000), since: stall.wall, threads: stall.threads))
+                    var found = Stall(source: heartbeat.name, milliseconds: Int(length / 1_000_000), since: stall.wall, threads: stall.threads)
+                    Self.account(&found, from: stall, now: now)
+                    report(found)
                 }
                 guard late else { continue }
                 if var stall = open[key] {
@@ -114,10 +148,29 @@ package final class StallWatchdog: @unchecked Sendable {
                     open[key] = stall
                 } else {
                     let wall = Date().timeIntervalSince1970 - Double(age) / 1e9
-                    open[key] = Open(since: last, wall: wall, worst: age, threads: ThreadSnapshot.all())
+                    let schedule = heartbeat.threadIDs.compactMap { id in SchedulerTime.of(thread: id).map { (id, $0) } }
+                    open[key] = Open(since: last, wall: wall, worst: age, threads: ThreadSnapshot.all(), found: now,
+                                     schedule: Dictionary(schedule, uniquingKeysWith: { first, _ in first }))
                 }
             }
         }
+    }
+
+    /// Sets the stall's cause from its heartbeat's threads' scheduler times between when it was found and `now`.
+    private static func account(_ stall: inout Stall, from open: Open, now: UInt64) {
+        var (running, runnable, threads) = (UInt64(0), UInt64(0), 0)
+        for (id, before) in open.schedule {
+            guard let after = SchedulerTime.of(thread: id), after.running >= before.running, after.runnable >= before.runnable else { continue }
+            running += after.running - before.running
+            runnable += after.runnable - before.runnable
+            threads += 1
+        }
+        let window = now > open.found ? now - open.found : 0
+        guard threads > 0, window > 0 else { return }
+        stall.cause = StallCause.of(running: running, runnable: runnable, threads: threads, window: window)
+        stall.ranMilliseconds = Int(running / UInt64(threads) / 1_000_000)
+        stall.waitedMilliseconds = Int(runnable / UInt64(threads) / 1_000_000)
+        stall.measuredMilliseconds = Int(window / 1_000_000)
     }
 
     /// The monotonic clock, in nanoseconds.

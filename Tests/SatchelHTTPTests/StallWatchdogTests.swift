@@ -34,6 +34,50 @@ struct StallWatchdogTests {
         let thread = stall.threads.first { $0.name == String(blocked.prefix(15)) }
         #expect(thread.map { ["nanosleep", "clock_nanosleep"].contains($0.syscall ?? "") && $0.state == "S" } == true,
                 "\(stall.threads.map(\.line).joined(separator: "\n"))")
+        #expect(stall.cause == .blocked, "asleep in a call: \(String(describing: stall.cause)), ran \(stall.ranMilliseconds ?? -1) ms, waited \(stall.waitedMilliseconds ?? -1) ms")
         #endif
+    }
+
+    @Test("a loop that computes for 400 ms is a busy stall: its thread ran most of the time it was late")
+    func busyLoop() async throws {
+        let stall = try await Self.stall { loop in
+            _ = try await loop.submit { () -> Int in
+                let clock = ContinuousClock(), end = clock.now + .milliseconds(400)
+                var spins = 0
+                while clock.now < end { spins &+= 1 }
+                return spins
+            }.get()
+        }
+        #if os(Linux)
+        #expect(stall?.cause == .busy, "\(String(describing: stall?.cause)): ran \(stall?.ranMilliseconds ?? -1) ms, waited \(stall?.waitedMilliseconds ?? -1) ms of \(stall?.measuredMilliseconds ?? -1)")
+        #endif
+    }
+
+    // A starved thread is not made on purpose here: Linux runs even a SCHED_IDLE thread a little every scheduling
+    // period, so a real starvation needs the tens of runnable threads a loaded machine has. The rule is tested alone.
+    @Test("the cause is whichever took most of a late thread's time: waiting for a CPU, running, or sleeping")
+    func causes() {
+        let ms: UInt64 = 1_000_000
+        #expect(StallCause.of(running: 10 * ms, runnable: 250 * ms, threads: 1, window: 300 * ms) == .starved)
+        #expect(StallCause.of(running: 280 * ms, runnable: 10 * ms, threads: 1, window: 300 * ms) == .busy)
+        #expect(StallCause.of(running: 5 * ms, runnable: 5 * ms, threads: 1, window: 300 * ms) == .blocked)
+        // The task pool's two threads: one ran, one waited for a CPU, both most of the time; the average says starved.
+        #expect(StallCause.of(running: 250 * ms, runnable: 290 * ms, threads: 2, window: 300 * ms) == .starved)
+    }
+
+    /// The one stall of a loop of a group of its own (watched past 100 ms) that `act` causes, once the loop has beaten a while.
+    static func stall(_ act: (any EventLoop) async throws -> Void) async throws -> StallWatchdog.Stall? {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let stalls = Locked<[StallWatchdog.Stall]>([])
+        let watchdog = StallWatchdog { stall in stalls.withLock { $0.append(stall) } }
+        watchdog.watch(group, limit: .milliseconds(100))
+        try await Task.sleep(for: .milliseconds(200))
+        try await act(group.next())
+        for _ in 0..<250 where stalls.current.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(100))
+        watchdog.stop()
+        try await group.shutdownGracefully()
+        #expect(stalls.current.count >= 1, "no stall was reported")
+        return stalls.current.max { $0.milliseconds < $1.milliseconds }
     }
 }

@@ -1,0 +1,55 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// How long a thread has run on a CPU, and waited for one while runnable, since it started: Linux's
+/// `/proc/self/task/ID/schedstat` (nanoseconds). What tells a thread the machine starved from one that ran too long or
+/// slept in a call.
+package struct SchedulerTime: Codable, Sendable, Equatable {
+    /// Nanoseconds on a CPU.
+    package var running: UInt64
+    /// Nanoseconds runnable, waiting for a CPU.
+    package var runnable: UInt64
+
+    package init(running: UInt64, runnable: UInt64) {
+        (self.running, self.runnable) = (running, runnable)
+    }
+
+    /// The thread `id`'s times, nil where `/proc` does not say (macOS, or the thread has ended).
+    package static func of(thread id: Int32) -> SchedulerTime? {
+        guard let data = FileManager.default.contents(atPath: "/proc/self/task/\(id)/schedstat") else { return nil }
+        let fields = String(decoding: data, as: UTF8.self).split(separator: " ").prefix(2).compactMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        guard fields.count == 2 else { return nil }
+        return SchedulerTime(running: fields[0], runnable: fields[1])
+    }
+
+    /// The kernel's ID of the calling thread (`/proc/thread-self` names it), nil where there is none.
+    package static func currentThread() -> Int32? {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") else { return nil }
+        return target.split(separator: "/").last.flatMap { Int32($0) }
+    }
+}
+
+/// Why a stall happened, from the scheduler's times of the threads that were late over the stall.
+package enum StallCause: String, Codable, Sendable, Equatable {
+    /// The threads were runnable and waited for a CPU most of the time: the machine was busy (other processes, or more
+    /// runnable threads of this one than it has cores).
+    case starved
+    /// The threads ran most of the time: work too long for the context it ran in.
+    case busy
+    /// The threads neither ran nor waited for a CPU most of the time: they slept in a system call or on a lock.
+    case blocked
+
+    /// The cause of a stall measured over `window` nanoseconds, during which `threads` threads ran `running`
+    /// nanoseconds and waited for a CPU `runnable` nanoseconds in all: whichever of the three took most of a thread's time.
+    package static func of(running: UInt64, runnable: UInt64, threads: Int, window: UInt64) -> StallCause {
+        let count = UInt64(max(threads, 1))
+        let (ran, waited) = (running / count, runnable / count)
+        let slept = window > ran + waited ? window - ran - waited : 0
+        if waited >= ran, waited >= slept { return .starved }
+        return ran >= slept ? .busy : .blocked
+    }
+}
