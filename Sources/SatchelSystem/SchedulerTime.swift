@@ -35,21 +35,23 @@ package struct SchedulerTime: Codable, Sendable, Equatable {
 
 /// Why a stall happened, from the scheduler's times of the threads that were late over the stall.
 package enum StallCause: String, Codable, Sendable, Equatable {
-    /// The threads were runnable and waited for a CPU most of the time: the machine was busy (other processes, or more
-    /// runnable threads of this one than it has cores).
+    /// The threads were runnable and waited for a CPU longer than they slept, and ran less than the limit: the machine
+    /// was busy (other processes, or more runnable threads of this one than it has cores).
     case starved
-    /// The threads ran most of the time: work too long for the context it ran in.
+    /// The threads ran past the heartbeat's limit on their own: work too long for the context it ran in (however much
+    /// the machine also kept them waiting).
     case busy
     /// The threads neither ran nor waited for a CPU most of the time: they slept in a system call or on a lock.
     case blocked
 
     /// The cause of a stall measured over `window` nanoseconds, during which `threads` threads ran `running`
-    /// nanoseconds and waited for a CPU `runnable` nanoseconds in all: whichever of the three took most of a thread's time.
-    package static func of(running: UInt64, runnable: UInt64, threads: Int, window: UInt64) -> StallCause {
+    /// nanoseconds and waited for a CPU `runnable` nanoseconds in all: busy when a thread ran `limit` or more (its
+    /// own work would have stalled it), else starved or blocked by whichever of waiting and sleeping took longer.
+    package static func of(running: UInt64, runnable: UInt64, threads: Int, window: UInt64, limit: UInt64) -> StallCause {
         let count = UInt64(max(threads, 1))
         let (ran, waited) = (running / count, runnable / count)
+        if ran >= limit { return .busy }
         let slept = window > ran + waited ? window - ran - waited : 0
-        if waited >= ran, waited >= slept { return .starved }
-        return ran >= slept ? .busy : .blocked
+        return waited >= slept ? .starved : .blocked
     }
 }

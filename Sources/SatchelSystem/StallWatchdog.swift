@@ -139,7 +139,7 @@ package final class StallWatchdog: @unchecked Sendable {
                     open[key] = nil
                     let length = max(stall.worst, last > stall.since ? last - stall.since : 0)
                     var found = Stall(source: heartbeat.name, milliseconds: Int(length / 1_000_000), since: stall.wall, threads: stall.threads)
-                    Self.account(&found, from: stall, now: now)
+                    Self.account(&found, from: stall, now: now, limit: heartbeat.limitNanoseconds)
                     report(found)
                 }
                 guard late else { continue }
@@ -157,7 +157,7 @@ package final class StallWatchdog: @unchecked Sendable {
     }
 
     /// Sets the stall's cause from its heartbeat's threads' scheduler times between when it was found and `now`.
-    private static func account(_ stall: inout Stall, from open: Open, now: UInt64) {
+    private static func account(_ stall: inout Stall, from open: Open, now: UInt64, limit: UInt64) {
         var (running, runnable, threads) = (UInt64(0), UInt64(0), 0)
         for (id, before) in open.schedule {
             guard let after = SchedulerTime.of(thread: id), after.running >= before.running, after.runnable >= before.runnable else { continue }
@@ -167,7 +167,7 @@ package final class StallWatchdog: @unchecked Sendable {
         }
         let window = now > open.found ? now - open.found : 0
         guard threads > 0, window > 0 else { return }
-        stall.cause = StallCause.of(running: running, runnable: runnable, threads: threads, window: window)
+        stall.cause = StallCause.of(running: running, runnable: runnable, threads: threads, window: window, limit: limit)
         stall.ranMilliseconds = Int(running / UInt64(threads) / 1_000_000)
         stall.waitedMilliseconds = Int(runnable / UInt64(threads) / 1_000_000)
         stall.measuredMilliseconds = Int(window / 1_000_000)

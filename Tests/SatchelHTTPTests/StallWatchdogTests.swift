@@ -38,13 +38,20 @@ struct StallWatchdogTests {
         #endif
     }
 
-    @Test("a loop that computes for 400 ms is a busy stall: its thread ran most of the time it was late")
+    @Test("a loop that computes for 400 ms of its thread's CPU time is a busy stall: its thread ran past the limit while it was late, even on a loaded machine")
     func busyLoop() async throws {
         let stall = try await Self.stall { loop in
             _ = try await loop.submit { () -> Int in
-                let clock = ContinuousClock(), end = clock.now + .milliseconds(400)
+                // CPU time, not the wall's: on a loaded machine the thread also waits for a CPU meanwhile.
+                func used() -> Int64 {
+                    var time = timespec()
+                    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+                    return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+                }
+                let (start, clock) = (used(), ContinuousClock())
+                let deadline = clock.now + .seconds(10)
                 var spins = 0
-                while clock.now < end { spins &+= 1 }
+                while used() - start < 400_000_000, clock.now < deadline { spins &+= 1 }
                 return spins
             }.get()
         }
@@ -55,14 +62,18 @@ struct StallWatchdogTests {
 
     // A starved thread is not made on purpose here: Linux runs even a SCHED_IDLE thread a little every scheduling
     // period, so a real starvation needs the tens of runnable threads a loaded machine has. The rule is tested alone.
-    @Test("the cause is whichever took most of a late thread's time: waiting for a CPU, running, or sleeping")
+    @Test("the cause: busy when a late thread ran past the limit, else starved or blocked by whichever of waiting for a CPU and sleeping took longer")
     func causes() {
         let ms: UInt64 = 1_000_000
-        #expect(StallCause.of(running: 10 * ms, runnable: 250 * ms, threads: 1, window: 300 * ms) == .starved)
-        #expect(StallCause.of(running: 280 * ms, runnable: 10 * ms, threads: 1, window: 300 * ms) == .busy)
-        #expect(StallCause.of(running: 5 * ms, runnable: 5 * ms, threads: 1, window: 300 * ms) == .blocked)
-        // The task pool's two threads: one ran, one waited for a CPU, both most of the time; the average says starved.
-        #expect(StallCause.of(running: 250 * ms, runnable: 290 * ms, threads: 2, window: 300 * ms) == .starved)
+        let limit = 100 * ms
+        #expect(StallCause.of(running: 10 * ms, runnable: 250 * ms, threads: 1, window: 300 * ms, limit: limit) == .starved)
+        #expect(StallCause.of(running: 280 * ms, runnable: 10 * ms, threads: 1, window: 300 * ms, limit: limit) == .busy)
+        // Ran past the limit while the machine also kept it waiting longer: its own work would have stalled it.
+        #expect(StallCause.of(running: 120 * ms, runnable: 170 * ms, threads: 1, window: 300 * ms, limit: limit) == .busy)
+        #expect(StallCause.of(running: 5 * ms, runnable: 5 * ms, threads: 1, window: 300 * ms, limit: limit) == .blocked)
+        #expect(StallCause.of(running: 5 * ms, runnable: 100 * ms, threads: 1, window: 300 * ms, limit: limit) == .blocked)
+        // The task pool's two threads: 170 ms run in all (85 each, under the limit), 400 ms waited (200 each): starved.
+        #expect(StallCause.of(running: 170 * ms, runnable: 400 * ms, threads: 2, window: 300 * ms, limit: limit) == .starved)
     }
 
     /// The one stall of a loop of a group of its own (watched past 100 ms) that `act` causes, once the loop has beaten a while.
