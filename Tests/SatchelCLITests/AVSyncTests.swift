@@ -54,7 +54,7 @@ import Testing
         // Smooth Streaming has no edit lists: its fragments' times carry the offset (GStreamer's mssdemux, a second player).
         let gstreamer = try await TestMedia.offloaded { try Self.gstreamerFirstTimestamps(origin.url("smooth/Manifest")) }
         Self.expectSync("Smooth in GStreamer", gstreamer, source, absolute: false)
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded { () throws -> Void in
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
         }

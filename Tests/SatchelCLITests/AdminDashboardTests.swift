@@ -11,13 +11,13 @@ import Testing
     /// A server with the agent tests' three assets, a registered device "laptop" holding a persistent license of
     /// "movie" and one of "clip", and a Clear Key license of "online"; the dashboard signs in with ``operatorKey``.
     static func world() async throws -> (server: AgentCommandTests.Server, device: String) {
-        let server = try AgentCommandTests.Server("admin")
+        let server = try await AgentCommandTests.Server("admin")
         let keyFile = server.directory.appendingPathComponent("operator.key")
         try Self.operatorKey.write(to: keyFile, atomically: true, encoding: .utf8)
         server.serveArguments = ["--operator-key-file", keyFile.path]
         try await server.start()
         let device = server.directory.appendingPathComponent("device").path
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded {
             let registered = try AgentCommandTests.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device, "--name", "laptop"])
             #expect(registered.status == 0, "\(registered.stderr)")
@@ -94,7 +94,7 @@ import Testing
             try await browser.execute("document.querySelector('tr[data-device] button.danger').click()")
             _ = try await browser.wait(10, until: "return document.querySelector('tr[data-device] .tag.bad') !== null")
             try await browser.screenshot("admin-devices-disabled")
-            let token = try server.token()
+            let token = try await server.token()
             let refused = try await TestMedia.offloaded {
                 try AgentCommandTests.satchel(["license", "acquire", "clip", "--server", server.url, "--token", token, "--data-dir", device])
             }
@@ -113,7 +113,7 @@ import Testing
             try await browser.screenshot("admin-events")
 
             // 100 more licenses: the audit is paged (100 a page, newest first), the older ones a link away, the filter kept.
-            let bearer = try server.token()
+            let bearer = try await server.token()
             let issued = try await TestMedia.offloaded {
                 try TestMedia.run("python3", ["-c", """
                     import json, sys, urllib.request

@@ -23,11 +23,28 @@ import Testing
         let jwks: URL
         let contentKey = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
 
-        init(_ name: String, future: Bool = false) throws {
+        /// A server with its keys imported (by `satchel keys import`), waiting for them on this thread: for code on a
+        /// thread of its own.
+        convenience init(_ name: String, future: Bool = false) throws {
+            try self.init(folder: name)
+            try importAll(future: future)
+        }
+
+        /// A server with its keys imported, the commands run on a thread of their own (no thread of the task pool,
+        /// which the servers of the test process need, waits for them).
+        convenience init(_ name: String, future: Bool = false) async throws {
+            try self.init(folder: name)
+            try await TestMedia.offloaded { try self.importAll(future: future) }
+        }
+
+        private init(folder name: String) throws {
             directory = try TestMedia.temporaryDirectory("agent-\(name)")
             jwks = directory.appendingPathComponent("jwks.json")
             try #"{"keys":[{"kty":"oct","kid":"backend","k":"c2F0Y2hlbC1leGFtcGxlLXNlY3JldC1vZi0zMi1ieXRlcyE"}]}"#
                 .write(to: jwks, atomically: true, encoding: .utf8)
+        }
+
+        private func importAll(future: Bool) throws {
             let day = ISO8601DateFormatter().string(from: Date().addingTimeInterval(86_400))
             try importKeys("movie", key: contentKey, kid: "7c3e9a14b2d05f6e8a1c4d7b2e9f0a63",
                            ["--offline", "--rental-seconds", "3600", "--renewal-seconds", "1800", "--not-after", day])
@@ -51,6 +68,12 @@ import Testing
             #expect(result.status == 0, "\(result.stderr)")
         }
 
+        /// ``token(persistent:subject:asset:)`` made on a thread of its own.
+        func token(persistent: Bool = true, subject: String = "user-42", asset: String = "*") async throws -> String {
+            try await TestMedia.offloaded { try self.token(persistent: persistent, subject: subject, asset: asset) }
+        }
+
+        /// A signed entitlement token for `subject` (by `satchel token`), made on this thread.
         func token(persistent: Bool = true, subject: String = "user-42", asset: String = "*") throws -> String {
             let made = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", subject, "--asset", asset, "--ttl", "600"]
                                          + (persistent ? ["--persistent"] : []))
@@ -106,11 +129,11 @@ import Testing
 
     @Test("register, acquire, list, use, renew, release over HTTP; the store holds no content key; the server lists the licenses")
     func lifecycle() async throws {
-        let server = try Server("lifecycle")
+        let server = try await Server("lifecycle")
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded {
             let registered = try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device, "--name", "laptop"])
             #expect(registered.status == 0, "\(registered.stderr)")
@@ -157,12 +180,12 @@ import Testing
     func customData() async throws {
         let hook = await TestPolicyHook()
         defer { hook.stop() }
-        let server = try Server("custom-data")
+        let server = try await Server("custom-data")
         server.serveArguments = ["--policy-hook", hook.url, "--policy-hook-timeout", "30"]  // the hook runs in this (loaded) process
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded {
             #expect(try Self.satchel(["agent", "register", "--server", server.url, "--token", token, "--data-dir", device]).status == 0)
             let basic = try Self.satchel(["license", "acquire", "movie", "--token", token, "--data-dir", device, "--custom-data", "<plan>basic</plan>"])
@@ -185,7 +208,7 @@ import Testing
 
     @Test("a persistent license needs the asset's --offline and the token's persistent; a license before its start is in-future")
     func offlineRuleAndStart() async throws {
-        let server = try Server("rules", future: true)
+        let server = try await Server("rules", future: true)
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
@@ -211,7 +234,7 @@ import Testing
 
     @Test("a license store copied to another device yields no keys; a release owed while the server is down is delivered when it returns")
     func boundToTheDeviceAndOwedRelease() async throws {
-        let server = try Server("owed")
+        let server = try await Server("owed")
         try await server.start()
         defer { server.stop() }
         let first = server.directory.appendingPathComponent("first").path, second = server.directory.appendingPathComponent("second").path
@@ -247,7 +270,7 @@ import Testing
 
     @Test("the DRM store reset (seed 000 §4.3): every license removed at once, offline; their releases owed, listed as pending, and delivered at the next sync, which the server records")
     func reset() async throws {
-        let server = try Server("reset")
+        let server = try await Server("reset")
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
@@ -279,7 +302,7 @@ import Testing
 
     @Test("the secure clock under faketime: forward past the end is expired; back two days, offline, is untrusted for dated rights only, and stays so when the wall clock comes back; once the license server can be reached, any use restores trust by itself (seed 000 §5.4.2), no sync needed")
     func secureClock() async throws {
-        let server = try Server("clock")
+        let server = try await Server("clock")
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
@@ -318,7 +341,7 @@ import Testing
 
     @Test("the download engine's license step: --license acquires a persistent license as the download starts, renews it when it finishes past its renewal interval, a refusal is a license failure, remove releases it")
     func downloadLicenseStep() async throws {
-        let server = try Server("download")
+        let server = try await Server("download")
         try await server.start()
         defer { server.stop() }
         let site = server.directory.appendingPathComponent("site")

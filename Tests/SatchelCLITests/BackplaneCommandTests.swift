@@ -14,7 +14,7 @@ import Testing
         let key: String
 
         init(_ name: String, serveArguments: [String] = []) async throws {
-            server = try Server(name)
+            server = try await Server(name)
             key = server.directory.appendingPathComponent("operator.key").path
             try (Base64URL.encode(SecureRandom.bytes(32)) + "\n").write(toFile: key, atomically: true, encoding: .utf8)
             server.serveArguments = ["--operator-key-file", key] + serveArguments

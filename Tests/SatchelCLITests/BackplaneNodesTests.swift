@@ -67,7 +67,7 @@ import Testing
           .timeLimit(.minutes(5)))
     func twoNodes() async throws {
         let url = try Self.databaseURL()
-        let first = try AgentCommandTests.Server("nodes-a"), second = try AgentCommandTests.Server("nodes-b")
+        let first = try await AgentCommandTests.Server("nodes-a"), second = try await AgentCommandTests.Server("nodes-b")
         let key = first.directory.appendingPathComponent("operator.key").path, kek = first.directory.appendingPathComponent("kek.key").path
         try (Base64URL.encode(SecureRandom.bytes(32)) + "\n").write(toFile: key, atomically: true, encoding: .utf8)
         try (Hex.encode(SecureRandom.bytes(32)) + "\n").write(toFile: kek, atomically: true, encoding: .utf8)

@@ -11,7 +11,7 @@ import Testing
     /// The player must find Clear Key's signalling among the others.
     static func world(_ name: String) async throws -> AgentCommandTests.Server {
         try TestMedia.require("ffmpeg")
-        let server = try AgentCommandTests.Server(name)
+        let server = try await AgentCommandTests.Server(name)
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
         try await TestMedia.offloaded { () throws -> Void in
@@ -54,7 +54,7 @@ import Testing
         let server = try await Self.world("browser-\(scheme)")
         defer { server.stop() }
         let asset = "movie-\(scheme)"
-        let token = try server.token(persistent: false, asset: asset)
+        let token = try await server.token(persistent: false, asset: asset)
         let browser = try await WebDriver.start()
         do {
             try await browser.open("\(server.url)/play/\(asset)#token=\(token)")
@@ -128,7 +128,7 @@ import Testing
     func refusals() async throws {
         let server = try await Self.world("browser-refusals")
         defer { server.stop() }
-        let other = try server.token(persistent: false, asset: "movie-cenc")
+        let other = try await server.token(persistent: false, asset: "movie-cenc")
         let expired = try AgentCommandTests.satchel(["token", "--jwks", server.jwks.path, "--kid", "backend", "--sub", "user-42",
                                                      "--asset", "movie-cbcs", "--ttl", "60"], faketime: "-1h").stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -171,7 +171,7 @@ extension ISO8601DateFormatter {
 @Suite(.serialized) struct PlayerModuleTests {
     @Test("the page: 200 with its security headers for a published package, a notice (404) for none and without an origin, 400 for what is no asset ID; the modules with ETag and 304; nothing else under /player/")
     func pages() async throws {
-        let server = try AgentCommandTests.Server("player-pages")
+        let server = try await AgentCommandTests.Server("player-pages")
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site.appendingPathComponent("film"), withIntermediateDirectories: true)
         try Data("<MPD/>".utf8).write(to: site.appendingPathComponent("film/manifest.mpd"))
@@ -227,7 +227,7 @@ extension ISO8601DateFormatter {
 
     @Test("parseMPD: SegmentTimeline with repeats and $Time$, @duration with $Number%05d$, BaseURL at every level, templates on the AdaptationSet; refusals with an MPDError, quickly, for live, no Period, no template, a huge r and non-XML; pssh key IDs")
     func modules() async throws {
-        let server = try AgentCommandTests.Server("player-modules")
+        let server = try await AgentCommandTests.Server("player-modules")
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
         server.serveArguments = ["--origin", site.path]

@@ -39,7 +39,7 @@ import Testing
     @Test("an MP4 that ffmpeg encrypted in fragments (cenc-aes-ctr, frag_keyframe+empty_moov: ffmpeg 5.1 writes no 'senc' in its fragments, so no sample's IV is there and ffmpeg itself cannot decrypt it), its key on the license server: played online with a token and downloaded with its license, the proxy refuses it as invalid content naming the missing box; not a byte of media goes out")
     func fragmentedCencWithoutIVs() async throws {
         try TestMedia.require("ffmpeg")
-        let server = try AgentCommandTests.Server("ciphertext-fragmented")
+        let server = try await AgentCommandTests.Server("ciphertext-fragmented")
         try await server.start()
         defer { server.stop() }
         let site = server.directory.appendingPathComponent("site")
@@ -55,7 +55,7 @@ import Testing
         let origin = try await TestOrigin.start(root: site)
         defer { origin.stop() }
         let data = server.directory.appendingPathComponent("device").path
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded {
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)
             let added = try CLIRunner.run(["download", "add", origin.url("locked.mp4"), "--id", "clip", "--license", "--token", token, "--data-dir", data])
@@ -63,7 +63,7 @@ import Testing
             let ran = try CLIRunner.run(["download", "run", "--data-dir", data])
             #expect(ran.status == 0, "\(ran.stderr)")
         }
-        for source in [[origin.url("locked.mp4"), "--token", try server.token(persistent: false, asset: "clip")], ["clip"]] {
+        for source in await [[origin.url("locked.mp4"), "--token", try server.token(persistent: false, asset: "clip")], ["clip"]] {
             let player = try await TestMedia.offloaded { try PlayCommandTests.Player(source + ["--data-dir", data]) }
             for range in [nil, "bytes=0-99", "bytes=3000-3999"] {
                 let answer = try await TestMedia.offloaded { try PlayCommandTests.fetch(player.url, range: range) }

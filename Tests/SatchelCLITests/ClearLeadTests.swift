@@ -92,7 +92,7 @@ import Testing
     func cmaf() async throws {
         let (server, origin, site, input, data) = try await PlayCommandTests.stage("clear-lead-cmaf")
         defer { server.stop(); origin.stop() }
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded { () throws -> Void in
             let clear = site.appendingPathComponent("clear")
             #expect(try CLIRunner.run(["package", input.path, "--out", clear.path, "--format", "cmaf", "--segment-duration", "2"]).status == 0)

@@ -15,10 +15,10 @@ import Testing
     @Test("license challenge → sent by curl with the user's token → license install, offline: installed once, never on another device, never tampered, and read from standard input too")
     func challengeAndInstall() async throws {
         try TestMedia.require("curl")
-        let server = try Server("delegated")
+        let server = try await Server("delegated")
         try await server.start()
         defer { server.stop() }
-        let token = try server.token()
+        let token = try await server.token()
         let device = server.directory.appendingPathComponent("device").path
         let other = server.directory.appendingPathComponent("other").path
         let work = server.directory.appendingPathComponent("answers")
@@ -105,10 +105,10 @@ import Testing
 
     @Test("agent.delegated.acquire(asset:via:) hands the challenge to the app's sender and installs its answer")
     func sender() async throws {
-        let server = try DelegatedLicenseTests.Server("delegated-sdk")
+        let server = try await DelegatedLicenseTests.Server("delegated-sdk")
         try await server.start()
         defer { server.stop() }
-        let token = try server.token()
+        let token = try await server.token()
         let directory = server.directory.appendingPathComponent("device").path
         let agent = try await Agent(dataDirectory: directory)
         _ = try await agent.register(server: server.url, token: token)

@@ -10,7 +10,7 @@ struct DownloadCommandTests {
     static func origin(seconds: Int = 6, size: String = "320x240") async throws -> (TestOrigin, URL) {
         let directory = try CLIRunner.temporaryDirectory()
         let site = directory.appendingPathComponent("site")
-        let input = try TestMedia.make("cli-download-\(seconds)-\(size)", seconds: seconds, size: size)
+        let input = try await TestMedia.offloaded { try TestMedia.make("cli-download-\(seconds)-\(size)", seconds: seconds, size: size) }
         try await TestMedia.offloaded {
             _ = try Packager(options: PackageOptions(inputs: [input.path], output: site.appendingPathComponent("asset").path, format: .hlsTS,
                                                      scheme: .clear, segmentDuration: 1)).run()

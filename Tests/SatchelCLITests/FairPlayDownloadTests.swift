@@ -19,7 +19,7 @@ import Testing
                                        "--fps-private-key", credentials.appendingPathComponent("dev_private_key.pem").path,
                                        "--fps-dask", CLIRunner.dask]
         try await world.server.start()
-        let token = try world.server.token()
+        let token = try await world.server.token()
         try await TestMedia.offloaded { () throws -> Void in
             #expect(try CLIRunner.run(["agent", "register", "--server", world.server.url, "--token", token, "--data-dir", world.data]).status == 0)
         }
@@ -36,7 +36,7 @@ import Testing
     func offlineLoop() async throws {
         let (server, origin, site, input, data) = try await Self.stage("fairplay-downloads")
         defer { server.stop(); origin.stop() }
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded { () throws -> Void in
             try PlayCommandTests.package(input, into: site.appendingPathComponent("clear-ts"), format: "hls-ts")
             try PlayCommandTests.package(input, into: site.appendingPathComponent("clear-cmaf"), format: "cmaf")
@@ -128,7 +128,7 @@ import Testing
     func expiredAndCopied() async throws {
         let (server, origin, site, input, data) = try await Self.stage("fairplay-expiry")
         defer { server.stop(); origin.stop() }
-        let token = try server.token()
+        let token = try await server.token()
         let other = site.deletingLastPathComponent().appendingPathComponent("other-device").path
         try await TestMedia.offloaded { () throws -> Void in
             try PlayCommandTests.package(input, into: site.appendingPathComponent("short"), format: "hls-ts", scheme: "sample-aes", asset: "short",

@@ -9,7 +9,7 @@ import Testing
     static let customData = "<CustomData><Account>acme</Account></CustomData>"
 
     static func fairPlayServer() async throws -> (AgentCommandTests.Server, RecordingProxy) {
-        let server = try AgentCommandTests.Server("key-requests")
+        let server = try await AgentCommandTests.Server("key-requests")
         let credentials = FairPlayFixtures.root.appendingPathComponent("credentials")
         server.serveArguments = ["--fps-certificate", credentials.appendingPathComponent("dev_certificate.der").path,
                                  "--fps-private-key", credentials.appendingPathComponent("dev_private_key.pem").path,

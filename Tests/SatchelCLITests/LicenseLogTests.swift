@@ -7,11 +7,11 @@ import Testing
 @Suite(.serialized) struct LicenseLogTests {
     @Test("seed 000 §5.7: with --log-level info the agent logs \"license acquired\", \"license renewed\" and \"license released\" with the asset and the license ID, a rollback of the clock (\"the device clock went back\") and the server's time confirming it; never the token")
     func licenseLogLines() async throws {
-        let server = try AgentCommandTests.Server("license-log")
+        let server = try await AgentCommandTests.Server("license-log")
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
-        let token = try server.token()
+        let token = try await server.token()
         // The log goes to a file of this test's own (with a log file, standard error stays the command's own).
         let log = server.directory.appendingPathComponent("agent.log")
         let info = ["--data-dir", device, "--log-level", "info", "--log-file", log.path]

@@ -41,7 +41,7 @@ import Testing
           .timeLimit(.minutes(10)))
     func schemathesis() async throws {
         let tool = try #require(try Self.schemathesisTool(), "schemathesis is not installed: scripts/test installs it with pip")
-        let server = try AgentCommandTests.Server("contract")
+        let server = try await AgentCommandTests.Server("contract")
         // What the document's examples name: the asset "movie" (key ID 7c3e9a14…, imported by the server) and its
         // published manifest, so that the examples reach real answers.
         let site = server.directory.appendingPathComponent("site")
@@ -57,7 +57,7 @@ import Testing
                                  "--fps-private-key", credentials.appendingPathComponent("dev_private_key.pem").path, "--fps-dask", CLIRunner.dask]
         try await server.start()
         defer { server.stop() }
-        let token = try server.token()
+        let token = try await server.token()
         let operations = try Self.operations()
         let junit = server.directory.appendingPathComponent("schemathesis-junit.xml")
         let result = try await TestMedia.offloaded { () throws -> ProcessRunner.Result in

@@ -25,7 +25,7 @@ import Testing
     @Test("the origin: types per format, byte ranges (206, 416), ETag and Last-Modified with 304s and If-Range, CORS on answers, errors and preflights; key files, files only their owner may read, hidden names, escapes, symbolic links out and links to what the rules refuse are 404 (a link within the rules is served); ffmpeg plays the HLS from it")
     func origin() async throws {
         try TestMedia.require("ffmpeg")
-        let server = try AgentCommandTests.Server("origin")
+        let server = try await AgentCommandTests.Server("origin")
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
         let input = try await TestMedia.offloaded { try TestMedia.make("origin-source", seconds: 4) }

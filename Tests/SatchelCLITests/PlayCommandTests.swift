@@ -67,7 +67,7 @@ import Testing
     /// directory: what every play test starts from.
     static func stage(_ name: String) async throws -> (server: AgentCommandTests.Server, origin: TestOrigin, site: URL, input: URL, data: String) {
         try TestMedia.require("ffmpeg")
-        let server = try AgentCommandTests.Server(name)
+        let server = try await AgentCommandTests.Server(name)
         try await server.start()
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
@@ -498,7 +498,7 @@ import Testing
             let first = try #require(media.split(separator: "\n").first { !$0.hasPrefix("#") && !$0.isEmpty })
             return mediaURL.deletingLastPathComponent().appendingPathComponent(String(first)).absoluteString
         }
-        let token = try server.token(persistent: false, asset: "renew")
+        let token = try await server.token(persistent: false, asset: "renew")
         let player = try await TestMedia.offloaded { try Player([origin.url("renew/master.m3u8"), "--data-dir", data, "--token", token, "--hold-off", "0.5"]) }
         try await TestMedia.offloaded {
             let url = try segment(player.url)
@@ -541,7 +541,7 @@ import Testing
             try Self.package(input, into: site.appendingPathComponent("cdn-movie"), format: "cmaf", scheme: "cbcs", asset: "movie", server: server)
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", try server.token(), "--data-dir", data]).status == 0)
         }
-        let token = try server.token(persistent: false, asset: "movie")
+        let token = try await server.token(persistent: false, asset: "movie")
         let player = try await TestMedia.offloaded { try Player([origin.url("cdn-movie/master.m3u8"), "--data-dir", data, "--token", token]) }
         try await TestMedia.offloaded {
             let expected = try TestMedia.packetHashes(site.appendingPathComponent("clear/master.m3u8").path)
@@ -649,7 +649,7 @@ import Testing
         defer { server.stop(); origin.stop() }
         let keys = try await RecordingProxy.start(upstream: server.url)
         defer { keys.stop() }
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded { () throws -> Void in
             #expect(try CLIRunner.run(["package", input.path, "--out", site.appendingPathComponent("clear").path, "--format", "hls-ts",
                                        "--segment-duration", "2"]).status == 0)

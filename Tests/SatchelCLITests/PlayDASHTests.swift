@@ -148,7 +148,7 @@ import Testing
         let expected = try await TestMedia.offloaded { try Self.packets(site.appendingPathComponent("clear-ts/master.m3u8").path) }
         #expect(!expected.isEmpty)
 
-        let token = try server.token(persistent: false, asset: "movie")
+        let token = try await server.token(persistent: false, asset: "movie")
         let stderr = try await PlayCommandTests.plays([origin.url("cdn/manifest.mpd"), "--data-dir", data, "--token", token], token: token,
                                                       expected: expected, label: "cbcs", read: Self.packets)
         #expect(stderr.contains("opened: movie"), "\(stderr)")

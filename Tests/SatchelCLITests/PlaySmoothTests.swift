@@ -158,7 +158,7 @@ import Testing
             let refused = try CLIRunner.run(["play", origin.url("protected.ism/Manifest"), "--data-dir", data, "--exec", "true"])
             #expect(refused.status != 0 && refused.stderr.contains("no-rights"), "\(refused.stderr)")
         }
-        let token = try server.token(persistent: false, asset: "clip")
+        let token = try await server.token(persistent: false, asset: "clip")
         let online = try await PlayCommandTests.plays([origin.url("protected.ism/Manifest"), "--data-dir", data, "--token", token], token: token,
                                                       expected: expected, label: "online", read: Self.contents)
         #expect(online.contains("opened: clip"), "\(online)")

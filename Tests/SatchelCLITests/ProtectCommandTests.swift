@@ -20,7 +20,7 @@ import Testing
     /// A license server and an origin serving its `site` folder (empty).
     static func servedSite(_ name: String) async throws -> (server: AgentCommandTests.Server, site: URL, origin: TestOrigin) {
         try TestMedia.require("curl")
-        let server = try AgentCommandTests.Server(name)
+        let server = try await AgentCommandTests.Server(name)
         try await server.start()
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)
@@ -90,7 +90,7 @@ import Testing
 
     @Test("protect --register puts the key in the key store under a policy; a device opens the file under its license — found by the key ID in the file's header, whatever the file is named — and not once the rental has ended or without a license")
     func underALicense() async throws {
-        let server = try AgentCommandTests.Server("protect-license")
+        let server = try await AgentCommandTests.Server("protect-license")
         let (folder, file, bytes) = try Self.document("protect-license")
         let out = folder.appendingPathComponent("book.satchel").path
         let registered = try CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])

@@ -45,7 +45,7 @@ import Testing
 
     static func stage(_ name: String) async throws -> World {
         let (server, origin, site, input, data) = try await PlayCommandTests.stage("shaka-\(name)")
-        let token = try server.token()
+        let token = try await server.token()
         try await TestMedia.offloaded { () throws -> Void in
             try server.importKeys("shaka", key: Self.key, kid: Self.keyID, ["--offline"])
             #expect(try CLIRunner.run(["agent", "register", "--server", server.url, "--token", token, "--data-dir", data]).status == 0)

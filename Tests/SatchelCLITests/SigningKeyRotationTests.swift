@@ -19,7 +19,7 @@ import Testing
 
     @Test("keys rotate-signing-key: a device registered before takes the new key through the old key's introduction (its registration stays sealed and trusted), acquires and syncs; its licenses and certificate from before stay good; a device registering afresh trusts both")
     func rotated() async throws {
-        let server = try Server("rotation")
+        let server = try await Server("rotation")
         try await server.start()
         defer { server.stop() }
         let newKid = try await TestMedia.offloaded { () throws -> String in

@@ -43,7 +43,7 @@ import Testing
 
     @Test("editing a license's stored rights and dates changes nothing: an expired rental stays expired, its keys stay shut")
     func editedRows() async throws {
-        let server = try Server("tamper-rows")
+        let server = try await Server("tamper-rows")
         try await server.start()
         defer { server.stop() }
         try await TestMedia.offloaded {
@@ -61,7 +61,7 @@ import Testing
 
     @Test("device.json edited (another server, another signing key: the trust anchor a fake server needs) is not trusted: rights, use, acquire and list refuse with registration-tampered; registering again restores the device and its licenses")
     func editedRegistration() async throws {
-        let server = try Server("tamper-registration")
+        let server = try await Server("tamper-registration")
         try await server.start()
         defer { server.stop() }
         try await TestMedia.offloaded {
@@ -93,7 +93,7 @@ import Testing
 
     @Test("the sealed state edited or deleted refuses every license (store-tampered); an online sync restores what the server vouches for")
     func sealedStateEdited() async throws {
-        let server = try Server("tamper-state")
+        let server = try await Server("tamper-state")
         try await server.start()
         defer { server.stop() }
         try await TestMedia.offloaded {
@@ -125,7 +125,7 @@ import Testing
 
     @Test("a store copied back from before a release is refused (older than its anchor); the next sync removes the released license and restores the others")
     func rolledBackStore() async throws {
-        let server = try Server("tamper-rollback")
+        let server = try await Server("tamper-rollback")
         try await server.start()
         defer { server.stop() }
         try await TestMedia.offloaded {
@@ -151,7 +151,7 @@ import Testing
 
     @Test("the whole data directory copied back, anchor included, is beyond what software alone can tell offline; the next sync revokes the released license")
     func wholeDirectoryCopied() async throws {
-        let server = try Server("tamper-copy")
+        let server = try await Server("tamper-copy")
         try await server.start()
         defer { server.stop() }
         try await TestMedia.offloaded {
@@ -170,7 +170,7 @@ import Testing
 
     @Test("another user reads nothing of a data directory: folders 0700 and files 0600 (earlier ones tightened on open); tokens and header values are sealed in downloads.sqlite")
     func ownerOnly() async throws {
-        let server = try Server("tamper-modes")
+        let server = try await Server("tamper-modes")
         try await server.start()
         defer { server.stop() }
         let site = server.directory.appendingPathComponent("site")

@@ -27,8 +27,8 @@ import Testing
     /// not be cut.
     static func server(_ name: String, extra: [String] = []) async throws -> (server: AgentCommandTests.Server, https: String, certificate: String, key: String, log: URL) {
         for tool in ["openssl", "curl"] { try TestMedia.require(tool) }
-        let server = try AgentCommandTests.Server(name)
-        let (certificate, key) = try certificate("server", in: server.directory)
+        let server = try await AgentCommandTests.Server(name)
+        let (certificate, key) = try await TestMedia.offloaded { try Self.certificate("server", in: server.directory) }
         let log = server.directory.appendingPathComponent("serve.log")
         let site = server.directory.appendingPathComponent("site")
         try FileManager.default.createDirectory(at: site, withIntermediateDirectories: true)

@@ -13,11 +13,11 @@ import Testing
 
     @Test("register with --token-file, acquire and renew with $SATCHEL_TOKEN: no token on the command line; both sources at once, an empty file, a missing file and no token at all are refused with what to do")
     func sources() async throws {
-        let server = try AgentCommandTests.Server("token-sources")
+        let server = try await AgentCommandTests.Server("token-sources")
         try await server.start()
         defer { server.stop() }
         let device = server.directory.appendingPathComponent("device").path
-        let token = try server.token()
+        let token = try await server.token()
         let file = server.directory.appendingPathComponent("token.txt")
         try await TestMedia.offloaded {
             try (token + "\n").write(to: file, atomically: true, encoding: .utf8)
