@@ -162,8 +162,8 @@ import Testing
         let (server, device) = try await Self.world()
         defer { server.stop() }
         let key = server.directory.appendingPathComponent("operator.key").path
-        #expect(try CLIRunner.run(["backplane", "limits", "set", "--max-devices", "2", "--server", server.url, "--operator-key-file", key]).status == 0)
-        #expect(try CLIRunner.run(["agent", "sync", "--data-dir", device]).status == 0)
+        await #expect(try CLIRunner.run(["backplane", "limits", "set", "--max-devices", "2", "--server", server.url, "--operator-key-file", key]).status == 0)
+        await #expect(try CLIRunner.run(["agent", "sync", "--data-dir", device]).status == 0)
         let browser = try await WebDriver.start()
         do {
             try await Self.signIn(browser, server.url)

@@ -116,6 +116,12 @@ import Testing
         deinit { stop() }
     }
 
+    /// ``satchel(_:faketime:)`` from a task, waited for on a thread of its own.
+    static func satchel(_ arguments: [String], faketime offset: String? = nil) async throws -> CLIRunner.Result {
+        try await TestMedia.offloaded { try satchel(arguments, faketime: offset) }
+    }
+
+    /// Runs `satchel` (under `faketime` with `offset`), waiting on this thread.
     static func satchel(_ arguments: [String], faketime offset: String? = nil) throws -> CLIRunner.Result {
         guard let offset else { return try CLIRunner.run(arguments) }
         let binary = try #require(CLIRunner.binary)

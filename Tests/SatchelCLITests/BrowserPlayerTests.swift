@@ -129,7 +129,7 @@ import Testing
         let server = try await Self.world("browser-refusals")
         defer { server.stop() }
         let other = try await server.token(persistent: false, asset: "movie-cenc")
-        let expired = try AgentCommandTests.satchel(["token", "--jwks", server.jwks.path, "--kid", "backend", "--sub", "user-42",
+        let expired = try await AgentCommandTests.satchel(["token", "--jwks", server.jwks.path, "--kid", "backend", "--sub", "user-42",
                                                      "--asset", "movie-cbcs", "--ttl", "60"], faketime: "-1h").stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let browser = try await WebDriver.start()

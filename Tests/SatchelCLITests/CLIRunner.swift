@@ -27,6 +27,13 @@ enum CLIRunner {
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }
 
+    /// ``run(_:)`` from a task: the command is waited for on a thread of its own, not one of the task pool's few, which
+    /// the servers in the test process need (the compiler chooses this one in async code).
+    static func run(_ arguments: [String]) async throws -> Result {
+        try await TestMedia.offloaded { try run(arguments) }
+    }
+
+    /// Runs `satchel` with `arguments` to its end, waiting on this thread.
     static func run(_ arguments: [String]) throws -> Result {
         let binary = try #require(binary, "the satchel binary was not built")
         let result = try ProcessRunner.run(binary, arguments)

@@ -9,14 +9,14 @@ import Testing
 /// an independent implementation of its encryption (Python's `cryptography`), both ways.
 @Suite(.serialized) struct CPIXCommandTests {
     /// A folder with a short source, and a recipient's certificate and private key (RSA 2048, made with openssl).
-    static func stage(_ name: String) throws -> (folder: URL, input: URL, certificate: String, privateKey: String) {
+    static func stage(_ name: String) async throws -> (folder: URL, input: URL, certificate: String, privateKey: String) {
         try TestMedia.require("ffmpeg")
         try TestMedia.require("openssl")
         let folder = try TestMedia.temporaryDirectory("cpix-\(name)")
         let certificate = folder.appendingPathComponent("vendor.pem").path, privateKey = folder.appendingPathComponent("vendor.key").path
-        _ = try TestMedia.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", privateKey, "-out", certificate,
+        _ = try await TestMedia.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", privateKey, "-out", certificate,
                                           "-subj", "/CN=drm-vendor", "-days", "2"])
-        return (folder, try TestMedia.make("cpix", seconds: 4, size: "320x180"), certificate, privateKey)
+        return await (folder, try TestMedia.make("cpix", seconds: 4, size: "320x180"), certificate, privateKey)
     }
 
     static func python(_ script: String, _ arguments: [String]) throws -> [String: Any] {
@@ -78,7 +78,7 @@ import Testing
 
     @Test("keys export --cpix: a document valid against the DASH-IF CPIX schema, mode 0600, that Python opens with the recipient's private key (RSA-OAEP document and MAC keys, every MAC right) to the store's key and IV, with each system's pssh as the package has it and FairPlay's key URI and tags; imported back and packaged from, the same key and signalling; in the clear without --recipient")
     func exportOpensElsewhere() async throws {
-        let (folder, input, certificate, privateKey) = try Self.stage("export")
+        let (folder, input, certificate, privateKey) = try await Self.stage("export")
         try await TestMedia.offloaded { () throws -> Void in
             let data = folder.appendingPathComponent("data").path, keys = folder.appendingPathComponent("film.keys.json").path
             let drm = ["--drm", "clearkey,playready,widevine,fairplay", "--playready-license-url", "https://pr.example/rightsmanager.asmx"]
@@ -194,7 +194,7 @@ import Testing
 
     @Test("a document a DRM vendor writes by the specification (Python: the key encrypted for Satchel's certificate, the vendor's own Widevine pssh, FairPlay's key URI, a Marlin entry): imported, and packaged from as cbcs with the vendor's pssh byte for byte and its key URI; Shaka Packager decrypts the package with the key to the source's packets; Marlin named as left out")
     func vendorDocument() async throws {
-        let (folder, input, certificate, privateKey) = try Self.stage("vendor")
+        let (folder, input, certificate, privateKey) = try await Self.stage("vendor")
         let kid = "0fb31e2a5d6c4b7a8e9f0a1b2c3d4e5f", key = "5f4e3d2c1b0a9f8e7d6c5b4a39281706", iv = "000102030405060708090a0b0c0d0e0f"
         try await TestMedia.offloaded { () throws -> Void in
             let document = folder.appendingPathComponent("vendor.xml").path
@@ -249,7 +249,7 @@ import Testing
 
     @Test("keys export takes the scheme the keys were packaged or imported with: a cenc package's keys (registered, or imported from its key file) are exported with PlayReady's cenc header, the package's own pssh; --scheme cbcs still chooses")
     func exportKeepsScheme() async throws {
-        let (folder, input, certificate, privateKey) = try Self.stage("scheme")
+        let (folder, input, certificate, privateKey) = try await Self.stage("scheme")
         try await TestMedia.offloaded { () throws -> Void in
             let data = folder.appendingPathComponent("data").path, keys = folder.appendingPathComponent("reel.keys.json").path
             let packaged = try CLIRunner.run(["package", input.path, "--out", folder.appendingPathComponent("reel").path, "--format", "cmaf", "--scheme", "cenc",
@@ -278,7 +278,7 @@ import Testing
 
     @Test("refused with a clear line: keys import --cpix without the private key, with another's, a document changed after it was written; keys export of an asset with no keys; package --cpix with --key")
     func refusals() async throws {
-        let (folder, input, certificate, privateKey) = try Self.stage("refusals")
+        let (folder, input, certificate, privateKey) = try await Self.stage("refusals")
         try await TestMedia.offloaded { () throws -> Void in
             let data = folder.appendingPathComponent("data").path
             #expect(try CLIRunner.run(["package", input.path, "--out", folder.appendingPathComponent("film").path, "--format", "cmaf", "--scheme", "cenc",

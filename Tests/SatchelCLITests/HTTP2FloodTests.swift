@@ -110,7 +110,7 @@ import Testing
     static func stage(_ name: String, maxConnections: Int) async throws
         -> (server: AgentCommandTests.Server, https: String, certificate: String, port: Int, script: URL) {
         try TestMedia.require("python3")
-        guard (try? ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import h2"]).status) == 0 else {
+        guard (try? await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import h2"]))?.status == 0 else {
             throw TestMedia.ToolError(message: "Python's h2 package is missing: scripts/test installs it with pip")
         }
         let (server, https, certificate, _, _) = try await TLSServeTests.server(name, extra: ["--max-connections", String(maxConnections)])

@@ -11,10 +11,10 @@ import Testing
     static let keyID = ShakaInteropTests.keyID, key = ShakaInteropTests.key
 
     /// A short source, and a folder for the packages.
-    static func stage(_ name: String) throws -> (input: URL, folder: URL) {
+    static func stage(_ name: String) async throws -> (input: URL, folder: URL) {
         try TestMedia.require("ffmpeg")
         let folder = try TestMedia.temporaryDirectory("multi-drm-\(name)")
-        return (try TestMedia.make("multi-drm", seconds: 4, size: "320x180"), folder)
+        return await (try TestMedia.make("multi-drm", seconds: 4, size: "320x180"), folder)
     }
 
     /// The `pssh` boxes of an init segment's `moov`, by system ID (hex).
@@ -43,7 +43,7 @@ import Testing
 
     @Test("Widevine's and PlayReady's pssh boxes (init segment and MPD) and PlayReady's mspr:pro are Shaka Packager's, byte for byte, for the same key: cenc (PlayReady header 4.0 with its checksum) and cbcs (4.3), with a license URL that needs escaping")
     func sameAsShaka() async throws {
-        let (input, folder) = try Self.stage("shaka")
+        let (input, folder) = try await Self.stage("shaka")
         let licenseURL = "https://licenses.example/playready?tenant=a&asset=b"
         try await TestMedia.offloaded { () throws -> Void in
             for scheme in ["cenc", "cbcs"] {
@@ -206,7 +206,7 @@ import Testing
 
     @Test("an independent reader (Python: boxes by hand, Widevine's protobuf by hand, PlayReady's XML with its checksum recomputed, m3u8) finds every system in the init segment, the MPD and the HLS playlist: key IDs, schemes, versions, provider, content ID, license URL, KEYFORMAT and KEYFORMATVERSIONS")
     func independentReader() async throws {
-        let (input, folder) = try Self.stage("reader")
+        let (input, folder) = try await Self.stage("reader")
         let kid = Self.keyID
         try await TestMedia.offloaded { () throws -> Void in
             for scheme in ["cbcs", "cenc"] {
@@ -286,7 +286,7 @@ import Testing
 
     @Test("refused with a clear error, nothing written: an unknown system, Widevine or PlayReady outside CMAF cenc/cbcs, FairPlay with cenc, --drm on a clear package, a license URL that is not http(s), versions that are not numbers, settings for a system not asked for")
     func refusals() async throws {
-        let (input, folder) = try Self.stage("refusals")
+        let (input, folder) = try await Self.stage("refusals")
         try await TestMedia.offloaded { () throws -> Void in
             for (arguments, words) in [
                 (["--format", "cmaf", "--scheme", "cbcs", "--drm", "widevine,marlin"], #"no DRM system "marlin"; name some of clearkey, widevine, playready, fairplay"#),

@@ -30,14 +30,14 @@ struct NewcomerTests {
         let jwks = dir.appendingPathComponent("jwks.json")
         try #"{"keys":[{"kty":"oct","kid":"backend","k":"c2F0Y2hlbC1leGFtcGxlLXNlY3JldC1vZi0zMi1ieXRlcyE"}]}"#
             .write(to: jwks, atomically: true, encoding: .utf8)
-        let made = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", "user-42", "--asset", "movie",
+        let made = try await CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "backend", "--sub", "user-42", "--asset", "movie",
                                       "--persistent", "--ttl", "600"])
         #expect(made.status == 0, "\(made.stderr)")
         let verifier = try await EntitlementVerifier(jwks: try await TestMedia.contents(of: jwks))
         let claims = try await verifier.verify(made.stdout.trimmingCharacters(in: .whitespacesAndNewlines), now: Date())
         #expect(claims.sub.value == "user-42" && claims.asset == "movie" && claims.persistent == true)
         #expect(claims.exp.value.timeIntervalSinceNow > 500 && claims.exp.value.timeIntervalSinceNow <= 600)
-        let unknown = try CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "other", "--sub", "u", "--asset", "movie"])
+        let unknown = try await CLIRunner.run(["token", "--jwks", jwks.path, "--kid", "other", "--sub", "u", "--asset", "movie"])
         #expect(unknown.status != 0 && unknown.stderr.contains("no key with kid other"))
     }
 
@@ -58,10 +58,10 @@ struct NewcomerTests {
         let dir = try TestMedia.temporaryDirectory("cli-errors")
         let text = dir.appendingPathComponent("notes.txt")
         try String(repeating: "not media at all\n", count: 10).write(to: text, atomically: true, encoding: .utf8)
-        let packaged = try CLIRunner.run(["package", text.path, "--out", dir.appendingPathComponent("pkg").path, "--format", "hls-ts"])
+        let packaged = try await CLIRunner.run(["package", text.path, "--out", dir.appendingPathComponent("pkg").path, "--format", "hls-ts"])
         #expect(packaged.status != 0 && packaged.stderr.contains("not an MP4, MOV or MPEG-TS file"), "\(packaged.stderr)")
 
-        let refused = try CLIRunner.run(["download", "add", "http://127.0.0.1:1/movie/master.m3u8", "--data-dir", dir.appendingPathComponent("dl").path])
+        let refused = try await CLIRunner.run(["download", "add", "http://127.0.0.1:1/movie/master.m3u8", "--data-dir", dir.appendingPathComponent("dl").path])
         #expect(refused.status != 0 && refused.stderr.contains("connection refused: nothing is listening at 127.0.0.1:1"), "\(refused.stderr)")
 
         let problem = dir.appendingPathComponent("movie.ckc")
@@ -69,10 +69,10 @@ struct NewcomerTests {
             .write(to: problem, atomically: true, encoding: .utf8)
         let session = dir.appendingPathComponent("movie.json")
         try Data("{}".utf8).write(to: session)
-        let spc = try CLIRunner.run(["fps", "simulate", "spc", "--certificate", CLIRunner.credentials + "/dev_certificate.der", "--dask", CLIRunner.dask,
+        let spc = try await CLIRunner.run(["fps", "simulate", "spc", "--certificate", CLIRunner.credentials + "/dev_certificate.der", "--dask", CLIRunner.dask,
                                      "--asset-id", "movie", "--out", dir.appendingPathComponent("movie.spc").path, "--session", session.path])
         #expect(spc.status == 0, "\(spc.stderr)")
-        let opened = try CLIRunner.run(["fps", "simulate", "open", "--ckc", problem.path, "--session", session.path])
+        let opened = try await CLIRunner.run(["fps", "simulate", "open", "--ckc", problem.path, "--session", session.path])
         #expect(opened.status != 0 && opened.stderr.contains("holds the server's error answer, not a CKC: the token has expired"), "\(opened.stderr)")
 
         let binary = try #require(CLIRunner.binary)

@@ -55,7 +55,10 @@ import Testing
         /// Interrupts the proxy; answers its exit status and stderr.
         func stop() -> (status: Int32, stderr: String) {
             // Under the faketime wrapper the proxy is its child: interrupt the child (the wrapper then exits with it).
-            _ = try? ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/pkill"), ["-INT", "-P", String(process.processIdentifier)])
+            // Its children as Linux lists them (no `pkill` started and waited for).
+            let pid = process.processIdentifier
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { kill(child, SIGINT) }
             process.interrupt()
             process.waitUntilExit()
             let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

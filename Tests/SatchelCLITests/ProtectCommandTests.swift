@@ -93,7 +93,7 @@ import Testing
         let server = try await AgentCommandTests.Server("protect-license")
         let (folder, file, bytes) = try Self.document("protect-license")
         let out = folder.appendingPathComponent("book.satchel").path
-        let registered = try CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])
+        let registered = try await CLIRunner.run(["protect", file, "--out", out, "--register", "--data-dir", server.data, "--offline", "--rental-seconds", "4"])
         #expect(registered.status == 0 && registered.stdout.contains("registered 1 key for asset book"), "\(registered.stdout) \(registered.stderr)")
         #expect(!FileManager.default.fileExists(atPath: out + ".keys.json"), "registered: no key file")
         try await server.start()

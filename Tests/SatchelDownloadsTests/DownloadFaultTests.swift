@@ -154,8 +154,8 @@ struct DownloadDiskFullTests {
         defer { world.origin.stop() }
         let small = world.directory.appendingPathComponent("small")
         try FileManager.default.createDirectory(at: small, withIntermediateDirectories: true)
-        guard (try? TestMedia.run("mount", ["-t", "tmpfs", "-o", "size=96k", "tmpfs", small.path])) != nil else { return }
-        defer { _ = try? TestMedia.run("umount", [small.path]) }
+        guard await (try? TestMedia.run("mount", ["-t", "tmpfs", "-o", "size=96k", "tmpfs", small.path])) != nil else { return }
+        defer { Self.unmount(small) }
         let manager = try await DownloadManager(configuration: .init(dataDirectory: world.dataDirectory, destination: small.path,
                                                                      rules: DownloadRules(headroom: 0), parallelism: 2,
                                                                      retryDelay: .milliseconds(1), passDelay: .milliseconds(1)),
@@ -170,10 +170,16 @@ struct DownloadDiskFullTests {
         await manager.close()
     }
 
+    /// Unmounts `path` on a thread of its own, not waited for (from a `defer`, which cannot wait for a task; the path
+    /// is the test's own, and `scripts/test` unmounts what a crashed run left).
+    static func unmount(_ path: URL, lazily: Bool = false) {
+        Thread { _ = try? TestMedia.run("umount", (lazily ? ["-l"] : []) + [path.path]) }.start()
+    }
+
     /// Mounts a small tmpfs at `path` (root only); nil when mounting is not possible here.
-    static func mountTmpfs(_ path: URL, options: String) throws -> Bool {
+    static func mountTmpfs(_ path: URL, options: String) async throws -> Bool {
         try FileManager.default.createDirectory(at: path, withIntermediateDirectories: true)
-        return (try? TestMedia.run("mount", ["-t", "tmpfs", "-o", options, "tmpfs", path.path])) != nil
+        return await (try? TestMedia.run("mount", ["-t", "tmpfs", "-o", options, "tmpfs", path.path])) != nil
     }
 
     /// Fills the file system at `path` until it refuses: with `inodes`, empty files until no inode is left;
@@ -197,8 +203,8 @@ struct DownloadDiskFullTests {
         let world = try await DownloadWorld.make("exhausted")
         defer { world.origin.stop() }
         let data = world.directory.appendingPathComponent("data-small")
-        guard try Self.mountTmpfs(data, options: "size=2m,nr_inodes=64") else { return }
-        defer { _ = try? TestMedia.run("umount", ["-l", data.path]) }
+        guard try await Self.mountTmpfs(data, options: "size=2m,nr_inodes=64") else { return }
+        defer { Self.unmount(data, lazily: true) }
         let manager = try await DownloadManager(configuration: .init(dataDirectory: data.path, rules: DownloadRules(headroom: 0),
                                                                      parallelism: 2, retryDelay: .milliseconds(1), passDelay: .milliseconds(1)),
                                                 environment: DownloadEnvironment(freeSpace: { _ in 1 << 40 }, network: FixedNetwork.unmetered))

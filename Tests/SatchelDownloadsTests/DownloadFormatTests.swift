@@ -237,7 +237,7 @@ struct DownloadFormatTests {
     func singleFile() async throws {
         let world = try await DownloadWorld.make("file")
         defer { world.origin.stop() }
-        let input = try TestMedia.make("engine-source-6", seconds: 6)
+        let input = try await TestMedia.make("engine-source-6", seconds: 6)
         try FileManager.default.copyItem(at: input, to: world.site.appendingPathComponent("movie.mp4"))
         let bytes = try await TestMedia.contents(of: input)
         let manager = try await world.manager()

@@ -49,8 +49,8 @@ struct AuxiliaryInfoTests {
     }
 
     @Test("cbcs and cenc, video and audio: auxiliary info where a sample has some, none where none does", arguments: [PackageScheme.cbcs, .cenc])
-    func wellFormed(_ scheme: PackageScheme) throws {
-        let out = try PackagerTests.package(.cmaf, scheme, label: "-aux")
+    func wellFormed(_ scheme: PackageScheme) async throws {
+        let out = try await TestMedia.offloaded { try PackagerTests.package(.cmaf, scheme, label: "-aux") }
         var checked = 0
         for rendition in try FileManager.default.contentsOfDirectory(atPath: out.path) where !rendition.contains(".") {
             let directory = out.appendingPathComponent(rendition)

@@ -9,11 +9,11 @@ import Testing
 /// document can be wrong refused with `invalid-cpix` (CLI and independent checks: `CPIXCommandTests`).
 @Suite struct CPIXTests {
     /// A recipient's certificate and private key (RSA 2048, made with openssl).
-    static func recipient(_ name: String) throws -> (certificate: [UInt8], privateKey: String) {
+    static func recipient(_ name: String) async throws -> (certificate: [UInt8], privateKey: String) {
         try TestMedia.require("openssl")
         let folder = try TestMedia.temporaryDirectory("cpix-\(name)")
         let key = folder.appendingPathComponent("key.pem").path, certificate = folder.appendingPathComponent("cert.pem").path
-        _ = try TestMedia.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+        _ = try await TestMedia.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
                                           "-subj", "/CN=\(name)", "-days", "2"])
         return (Array(try Data(contentsOf: URL(fileURLWithPath: certificate))), try String(contentsOfFile: key, encoding: .utf8))
     }
@@ -30,9 +30,9 @@ import Testing
     }
 
     @Test("written and read back: keys, IVs, content ID and signalling, in the clear and encrypted for a recipient (no key in the clear then; the document and MAC keys fresh each time)")
-    func roundTrip() throws {
+    func roundTrip() async throws {
         let document = try Self.document()
-        let (certificate, privateKey) = try Self.recipient("round-trip")
+        let (certificate, privateKey) = try await Self.recipient("round-trip")
         let clear = try document.xml()
         let encrypted = try document.xml(for: CPIXRecipient(certificate: certificate))
         for (label, xml, key) in [("clear", clear, nil), ("encrypted", encrypted, try CPIXPrivateKey(pem: privateKey))] {
@@ -49,10 +49,10 @@ import Testing
     }
 
     @Test("refused with invalid-cpix and a reason, never a key: not XML, another root, encrypted without the private key or with another's, a changed encrypted key (its MAC), a key in the clear beside encrypted ones, no MAC, a key ID twice, a 17-byte key, a bad explicitIV, a PSSH of another system, more keys than asked for")
-    func refusals() throws {
+    func refusals() async throws {
         let document = try Self.document()
-        let (certificate, privateKey) = try Self.recipient("refusals")
-        let (_, otherKey) = try Self.recipient("other")
+        let (certificate, privateKey) = try await Self.recipient("refusals")
+        let (_, otherKey) = try await Self.recipient("other")
         let encrypted = try document.xml(for: CPIXRecipient(certificate: certificate))
         let key = try CPIXPrivateKey(pem: privateKey)
         let clear = try document.xml()

@@ -1,6 +1,7 @@
 import Foundation
 import SatchelBytes
 import SatchelSystem
+import Testing
 
 /// Test media made with ffmpeg at test time (testsrc2 video, sine audio); never committed.
 public enum TestMedia {
@@ -11,6 +12,12 @@ public enum TestMedia {
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }()
+
+    /// ``run(_:_:)`` from a task, the tool waited for on a thread of its own (never one of the task pool's).
+    @discardableResult
+    public static func run(_ tool: String, _ arguments: [String]) async throws -> String {
+        try await offloaded { try run(tool, arguments) }
+    }
 
     /// Runs a tool and returns its standard output; throws with its standard error on failure.
     @discardableResult
@@ -47,6 +54,15 @@ public enum TestMedia {
     }
 
     private static let locks = Locked<[String: NSLock]>([:])
+
+    /// ``make(_:seconds:size:rate:extra:audio:video:container:)`` from a task, encoded (or waited for) on a thread of its
+    /// own, never one of the task pool's.
+    public static func make(_ name: String, seconds: Int = 6, size: String = "320x240", rate: Int = 25, extra: [String] = [],
+                            audio: Bool = true, video: Bool = true, container: String = "mp4") async throws -> URL {
+        try await offloaded {
+            try make(name, seconds: seconds, size: size, rate: rate, extra: extra, audio: audio, video: video, container: container)
+        }
+    }
 
     /// An H.264 + AAC file; `name` keys a cache so each variant is made once per run. Safe to call
     /// from parallel tests: files are made under a lock and renamed into place when complete.
@@ -121,7 +137,18 @@ public enum ProcessRunner {
     /// Runs `executable` with `arguments`, in this process's environment with `environment` added (secrets go
     /// there rather than in the arguments, which any user of the machine can list). The tool starts with a clean
     /// signal mask (``ChildProcess``): one that inherited the test process's blocked signals would ignore SIGTERM.
+    /// ``run(_:_:environment:directory:)`` from a task, waited for on a thread of its own (never one of the task pool's).
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) async throws -> Result {
+        try await TestMedia.offloaded { try run(executable, arguments, environment: environment, directory: directory) }
+    }
+
+    /// Runs `executable` to its end, waiting on this thread: never a thread of the task pool (a test that does is failed,
+    /// naming the tool: call it from a task through the async overload or ``TestMedia/offloaded(_:)``).
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> Result {
+        if withUnsafeCurrentTask(body: { $0 != nil }) {
+            let tool = executable.lastPathComponent == "env" ? arguments.first ?? "env" : executable.lastPathComponent
+            Issue.record("\(tool) \(arguments.dropFirst(tool == arguments.first ? 1 : 0).prefix(2).joined(separator: " ")) was waited for on a thread of the task pool, which the test process's servers need: run it through the async overload or TestMedia.offloaded")
+        }
         let out = Pipe(), err = Pipe()
         let child = try ChildProcess.spawn(executable.path, arguments,
                                            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
