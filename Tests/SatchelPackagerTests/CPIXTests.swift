@@ -15,7 +15,8 @@ import Testing
         let key = folder.appendingPathComponent("key.pem").path, certificate = folder.appendingPathComponent("cert.pem").path
         _ = try await TestMedia.run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
                                           "-subj", "/CN=\(name)", "-days", "2"])
-        return (Array(try Data(contentsOf: URL(fileURLWithPath: certificate))), try String(contentsOfFile: key, encoding: .utf8))
+        return (Array(try await TestMedia.contents(of: URL(fileURLWithPath: certificate))),
+                String(decoding: try await TestMedia.contents(of: URL(fileURLWithPath: key)), as: UTF8.self))
     }
 
     static func document(keys count: Int = 2) throws -> CPIXDocument {
