@@ -3,10 +3,17 @@ import Foundation
 /// Work that blocks (a wait on another process, a lock, a read) or runs long on the CPU (a manifest of a quarter of a
 /// million lines), run on a thread of its own: no thread of Swift's task pool (one a core) or of an event loop is held.
 package enum OwnThread {
+    /// The threads' name: Linux gives a new thread its creator's, so without it a thread of its own would show in a
+    /// stall's snapshot as one of the task pool's.
+    static let name = "satchel-own"
+
     /// `body`'s value, computed on a new thread.
     package static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread { continuation.resume(with: Result { try body() }) }
+            let thread = Thread {
+                Thread.current.name = name  // set from the thread itself: Foundation names only a running thread
+                continuation.resume(with: Result { try body() })
+            }
             thread.stackSize = 4 << 20
             thread.start()
         }
@@ -15,7 +22,10 @@ package enum OwnThread {
     /// `body`'s value, computed on a new thread (for work that cannot fail).
     package static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: body()) }
+            let thread = Thread {
+                Thread.current.name = name
+                continuation.resume(returning: body())
+            }
             thread.stackSize = 4 << 20
             thread.start()
         }

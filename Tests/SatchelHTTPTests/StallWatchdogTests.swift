@@ -60,6 +60,14 @@ struct StallWatchdogTests {
         #endif
     }
 
+    #if os(Linux)
+    @Test("a thread of its own is named so (Linux would give it its creator's name, a task-pool thread's), so a stall's snapshot tells it from the pool's")
+    func ownThreadName() async throws {
+        let name = try await OwnThread.run { try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+        #expect(name.trimmingCharacters(in: .whitespacesAndNewlines) == "satchel-own")
+    }
+    #endif
+
     // A starved thread is not made on purpose here: Linux runs even a SCHED_IDLE thread a little every scheduling
     // period, so a real starvation needs the tens of runnable threads a loaded machine has. The rule is tested alone.
     @Test("the cause: busy when a late thread ran past the limit, else starved or blocked by whichever of waiting for a CPU and sleeping took longer")
