@@ -150,7 +150,10 @@ public enum ProcessRunner {
             Issue.record("\(tool) \(arguments.dropFirst(tool == arguments.first ? 1 : 0).prefix(2).joined(separator: " ")) was waited for on a thread of the task pool, which the test process's servers need: run it through the async overload or TestMedia.offloaded")
         }
         let out = Pipe(), err = Pipe()
-        let child = try ChildProcess.spawn(executable.path, arguments,
+        // Below the test process in priority (nice 10): the encodes and commands a test waits for take the cores the
+        // in-process servers under test need only when those are idle (a loop then answers within its limit).
+        let (path, words) = niceTool.map { ($0, ["-n", "10", executable.path] + arguments) } ?? (executable.path, arguments)
+        let child = try ChildProcess.spawn(path, words,
                                            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
                                            directory: directory?.path, input: ChildProcess.nullDevice,
                                            output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
@@ -165,6 +168,8 @@ public enum ProcessRunner {
         while !errorData.done { usleep(1000) }
         return Result(status: status, stdout: String(decoding: output, as: UTF8.self), stderr: String(decoding: errorData.data, as: UTF8.self))
     }
+
+    private static let niceTool = TestMedia.which("nice")?.path
 
     private final class ErrorCollector: @unchecked Sendable {
         private let lock = NSLock()
