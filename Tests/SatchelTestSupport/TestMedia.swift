@@ -134,20 +134,21 @@ public enum ProcessRunner {
         public let stderr: String
     }
 
-    /// Runs `executable` with `arguments`, in this process's environment with `environment` added (secrets go
-    /// there rather than in the arguments, which any user of the machine can list). The tool starts with a clean
-    /// signal mask (``ChildProcess``): one that inherited the test process's blocked signals would ignore SIGTERM.
     /// ``run(_:_:environment:directory:)`` from a task, waited for on a thread of its own (never one of the task pool's).
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) async throws -> Result {
         try await TestMedia.offloaded { try run(executable, arguments, environment: environment, directory: directory) }
     }
 
-    /// Runs `executable` to its end, waiting on this thread: never a thread of the task pool (a test that does is failed,
-    /// naming the tool: call it from a task through the async overload or ``TestMedia/offloaded(_:)``).
+    /// Runs `executable` with `arguments` to its end, waiting on this thread, in this process's environment with
+    /// `environment` added (secrets go there rather than in the arguments, which any user of the machine can list). The
+    /// tool starts with a clean signal mask (``ChildProcess``): one that inherited the test process's blocked signals
+    /// would ignore SIGTERM. Never on a thread of the task pool: a test that does is failed, naming the tool (call it
+    /// from a task through the async overload or ``TestMedia/offloaded(_:)``).
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> Result {
         if withUnsafeCurrentTask(body: { $0 != nil }) {
-            let tool = executable.lastPathComponent == "env" ? arguments.first ?? "env" : executable.lastPathComponent
-            Issue.record("\(tool) \(arguments.dropFirst(tool == arguments.first ? 1 : 0).prefix(2).joined(separator: " ")) was waited for on a thread of the task pool, which the test process's servers need: run it through the async overload or TestMedia.offloaded")
+            // The tool and its first word only (a subcommand): the rest may carry a key.
+            let words = executable.lastPathComponent == "env" ? Array(arguments.prefix(2)) : [executable.lastPathComponent] + arguments.prefix(1)
+            Issue.record("\(words.joined(separator: " ")) was waited for on a thread of the task pool, which the test process's servers need: run it through the async overload or TestMedia.offloaded")
         }
         let out = Pipe(), err = Pipe()
         // Below the test process in priority (nice 10): the encodes and commands a test waits for take the cores the
