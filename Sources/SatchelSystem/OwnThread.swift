@@ -12,6 +12,7 @@ package enum OwnThread {
         try await withCheckedThrowingContinuation { continuation in
             let thread = Thread {
                 Thread.current.name = name  // set from the thread itself: Foundation names only a running thread
+                ThreadPriority.lowerToProcess()  // made by a raised event loop, it would run at the loop's priority
                 continuation.resume(with: Result { try body() })
             }
             thread.stackSize = 4 << 20
@@ -24,6 +25,7 @@ package enum OwnThread {
         await withCheckedContinuation { continuation in
             let thread = Thread {
                 Thread.current.name = name
+                ThreadPriority.lowerToProcess()
                 continuation.resume(returning: body())
             }
             thread.stackSize = 4 << 20

@@ -56,6 +56,9 @@ struct ServeCommand: SatchelAsyncCommand {
     var deviceEventsPerHour = 5_000
     @Option(name: .customLong("stall-report"), help: ArgumentHelp("Log a warning, with what every thread was doing, whenever an event loop or the task pool does not run for this many milliseconds (50 to 60000).", valueName: "ms"))
     var stallReport: Int?
+    @Option(name: .customLong("loop-priority"),
+            help: ArgumentHelp("Run the event loops, which answer every connection, this many nice levels above the rest of the process (0 to 20; default 10, 0 leaves them), so a machine busy with other work still answers soon. Needs root or CAP_SYS_NICE; without it the loops are left as they are and the log says so.", valueName: "levels"))
+    var loopPriority: Int32 = 10
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
     @OptionGroup var logging: LoggingOptions
     @Option(name: .customLong("demo-tokens"), help: .hidden) var demoTokenKID: String?
@@ -92,6 +95,7 @@ struct ServeCommand: SatchelAsyncCommand {
             throw ValidationError("--device-events-per-hour is \(EventRules.batchLimit) (a batch) to 10000000")
         }
         if let stallReport, !(50...60_000).contains(stallReport) { throw ValidationError("--stall-report is 50 to 60000 milliseconds") }
+        if !(0...20).contains(loopPriority) { throw ValidationError("--loop-priority is 0 to 20 nice levels") }
     }
 
     func execute() async throws {
@@ -110,6 +114,7 @@ struct ServeCommand: SatchelAsyncCommand {
         let logger = Logger(label: "satchel.serve")
         let watchdog = stallReport.map { StallWatchdog.logging(limit: .milliseconds($0), to: Logger(label: "satchel.stalls")) }
         defer { watchdog?.stop() }
+        await raiseLoops(logger: logger)
         let tls = try tlsIdentity(logger: logger)  // before the database opens: a bad certificate stops here
         let scheme = tls == nil ? "http" : "https"
         var credentials: [FairPlayCredential] = []
@@ -228,6 +233,17 @@ extension ServeCommand {
         let (expires, serial) = identity.summary
         logger.info("TLS certificate in use", metadata: ["serial": "\(serial)", "expires": "\(ISODate.string(expires))"])
         return identity
+    }
+
+    /// SwiftNIO's shared loops (the server's and its clients') raised `--loop-priority` levels; the log says how it went.
+    func raiseLoops(logger: Logger) async {
+        guard loopPriority > 0 else { return }
+        let outcomes = await ThreadPriority.raiseLoops(by: loopPriority)
+        switch outcomes.first {
+        case .raised(let nice): logger.info("event loops raised above the process", metadata: ["loops": "\(outcomes.count)", "nice": "\(nice)"])
+        case .notPermitted: logger.notice("event loops left at the process's priority: raising them needs root or CAP_SYS_NICE (or --loop-priority 0)")
+        case .unsupported, nil: break
+        }
     }
 
     /// The one line a busy port gets.

@@ -339,6 +339,9 @@ final class LineReader: @unchecked Sendable {
 
     var lines: [String] { collected.current }
 
+    /// The process's ID.
+    var pid: Int32 { process.processIdentifier }
+
     /// Waits until a line containing `text` has come (true), or `seconds` pass (false).
     func wait(for text: String, seconds: Double) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)

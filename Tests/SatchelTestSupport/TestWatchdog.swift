@@ -10,8 +10,10 @@ import SatchelSystem
 public enum TestWatchdog {
     private static let watchdog = Locked<StallWatchdog?>(nil)
 
-    /// Starts the watchdog once, when the environment asks for it.
+    /// Starts the watchdog once, when the environment asks for it; first raises SwiftNIO's shared loops above the
+    /// process as `satchel serve` does (where the process may), so the in-process servers run as they would deployed.
     public static func start() {
+        Task.detached { _ = await ThreadPriority.raiseLoops(by: 10) }
         guard let path = ProcessInfo.processInfo.environment["SATCHEL_STALL_FILE"], !path.isEmpty else { return }
         watchdog.withLock { running in
             guard running == nil else { return }
