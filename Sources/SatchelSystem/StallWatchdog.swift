@@ -76,14 +76,17 @@ package final class StallWatchdog: @unchecked Sendable {
     package static let beatInterval = Duration.milliseconds(20)
 
     private let report: @Sendable (Stall) -> Void
+    private let found: (@Sendable (String) -> Void)?
     private let heartbeats = Locked<[Heartbeat]>([])
     private let stopped = Locked(false)
     /// The task pool's heartbeat task, kept to be cancelled at ``stop()``.
     private let poolBeat = Locked<Task<Void, Never>?>(nil)
 
-    /// A watchdog that hands each stall, when it ends, to `report` (called on the sampler's thread).
-    package init(report: @escaping @Sendable (Stall) -> Void) {
+    /// A watchdog that hands each stall, when it ends, to `report`, and names the heartbeat to `found` the moment a
+    /// stall is found, while it lasts (both called on the sampler's thread; `found` may take its time: a diagnosis).
+    package init(report: @escaping @Sendable (Stall) -> Void, found: (@Sendable (String) -> Void)? = nil) {
         self.report = report
+        self.found = found
         let thread = Thread { [self] in sample() }
         thread.name = "satchel-watchdog"
         thread.start()
@@ -151,6 +154,7 @@ package final class StallWatchdog: @unchecked Sendable {
                     let schedule = heartbeat.threadIDs.compactMap { id in SchedulerTime.of(thread: id).map { (id, $0) } }
                     open[key] = Open(since: last, wall: wall, worst: age, threads: ThreadSnapshot.all(), found: now,
                                      schedule: Dictionary(schedule, uniquingKeysWith: { first, _ in first }))
+                    found?(heartbeat.name)
                 }
             }
         }

@@ -18,7 +18,7 @@ public enum TestWatchdog {
         watchdog.withLock { running in
             guard running == nil else { return }
             let file = Locked<FileHandle?>(nil)
-            let dog = StallWatchdog { stall in
+            let dog = StallWatchdog(report: { stall in
                 guard let data = try? JSONCoding.encoder().encode(stall) else { return }
                 file.withLock { handle in
                     if handle == nil {
@@ -28,10 +28,24 @@ public enum TestWatchdog {
                     handle?.seekToEndOfFile()
                     handle?.write(data + Data("\n".utf8))
                 }
-            }
+            }, found: stacks(into: ProcessInfo.processInfo.environment["SATCHEL_STALL_STACKS"]))
             dog.watch(limit: .milliseconds(100))
             dog.watchTaskPool(limit: .seconds(1))
             running = dog
+        }
+    }
+
+    /// With `$SATCHEL_STALL_STACKS` naming a folder: at the first four task-pool stalls found, every thread's stack
+    /// (gdb), written there — what held the pool's threads. gdb stops the whole process while it reads them: a
+    /// diagnosis run's, never a counted one's.
+    private static func stacks(into folder: String?) -> (@Sendable (String) -> Void)? {
+        guard let folder, !folder.isEmpty, let gdb = TestMedia.which("gdb") else { return nil }
+        let taken = Locked(0)
+        return { source in
+            guard source == "task pool", taken.withLock({ $0 += 1; return $0 <= 4 }) else { return }
+            let file = folder + "/stacks-\(Int(Date().timeIntervalSince1970 * 1000)).txt"
+            let dump = try? ProcessRunner.run(gdb, ["-p", "\(getpid())", "-batch", "-ex", "thread apply all bt 40"])
+            try? ((dump?.stdout ?? "") + (dump?.stderr ?? "")).write(toFile: file, atomically: true, encoding: .utf8)
         }
     }
 }
