@@ -57,8 +57,8 @@ struct ServeCommand: SatchelAsyncCommand {
     @Option(name: .customLong("stall-report"), help: ArgumentHelp("Log a warning, with what every thread was doing, whenever an event loop or the task pool does not run for this many milliseconds (50 to 60000).", valueName: "ms"))
     var stallReport: Int?
     @Option(name: .customLong("loop-priority"),
-            help: ArgumentHelp("Run the event loops, which answer every connection, this many nice levels above the rest of the process (0 to 20; default 10, 0 leaves them), so a machine busy with other work still answers soon. Needs root or CAP_SYS_NICE; without it the loops are left as they are and the log says so.", valueName: "levels"))
-    var loopPriority: Int32 = 10
+            help: ArgumentHelp("Run the event loops, which answer every connection, this many nice levels above the rest of the process (0 to 20; default 0: left as they are). For a host shared with bulk work (encodes, packaging): the loops then answer soon however busy the machine. Not for a server its own requests saturate: the loops then take more than the work behind them can finish, and answers wait longer. Needs root or CAP_SYS_NICE; without it the log says the loops were left.", valueName: "levels"))
+    var loopPriority: Int32 = 0
     @Option(name: .customLong("token-audience"), help: "Entitlement tokens must carry this aud (or $SATCHEL_TOKEN_AUDIENCE).") var audience: String?
     @OptionGroup var logging: LoggingOptions
     @Option(name: .customLong("demo-tokens"), help: .hidden) var demoTokenKID: String?

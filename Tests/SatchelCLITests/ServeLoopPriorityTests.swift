@@ -6,7 +6,7 @@ import Testing
 /// with other work still gets an answer soon; a process that may not raise a priority says so and runs as before.
 @Suite("satchel serve: event loops above the rest of the process")
 struct ServeLoopPriorityTests {
-    @Test("as root the loops run 10 nice levels above the process and its other threads; --loop-priority 0 leaves them; without CAP_SYS_NICE they are left and the log says what to do",
+    @Test("as root --loop-priority 10 runs the loops 10 nice levels above the process and its other threads; by default they are left; without CAP_SYS_NICE they are left and the log says what to do",
           .enabled(if: getuid() == 0))
     func loops() async throws {
         #if os(Linux)
@@ -29,16 +29,16 @@ struct ServeLoopPriorityTests {
                 server.stop()
                 return (loops, pool, others, base, (try? String(contentsOfFile: log, encoding: .utf8)) ?? "")
             }
-            let raised = try serve("raised")
+            let raised = try serve("raised", ["--loop-priority", "10"])
             #expect(!raised.loops.isEmpty && raised.loops.allSatisfy { $0 == max(-20, raised.base - 10) }, "\(raised.loops) over \(raised.base)")
             #expect(!raised.pool.isEmpty && raised.pool.allSatisfy { $0 == raised.base }, "\(raised.pool)")
             // (libdispatch runs some of its threads a few levels up on its own: none at the loops' level)
             #expect(raised.others.allSatisfy { $0 > max(-20, raised.base - 10) }, "\(raised.others)")
             #expect(raised.log.contains("event loops raised above the process"), "\(raised.log.suffix(800))")
-            let left = try serve("left", ["--loop-priority", "0"])
+            let left = try serve("left")
             #expect(!left.loops.isEmpty && left.loops.allSatisfy { $0 == left.base }, "\(left.loops)")
             #expect(!left.log.contains("event loops"))
-            let refused = try serve("refused", capabilityDropped: true)
+            let refused = try serve("refused", ["--loop-priority", "10"], capabilityDropped: true)
             #expect(!refused.loops.isEmpty && refused.loops.allSatisfy { $0 == refused.base }, "\(refused.loops)")
             #expect(refused.log.contains("event loops left at the process's priority: raising them needs root or CAP_SYS_NICE (or --loop-priority 0)"),
                     "\(refused.log.suffix(800))")

@@ -10,8 +10,9 @@ import SatchelSystem
 public enum TestWatchdog {
     private static let watchdog = Locked<StallWatchdog?>(nil)
 
-    /// Starts the watchdog once, when the environment asks for it; first raises SwiftNIO's shared loops above the
-    /// process as `satchel serve` does (where the process may), so the in-process servers run as they would deployed.
+    /// Starts the watchdog once, when the environment asks for it; first raises SwiftNIO's shared loops 10 levels above
+    /// the process, as `satchel serve --loop-priority 10` does on a host shared with bulk work (where the process may):
+    /// the in-process servers share two cores with encodes, browsers and, in the load runs, a CPU hog.
     public static func start() {
         Task.detached { _ = await ThreadPriority.raiseLoops(by: 10) }
         guard let path = ProcessInfo.processInfo.environment["SATCHEL_STALL_FILE"], !path.isEmpty else { return }
@@ -44,8 +45,9 @@ public enum TestWatchdog {
         return { source in
             guard source == "task pool", taken.withLock({ $0 += 1; return $0 <= 4 }) else { return }
             let file = folder + "/stacks-\(Int(Date().timeIntervalSince1970 * 1000)).txt"
-            let dump = try? ProcessRunner.run(gdb, ["-p", "\(getpid())", "-batch", "-ex", "thread apply all bt 40"])
-            try? ((dump?.stdout ?? "") + (dump?.stderr ?? "")).write(toFile: file, atomically: true, encoding: .utf8)
+            // Straight into the file: this process, stopped while gdb reads it, could not drain a pipe.
+            _ = try? ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" -p \"$1\" -batch -iex 'set debuginfod enabled off' -ex 'thread apply all bt 40' >\"$2\" 2>&1",
+                                                                          gdb.path, "\(getpid())", file])
         }
     }
 }
