@@ -143,6 +143,9 @@ final class DownloadRunLoop {
     }
 
     nonisolated(nonsending) func summary() async -> DownloadManager.RunSummary {
+        // An asset being removed is no longer queued: those marked before the read (whose removal may end, and unmark
+        // them, while the read is under way: their rows are then in the read but no longer marked) and after it.
+        let removingBefore = queue.removing
         let assets: [DownloadAsset]
         var failure: String?
         do { assets = try await parts.index.all() } catch {
@@ -150,7 +153,7 @@ final class DownloadRunLoop {
             failure = error.description
         }
         var states: [DownloadState: Int] = [:]
-        let kept = assets.filter { !queue.isRemoving($0.id) }  // an asset being removed is no longer queued
+        let kept = assets.filter { !removingBefore.contains($0.id) && !queue.isRemoving($0.id) }
         for asset in kept { states[asset.state, default: 0] += 1 }
         return DownloadManager.RunSummary(states: states, paused: kept.filter(\.isPaused).count, enabled: queue.enabled, storageFailure: failure)
     }
