@@ -241,7 +241,7 @@ extension ServeCommand {
         let outcomes = await ThreadPriority.raiseLoops(by: loopPriority)
         switch outcomes.first {
         case .raised(let nice): logger.info("event loops raised above the process", metadata: ["loops": "\(outcomes.count)", "nice": "\(nice)"])
-        case .notPermitted: logger.notice("event loops left at the process's priority: raising them needs root or CAP_SYS_NICE (or --loop-priority 0)")
+        case .notPermitted: logger.notice("event loops left at the process's priority: --loop-priority needs root or CAP_SYS_NICE (or leave it out)")
         case .unsupported, nil: break
         }
     }
