@@ -13,13 +13,18 @@ struct LoopPriorityTests {
     /// Raising a priority needs root or CAP_SYS_NICE (the CLI test runs the server without it).
     static let mayRaise = getuid() == 0
 
+    /// A group of `threads` loops, raised 10 levels, with the process's level and the loops' outcomes.
+    static func raisedGroup(_ threads: Int) async throws -> (MultiThreadedEventLoopGroup, base: Int32, [ThreadPriority.Outcome]) {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let base = try #require(ThreadPriority.processNice)
+        return (group, base, await ThreadPriority.raiseLoops(group, by: 10))
+    }
+
     @Test("each loop's thread runs 10 nice levels above the process; the process's other threads do not move",
           .enabled(if: mayRaise))
     func raised() async throws {
         #if os(Linux)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let base = try #require(ThreadPriority.processNice)
-        let outcomes = await ThreadPriority.raiseLoops(group, by: 10)
+        let (group, base, outcomes) = try await Self.raisedGroup(2)
         #expect(outcomes == [.raised(nice: max(-20, base - 10)), .raised(nice: max(-20, base - 10))], "\(outcomes)")
         for loop in group.makeIterator() {
             let nice = try await loop.submit { ThreadPriority.currentNice }.get()
@@ -34,9 +39,7 @@ struct LoopPriorityTests {
           .enabled(if: mayRaise))
     func madeThreadLowered() async throws {
         #if os(Linux)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let base = try #require(ThreadPriority.processNice)
-        _ = await ThreadPriority.raiseLoops(group, by: 10)
+        let (group, base, _) = try await Self.raisedGroup(1)
         let levels = Locked<(inherited: Int32?, lowered: Int32?)>((nil, nil))
         let done = DispatchSemaphore(value: 0)
         try await group.next().submit {

@@ -13,8 +13,8 @@ struct StallWatchdogTests {
     @Test("a loop blocked 300 ms is reported once, about 300 ms long, with the loop's thread found asleep in the kernel; a loop that runs is not")
     func blockedLoop() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        let stalls = Locked<[StallWatchdog.Stall]>([])
-        let watchdog = StallWatchdog { stall in stalls.withLock { $0.append(stall) } }
+        let stalls = Locked<[StallWatchdog.Stall]>([]), found = Locked<[String]>([])
+        let watchdog = StallWatchdog(report: { stall in stalls.withLock { $0.append(stall) } }, found: { source in found.withLock { $0.append(source) } })
         watchdog.watch(group, limit: .milliseconds(100))
         try await Task.sleep(for: .milliseconds(200))
         let loops = Array(group.makeIterator())
@@ -26,9 +26,10 @@ struct StallWatchdogTests {
         try await Task.sleep(for: .milliseconds(100))
         watchdog.stop()
         try await group.shutdownGracefully()
-        let found = stalls.current
-        #expect(found.count == 1 && found.first?.source == "event loop #1", "\(found.map(\.source))")
-        guard let stall = found.first else { return }
+        #expect(found.current == ["event loop #1"], "the hook is told once, while the stall lasts: \(found.current)")
+        let reported = stalls.current
+        #expect(reported.count == 1 && reported.first?.source == "event loop #1", "\(reported.map(\.source))")
+        guard let stall = reported.first else { return }
         #expect((250...1_500).contains(stall.milliseconds), "\(stall.milliseconds) ms")
         #if os(Linux)
         let thread = stall.threads.first { $0.name == String(blocked.prefix(15)) }

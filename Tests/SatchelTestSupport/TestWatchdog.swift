@@ -45,8 +45,9 @@ public enum TestWatchdog {
         return { source in
             guard source == "task pool", taken.withLock({ $0 += 1; return $0 <= 4 }) else { return }
             let file = folder + "/stacks-\(Int(Date().timeIntervalSince1970 * 1000)).txt"
-            // Straight into the file: this process, stopped while gdb reads it, could not drain a pipe.
-            _ = try? ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" -p \"$1\" -batch -iex 'set debuginfod enabled off' -ex 'thread apply all bt 40' >\"$2\" 2>&1",
+            // Straight into the file: this process, stopped while gdb reads it, could not drain a pipe. Functions and
+            // lines only: a frame's arguments may be a key's bytes.
+            _ = try? ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" -p \"$1\" -batch -iex 'set debuginfod enabled off' -ex 'set print frame-arguments none' -ex 'set print frame-info location-and-address' -ex 'thread apply all bt 40' >\"$2\" 2>&1",
                                                                           gdb.path, "\(getpid())", file])
         }
     }
