@@ -52,13 +52,19 @@ public final class ConnectionRegistry: Sendable {
         var evictions = 0
         var refusals = 0
 
-        /// The regular connection that has waited longest without a request in progress (slow heads first). A
-        /// request whose body is arriving is in progress: it is not evicted, but its body has a deadline.
-        func oldestWaiting(from address: String? = nil) -> ObjectIdentifier? {
+        /// The regular connection to close to make room: among those without a request in progress, a slow head
+        /// (one still not in after `slowAfter`) first, then an idle connection, then a head that is only new (a TLS
+        /// handshake on a loaded host takes a while), each the longest-waiting of its kind. A request whose body is
+        /// arriving is in progress: it is not closed, but its body has a deadline.
+        func oldestWaiting(from address: String? = nil, now: NIODeadline, slowAfter: TimeAmount) -> ObjectIdentifier? {
             var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
-            for (id, entry) in entries where !entry.reserve && !entry.stream && (entry.activity == .readingHead || entry.activity == .idle)
-                && (address == nil || entry.address == address) {
-                let rank = entry.activity == .readingHead ? 0 : 1
+            for (id, entry) in entries where !entry.reserve && !entry.stream && (address == nil || entry.address == address) {
+                let rank: Int
+                switch entry.activity {
+                case .readingHead: rank = now - entry.since >= slowAfter ? 0 : 2
+                case .idle: rank = 1
+                case .readingBody, .busy: continue
+                }
                 if best.map({ (rank, entry.since) < ($0.rank, $0.since) }) ?? true { best = (id, rank, entry.since) }
             }
             return best?.id
@@ -109,25 +115,26 @@ public final class ConnectionRegistry: Sendable {
     /// Connections closed to make room for new ones, and connections refused, since the start.
     public var counters: (evicted: Int, refused: Int) { table.withLock { ($0.evictions, $0.refusals) } }
 
-    /// Admits a new connection from `address` (nil: the channel's peer); at the cap the longest-waiting connection
-    /// without a request in progress (one reading a head, or idle) is closed to make room, and at the address's cap
-    /// the address's own.
+    /// Admits a new connection from `address` (nil: the channel's peer); at the cap a connection without a request in
+    /// progress is closed to make room (a slow head, else an idle one, else the oldest new head), and at the address's
+    /// cap one of the address's own.
     func open(_ id: ObjectIdentifier, channel: any Channel, address: String? = nil, now: NIODeadline) -> Admission {
         var victims: [any Channel] = []
         let limits = limits
         let address = address ?? channel.remoteAddress?.ipAddress ?? "unknown"
+        let slowAfter = Self.slowHead(limits)
         let admission: Admission = table.withLock { table in
             // An address at its cap makes room among its own connections, or gets the reserve (health checks) only.
             var regular = true
             if (table.perAddress[address] ?? 0) >= limits.maxConnectionsPerAddress {
-                if let oldest = table.oldestWaiting(from: address), let entry = table.remove(oldest) {
+                if let oldest = table.oldestWaiting(from: address, now: now, slowAfter: slowAfter), let entry = table.remove(oldest) {
                     victims.append(entry.channel)
                     table.evictions += 1
                 } else {
                     regular = false
                 }
             }
-            if regular, table.regular >= limits.maxConnections, let oldest = table.oldestWaiting(), let entry = table.remove(oldest) {
+            if regular, table.regular >= limits.maxConnections, let oldest = table.oldestWaiting(now: now, slowAfter: slowAfter), let entry = table.remove(oldest) {
                 victims.append(entry.channel)
                 table.evictions += 1
             }
@@ -149,6 +156,11 @@ public final class ConnectionRegistry: Sendable {
         }
         for victim in victims { victim.close(promise: nil) }
         return admission
+    }
+
+    /// How long a head may take before it counts as slow when room is made: a quarter of the header timeout.
+    static func slowHead(_ limits: ConnectionLimits) -> TimeAmount {
+        .nanoseconds(ConnectionWatch.timeAmount(limits.headerTimeout).nanoseconds / 4)
     }
 
     /// Long-lived streams open now.

@@ -120,7 +120,7 @@ final class ConnectionWatch: @unchecked Sendable {
 
     /// The connection opened: admitted, on the reserve, or refused.
     func opened() -> ConnectionRegistry.Admission {
-        admission = registry.open(id, channel: channel, now: .now())
+        admission = registry.open(id, channel: channel, now: channel.eventLoop.now)
         if admission != .refuse { enter(.readingHead) }
         return admission
     }
@@ -176,7 +176,8 @@ final class ConnectionWatch: @unchecked Sendable {
         }
     }
 
-    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+    /// `duration` as NIO's time amount (nanoseconds, saturating).
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
         .nanoseconds(Int64(clamping: duration.components.seconds) &* 1_000_000_000 &+ duration.components.attoseconds / 1_000_000_000)
     }
 

@@ -13,7 +13,7 @@ import Testing
     /// day ahead) and "clip" (offline, no dates at all).
     final class Server: @unchecked Sendable {
         let directory: URL
-        /// The port the first start was given by the system (`--port 0`); a restart listens on it again.
+        /// The port the first start listened on; a restart listens on it again.
         private(set) var port = 0
         var process: Process?
         /// More `satchel serve` arguments (FairPlay credentials).
@@ -81,10 +81,23 @@ import Testing
             return made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
-        /// Starts `satchel serve` and waits for the address it prints once bound; throws if it exits first.
+        /// Starts `satchel serve` and waits for the address it prints once bound; throws if it exits first. The
+        /// first start picks a port outside the system's ephemeral range (``RestartablePort``), and picks again
+        /// if another process took it first; a restart listens on the same port.
         func start() async throws {
+            guard port == 0 else { return try await listen(on: port) }
+            for attempt in 1...5 {
+                do {
+                    return try await listen(on: RestartablePort.pick())
+                } catch is NotListening where attempt < 5 {
+                    continue
+                }
+            }
+        }
+
+        private func listen(on chosen: Int) async throws {
             let process = Process()
-            let arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(port)] + serveArguments
+            let arguments = ["serve", "--data-dir", data, "--jwks", jwks.path, "--port", String(chosen)] + serveArguments
             if lowPriority, let binary = CLIRunner.binary {  // nice execs the server: the process is the server's
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/nice")
                 process.arguments = ["-n", "19", binary.path] + arguments
