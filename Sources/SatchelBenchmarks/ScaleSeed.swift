@@ -16,7 +16,9 @@ enum ScaleSeed {
         func ago(_ seconds: SQLQueryString) -> SQLQueryString {
             postgres ? "now() - make_interval(secs => \(seconds))" : "(unixepoch() - (\(seconds)))"
         }
-        let uuid: SQLQueryString = postgres ? "gen_random_uuid()" : "lower(hex(randomblob(16)))"
+        // SQLite: random in its first part, unique by the row's number (SQLite 3.54 evaluates `randomblob()` once for
+        // all the rows of this statement).
+        let uuid: SQLQueryString = postgres ? "gen_random_uuid()" : "printf('%08x-0000-4000-8000-%012x', abs(random()) % 4294967296, i)"
         let user: SQLQueryString = "(i % \(literal: sizes.users)) + 1"
         let (yes, no) = (true, false)
         let statements: [SQLQueryString] = [
