@@ -19,8 +19,8 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// A kept-alive connection with no request in progress is closed after this. Default 60 s.
     public var idleTimeout: Duration
     /// Connections served at once. At the cap a new connection takes the place of one that has no request in
-    /// progress (a slow head, else the longest-idle connection, else the oldest new head); when every one is busy it may still ask for a path of
-    /// ``alwaysServed`` on one of ``reserve`` extra connections; anything else gets 503.
+    /// progress (a slow head, else the longest-idle connection, else the oldest new head); when every one is busy it
+    /// may still ask for a path of ``alwaysServed`` on one of ``reserve`` extra connections; anything else gets 503.
     public var maxConnections: Int
     /// Connections one client address may hold at once: at this cap a new one from the address takes the place of
     /// that address's longest-waiting connection, or may ask for ``alwaysServed`` paths only, so one client

@@ -56,7 +56,7 @@ public final class ConnectionRegistry: Sendable {
         /// (one still not in after `slowAfter`) first, then an idle connection, then a head that is only new (a TLS
         /// handshake on a loaded host takes a while), each the longest-waiting of its kind. A request whose body is
         /// arriving is in progress: it is not closed, but its body has a deadline.
-        func oldestWaiting(from address: String? = nil, now: NIODeadline, slowAfter: TimeAmount) -> ObjectIdentifier? {
+        func toClose(from address: String? = nil, now: NIODeadline, slowAfter: TimeAmount) -> ObjectIdentifier? {
             var best: (id: ObjectIdentifier, rank: Int, since: NIODeadline)?
             for (id, entry) in entries where !entry.reserve && !entry.stream && (address == nil || entry.address == address) {
                 let rank: Int
@@ -127,14 +127,15 @@ public final class ConnectionRegistry: Sendable {
             // An address at its cap makes room among its own connections, or gets the reserve (health checks) only.
             var regular = true
             if (table.perAddress[address] ?? 0) >= limits.maxConnectionsPerAddress {
-                if let oldest = table.oldestWaiting(from: address, now: now, slowAfter: slowAfter), let entry = table.remove(oldest) {
+                if let victim = table.toClose(from: address, now: now, slowAfter: slowAfter), let entry = table.remove(victim) {
                     victims.append(entry.channel)
                     table.evictions += 1
                 } else {
                     regular = false
                 }
             }
-            if regular, table.regular >= limits.maxConnections, let oldest = table.oldestWaiting(now: now, slowAfter: slowAfter), let entry = table.remove(oldest) {
+            if regular, table.regular >= limits.maxConnections, let victim = table.toClose(now: now, slowAfter: slowAfter),
+               let entry = table.remove(victim) {
                 victims.append(entry.channel)
                 table.evictions += 1
             }

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Work that blocks (a wait on another process, a lock, a read) or runs long on the CPU (a manifest of a quarter of a
 /// million lines), run on a thread of its own: no thread of Swift's task pool (one a core) or of an event loop is held.
