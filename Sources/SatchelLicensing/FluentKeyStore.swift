@@ -13,8 +13,8 @@ import SatchelProtection
 /// by another process are seen within the lifetime.
 public struct FluentKeyStore: KeyStore {
     private let database: any Database
-    /// Where keys are looked up (a connection beside the audit writer's on SQLite).
-    private let reader: any Database
+    /// Where the next key is looked up (on SQLite one of the connections beside the audit writer's).
+    private let reader: @Sendable () -> any Database
     private let kek: KeyEncryptionKey
     private let cache: KeyCache
     /// The audit log (licenses and sync reports), written in batches.
@@ -27,7 +27,7 @@ public struct FluentKeyStore: KeyStore {
     /// A store over `database`, with an audit log of its own that commits each batch before its answers.
     public init(database: any Database, kek: KeyEncryptionKey) {
         self.database = database
-        self.reader = database
+        self.reader = { database }
         self.kek = kek
         self.cache = KeyCache()
         self.audit = AuditLog(database: database)
@@ -36,7 +36,7 @@ public struct FluentKeyStore: KeyStore {
     /// A store over the licensing database, sharing its audit log (and with SQLite, the audit journal).
     public init(database: LicensingDatabase, kek: KeyEncryptionKey) {
         self.database = database.database
-        self.reader = database.reader
+        self.reader = { database.reader }
         self.kek = kek
         self.cache = KeyCache()
         self.audit = database.audit
@@ -238,7 +238,7 @@ public struct FluentKeyStore: KeyStore {
 
     /// The keys a query of ``LicensingQueries`` reads, opened.
     private func load(_ query: SQLQueryString) async throws(LicensingError) -> [StoredKey] {
-        guard let sql = reader as? any SQLDatabase else { throw .storage("the key store needs an SQL database") }
+        guard let sql = reader() as? any SQLDatabase else { throw .storage("the key store needs an SQL database") }
         let rows: [any SQLRow]
         do { rows = try await sql.raw(query).all() } catch { throw .storage("lookup failed") }
         var keys: [StoredKey] = []

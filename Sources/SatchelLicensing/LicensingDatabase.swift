@@ -13,8 +13,9 @@ public final class LicensingDatabase: Sendable {
     private let store: FluentStore
     /// The database handle.
     public let database: any Database
-    /// The handle for key lookups (`FluentStore.reader`): on SQLite a connection beside the audit's writer.
-    public let reader: any Database
+    /// A handle for key lookups, the next in turn (`FluentStore.reader`): on SQLite a connection beside the audit's
+    /// writer.
+    public var reader: any Database { store.reader }
     /// "sqlite" or "postgres".
     public let kind: String
     /// The PostgreSQL connections a node opens at most (as its requests need them). The handle is bound to one
@@ -64,7 +65,6 @@ public final class LicensingDatabase: Sendable {
                                                                                                   tables: [LicensingQueries.licenseHistory, LicensingQueries.syncHistory])] + more,
                                                sqlite: kind == "sqlite" ? SQLiteSettings(durability: .processCrash, large: true) : nil, logger: logger)
             database = store.database
-            reader = store.reader
         } catch {
             throw .storage("cannot open or migrate the \(kind) database: \(error)")
         }

@@ -46,14 +46,19 @@ public struct FluentStore: Sendable {
     public let databases: Databases
     /// The database handle.
     public let database: any Database
-    /// A handle for reads that need not see this process's uncommitted writes: on SQLite a second connection (on
-    /// another event loop), so a request's read never waits for a batch the writer's connection is committing (write-
-    /// ahead logging lets a reader go beside the writer); on PostgreSQL the same pooled handle.
-    public let reader: any Database
+    /// Handles for reads that need not see this process's uncommitted writes: on SQLite connections of their own (on
+    /// another event loop than the writer's), so a request's read never waits for a batch the writer's connection is
+    /// committing (write-ahead logging lets readers go beside the writer) — two for a large store, one otherwise; on
+    /// PostgreSQL the same pooled handle.
+    public let readers: ReaderPool
+    /// The next of ``readers``.
+    public var reader: any Database { readers.next() }
+    /// The second reader's connection source (a large SQLite store's; a source has one connection per event loop).
+    let moreReaders: Databases?
     /// A SQLite store's own threads (its blocking calls never wait behind another store's, or take a thread the
     /// downloads' file work needs); nil for PostgreSQL, whose driver does not block.
     let threadPool: NIOThreadPool?
-    /// Whether ``reader`` is a connection of its own.
+    /// Whether ``readers`` are connections of their own.
     let separateReader: Bool
 
     /// How many times migrating is tried before opening fails.
@@ -66,8 +71,8 @@ public struct FluentStore: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         // One event loop for the handle and the migrations: a SQLite store then has one connection, whose settings hold.
         let loop = group.next()
-        // Two threads: the writer's connection and the reader's each block one while SQLite works.
-        let threadPool = sqlite.map { _ in NIOThreadPool(numberOfThreads: 2) }
+        // A thread for each connection (the writer's and each reader's block one while SQLite works).
+        let threadPool = sqlite.map { NIOThreadPool(numberOfThreads: $0.large ? 3 : 2) }
         threadPool?.start()
         let databases = Databases(threadPool: threadPool ?? NIOThreadPool.singleton, on: group)
         databases.use(configuration, as: id)
@@ -80,7 +85,16 @@ public struct FluentStore: Sendable {
         let readLoop = group.makeIterator().first { $0 !== loop } ?? loop
         let ownReader = sqlite != nil && readLoop !== loop ? databases.database(logger: logger, on: readLoop) : nil
         let (reader, separate) = (ownReader ?? database, ownReader != nil)
-        let store = FluentStore(databases: databases, database: database, reader: reader, threadPool: threadPool, separateReader: separate)
+        var moreReaders: Databases?
+        var handles = [reader]
+        if separate, sqlite?.large == true, let threadPool {
+            let more = Databases(threadPool: threadPool, on: group)
+            more.use(configuration, as: id)
+            if let second = more.database(logger: logger, on: readLoop) { handles.append(second) }
+            moreReaders = more
+        }
+        let store = FluentStore(databases: databases, database: database, readers: ReaderPool(handles), moreReaders: moreReaders,
+                                threadPool: threadPool, separateReader: separate)
         if let sqlite {
             do {
                 try await store.apply(sqlite)
@@ -142,17 +156,21 @@ public struct FluentStore: Sendable {
             try await sql.raw("PRAGMA cache_size = -65536").run()
             try await sql.raw("PRAGMA mmap_size = 4294967296").run()
         }
-        guard separateReader, let read = reader as? any SQLDatabase else { return }
-        try await read.raw("PRAGMA busy_timeout = \(literal: SQLiteSettings.busyTimeoutMilliseconds)").run()
-        try await read.raw("PRAGMA query_only = 1").run()
-        if settings.large {
-            try await read.raw("PRAGMA cache_size = -65536").run()
-            try await read.raw("PRAGMA mmap_size = 4294967296").run()
+        guard separateReader else { return }
+        for handle in readers.handles {
+            guard let read = handle as? any SQLDatabase else { continue }
+            try await read.raw("PRAGMA busy_timeout = \(literal: SQLiteSettings.busyTimeoutMilliseconds)").run()
+            try await read.raw("PRAGMA query_only = 1").run()
+            if settings.large {
+                try await read.raw("PRAGMA cache_size = -65536").run()
+                try await read.raw("PRAGMA mmap_size = 4294967296").run()
+            }
         }
     }
 
     /// Closes every connection, then the store's own thread.
     public func shutdown() async {
+        await moreReaders?.shutdownAsync()
         await databases.shutdownAsync()
         try? await threadPool?.shutdownGracefully()
     }
@@ -160,6 +178,7 @@ public struct FluentStore: Sendable {
     /// Closes every connection and the store's thread, waiting for them (never on an event loop or in the task pool:
     /// for a `deinit`).
     public func shutdownBlocking() {
+        moreReaders?.shutdown()
         databases.shutdown()
         try? threadPool?.syncShutdownGracefully()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import SQLKit
+import SatchelBytes
 import SatchelLicensing
 import Testing
 
@@ -45,6 +46,31 @@ struct SQLiteSettingsTests {
             #expect(during == 0 && waited < .milliseconds(1_100), "read in \(waited) while the writer held its connection")
             try await writer.value
             #expect(try await count() == 1, "the committed row is seen")
+        }
+    }
+
+    @Test("the license store's key lookups go to two read-only connections in turn: while a long read holds one, a lookup on the next is answered before it ends")
+    func twoReaders() async throws {
+        try await Self.withStore { database in
+            guard let first = database.reader as? any SQLDatabase, let second = database.reader as? any SQLDatabase,
+                  let third = database.reader as? any SQLDatabase else { Issue.record("no SQL readers"); return }
+            // Two connections: a setting changed on the first is not the second's; the third handle is the first again.
+            func cacheSize(_ sql: any SQLDatabase) async throws -> Int? {
+                try await sql.raw("PRAGMA cache_size").first().flatMap { try? $0.decode(column: $0.allColumns.first ?? "", as: Int.self) }
+            }
+            try await first.raw("PRAGMA cache_size = -65000").run()
+            #expect(try await cacheSize(second) == -65536)
+            #expect(try await cacheSize(third) == -65000)
+            try await first.raw("PRAGMA cache_size = -65536").run()
+            let longEnded = Locked(false)
+            let long = Task {
+                _ = try await first.raw("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000000) SELECT count(*) AS c FROM n").first()
+                longEnded.withLock { $0 = true }
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            let answered = try await second.raw("SELECT COUNT(*) AS n FROM satchel_keys").first()?.decode(column: "n", as: Int.self)
+            #expect(answered == 0 && !longEnded.withLock { $0 }, "the lookup waited for the long read")
+            try await long.value
         }
     }
 
