@@ -26,6 +26,18 @@ package struct SchedulerTime: Codable, Sendable, Equatable {
         return SchedulerTime(running: fields[0], runnable: fields[1])
     }
 
+    /// The time from `earlier` to this, nil when `earlier` is not earlier (another thread reused the ID).
+    package func since(_ earlier: SchedulerTime) -> SchedulerTime? {
+        guard running >= earlier.running, runnable >= earlier.runnable else { return nil }
+        return SchedulerTime(running: running - earlier.running, runnable: runnable - earlier.runnable)
+    }
+
+    /// Of several threads' times over one stall, the thread that ran and waited for a CPU the longest: the one the
+    /// heartbeat was late behind (a pool's idle threads sleep through it).
+    package static func busiest(_ times: [SchedulerTime]) -> SchedulerTime? {
+        times.max { $0.running + $0.runnable < $1.running + $1.runnable }
+    }
+
     /// The kernel's ID of the calling thread (`/proc/thread-self` names it), nil where there is none.
     package static func currentThread() -> Int32? {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") else { return nil }

@@ -21,11 +21,11 @@ package final class StallWatchdog: @unchecked Sendable {
         package var since: Double
         /// The threads while it was stalled.
         package var threads: [ThreadSnapshot]
-        /// Why, from the scheduler's times of the heartbeat's own threads from the moment the stall was found to its
-        /// end (nil where `/proc` does not say).
+        /// Why, from the scheduler's times of the heartbeat's busiest thread (the one that ran and waited for a CPU the
+        /// longest) from the moment the stall was found to its end (nil where `/proc` does not say).
         package var cause: StallCause?
-        /// Over that time (``measuredMilliseconds``), what one of those threads did on average: ran on a CPU, waited
-        /// for one while runnable (the rest it slept).
+        /// Over that time (``measuredMilliseconds``), what that thread did: ran on a CPU, waited for one while runnable
+        /// (the rest it slept).
         package var ranMilliseconds: Int?
         package var waitedMilliseconds: Int?
         package var measuredMilliseconds: Int?
@@ -160,20 +160,16 @@ package final class StallWatchdog: @unchecked Sendable {
         }
     }
 
-    /// Sets the stall's cause from its heartbeat's threads' scheduler times between when it was found and `now`.
+    /// Sets the stall's cause from its heartbeat's threads' scheduler times between when it was found and `now`: those of
+    /// the thread that ran and waited for a CPU the longest. A loop has one thread; the task pool's idle threads, asleep
+    /// while one is held, would otherwise make a held pool look blocked.
     private static func account(_ stall: inout Stall, from open: Open, now: UInt64, limit: UInt64) {
-        var (running, runnable, threads) = (UInt64(0), UInt64(0), 0)
-        for (id, before) in open.schedule {
-            guard let after = SchedulerTime.of(thread: id), after.running >= before.running, after.runnable >= before.runnable else { continue }
-            running += after.running - before.running
-            runnable += after.runnable - before.runnable
-            threads += 1
-        }
+        let deltas = open.schedule.compactMap { id, before in SchedulerTime.of(thread: id).flatMap { $0.since(before) } }
         let window = now > open.found ? now - open.found : 0
-        guard threads > 0, window > 0 else { return }
-        stall.cause = StallCause.of(running: running, runnable: runnable, threads: threads, window: window, limit: limit)
-        stall.ranMilliseconds = Int(running / UInt64(threads) / 1_000_000)
-        stall.waitedMilliseconds = Int(runnable / UInt64(threads) / 1_000_000)
+        guard let busiest = SchedulerTime.busiest(deltas), window > 0 else { return }
+        stall.cause = StallCause.of(running: busiest.running, runnable: busiest.runnable, threads: 1, window: window, limit: limit)
+        stall.ranMilliseconds = Int(busiest.running / 1_000_000)
+        stall.waitedMilliseconds = Int(busiest.runnable / 1_000_000)
         stall.measuredMilliseconds = Int(window / 1_000_000)
     }
 

@@ -85,6 +85,21 @@ struct StallWatchdogTests {
         #expect(StallCause.of(running: 170 * ms, runnable: 400 * ms, threads: 2, window: 300 * ms, limit: limit) == .starved)
     }
 
+    @Test("a pool's stall is judged by its busiest thread: one held running beside threads asleep is busy, not blocked (as the average over them said)")
+    func busiestThread() throws {
+        let ms: UInt64 = 1_000_000
+        let earlier = SchedulerTime(running: 1_000 * ms, runnable: 50 * ms)
+        let held = try #require(SchedulerTime(running: 1_290 * ms, runnable: 60 * ms).since(earlier))
+        let asleep = [SchedulerTime(running: 1 * ms, runnable: 0), SchedulerTime(running: 0, runnable: 1 * ms), SchedulerTime(running: 2 * ms, runnable: 0)]
+        let busiest = try #require(SchedulerTime.busiest(asleep + [held] + asleep))
+        #expect(busiest == SchedulerTime(running: 290 * ms, runnable: 10 * ms))
+        #expect(StallCause.of(running: busiest.running, runnable: busiest.runnable, threads: 1, window: 300 * ms, limit: 100 * ms) == .busy)
+        let all = ([held] + asleep).reduce((0, 0)) { ($0.0 + $1.running, $0.1 + $1.runnable) }
+        #expect(StallCause.of(running: all.0, runnable: all.1, threads: 4, window: 300 * ms, limit: 100 * ms) == .blocked, "the average the watchdog used before")
+        #expect(SchedulerTime(running: 5, runnable: 5).since(earlier) == nil, "a thread ID reused since: no time")
+        #expect(SchedulerTime.busiest([]) == nil)
+    }
+
     /// The one stall of a loop of a group of its own (watched past 100 ms) that `act` causes, once the loop has beaten a while.
     static func stall(_ act: (any EventLoop) async throws -> Void) async throws -> StallWatchdog.Stall? {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
