@@ -45,7 +45,7 @@ package struct SchedulerTime: Codable, Sendable, Equatable {
     }
 }
 
-/// Why a stall happened, from the scheduler's times of the threads that were late over the stall.
+/// Why a stall happened, from the scheduler's times of the late thread (a pool's busiest) over the stall.
 package enum StallCause: String, Codable, Sendable, Equatable {
     /// The threads were runnable and waited for a CPU longer than they slept, and ran less than the limit: the machine
     /// was busy (other processes, or more runnable threads of this one than it has cores).
@@ -56,12 +56,11 @@ package enum StallCause: String, Codable, Sendable, Equatable {
     /// The threads neither ran nor waited for a CPU most of the time: they slept in a system call or on a lock.
     case blocked
 
-    /// The cause of a stall measured over `window` nanoseconds, during which `threads` threads ran `running`
-    /// nanoseconds and waited for a CPU `runnable` nanoseconds in all: busy when a thread ran `limit` or more (its
-    /// own work would have stalled it), else starved or blocked by whichever of waiting and sleeping took longer.
-    package static func of(running: UInt64, runnable: UInt64, threads: Int, window: UInt64, limit: UInt64) -> StallCause {
-        let count = UInt64(max(threads, 1))
-        let (ran, waited) = (running / count, runnable / count)
+    /// The cause of a stall measured over `window` nanoseconds, during which the late thread's times grew by `time`:
+    /// busy when it ran `limit` or more (its own work would have stalled it), else starved or blocked by whichever of
+    /// waiting for a CPU and sleeping took longer.
+    package static func of(_ time: SchedulerTime, window: UInt64, limit: UInt64) -> StallCause {
+        let (ran, waited) = (time.running, time.runnable)
         if ran >= limit { return .busy }
         let slept = window > ran + waited ? window - ran - waited : 0
         return waited >= slept ? .starved : .blocked

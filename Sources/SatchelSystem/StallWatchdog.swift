@@ -167,7 +167,7 @@ package final class StallWatchdog: @unchecked Sendable {
         let deltas = open.schedule.compactMap { id, before in SchedulerTime.of(thread: id).flatMap { $0.since(before) } }
         let window = now > open.found ? now - open.found : 0
         guard let busiest = SchedulerTime.busiest(deltas), window > 0 else { return }
-        stall.cause = StallCause.of(running: busiest.running, runnable: busiest.runnable, threads: 1, window: window, limit: limit)
+        stall.cause = StallCause.of(busiest, window: window, limit: limit)
         stall.ranMilliseconds = Int(busiest.running / 1_000_000)
         stall.waitedMilliseconds = Int(busiest.runnable / 1_000_000)
         stall.measuredMilliseconds = Int(window / 1_000_000)

@@ -75,14 +75,12 @@ struct StallWatchdogTests {
     func causes() {
         let ms: UInt64 = 1_000_000
         let limit = 100 * ms
-        #expect(StallCause.of(running: 10 * ms, runnable: 250 * ms, threads: 1, window: 300 * ms, limit: limit) == .starved)
-        #expect(StallCause.of(running: 280 * ms, runnable: 10 * ms, threads: 1, window: 300 * ms, limit: limit) == .busy)
+        #expect(StallCause.of(SchedulerTime(running: 10 * ms, runnable: 250 * ms), window: 300 * ms, limit: limit) == .starved)
+        #expect(StallCause.of(SchedulerTime(running: 280 * ms, runnable: 10 * ms), window: 300 * ms, limit: limit) == .busy)
         // Ran past the limit while the machine also kept it waiting longer: its own work would have stalled it.
-        #expect(StallCause.of(running: 120 * ms, runnable: 170 * ms, threads: 1, window: 300 * ms, limit: limit) == .busy)
-        #expect(StallCause.of(running: 5 * ms, runnable: 5 * ms, threads: 1, window: 300 * ms, limit: limit) == .blocked)
-        #expect(StallCause.of(running: 5 * ms, runnable: 100 * ms, threads: 1, window: 300 * ms, limit: limit) == .blocked)
-        // The task pool's two threads: 170 ms run in all (85 each, under the limit), 400 ms waited (200 each): starved.
-        #expect(StallCause.of(running: 170 * ms, runnable: 400 * ms, threads: 2, window: 300 * ms, limit: limit) == .starved)
+        #expect(StallCause.of(SchedulerTime(running: 120 * ms, runnable: 170 * ms), window: 300 * ms, limit: limit) == .busy)
+        #expect(StallCause.of(SchedulerTime(running: 5 * ms, runnable: 5 * ms), window: 300 * ms, limit: limit) == .blocked)
+        #expect(StallCause.of(SchedulerTime(running: 5 * ms, runnable: 100 * ms), window: 300 * ms, limit: limit) == .blocked)
     }
 
     @Test("a pool's stall is judged by its busiest thread: one held running beside threads asleep is busy, not blocked (as the average over them said)")
@@ -93,9 +91,10 @@ struct StallWatchdogTests {
         let asleep = [SchedulerTime(running: 1 * ms, runnable: 0), SchedulerTime(running: 0, runnable: 1 * ms), SchedulerTime(running: 2 * ms, runnable: 0)]
         let busiest = try #require(SchedulerTime.busiest(asleep + [held] + asleep))
         #expect(busiest == SchedulerTime(running: 290 * ms, runnable: 10 * ms))
-        #expect(StallCause.of(running: busiest.running, runnable: busiest.runnable, threads: 1, window: 300 * ms, limit: 100 * ms) == .busy)
+        #expect(StallCause.of(busiest, window: 300 * ms, limit: 100 * ms) == .busy)
         let all = ([held] + asleep).reduce((0, 0)) { ($0.0 + $1.running, $0.1 + $1.runnable) }
-        #expect(StallCause.of(running: all.0, runnable: all.1, threads: 4, window: 300 * ms, limit: 100 * ms) == .blocked, "the average the watchdog used before")
+        let average = SchedulerTime(running: all.0 / 4, runnable: all.1 / 4)
+        #expect(StallCause.of(average, window: 300 * ms, limit: 100 * ms) == .blocked, "the average the watchdog used before")
         #expect(SchedulerTime(running: 5, runnable: 5).since(earlier) == nil, "a thread ID reused since: no time")
         #expect(SchedulerTime.busiest([]) == nil)
     }
