@@ -18,23 +18,12 @@ public final class RawConnection: @unchecked Sendable {
         // deinit, and a descriptor closed both here and there could be another one by then (a server's socket).
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = inet_addr(source)
-        let bound = withUnsafePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let bound = IPv4Address.with(source) { bind(fd, $0, $1) }
         guard bound == 0 else {
             close(fd)
             throw POSIXError(.EADDRNOTAVAIL)
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let connected = IPv4Address.with("127.0.0.1", port: port) { connect(fd, $0, $1) }
         guard connected == 0 else {
             close(fd)
             throw POSIXError(.ECONNREFUSED)
