@@ -117,7 +117,7 @@ struct DownloadCommandTests {
     func wholeItemMustFit() async throws {
         let (origin, directory) = try await Self.origin(seconds: 1)
         defer { origin.stop() }
-        try Data(SecureRandom.bytes(3 << 20)).write(to: directory.appendingPathComponent("site/big.mp4"))
+        try Data(TestMedia.mediaBytes(3 << 20)).write(to: directory.appendingPathComponent("site/big.mp4"))
         let data = directory.appendingPathComponent("data").path
         let added = try await Self.run(["download", "add", origin.url("big.mp4"), "--id", "big", "--data-dir", data])
         #expect(added.status == 0, "\(added.stderr)")

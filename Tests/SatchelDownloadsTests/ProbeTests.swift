@@ -1,5 +1,4 @@
 import Foundation
-import SatchelBytes
 import SatchelDownloads
 import SatchelTestSupport
 import Testing
@@ -12,7 +11,7 @@ struct ProbeTests {
     @Test("a large media file: one ranged request for its head, its size from Content-Range; a manifest past the head is read whole")
     func ranged() async throws {
         let site = try TestMedia.temporaryDirectory("probe")
-        let media = SecureRandom.bytes(3 << 20)
+        let media = TestMedia.mediaBytes(3 << 20)
         try Data(media).write(to: site.appendingPathComponent("film.mp4"))
         var playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:2\n"
         for index in 0..<4000 { playlist += "#EXTINF:2.000,\nsegment-\(index)-with-a-long-name.ts\n" }

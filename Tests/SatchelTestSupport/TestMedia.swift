@@ -264,3 +264,13 @@ extension TestMedia {
         return errors
     }
 }
+
+extension TestMedia {
+    /// `count` bytes that a download's probe takes for a media file: an MP4's first box (`ftyp`), then random bytes.
+    /// Random bytes alone begin with "#" or "<" (a manifest's first character, which the probe sniffs for) about once
+    /// in a hundred runs.
+    public static func mediaBytes(_ count: Int) -> [UInt8] {
+        let head: [UInt8] = [0, 0, 0, 16] + Array("ftypisom".utf8) + [0, 0, 2, 0]
+        return head + SecureRandom.bytes(max(count - head.count, 0))
+    }
+}
