@@ -47,7 +47,7 @@ public struct GuardedHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
 
     /// Serves the connection's requests.
     public func handle(value connection: Value, logger: Logger) async {
-        await handleHTTP(asyncChannel: connection.taken(), logger: logger)
+        await ConnectionExecutor.serving(connection.channel) { await handleHTTP(asyncChannel: connection.taken(), logger: logger) }
     }
 }
 

@@ -73,9 +73,11 @@ public struct GuardedTLSChannel: ServerChildChannel, HTTPChannelHandler {
     /// Serves the connection: its HTTP/1.1 requests, or its HTTP/2 streams.
     public func handle(value: Value, logger: Logger) async {
         guard let negotiated = try? await value.negotiated.get() else { return }  // the handshake failed or the peer left
-        switch negotiated {
-        case let .http1_1(connection): await handleHTTP(asyncChannel: connection.taken(), logger: logger)
-        case let .http2(connection): await http2.handle(value: connection, logger: logger)
+        await ConnectionExecutor.serving(value.channel) {
+            switch negotiated {
+            case let .http1_1(connection): await handleHTTP(asyncChannel: connection.taken(), logger: logger)
+            case let .http2(connection): await http2.handle(value: connection, logger: logger)
+            }
         }
     }
 }

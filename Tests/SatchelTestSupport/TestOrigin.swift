@@ -142,8 +142,12 @@ public final class TestOrigin: @unchecked Sendable {
         }
         let file = root.appendingPathComponent(path).standardized
         let virtual = lock.withLock { virtualFiles[request.uri.path] }
-        guard var data = virtual ?? (file.path.hasPrefix(root.standardized.path) && !path.contains("..") && !file.hasDirectoryPath
-                                         ? try? Array(Data(contentsOf: file)) : nil) else {  // blocking-ok: the origin's own files, a few KB each, in a test
+        let readable = file.path.hasPrefix(root.standardized.path) && !path.contains("..") && !file.hasDirectoryPath
+        // Read and hashed on a thread of its own: a request is served on its connection's event loop, and a file may be
+        // tens of MB (the FNV hash of 20 MB in a debug build held a loop for half a second).
+        var found = virtual
+        if found == nil, readable { found = try? await TestMedia.offloaded { try Array(Data(contentsOf: file)) } }  // blocking-ok: on its own thread
+        guard var data = found else {
             return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "not found\n")))
         }
         switch fault {
@@ -158,7 +162,7 @@ public final class TestOrigin: @unchecked Sendable {
             headers[.contentType] = Self.contentType(path)
         }
         headers[.acceptRanges] = "bytes"
-        let etag = "\"\(String(data.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }, radix: 16))\""
+        let etag = try await TestMedia.offloaded { [data] in Self.etag(data) }
         headers[.eTag] = etag
         var status = HTTPResponse.Status.ok
         var body = data[...]
@@ -207,6 +211,11 @@ public final class TestOrigin: @unchecked Sendable {
             if case .truncate? = fault { try await Task.sleep(nanoseconds: 60_000_000_000) }
             try await writer.finish(nil)
         })
+    }
+
+    /// An entity tag of the bytes: their FNV-1a hash.
+    static func etag(_ data: [UInt8]) -> String {
+        "\"\(String(data.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }, radix: 16))\""
     }
 
     static func contentType(_ path: String) -> String {
