@@ -169,14 +169,19 @@ final class AuditJournal: Sendable {
     }
 
     /// The records taken are in the database: the file they were appended to is emptied, and the other one too when
-    /// nothing waits (what it holds was folded: a fold that failed, or a previous process's records).
+    /// it holds bytes and nothing waits (what it holds was folded: a fold that failed, or a previous process's records).
+    /// The file taken is emptied outside the lock: no append reaches it until the next `take` (folds run one at a
+    /// time), and a truncation waits for the file system's own journal now and then, which appends must not wait for.
+    /// The caller runs this off the task pool (it may block).
     func folded(_ records: [AuditRecord], file: Int) {
+        _ = ftruncate(descriptors[file], 0)
         state.withLock { state in
             state.folded += records.count
-            for emptied in state.pending.isEmpty ? [0, 1] : [file] {
-                _ = ftruncate(descriptors[emptied], 0)
-                state.sizes[emptied] = 0
-            }
+            state.sizes[file] = 0
+            let active = state.active
+            guard active != file, state.pending.isEmpty, state.sizes[active] > 0 else { return }
+            _ = ftruncate(descriptors[active], 0)
+            state.sizes[active] = 0
         }
     }
 

@@ -5,6 +5,7 @@ import SatchelStorage
 import Logging
 import SQLKit
 import SatchelBytes
+import SatchelSystem
 
 /// The audit log with group commit: a license is answered only once its record is durable. Requests
 /// that arrive while a transaction is being written wait for the next one, which writes all of them
@@ -173,7 +174,7 @@ public actor AuditLog {
             journal.restore(records)
             throw error
         }
-        journal.folded(records, file: file)
+        await OwnThread.run { journal.folded(records, file: file) }  // a truncation, off the task pool
         return true
     }
 

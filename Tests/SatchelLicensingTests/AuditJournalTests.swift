@@ -222,4 +222,28 @@ struct AuditJournalTests {
         _ = try journal.append(Self.license(3))
         #expect(journal.counts == (appended: 3, folded: 2))
     }
+
+    @Test("a fold empties the file it took and keeps the records appended meanwhile, which a new process reads back; a file holding records read back is emptied once nothing waits")
+    func foldedFiles() throws {
+        let directory = try Self.directory("folded")
+        var journal: AuditJournal? = try #require(try AuditJournal.claim(directory: directory))
+        _ = try journal?.append(Self.license(1))
+        let taken = try #require(journal?.take())
+        _ = try journal?.append(Self.license(2))  // to the other file, while the fold writes
+        journal?.folded(taken.records, file: taken.file)
+        #expect(Self.journalBytes(directory)[taken.file] == 0 && Self.journalBytes(directory)[1 - taken.file] > 0)
+        journal?.release()
+        journal = nil
+        // A new process reads record 2 back; appends go to the file it lies in or the other, whichever is active.
+        let again = try #require(try AuditJournal.claim(directory: directory))
+        let recovered = try #require(again.take())
+        #expect(recovered.records == [Self.license(2)])
+        _ = try again.append(Self.license(3))
+        again.folded(recovered.records, file: recovered.file)
+        #expect(Self.journalBytes(directory).reduce(0, +) > 0, "record 3 waits: its file is kept")
+        let next = try #require(again.take())
+        #expect(next.records == [Self.license(3)])
+        again.folded(next.records, file: next.file)
+        #expect(Self.journalBytes(directory) == [0, 0], "nothing waits: both files emptied")
+    }
 }
