@@ -20,7 +20,6 @@ final class LoopTaskExecutor: TaskExecutor {
         let job = UnownedJob(job)
         loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
-
 }
 
 /// Where a connection's requests are served.
