@@ -288,7 +288,8 @@ let package = Package(
                                                               "SatchelTestSupport"]),
         .testTarget(name: "SatchelHTTPTests", dependencies: ["SatchelBytes", "SatchelHTTP", "SatchelSystem", .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
                                                           .product(name: "NIOPosix", package: "swift-nio"),
-                                                          .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types")]),
+                                                          .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
+                                                          .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelProtection", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
