@@ -17,7 +17,7 @@ import SatchelSystem
 ///
 /// With an `AuditJournal` (a SQLite store's owner process) a record is durable once appended to the journal, and
 /// the database takes the journal's records in batches behind the answers (a fold, started by the append that finds
-/// none under way); readers fold what is pending before they read.
+/// none under way, at most every ``foldInterval``); readers fold what is pending before they read.
 public actor AuditLog {
     /// One issued license, as recorded.
     struct LicenseEntry: Sendable, Equatable {
@@ -48,6 +48,9 @@ public actor AuditLog {
     /// A fold is under way (journal mode); `foldEnded` wait for it.
     private var folding = false
     private var foldEnded: [CheckedContinuation<Void, Never>] = []
+    /// The folds behind the answers are running (one at a time, each ``foldInterval`` after ``lastFold`` began).
+    private var foldsRunning = false
+    private var lastFold = ContinuousClock.now - AuditLog.foldInterval
     /// The first failure of a run of failed folds was logged.
     private var failureLogged = false
     // Plain values here; Fluent models (reflection-heavy) are never built for the audit.
@@ -137,17 +140,33 @@ public actor AuditLog {
             endFold()
             if !progressed { break }
         }
-        // A record appended while this call folded found a fold asked for, and that fold stood down for this one.
+        // A record appended while this call folded may have found a fold asked for that had already ended: one runs.
         if journal.needsFold() { Task { await self.fold() } }
     }
 
-    /// Folds until the journal holds nothing new; a failure leaves the records for the next fold, and is logged.
+    /// How often the journal's records are written to the database at most. Every commit makes each reader connection
+    /// of a SQLite store drop its page cache (write-ahead readers start over whenever the log has changed), and on a
+    /// large store the next lookups then fetch their index pages again: folds one after the other (tens a second under
+    /// load) kept the key lookups' caches cold and doubled their slowest latencies. A record waits in the journal
+    /// meanwhile, as durable as in the database, and a reader of the audit folds what waits before it reads.
+    static let foldInterval: Duration = .milliseconds(250)
+
+    /// Folds until the journal holds nothing new, each fold at least ``foldInterval`` after the one before; a failure
+    /// leaves the records for the next fold, and is logged.
     private func fold() async {
-        guard let journal, !folding else { return }
-        folding = true
-        defer { endFold() }
+        guard let journal, !foldsRunning else { return }
+        foldsRunning = true
+        defer { foldsRunning = false }
         do {
-            while try await foldOnce(journal) {}
+            while true {
+                let wait = lastFold + Self.foldInterval - .now
+                if wait > .zero { try? await Task.sleep(for: wait) }
+                // A reader's fold (`flush`) under way: this one goes on after it.
+                while folding { await withCheckedContinuation { foldEnded.append($0) } }
+                folding = true
+                defer { endFold() }
+                guard try await foldOnce(journal) else { break }
+            }
             failureLogged = false
         } catch {
             if !failureLogged {
@@ -161,6 +180,7 @@ public actor AuditLog {
     /// Writes the journal's pending records; false when there were none.
     private func foldOnce(_ journal: AuditJournal) async throws -> Bool {
         guard let (records, file) = journal.take() else { return false }
+        lastFold = .now
         var pendingLicenses: [LicenseEntry] = [], pendingSyncs: [SyncEntry] = []
         for record in records {
             switch record {

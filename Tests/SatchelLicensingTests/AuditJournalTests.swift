@@ -147,6 +147,28 @@ struct AuditJournalTests {
         await database.shutdown()
     }
 
+    @Test("records arriving one by one reach the database in folds at least the fold interval apart (each commit empties the readers' caches), and a reader still folds at once")
+    func foldInterval() async throws {
+        let directory = try Self.directory("interval")
+        let (store, database) = try await Self.store(directory)
+        let journal = try #require(await database.audit.journalForTests)
+        let started = ContinuousClock.now
+        for index in 0..<80 {
+            try await store.recordLicense(assetID: "film", keyID: "k\(index)", subject: "user", type: "aes-128", customData: nil, at: Self.start)
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let elapsed = ContinuousClock.now - started
+        // Each record's fold would otherwise have ended before the next record came: 80 transactions.
+        let bound = Int(elapsed / AuditLog.foldInterval) + 2
+        let transactions = await database.audit.transactions
+        #expect(transactions <= bound, "\(transactions) folds in \(elapsed)")
+        #expect(journal.counts.appended == 80)
+        // A reader does not wait for the interval: what waits is folded for it, and it reads every record.
+        #expect(try await store.licenses(limit: 100).count == 80)
+        #expect(journal.counts == (appended: 80, folded: 80))
+        await database.shutdown()
+    }
+
     @Test("what a killed process left is folded by the next one, once: a record already in the database is not doubled, a torn one is cut off and kept aside")
     func replay() async throws {
         let directory = try Self.directory("replay")
