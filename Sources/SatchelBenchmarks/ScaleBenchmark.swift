@@ -66,7 +66,11 @@ struct ScaleBenchmark {
                     var rounds: [[(p50: Double, p99: Double)]] = [[], []]
                     for round in 0..<Self.rounds {
                         for (index, operation) in [first, second].enumerated() {
-                            rounds[index].append(try await time(operation, cold: ScaleWorld.cold.contains(name), round: round))
+                            let cold = ScaleWorld.cold.contains(name), store = stores[index]
+                            rounds[index].append(try await time(operation, round: round) {
+                                for other in stores { try await other.database.audit.flush() }
+                                try await store.settle(cold: cold)
+                            })
                         }
                     }
                     small.figures.append((name, Self.median(rounds[0])))
@@ -105,6 +109,7 @@ struct ScaleBenchmark {
     /// A store seeded to its sizes and open, with the services over it.
     struct Seeded {
         let database: LicensingDatabase
+        let keys: FluentKeyStore
         let world: ScaleWorld
         let directory: String
         var notes: [(String, String)] = []
@@ -120,6 +125,7 @@ struct ScaleBenchmark {
                 let sql = try database.sql()
                 let kek = try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32)))
                 let store = FluentKeyStore(database: database, kek: kek)
+                keys = store
                 // Keys through the catalogue import, in batches of 5,000 keys.
                 let started = ContinuousClock.now
                 var keyIDs: [KeyID] = []
@@ -152,6 +158,14 @@ struct ScaleBenchmark {
             }
         }
 
+        /// Brings the store to the state each round starts in: the audit's records of earlier rounds written (a round does
+        /// not pay for the last one's; the caller writes the other store's too), and for a round on keys not looked up
+        /// before (`cold`) the cache of opened keys emptied, so that each lookup goes to the database.
+        func settle(cold: Bool) async throws {
+            try await database.audit.flush()
+            if cold { keys.forgetCachedKeys() }
+        }
+
         /// Closes the store and deletes its folder.
         func close() async {
             await database.shutdown()
@@ -165,7 +179,8 @@ struct ScaleBenchmark {
         var result = Result(notes: store.notes)
         do {
             for (name, operation) in store.world.operations() where only?.contains(name) ?? true {
-                result.figures.append((name, try await time(operation, cold: ScaleWorld.cold.contains(name))))
+                let cold = ScaleWorld.cold.contains(name)
+                result.figures.append((name, try await time(operation) { try await store.settle(cold: cold) }))
             }
         } catch {
             await store.close()
@@ -177,7 +192,7 @@ struct ScaleBenchmark {
 
     /// Rounds each figure is taken in: the figure printed is the median round's, so one round that a checkpoint, the
     /// kernel or another process slowed does not decide a p99 alone (the same for both stores).
-    static let rounds = 3
+    static let rounds = 7
 
     /// The median round's p50 and p99.
     static func median(_ figures: [(p50: Double, p99: Double)]) -> (p50: Double, p99: Double) {
@@ -186,18 +201,18 @@ struct ScaleBenchmark {
     }
 
     /// p50 and p99 in milliseconds of `operation`, each the median of ``rounds`` rounds.
-    func time(_ operation: @escaping @Sendable (Int) async throws -> Void, cold: Bool) async throws -> (p50: Double, p99: Double) {
+    func time(_ operation: @escaping @Sendable (Int) async throws -> Void, settle: () async throws -> Void) async throws -> (p50: Double, p99: Double) {
         var figures: [(p50: Double, p99: Double)] = []
-        for round in 0..<Self.rounds { figures.append(try await time(operation, cold: cold, round: round)) }
+        for round in 0..<Self.rounds { figures.append(try await time(operation, round: round, settle: settle)) }
         return Self.median(figures)
     }
 
     /// p50 and p99 in milliseconds of `operation` run `operations` times by `concurrency` callers, with numbers of the
     /// round's own (a cold operation's keys are not the last round's).
-    func time(_ operation: @escaping @Sendable (Int) async throws -> Void, cold: Bool, round: Int) async throws -> (p50: Double, p99: Double) {
+    func time(_ operation: @escaping @Sendable (Int) async throws -> Void, round: Int, settle: () async throws -> Void) async throws -> (p50: Double, p99: Double) {
         let base = round * operations
         for index in 0..<20 { try await operation(-1 - index - round * 20) }  // warm-up
-        if cold { try await Task.sleep(for: FluentKeyStore.cacheLifetime + .milliseconds(500)) }
+        try await settle()
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for caller in 0..<concurrency {
                 group.addTask {

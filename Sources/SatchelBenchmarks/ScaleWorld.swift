@@ -51,9 +51,9 @@ struct ScaleWorld: Sendable {
                                                  nonce: Hex.encode(SecureRandom.bytes(16)), time: Date()), key: key)
     }
 
-    /// Each operation, by name: called with the operation's number. The names in ``cold`` are timed once the key store's
-    /// cache of opened keys has emptied (its lifetime), each on keys not asked for before in the run: a lookup in both
-    /// stores goes to the database, not to the cache (the small store's catalogue would otherwise sit in it).
+    /// Each operation, by name: called with the operation's number. The names in ``cold`` are timed with the key store's
+    /// cache of opened keys emptied, each round on keys of its own: a lookup in both stores goes to the database, not to
+    /// the cache (the small store's catalogue would otherwise sit in it).
     func operations() -> [(String, @Sendable (Int) async throws -> Void)] {
         let world = self
         let middle = (keys: ListingCursor(listing: KeySummary.listing, key: [Self.asset(world.sizes.assets / 2, of: world.sizes), ""]),

@@ -159,10 +159,14 @@ public actor AuditLog {
         defer { foldsRunning = false }
         do {
             while true {
-                let wait = lastFold + Self.foldInterval - .now
-                if wait > .zero { try? await Task.sleep(for: wait) }
-                // A reader's fold (`flush`) under way: this one goes on after it.
-                while folding { await withCheckedContinuation { foldEnded.append($0) } }
+                // A reader's fold (`flush`) meanwhile moves the next one on; one under way is waited for.
+                while lastFold + Self.foldInterval > .now || folding {
+                    if folding {
+                        await withCheckedContinuation { foldEnded.append($0) }
+                    } else if (try? await Task.sleep(until: lastFold + Self.foldInterval)) == nil {
+                        break  // cancelled: fold now rather than spin
+                    }
+                }
                 folding = true
                 defer { endFold() }
                 guard try await foldOnce(journal) else { break }
