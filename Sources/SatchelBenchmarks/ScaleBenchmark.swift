@@ -68,8 +68,7 @@ struct ScaleBenchmark {
                         for (index, operation) in [first, second].enumerated() {
                             let cold = ScaleWorld.cold.contains(name), store = stores[index]
                             rounds[index].append(try await time(operation, round: round) {
-                                for other in stores { try await other.database.audit.flush() }
-                                try await store.settle(cold: cold)
+                                try await Seeded.settle(stores, emptyingCacheOf: cold ? store : nil)
                             })
                         }
                     }
@@ -158,12 +157,12 @@ struct ScaleBenchmark {
             }
         }
 
-        /// Brings the store to the state each round starts in: the audit's records of earlier rounds written (a round does
-        /// not pay for the last one's; the caller writes the other store's too), and for a round on keys not looked up
-        /// before (`cold`) the cache of opened keys emptied, so that each lookup goes to the database.
-        func settle(cold: Bool) async throws {
-            try await database.audit.flush()
-            if cold { keys.forgetCachedKeys() }
+        /// Brings the open stores to the state each round starts in: every store's audit records of earlier rounds written
+        /// (a round pays neither for the last one's nor for the other store's), and for a round on keys not looked up
+        /// before the timed store's cache of opened keys emptied, so that each lookup goes to the database.
+        static func settle(_ stores: [Seeded], emptyingCacheOf timed: Seeded?) async throws {
+            for store in stores { try await store.database.audit.flush() }
+            timed?.keys.forgetCachedKeys()
         }
 
         /// Closes the store and deletes its folder.
@@ -180,7 +179,7 @@ struct ScaleBenchmark {
         do {
             for (name, operation) in store.world.operations() where only?.contains(name) ?? true {
                 let cold = ScaleWorld.cold.contains(name)
-                result.figures.append((name, try await time(operation) { try await store.settle(cold: cold) }))
+                result.figures.append((name, try await time(operation) { try await Seeded.settle([store], emptyingCacheOf: cold ? store : nil) }))
             }
         } catch {
             await store.close()
