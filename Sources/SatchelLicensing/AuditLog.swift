@@ -17,7 +17,7 @@ import SatchelSystem
 ///
 /// With an `AuditJournal` (a SQLite store's owner process) a record is durable once appended to the journal, and
 /// the database takes the journal's records in batches behind the answers (a fold, started by the append that finds
-/// none under way, at most every ``foldInterval``); readers fold what is pending before they read.
+/// none under way, at most every 250 ms); readers fold what is pending before they read.
 public actor AuditLog {
     /// One issued license, as recorded.
     struct LicenseEntry: Sendable, Equatable {
