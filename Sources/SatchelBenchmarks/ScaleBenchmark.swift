@@ -140,7 +140,7 @@ struct ScaleBenchmark {
                 }
                 let keySeconds = (ContinuousClock.now - started) / .seconds(1)
                 let seeding = ContinuousClock.now
-                try await ScaleSeed.rows(sizes, on: sql)
+                try await ScaleSeed.rows(sizes, on: sql, audit: try database.auditSQL())
                 let rowSeconds = (ContinuousClock.now - seeding) / .seconds(1)
                 let rows = sizes.users + 2 * sizes.devices + sizes.audit + sizes.events
                 notes.append(("seeding", String(format: "%d keys through the catalogue import at %.0f keys/s; %d rows of users, devices and history at %.0f rows/s",

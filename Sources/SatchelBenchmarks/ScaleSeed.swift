@@ -2,9 +2,10 @@ import Foundation
 import SQLKit
 
 /// The scale benchmark's users, devices and history, written with multi-row SQL (`INSERT … SELECT` over a series of
-/// numbers): names `user-0000001`, `device-0000001`, audit records and events spread over the last 60 days.
+/// numbers): names `user-0000001`, `device-0000001`, audit records and events spread over the last 60 days. The audit
+/// goes to `audit` (a SQLite store's own file for it; PostgreSQL's one database).
 enum ScaleSeed {
-    static func rows(_ sizes: ScaleBenchmark.Sizes, on sql: any SQLDatabase) async throws {
+    static func rows(_ sizes: ScaleBenchmark.Sizes, on sql: any SQLDatabase, audit: any SQLDatabase) async throws {
         let postgres = sql.dialect.name == "postgresql"
         func numbers(_ count: Int) -> SQLQueryString {
             postgres ? "SELECT i FROM generate_series(1, \(literal: count)) AS n(i)"
@@ -21,6 +22,10 @@ enum ScaleSeed {
         let uuid: SQLQueryString = postgres ? "gen_random_uuid()" : "printf('%08x-0000-4000-8000-%012x', abs(random()) % 4294967296, i)"
         let user: SQLQueryString = "(i % \(literal: sizes.users)) + 1"
         let (yes, no) = (true, false)
+        let auditRecords: SQLQueryString = """
+            INSERT INTO satchel_licenses (id, asset_id, key_id, subject, type, issued_at)
+            SELECT \(uuid), \(name("asset-", "i % 100000")), 'k', \(name("user-", user)), 'satchel', \(ago("i % 5184000")) FROM (\(numbers(sizes.audit))) AS n
+            """
         let statements: [SQLQueryString] = [
             "INSERT INTO backplane_users (user_id) SELECT \(name("user-", "i")) FROM (\(numbers(sizes.users))) AS n",
             """
@@ -33,10 +38,6 @@ enum ScaleSeed {
             FROM (\(numbers(sizes.devices))) AS n
             """,
             """
-            INSERT INTO satchel_licenses (id, asset_id, key_id, subject, type, issued_at)
-            SELECT \(uuid), \(name("asset-", "i % 100000")), 'k', \(name("user-", user)), 'satchel', \(ago("i % 5184000")) FROM (\(numbers(sizes.audit))) AS n
-            """,
-            """
             INSERT INTO backplane_events (record_id, device_id, user_id, kind, at, received_at, ordinal)
             SELECT \(name("device-", "(i % \(literal: sizes.devices)) + 1")) || ':seed-' || i, \(name("device-", "(i % \(literal: sizes.devices)) + 1")),
             \(name("user-", user)), 'play-start', \(ago("(\(literal: sizes.events) - i) % 5184000")), \(ago("(\(literal: sizes.events) - i) % 5184000")), i
@@ -44,7 +45,9 @@ enum ScaleSeed {
             """,
         ]
         for statement in statements { try await sql.raw(statement).run() }
+        try await audit.raw(auditRecords).run()
         try await settle(sql)
+        if audit.dialect.name != "postgresql" { try await settle(audit) }
     }
 
     /// Brings a freshly loaded store to the state an operator's store is in at rest, so the first timed requests do
@@ -67,12 +70,13 @@ enum ScaleSeed {
         }
     }
 
-    /// The database's size in bytes: PostgreSQL's own figure, or SQLite's file with its write-ahead log.
+    /// The database's size in bytes: PostgreSQL's own figure, or SQLite's files (the store's and the audit's) with their
+    /// write-ahead logs.
     static func databaseBytes(_ sql: any SQLDatabase, directory: String) async throws -> Int? {
         if sql.dialect.name == "postgresql" {
             return try await sql.raw("SELECT pg_database_size(current_database()) AS n").first()?.decode(column: "n", as: Int.self)
         }
-        let files = ["satchel.sqlite", "satchel.sqlite-wal"].map { (directory as NSString).appendingPathComponent($0) }
+        let files = ["satchel.sqlite", "satchel.sqlite-wal", "satchel-audit.sqlite", "satchel-audit.sqlite-wal"].map { (directory as NSString).appendingPathComponent($0) }
         return files.compactMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.reduce(0, +)
     }
 }

@@ -9,20 +9,20 @@ enum AuditListing {
     /// rounding (SQLite keeps seconds since 1970, `Date` seconds since 2001), so the page is read from just above the
     /// cursor's time and the rows at or before the cursor are dropped here, comparing the values as read.
     /// The newest `limit` issued licenses that pass `filter`, once `audit` has written what it holds.
-    static func newest(_ filter: AuditFilter, limit: Int, of audit: AuditLog, on database: any Database) async throws(LicensingError) -> [IssuedLicense] {
+    static func newest(_ filter: AuditFilter, limit: Int, of audit: AuditLog) async throws(LicensingError) -> [IssuedLicense] {
         do {
             try await audit.flush()
-            return try await query(filter, on: database).sort(\.$issuedAt, .descending).limit(max(limit, 0)).all().map(issued)
+            return try await query(filter, on: audit.database).sort(\.$issuedAt, .descending).limit(max(limit, 0)).all().map(issued)
         } catch {
             throw .storage("cannot read the audit log")
         }
     }
 
     /// The newest 1,000 Sync SPC reports, once `audit` has written what it holds.
-    static func syncReports(of audit: AuditLog, on database: any Database) async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
+    static func syncReports(of audit: AuditLog) async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
         do {
             try await audit.flush()
-            return try await SyncModel.query(on: database).sort(\.$receivedAt, .descending).limit(1000).all().map { ($0.contentID, $0.durationToExpiry, $0.subject) }
+            return try await SyncModel.query(on: audit.database).sort(\.$receivedAt, .descending).limit(1000).all().map { ($0.contentID, $0.durationToExpiry, $0.subject) }
         } catch {
             throw .storage("cannot read sync reports")
         }

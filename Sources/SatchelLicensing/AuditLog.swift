@@ -43,7 +43,8 @@ public actor AuditLog {
         case lead
     }
 
-    private let database: any Database
+    /// Where the audit is written and read: on SQLite a file of its own (`AuditFile`).
+    let database: any Database
     private let journal: AuditJournal?
     /// A fold is under way (journal mode); `foldEnded` wait for it.
     private var folding = false

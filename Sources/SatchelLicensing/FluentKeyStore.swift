@@ -166,7 +166,7 @@ public struct FluentKeyStore: KeyStore {
 
     /// Licenses issued per hour by type, from the roll-ups (what is still in the journal folded first).
     public func issuedPerHour(types: [String], hours: [Date]) async throws(LicensingError) -> [String: [Int]] {
-        let sql = try sqlDatabase()
+        guard let sql = audit.database as? any SQLDatabase else { throw .storage("the audit's database does not speak SQL") }
         do {
             try await audit.flush()
             let counts = try await Rollups.counts(types.map { "license:" + $0 }, hours: hours, on: sql)
@@ -290,19 +290,19 @@ public struct FluentKeyStore: KeyStore {
 
     /// Issued licenses that pass `filter`, newest first (audit).
     public func licenses(matching filter: AuditFilter, limit: Int) async throws(LicensingError) -> [IssuedLicense] {
-        try await AuditListing.newest(filter, limit: limit, of: audit, on: database)
+        try await AuditListing.newest(filter, limit: limit, of: audit)
     }
 
     /// A page of the audit that passes `filter`, newest first: keyset on the time issued and the record, through the
     /// time index.
     public func licenses(matching filter: AuditFilter, page: ListingRequest) async throws(LicensingError) -> ListingPage<IssuedLicense> {
         do { try await audit.flush() } catch { throw .storage("cannot read the audit log") }
-        return try await AuditListing.page(filter, page, on: database)
+        return try await AuditListing.page(filter, page, on: audit.database)
     }
 
     /// Sync reports received.
     public func syncReports() async throws(LicensingError) -> [(contentID: String, durationToExpiry: Int64, subject: String)] {
-        try await AuditListing.syncReports(of: audit, on: database)
+        try await AuditListing.syncReports(of: audit)
     }
 }
 

@@ -11,6 +11,8 @@ import SatchelSystem
 /// `postgres://` URL. Migrations run when it opens.
 public final class LicensingDatabase: Sendable {
     private let store: FluentStore
+    /// SQLite: the audit's own file (`AuditFile`); nil on PostgreSQL, whose one database holds the audit.
+    private let auditStore: FluentStore?
     /// The database handle.
     public let database: any Database
     /// A handle for key lookups, the next in turn (`FluentStore.reader`): on SQLite a connection beside the audit's
@@ -45,9 +47,10 @@ public final class LicensingDatabase: Sendable {
         } else {
             let path = (dataDirectory as NSString).appendingPathComponent("satchel.sqlite")
             do {
-                // Owner only: the store holds sealed keys and the audit.
+                // Owner only: the store holds sealed keys, the audit who was issued what.
                 try PrivateFiles.folder(dataDirectory)
                 try PrivateFiles.file(path)
+                try PrivateFiles.file((dataDirectory as NSString).appendingPathComponent(AuditFile.name))
             } catch {
                 throw .configuration("cannot create the data directory \(dataDirectory) (owner only): \(error.description)")
             }
@@ -68,16 +71,28 @@ public final class LicensingDatabase: Sendable {
         } catch {
             throw .storage("cannot open or migrate the \(kind) database: \(error)")
         }
-        var journal: AuditJournal?
-        if kind == "sqlite" {
-            do {
-                journal = try AuditJournal.claim(directory: dataDirectory)
-            } catch {
-                await store.shutdown()
-                throw .storage("cannot open the audit journal: \(error.description)")
-            }
+        guard kind == "sqlite" else {
+            (auditStore, audit) = (nil, AuditLog(database: database))
+            return
         }
-        audit = AuditLog(database: database, journal: journal)
+        let journal: AuditJournal?
+        do {
+            journal = try AuditJournal.claim(directory: dataDirectory)
+        } catch {
+            await store.shutdown()
+            throw .storage("cannot open the audit journal: \(error.description)")
+        }
+        do {
+            let directory = dataDirectory as NSString
+            auditStore = try await FluentStore.open(.sqlite(.file(directory.appendingPathComponent(AuditFile.name))), as: .sqlite,
+                                                    migrations: AuditFile.migrations(store: directory.appendingPathComponent("satchel.sqlite")),
+                                                    sqlite: SQLiteSettings(durability: .processCrash, large: true), logger: logger)
+        } catch {
+            journal?.release()
+            await store.shutdown()
+            throw .storage("cannot open or migrate the audit's file \(AuditFile.name): \(error)")
+        }
+        audit = AuditLog(database: auditStore?.database ?? database, journal: journal)
     }
 
     /// The handle as an SQL database (FluentKit's SQLite and PostgreSQL drivers both are).
@@ -86,11 +101,18 @@ public final class LicensingDatabase: Sendable {
         return sql
     }
 
+    /// The audit's handle as an SQL database: on SQLite its own file's, on PostgreSQL the database's.
+    public func auditSQL() throws(LicensingError) -> any SQLDatabase {
+        guard let sql = audit.database as? any SQLDatabase else { throw .configuration("the database does not speak SQL") }
+        return sql
+    }
+
     /// Writes the audit's pending records to the database (what cannot be written stays in the journal for the next
     /// process), then closes every connection.
     public func shutdown() async {
         try? await audit.flush()
         await audit.release()
+        await auditStore?.shutdown()
         await store.shutdown()
     }
 }

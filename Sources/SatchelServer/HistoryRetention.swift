@@ -29,12 +29,13 @@ package struct HistoryRetention: Sendable {
         (self.auditDays, self.eventDays) = (auditDays, eventDays)
     }
 
-    /// One sweep at `now`: on PostgreSQL the months ahead made first; answers the rows deleted by table.
+    /// One sweep at `now` of the audit on `audit` and the events on `events` (on SQLite two files, on PostgreSQL one
+    /// database): on PostgreSQL the months ahead made first; answers the rows deleted by table.
     @discardableResult
-    package func sweep(at now: Date, on sql: any SQLDatabase) async throws -> [String: Int] {
-        for history in Self.audit + Self.events { try await MonthlyPartitions.ensure(history.table, at: now, on: sql) }
+    package func sweep(at now: Date, audit: any SQLDatabase, events: any SQLDatabase) async throws -> [String: Int] {
         var deleted: [String: Int] = [:]
-        for (days, histories) in [(auditDays, Self.audit), (eventDays, Self.events)] {
+        for (days, histories, sql) in [(auditDays, Self.audit, audit), (eventDays, Self.events, events)] {
+            for history in histories { try await MonthlyPartitions.ensure(history.table, at: now, on: sql) }
             guard let days else { continue }
             for history in histories {
                 deleted[history.table.name] = try await Retention.sweep(history, before: Retention.cutoff(days: days, at: now), on: sql)
@@ -44,10 +45,10 @@ package struct HistoryRetention: Sendable {
     }
 
     /// Sweeps now and every ``interval`` until cancelled; a failed sweep is logged and tried again at the next.
-    package func run(on sql: any SQLDatabase, logger: Logger = Logger(label: "satchel.retention")) async {
+    package func run(audit: any SQLDatabase, events: any SQLDatabase, logger: Logger = Logger(label: "satchel.retention")) async {
         while !Task.isCancelled {
             do {
-                let deleted = try await sweep(at: Date(), on: sql)
+                let deleted = try await sweep(at: Date(), audit: audit, events: events)
                 if deleted.values.contains(where: { $0 > 0 }) {
                     logger.notice("history past its retention deleted", metadata: deleted.mapValues { .stringConvertible($0) })
                 }

@@ -183,8 +183,9 @@ struct ServeCommand: SatchelAsyncCommand {
                                          sessions: sessions, heartbeat: .milliseconds(Int(heartbeat * 1000)),
                                          eventQuota: EventQuota(eventsPerHour: deviceEventsPerHour), connections: connections)
         let admin = sessions.map { AdminConsole(sessions: $0, service: service, registry: registry, backplane: backplane) }
-        let retention = HistoryRetention(auditDays: retainAudit, eventDays: retainEvents), historySQL = try database.sql()
-        var lifecycle: [any Service] = [BackgroundService(name: "history retention") { await retention.run(on: historySQL) }]
+        let retention = HistoryRetention(auditDays: retainAudit, eventDays: retainEvents)
+        let (auditSQL, eventSQL) = (try database.auditSQL(), try database.sql())
+        var lifecycle: [any Service] = [BackgroundService(name: "history retention") { await retention.run(audit: auditSQL, events: eventSQL) }]
         if let url = store.resolvedDatabaseURL {  // other nodes' changes reach this node's streams
             let listener = try PostgresWakeListener(url: url, hub: hub, logger: logger)
             lifecycle.append(BackgroundService(name: "backplane listener") { await listener.run() })

@@ -90,7 +90,7 @@ struct AuditDurabilityTests {
         }
     }
 
-    /// The number of Clear Key licenses in the audit table of `data/satchel.sqlite`.
+    /// The number of Clear Key licenses in the audit table of `data/satchel-audit.sqlite` (the audit's own file).
     static func auditRows(_ data: String) throws -> Int {
         let python = """
             import sqlite3, sys
@@ -98,7 +98,7 @@ struct AuditDurabilityTests {
             print(db.execute("select count(*) from satchel_licenses where type like 'clearkey%'").fetchone()[0])
             """
         let python3 = try #require(TestMedia.which("python3"), "python3 is required")
-        let result = try ProcessRunner.run(python3, ["-c", python, data + "/satchel.sqlite"])
+        let result = try ProcessRunner.run(python3, ["-c", python, data + "/satchel-audit.sqlite"])
         return try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(result.stderr)")
     }
 }

@@ -97,7 +97,7 @@ import Testing
         server.stop()
         let synced = try await TestMedia.offloaded { () throws -> String in
             try TestMedia.run("python3", ["-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT COUNT(*) FROM satchel_syncs').fetchone()[0])",
-                                          URL(fileURLWithPath: server.data).appendingPathComponent("satchel.sqlite").path])
+                                          URL(fileURLWithPath: server.data).appendingPathComponent("satchel-audit.sqlite").path])
         }
         #expect(synced.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "one Sync SPC in the server's records: \(synced)")
     }

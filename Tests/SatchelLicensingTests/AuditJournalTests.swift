@@ -217,7 +217,7 @@ struct AuditJournalTests {
     func databaseRefuses() async throws {
         let directory = try Self.directory("refuses")
         let (store, database) = try await Self.store(directory)
-        let sql = try database.sql()
+        let sql = try database.auditSQL()
         try await sql.raw("ALTER TABLE satchel_licenses RENAME TO satchel_licenses_away").run()
         try await store.recordLicense(assetID: "film", keyID: "k1", subject: "user", type: "clearkey-temporary", customData: nil, at: Self.start)
         await #expect(throws: LicensingError.self) { try await store.licenses(limit: 10) }

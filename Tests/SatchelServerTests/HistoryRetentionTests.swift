@@ -27,15 +27,18 @@ struct HistoryRetentionTests {
         try await Self.retention(try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: Self.postgres, more: BackplaneMigrations.all))
     }
 
-    /// The roll-ups as (hour, series) → count, and the same counted from the raw rows.
-    static func rollupsAndRaw(_ sql: any SQLDatabase) async throws -> (rollups: [String: Int], raw: [String: Int]) {
+    /// The roll-ups as (hour, series) → count, and the same counted from the raw rows: the audit's on `audit` (on SQLite
+    /// a file of its own), the events' on `sql`.
+    static func rollupsAndRaw(_ sql: any SQLDatabase, audit: any SQLDatabase) async throws -> (rollups: [String: Int], raw: [String: Int]) {
         var rollups: [String: Int] = [:], raw: [String: Int] = [:]
-        for row in try await sql.raw("""
-            SELECT hour, series, CAST(SUM(count) AS BIGINT) AS count FROM satchel_rollups WHERE series LIKE 'license:%' OR series LIKE 'event:%' GROUP BY hour, series
-            """).all() {
-            rollups["\(try row.decode(column: "hour", as: Int64.self)) \(try row.decode(column: "series", as: String.self))"] = try row.decode(column: "count", as: Int.self)
+        for (database, series) in [(audit, "license:%"), (sql, "event:%")] {
+            for row in try await database.raw("""
+                SELECT hour, series, CAST(SUM(count) AS BIGINT) AS count FROM satchel_rollups WHERE series LIKE \(bind: series) GROUP BY hour, series
+                """).all() {
+                rollups["\(try row.decode(column: "hour", as: Int64.self)) \(try row.decode(column: "series", as: String.self))"] = try row.decode(column: "count", as: Int.self)
+            }
         }
-        for row in try await sql.raw("SELECT type, issued_at FROM satchel_licenses").all() {
+        for row in try await audit.raw("SELECT type, issued_at FROM satchel_licenses").all() {
             raw["\(Rollups.hour(of: try row.decode(column: "issued_at", as: Date.self))) license:\(try row.decode(column: "type", as: String.self))", default: 0] += 1
         }
         for row in try await sql.raw("SELECT kind, at FROM backplane_events").all() {
@@ -46,8 +49,9 @@ struct HistoryRetentionTests {
 
     static func retention(_ database: LicensingDatabase) async throws {
         do {
-            let sql = try database.sql()
-            for table in ["satchel_licenses", "satchel_syncs", "backplane_events", "satchel_rollups"] { try await sql.raw("DELETE FROM \(ident: table)").run() }
+            let (sql, audit) = (try database.sql(), try database.auditSQL())
+            for table in ["satchel_licenses", "satchel_syncs", "satchel_rollups"] { try await audit.raw("DELETE FROM \(ident: table)").run() }
+            for table in ["backplane_events", "satchel_rollups"] { try await sql.raw("DELETE FROM \(ident: table)").run() }
             let store = FluentKeyStore(database: database, kek: try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32))))
             let now = Date(timeIntervalSince1970: 1_800_000_000.5)
             let types = ["fairplay", "satchel", "clearkey-temporary"]
@@ -67,16 +71,16 @@ struct HistoryRetentionTests {
             }
             #expect(try await events.record(Array(all[0..<100]), device: "phone", user: "alice", received: now) == 0, "a batch sent again adds nothing")
             try await database.audit.flush()
-            let before = try await rollupsAndRaw(sql)
+            let before = try await rollupsAndRaw(sql, audit: audit)
             #expect(before.raw.values.reduce(0, +) == 720 && before.rollups == before.raw, "the roll-ups equal the raw counts")
 
             let retention = HistoryRetention(auditDays: 30, eventDays: 10)
-            let deleted = try await retention.sweep(at: now, on: sql)
+            let deleted = try await retention.sweep(at: now, audit: audit, events: sql)
             let auditCutoff = Retention.cutoff(days: 30, at: now), eventCutoff = Retention.cutoff(days: 10, at: now)
             let keptLicenses = (0..<240).filter { now.addingTimeInterval(-Double($0) * 21_600) >= auditCutoff }.count
             let keptEvents = (0..<480).filter { now.addingTimeInterval(-Double($0) * 10_800) >= eventCutoff }.count
             #expect(deleted["satchel_licenses"] == 240 - keptLicenses && deleted["backplane_events"] == 480 - keptEvents, "\(deleted)")
-            let after = try await rollupsAndRaw(sql)
+            let after = try await rollupsAndRaw(sql, audit: audit)
             #expect(after.raw.values.reduce(0, +) == keptLicenses + keptEvents, "the rest intact")
             #expect(after.rollups == after.raw, "the roll-ups still equal the raw counts")
             if sql.dialect.name == "postgresql" {
@@ -89,9 +93,9 @@ struct HistoryRetentionTests {
                     #expect(months.contains(MonthlyPartitions.Month(of: now).adding(MonthlyPartitions.monthsAhead)), "the months ahead are made")
                 }
             }
-            let oldest = try await sql.raw("SELECT MIN(issued_at) AS t FROM satchel_licenses").first()?.decode(column: "t", as: Date.self)
+            let oldest = try await audit.raw("SELECT MIN(issued_at) AS t FROM satchel_licenses").first()?.decode(column: "t", as: Date.self)
             #expect(oldest.map { $0 >= auditCutoff } == true)
-            #expect(try await retention.sweep(at: now, on: sql).values.allSatisfy { $0 == 0 }, "a second sweep finds nothing")
+            #expect(try await retention.sweep(at: now, audit: audit, events: sql).values.allSatisfy { $0 == 0 }, "a second sweep finds nothing")
         } catch {
             await database.shutdown()
             throw error
@@ -177,7 +181,7 @@ struct HistoryRetentionTests {
             #expect(moved == 0 && total == 4, "nothing lost")
             #expect(try await events.record(sent, device: "phone", user: "alice", received: now.addingTimeInterval(120)) == 0, "still kept once after the move")
 
-            let deleted = try await HistoryRetention(auditDays: nil, eventDays: 10).sweep(at: now, on: sql)
+            let deleted = try await HistoryRetention(auditDays: nil, eventDays: 10).sweep(at: now, audit: try database.auditSQL(), events: sql)
             let left = try await count("backplane_events_default")
             #expect(deleted["backplane_events"] == 1 && left == 0, "the old event is swept: \(deleted)")
             #expect(try await events.events(EventQuery(), page: ListingRequest()).items.map(\.event.eventID).sorted() == ["clock-ahead-1", "clock-right-1", "old-row-1"])

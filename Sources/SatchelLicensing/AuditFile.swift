@@ -1,0 +1,89 @@
+import FluentKit
+import SQLKit
+import SatchelStorage
+
+/// A SQLite store's audit in a file of its own, `satchel-audit.sqlite` beside `satchel.sqlite`: the licenses issued,
+/// the FairPlay sync reports and their hourly roll-ups (`license:*`). SQLite lets one connection write a file at a
+/// time, so in one file every fold of the audit journal held the writer that device licenses, registrations and event
+/// batches wait for, longer the larger the audit's indexes; and every commit made each reader of the keys drop its page
+/// cache. In its own file the audit has its own writer and its commits leave the keys' readers alone. (PostgreSQL keeps
+/// the audit in its one database: its writers do not queue behind each other.)
+enum AuditFile {
+    /// The file's name in the data directory.
+    static let name = "satchel-audit.sqlite"
+
+    /// The audit's tables.
+    static let tables = [LicensingQueries.licenseHistory.name, LicensingQueries.syncHistory.name]
+
+    /// The file's migrations: its tables and indexes, the roll-ups, then the audit a store kept before (in
+    /// `satchel.sqlite`, at `store`) moved in.
+    static func migrations(store: String) -> [any Migration] {
+        [CreateAuditTables(), CreateRollups(name: "satchel-audit-rollups"), MoveAuditIntoItsFile(store: store)]
+    }
+}
+
+/// The audit's tables and their indexes, as the store's own migrations make them (`CreateLicensingSchema`,
+/// `AddLicenseCustomData`, `IndexForScale`).
+struct CreateAuditTables: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        try await database.schema(LicenseModel.schema)
+            .id()
+            .field("asset_id", .string, .required)
+            .field("key_id", .string, .required)
+            .field("subject", .string, .required)
+            .field("type", .string, .required)
+            .field("issued_at", .datetime, .required)
+            .field("custom_data", .string)
+            .create()
+        try await database.schema(SyncModel.schema)
+            .id()
+            .field("content_id", .string, .required)
+            .field("duration_to_expiry", .int64, .required)
+            .field("subject", .string, .required)
+            .field("received_at", .datetime, .required)
+            .create()
+        guard let sql = database as? any SQLDatabase else { return }
+        for index in IndexForScale.indexes where AuditFile.tables.contains(index.table) {
+            var create = sql.create(index: index.name).on(index.table)
+            for column in index.columns { create = create.column(column) }
+            try await create.run()
+        }
+    }
+
+    func revert(on database: any Database) async throws {
+        for schema in AuditFile.tables { try await database.schema(schema).delete() }
+    }
+}
+
+/// Moves the audit a store kept in `satchel.sqlite` (before the audit had a file of its own) into the audit's file:
+/// each table's rows copied (a row already there is left as it is), then deleted from the store, then the `license:*`
+/// roll-ups the same way. Each step can run again after a crash: nothing is lost or counted twice.
+struct MoveAuditIntoItsFile: AsyncMigration {
+    /// The store's file.
+    let store: String
+
+    func prepare(on database: any Database) async throws {
+        try await database.withConnection { connection in
+            guard let sql = connection as? any SQLDatabase else { return }
+            try await sql.raw("ATTACH DATABASE \(bind: store) AS store").run()
+            do {
+                let columns = [LicensingQueries.licenseHistory.name: "id, asset_id, key_id, subject, type, issued_at, custom_data",
+                               LicensingQueries.syncHistory.name: "id, content_id, duration_to_expiry, subject, received_at"]
+                for table in AuditFile.tables {
+                    guard let list = columns[table] else { continue }
+                    try await sql.raw("INSERT OR IGNORE INTO main.\(ident: table) (\(unsafeRaw: list)) SELECT \(unsafeRaw: list) FROM store.\(ident: table)").run()
+                    try await sql.raw("DELETE FROM store.\(ident: table)").run()
+                }
+                let licenses: SQLQueryString = "series LIKE 'license:%'"
+                try await sql.raw("INSERT OR IGNORE INTO main.satchel_rollups SELECT hour, series, slot, count FROM store.satchel_rollups WHERE \(licenses)").run()
+                try await sql.raw("DELETE FROM store.satchel_rollups WHERE \(licenses)").run()
+            } catch {
+                try? await sql.raw("DETACH DATABASE store").run()
+                throw error
+            }
+            try await sql.raw("DETACH DATABASE store").run()
+        }
+    }
+
+    func revert(on database: any Database) async throws {}
+}
