@@ -7,8 +7,8 @@ import SQLKit
 import SatchelStorage
 import SatchelSystem
 
-/// The key store's database: a SQLite file in the data directory by default, PostgreSQL with a
-/// `postgres://` URL. Migrations run when it opens.
+/// The key store's database: a SQLite file in the data directory by default (`satchel.sqlite`, with the audit in a file
+/// of its own beside it, `AuditFile`), PostgreSQL with a `postgres://` URL. Migrations run when it opens.
 public final class LicensingDatabase: Sendable {
     private let store: FluentStore
     /// SQLite: the audit's own file (`AuditFile`); nil on PostgreSQL, whose one database holds the audit.
@@ -47,7 +47,7 @@ public final class LicensingDatabase: Sendable {
         } else {
             let path = (dataDirectory as NSString).appendingPathComponent("satchel.sqlite")
             do {
-                // Owner only: the store holds sealed keys, the audit who was issued what.
+                // Owner only: the store holds sealed keys; the audit's file, who was issued what.
                 try PrivateFiles.folder(dataDirectory)
                 try PrivateFiles.file(path)
                 try PrivateFiles.file((dataDirectory as NSString).appendingPathComponent(AuditFile.name))
