@@ -290,7 +290,8 @@ let package = Package(
                                                           .product(name: "NIOPosix", package: "swift-nio"),
                                                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                           .product(name: "HTTPTypes", package: "swift-http-types")]),
-        .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelProtection", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit")]),
+        .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelProtection", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit"),
+                                                          .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),
                                                           .product(name: "AsyncHTTPClient", package: "async-http-client"),

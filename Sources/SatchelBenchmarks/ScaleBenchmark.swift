@@ -158,10 +158,16 @@ struct ScaleBenchmark {
         }
 
         /// Brings the open stores to the state each round starts in: every store's audit records of earlier rounds written
-        /// (a round pays neither for the last one's nor for the other store's), and for a round on keys not looked up
-        /// before the timed store's cache of opened keys emptied, so that each lookup goes to the database.
+        /// and a SQLite store's log copied into its files (a round pays neither for the last one's writes nor for the other
+        /// store's), and for a round on keys not looked up before the timed store's cache of opened keys emptied, so that
+        /// each lookup goes to the database.
         static func settle(_ stores: [Seeded], emptyingCacheOf timed: Seeded?) async throws {
-            for store in stores { try await store.database.audit.flush() }
+            for store in stores {
+                try await store.database.audit.flush()
+                let (main, audit) = (try store.database.sql(), try store.database.auditSQL())
+                guard main.dialect.name == "sqlite" else { continue }
+                for sql in [main, audit] { try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").run() }
+            }
             timed?.keys.forgetCachedKeys()
         }
 

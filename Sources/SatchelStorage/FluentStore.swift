@@ -27,12 +27,14 @@ public struct SQLiteSettings: Sendable {
     /// When a commit reaches the disk.
     public var durability: SQLiteDurability
     /// A large store gets 64 MB of page cache and the file mapped for reads (SQLite's 2 MB would send most reads of an
-    /// index walk to the kernel).
+    /// index walk to the kernel), and its checkpoints taken off its writer (`Checkpointer`).
     public var large: Bool
+    /// How often a large store's log is copied into its file.
+    public var checkpointInterval: Duration
 
     /// Settings.
-    public init(durability: SQLiteDurability, large: Bool = false) {
-        (self.durability, self.large) = (durability, large)
+    public init(durability: SQLiteDurability, large: Bool = false, checkpointInterval: Duration = .seconds(1)) {
+        (self.durability, self.large, self.checkpointInterval) = (durability, large, checkpointInterval)
     }
 
     /// How long a statement waits for another process's lock before it fails (SQLite sleeps between tries: the
@@ -60,6 +62,8 @@ public struct FluentStore: Sendable {
     let threadPool: NIOThreadPool?
     /// Whether ``readers`` are connections of their own.
     let separateReader: Bool
+    /// A large SQLite store's checkpoints, off its writer.
+    var checkpointer: Checkpointer?
 
     /// How many times migrating is tried before opening fails.
     static let migrationAttempts = 5
@@ -71,8 +75,9 @@ public struct FluentStore: Sendable {
         let group = MultiThreadedEventLoopGroup.singleton
         // One event loop for the handle and the migrations: a SQLite store then has one connection, whose settings hold.
         let loop = group.next()
-        // A thread for each connection (the writer's and each reader's block one while SQLite works).
-        let threadPool = sqlite.map { NIOThreadPool(numberOfThreads: $0.large ? 3 : 2) }
+        // A thread for each connection (the writer's, each reader's and a large store's checkpointer's block one while
+        // SQLite works).
+        let threadPool = sqlite.map { NIOThreadPool(numberOfThreads: $0.large ? 4 : 2) }
         threadPool?.start()
         let databases = Databases(threadPool: threadPool ?? NIOThreadPool.singleton, on: group)
         databases.use(configuration, as: id)
@@ -93,7 +98,7 @@ public struct FluentStore: Sendable {
             if let second = more.database(logger: logger, on: readLoop) { handles.append(second) }
             moreReaders = more
         }
-        let store = FluentStore(databases: databases, database: database, readers: ReaderPool(handles), moreReaders: moreReaders,
+        var store = FluentStore(databases: databases, database: database, readers: ReaderPool(handles), moreReaders: moreReaders,
                                 threadPool: threadPool, separateReader: separate)
         if let sqlite {
             do {
@@ -123,6 +128,12 @@ public struct FluentStore: Sendable {
                 await store.shutdown()
                 throw .migration(failure.text)
             }
+        }
+        // The writer stops checkpointing only once the checkpointer runs (else the log would grow for ever).
+        if let sqlite, sqlite.large, let threadPool, let sql = database as? any SQLDatabase,
+           let checkpointer = await Checkpointer.start(configuration, as: id, threadPool: threadPool, every: sqlite.checkpointInterval, logger: logger) {
+            store.checkpointer = checkpointer
+            try? await sql.raw("PRAGMA wal_autocheckpoint = 0").run()
         }
         return store
     }
@@ -170,6 +181,7 @@ public struct FluentStore: Sendable {
 
     /// Closes every connection, then the store's own thread.
     public func shutdown() async {
+        await checkpointer?.stop()
         await moreReaders?.shutdownAsync()
         await databases.shutdownAsync()
         try? await threadPool?.shutdownGracefully()
@@ -178,6 +190,7 @@ public struct FluentStore: Sendable {
     /// Closes every connection and the store's thread, waiting for them (never on an event loop or in the task pool:
     /// for a `deinit`).
     public func shutdownBlocking() {
+        checkpointer?.stopBlocking()
         moreReaders?.shutdown()
         databases.shutdown()
         try? threadPool?.syncShutdownGracefully()

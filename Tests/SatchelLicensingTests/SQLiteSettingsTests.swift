@@ -1,7 +1,10 @@
+import FluentSQLiteDriver
 import Foundation
+import Logging
 import SQLKit
 import SatchelBytes
 import SatchelLicensing
+import SatchelStorage
 import Testing
 
 /// Issue 48: a SQLite store waits for another process's lock by sleeping (`busy_timeout`; the driver's own handler
@@ -71,6 +74,41 @@ struct SQLiteSettingsTests {
             let answered = try await second.raw("SELECT COUNT(*) AS n FROM satchel_keys").first()?.decode(column: "n", as: Int.self)
             #expect(answered == 0 && !longEnded.withLock { $0 }, "the lookup waited for the long read")
             try await long.value
+        }
+    }
+
+    @Test("a large store's commits never checkpoint (the log grows past SQLite's thousand pages, the file does not); its checkpointer copies the log into the file beside them")
+    func checkpointsOffTheWriter() async throws {
+        let directory = NSTemporaryDirectory() + "satchel-checkpoints-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? -1 }
+        for (name, interval) in [("idle", Duration.seconds(3600)), ("busy", Duration.milliseconds(100))] {
+            let path = directory + "/\(name).sqlite"
+            let store = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: [],
+                                                   sqlite: SQLiteSettings(durability: .processCrash, large: true, checkpointInterval: interval),
+                                                   logger: Logger(label: "test"))
+            do {
+                guard let sql = store.database as? any SQLDatabase else { throw StorageError.cannotOpen("no SQL") }
+                let automatic = try await sql.raw("PRAGMA wal_autocheckpoint").first().flatMap { try? $0.decode(column: $0.allColumns.first ?? "", as: Int.self) }
+                #expect(automatic == 0, "the writer does not checkpoint")
+                try await sql.raw("CREATE TABLE filler (bytes BLOB)").run()
+                // Eight commits of 1 MB: twice the log SQLite would have copied into the file at a commit.
+                for _ in 0..<8 {
+                    try await sql.raw("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) INSERT INTO filler SELECT randomblob(1000) FROM n").run()
+                }
+                if name == "idle" {
+                    #expect(size(path) < 1_000_000 && size(path + "-wal") > 8_000_000, "file \(size(path)), log \(size(path + "-wal")): no commit checkpointed")
+                } else {
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while size(path) < 8_000_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+                    #expect(size(path) >= 8_000_000, "the checkpointer copied the log into the file: \(size(path))")
+                }
+            } catch {
+                await store.shutdown()
+                throw error
+            }
+            await store.shutdown()
         }
     }
 
