@@ -26,28 +26,10 @@ enum AuditFile {
 /// `AddLicenseCustomData`, `IndexForScale`).
 struct CreateAuditTables: AsyncMigration {
     func prepare(on database: any Database) async throws {
-        try await database.schema(LicenseModel.schema)
-            .id()
-            .field("asset_id", .string, .required)
-            .field("key_id", .string, .required)
-            .field("subject", .string, .required)
-            .field("type", .string, .required)
-            .field("issued_at", .datetime, .required)
-            .field("custom_data", .string)
-            .create()
-        try await database.schema(SyncModel.schema)
-            .id()
-            .field("content_id", .string, .required)
-            .field("duration_to_expiry", .int64, .required)
-            .field("subject", .string, .required)
-            .field("received_at", .datetime, .required)
-            .create()
+        try await CreateLicensingSchema.licenses(on: database).field("custom_data", .string).create()
+        try await CreateLicensingSchema.syncs(on: database).create()
         guard let sql = database as? any SQLDatabase else { return }
-        for index in IndexForScale.indexes where AuditFile.tables.contains(index.table) {
-            var create = sql.create(index: index.name).on(index.table)
-            for column in index.columns { create = create.column(column) }
-            try await create.run()
-        }
+        try await IndexForScale.create(IndexForScale.indexes.filter { AuditFile.tables.contains($0.table) }, on: sql)
     }
 
     func revert(on database: any Database) async throws {

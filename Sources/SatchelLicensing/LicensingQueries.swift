@@ -162,7 +162,12 @@ struct IndexForScale: AsyncMigration {
 
     func prepare(on database: any Database) async throws {
         guard let sql = database as? any SQLDatabase else { return }
-        for index in Self.indexes {
+        try await Self.create(Self.indexes, on: sql)
+    }
+
+    /// Creates `indexes` on `sql`.
+    static func create(_ indexes: [(name: String, table: String, columns: [String])], on sql: any SQLDatabase) async throws {
+        for index in indexes {
             var create = sql.create(index: index.name).on(index.table)
             for column in index.columns { create = create.column(column) }
             try await create.run()

@@ -107,21 +107,29 @@ struct CreateLicensingSchema: AsyncMigration {
             .field("iv", .string, .required)
             .field("created_at", .datetime)
             .create()
-        try await database.schema(LicenseModel.schema)
+        try await Self.licenses(on: database).create()
+        try await Self.syncs(on: database).create()
+    }
+
+    /// The audit's table of licenses as this migration makes it (the audit's own file adds `custom_data`).
+    static func licenses(on database: any Database) -> SchemaBuilder {
+        database.schema(LicenseModel.schema)
             .id()
             .field("asset_id", .string, .required)
             .field("key_id", .string, .required)
             .field("subject", .string, .required)
             .field("type", .string, .required)
             .field("issued_at", .datetime, .required)
-            .create()
-        try await database.schema(SyncModel.schema)
+    }
+
+    /// The table of sync reports.
+    static func syncs(on database: any Database) -> SchemaBuilder {
+        database.schema(SyncModel.schema)
             .id()
             .field("content_id", .string, .required)
             .field("duration_to_expiry", .int64, .required)
             .field("subject", .string, .required)
             .field("received_at", .datetime, .required)
-            .create()
     }
 
     func revert(on database: any Database) async throws {
