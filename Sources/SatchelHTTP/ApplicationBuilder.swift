@@ -10,7 +10,8 @@ public protocol RouteGroup: Sendable {
     func register(on router: Router<SatchelRequestContext>)
 }
 
-/// Assembles every Satchel server the same way: problem+json for every error and unrouted request, request
+/// Assembles every Satchel server the same way: long bodies that give their event loop back now and then
+/// (``LoopFairBodyMiddleware``), problem+json for every error and unrouted request, request
 /// logging without query strings, request metrics, a body-size limit, the guarded HTTP/1 channel (or HTTPS, with
 /// HTTP/2 by ALPN) with its connection limits, then the route groups; services (a database's lifetime) run and stop inside
 /// ServiceLifecycle with the server.
@@ -62,6 +63,7 @@ public struct ApplicationBuilder: Sendable {
     public func router() -> (Router<SatchelRequestContext>, RouteTable) {
         let router = Router(context: SatchelRequestContext.self)
         let table = RouteTable()
+        router.add(middleware: LoopFairBodyMiddleware())
         router.add(middleware: ProblemMiddleware(table: table, redact: redactPath))
         router.add(middleware: RequestLogMiddleware(logger: logger, redact: redactPath))
         router.add(middleware: RequestMetricsMiddleware(factory: metrics))

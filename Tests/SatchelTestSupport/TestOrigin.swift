@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import SatchelHTTP
 
 /// A real HTTP origin on loopback serving a directory, with Range support and injectable faults.
 public final class TestOrigin: @unchecked Sendable {
@@ -61,6 +62,8 @@ public final class TestOrigin: @unchecked Sendable {
     public static func start(root: URL) async throws -> TestOrigin {
         let origin = TestOrigin(root: root)
         let router = Router()
+        // Its endless body awaits nothing but writes: without turns, it would hold the event loop it is served on.
+        router.add(middleware: LoopFairBodyMiddleware())
         router.get("**") { request, _ in try await origin.respond(request) }
         (origin.task, origin.baseURL) = await LoopbackServer.start(router, label: "test-origin")
         return origin
