@@ -3,9 +3,9 @@ import Hummingbird
 import NIOCore
 
 /// A response body that gives its connection's event loop back now and then. A request is served on its connection's
-/// loop (``LoopTaskExecutor``), where a write to a writable channel completes without suspending: a body whose
-/// producer awaits nothing else (bytes made in memory, an endless or very long stream) would hold the loop for as long
-/// as it writes, and every other connection on that loop would wait. Worse, once its client has gone, the close is
+/// loop (through a task executor preference), where a write to a writable channel completes without suspending: a
+/// body whose producer awaits nothing else (bytes made in memory, an endless or very long stream) would hold the loop
+/// for as long as it writes, and every other connection on that loop would wait. Worse, once its client has gone, the close is
 /// news the loop can only deliver between tasks: the writes would go on failing quietly, never learning it, for ever.
 ///
 /// So every ``bytesBetweenTurns`` bytes or ``writesBetweenTurns`` writes, whichever comes first, the writing task
