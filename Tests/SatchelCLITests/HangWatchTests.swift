@@ -10,8 +10,7 @@ struct HangWatchTests {
 
     @Test("a stand-in test process whose event stream goes quiet is killed, and the report names the test still running, not the one that ended")
     func quietRunStopped() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hang-watch-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestMedia.temporaryDirectory("hang-watch")
         defer { try? FileManager.default.removeItem(at: directory) }
         // The stand-in: a shell named like a test binary, its command line naming this event stream (as swift test's
         // child names the run's own, which is another file: the real test process is never a match).

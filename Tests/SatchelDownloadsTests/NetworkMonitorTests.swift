@@ -78,8 +78,7 @@ struct NetworkMonitorTests {
 
     @Test("NetworkManagerMonitor asks nmcli now and again, hears a change, and gives unknown when nmcli fails, hangs or is missing")
     func monitorRunsNmcli() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("satchel-nmcli-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try TestMedia.temporaryDirectory("satchel-nmcli")
         defer { try? FileManager.default.removeItem(at: directory) }
         let answer = directory.appendingPathComponent("answer.txt")
         let nmcli = directory.appendingPathComponent("nmcli")
