@@ -9,7 +9,8 @@ import SatchelStorage
 /// their plans).
 package enum BackplaneQueries {
     /// A device's sync: the device, its commands not yet acknowledged after `after`, the acknowledged floor, the
-    /// settings; an active device's sync recorded; a killed device that has acknowledged its kill refused.
+    /// settings; a killed device that has acknowledged its kill refused. (The store notes an active device's sync
+    /// time, ``SyncTimes``.)
     ///
     /// Separate statements, no transaction (BEGIN and COMMIT were a third of a sync's round trips, and SQLite's
     /// transaction serialized every sync): the device row is read before its commands, so a command issued in
@@ -25,9 +26,6 @@ package enum BackplaneQueries {
         let unacknowledged = try await sql.raw(Self.unacknowledged(device: device, limit: limit)).all()
             .map { row throws in try JSONCoding.decoder().decode(BackplaneCommand.self, from: Data(try row.decode(column: "body", as: String.self).utf8)) }
         if value.state == .killed, !unacknowledged.contains(where: { $0.action == .kill }) { throw BackplaneError.deviceKilled(device) }
-        if value.state == .active {
-            try await sql.raw(Self.recordSync(device: device, at: now)).run()
-        }
         let settings = try await FluentBackplaneStore.document(FluentBackplaneStore.settingsDocument, as: BackplaneSettings.self, on: database)
             ?? BackplaneSettings()
         return BackplaneSyncAnswer(deviceID: device, downloadEnabled: value.downloadEnabled, state: value.state,
@@ -155,9 +153,15 @@ package enum BackplaneQueries {
         """
     }
 
-    /// Records a device's sync.
-    static func recordSync(device: String, at now: Date) -> SQLQueryString {
-        "UPDATE backplane_devices SET last_sync = \(bind: now) WHERE device_id = \(bind: device)"
+    /// Records devices' syncs (``SyncTimes``), one row each through the key: a device's time is kept only when later
+    /// than the one written (another node's, or an earlier write that came last).
+    static func recordSyncs(_ times: some Collection<(key: String, value: Date)>) -> SQLQueryString {
+        let rows: [SQLQueryString] = times.map { "(\(bind: $0.key), \(bind: $0.value))" }
+        return """
+            UPDATE backplane_devices SET last_sync = synced.column2 FROM (VALUES \(rows.joined(separator: ", "))) AS synced
+            WHERE backplane_devices.device_id = synced.column1
+            AND (backplane_devices.last_sync IS NULL OR backplane_devices.last_sync < synced.column2)
+            """
     }
 
     /// The one number a counting query of this file answers.
@@ -177,7 +181,7 @@ package enum BackplaneQueries {
             HotQuery("a user's stream slots", slots(user: "user-1")),
             HotQuery("a device", device("device-1")),
             HotQuery("a device's pending commands", unacknowledged(device: "device-1", limit: 100)),
-            HotQuery("a device's sync recorded", recordSync(device: "device-1", at: Date())),
+            HotQuery("devices' syncs recorded", recordSyncs(["device-1": Date(), "device-2": Date()])),
             // A user's devices are few: sorted after an index read of them, they are bounded by the user, not the table.
             HotQuery("a user's devices, a later page", devicePage(user: "user-7", after: "device-20", prefix: nil, limit: 101)),
         ]

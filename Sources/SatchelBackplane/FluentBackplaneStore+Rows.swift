@@ -60,12 +60,12 @@ extension FluentBackplaneStore {
     }
 
     /// Runs `body` in a transaction (not `atomic`: each statement on its own, for a read that needs no common
-    /// snapshot — no BEGIN and COMMIT round trips, no SQLite connection held): a ``BackplaneError`` thrown inside
+    /// snapshot — no BEGIN and COMMIT round trips, no SQLite connection held — through a reader): a ``BackplaneError`` thrown inside
     /// comes out as it is, any other failure as `storage`, naming what could not be done.
     func transaction<T: Sendable>(_ what: String, atomic: Bool = true,
                                   _ body: @escaping @Sendable (any Database) async throws -> T) async throws(BackplaneError) -> T {
         do {
-            guard atomic else { return try await body(databaseHandle) }
+            guard atomic else { return try await body(readers?.next() ?? databaseHandle) }
             return try await databaseHandle.transaction { database in try await body(database) }
         } catch let error as BackplaneError {
             throw error

@@ -10,10 +10,16 @@ import SatchelStorage
 /// the one writer does the same.
 public struct FluentBackplaneStore: BackplaneStoring {
     let databaseHandle: any Database
+    /// Where reads go (a sync, a listing): a SQLite store's readers, beside its one writer; nil: the database.
+    let readers: ReaderPool?
+    /// Sync times noted and not yet written (shared by the copies of this store).
+    let syncTimes = SyncTimes()
 
-    /// A store on `database`, whose migrations include ``CreateBackplaneSchema``.
-    public init(database: any Database) {
-        databaseHandle = database
+    /// A store on `database`, whose migrations include ``CreateBackplaneSchema``; reads through `readers` when given
+    /// (a SQLite store's: a sync does not wait behind a write). Devices' sync times are written a moment after their
+    /// syncs, several together: call ``flush()`` before the database closes.
+    public init(database: any Database, readers: ReaderPool? = nil) {
+        (databaseHandle, self.readers) = (database, readers)
     }
 
     public func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration {
@@ -51,13 +57,15 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice {
-        try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value }
+        withUnwrittenSync(try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value })
     }
 
     public func devices(user: String?, page: ListingRequest) async throws(BackplaneError) -> ListingPage<BackplaneDevice> {
-        try await transaction("list the devices", atomic: false) { database async throws in
+        var page = try await transaction("list the devices", atomic: false) { database async throws in
             try await BackplaneQueries.devices(user: user, page: page, on: database)
         }
+        page.items = page.items.map(withUnwrittenSync)
+        return page
     }
 
     public func delete(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice {
@@ -194,9 +202,11 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer {
-        try await transaction("read the device's sync", atomic: false) { database async throws in
+        let answer = try await transaction("read the device's sync", atomic: false) { database async throws in
             try await BackplaneQueries.syncView(device: device, after: after, limit: limit, at: now, on: database)
         }
+        if answer.state == .active { noteSync(device: device, at: now) }
+        return answer
     }
 
     public func synced(device: String, at now: Date) async throws(BackplaneError) {

@@ -47,3 +47,18 @@ struct IndexOwnLimits: AsyncMigration {
         try await sql.drop(index: "backplane_users_own_limits").run()
     }
 }
+
+/// Room in each page of the devices' rows for their next version (PostgreSQL's `fillfactor`; SQLite writes a row in
+/// place): a device's row is written again at its syncs (its last sync), and a new version that fits in its page
+/// changes none of the table's indexes (a heap-only update), however many devices there are.
+struct RoomForSyncTimes: AsyncMigration {
+    func prepare(on database: any Database) async throws {
+        guard let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql" else { return }
+        try await sql.raw("ALTER TABLE backplane_devices SET (fillfactor = 85)").run()
+    }
+
+    func revert(on database: any Database) async throws {
+        guard let sql = database as? any SQLDatabase, sql.dialect.name == "postgresql" else { return }
+        try await sql.raw("ALTER TABLE backplane_devices RESET (fillfactor)").run()
+    }
+}

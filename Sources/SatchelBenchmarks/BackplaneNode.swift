@@ -24,8 +24,8 @@ enum BackplaneNode {
             let kek = try KeyEncryptionKey(try SecretBytes(hex: kekHex, count: 32))
             let service = LicenseService(store: FluentKeyStore(database: database, kek: kek), ksm: nil, verifier: nil)
             let devices = DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek))
-            let hub = BackplaneWakeHub()
-            let backplane = BackplaneService(store: FluentBackplaneStore(database: database.database), slots: FluentStreamSlots(database: database.database),
+            let hub = BackplaneWakeHub(), store = FluentBackplaneStore(database: database.database, readers: database.readers)
+            let backplane = BackplaneService(store: store, slots: FluentStreamSlots(database: database.database),
                                          events: FluentEventStore(database: try database.sql()),
                                          feeds: FluentFeedStore(database: database.database),
                                          hub: hub, licensing: devices,
@@ -42,6 +42,7 @@ enum BackplaneNode {
                                                     print("ready \(channel.localAddress?.port ?? 0)")
                                                 })
             try await app.runService()
+            try? await store.flush()
             await database.shutdown()
             return 0
         } catch {

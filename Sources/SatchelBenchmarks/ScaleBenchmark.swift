@@ -157,13 +157,14 @@ struct ScaleBenchmark {
             }
         }
 
-        /// Brings the open stores to the state each round starts in: every store's audit records of earlier rounds written
-        /// and a SQLite store's log copied into its files (a round pays neither for the last one's writes nor for the other
+        /// Brings the open stores to the state each round starts in: every store's audit records and devices' sync times
+        /// of earlier rounds written and a SQLite store's log copied into its files (a round pays neither for the last one's writes nor for the other
         /// store's), and for a round on keys not looked up before the timed store's cache of opened keys emptied, so that
         /// each lookup goes to the database.
         static func settle(_ stores: [Seeded], emptyingCacheOf timed: Seeded?) async throws {
             for store in stores {
                 try await store.database.audit.flush()
+                try await store.world.backplane.flush()
                 let (main, audit) = (try store.database.sql(), try store.database.auditSQL())
                 guard main.dialect.name == "sqlite" else { continue }
                 for sql in [main, audit] { try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").run() }
@@ -173,6 +174,7 @@ struct ScaleBenchmark {
 
         /// Closes the store and deletes its folder.
         func close() async {
+            try? await world.backplane.flush()
             await database.shutdown()
             try? FileManager.default.removeItem(atPath: directory)
         }

@@ -2,8 +2,9 @@ import Foundation
 import SQLKit
 
 /// The scale benchmark's users, devices and history, written with multi-row SQL (`INSERT … SELECT` over a series of
-/// numbers): names `user-0000001`, `device-0000001`, audit records and events spread over the last 60 days. The audit
-/// goes to `audit` (a SQLite store's own file for it; PostgreSQL's one database).
+/// numbers): names `user-0000001`, `device-0000001`, audit records and events spread over the last 60 days, each
+/// device synced in the last day (an operator's devices have: a row never synced would be written bigger at its
+/// first sync). The audit goes to `audit` (a SQLite store's own file for it; PostgreSQL's one database).
 enum ScaleSeed {
     static func rows(_ sizes: ScaleBenchmark.Sizes, on sql: any SQLDatabase, audit: any SQLDatabase) async throws {
         let postgres = sql.dialect.name == "postgresql"
@@ -33,8 +34,8 @@ enum ScaleSeed {
             SELECT \(name("device-", "i")), \(name("user-", user)), '{}', 'f' || i, \(ago("i % 5184000")), \(bind: no) FROM (\(numbers(sizes.devices))) AS n
             """,
             """
-            INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, next_sequence)
-            SELECT \(name("device-", "i")), \(name("user-", user)), 'phone', 'linux', \(bind: yes), 'active', \(ago("i % 5184000")), 1
+            INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, last_sync, next_sequence)
+            SELECT \(name("device-", "i")), \(name("user-", user)), 'phone', 'linux', \(bind: yes), 'active', \(ago("i % 5184000")), \(ago("i % 86400")), 1
             FROM (\(numbers(sizes.devices))) AS n
             """,
             """

@@ -23,7 +23,7 @@ struct ScaleWorld: Sendable {
         let verifier = try await EntitlementVerifier(hmacSecret: Array("the scale benchmark's secret, 32 bytes or more".utf8))
         let service = LicenseService(store: store, ksm: nil, verifier: verifier)
         licensing = DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek))
-        backplane = FluentBackplaneStore(database: database.database)
+        backplane = FluentBackplaneStore(database: database.database, readers: database.readers)
         slots = FluentStreamSlots(database: database.database)
         events = FluentEventStore(database: try database.sql())
         token = try await verifier.sign(Entitlement(subject: "user-0000001", asset: "*", expires: Date().addingTimeInterval(30 * 86_400), persistent: true))

@@ -18,6 +18,8 @@ public final class LicensingDatabase: Sendable {
     /// A handle for key lookups, the next in turn (`FluentStore.reader`): on SQLite a connection beside the audit's
     /// writer.
     public var reader: any Database { store.reader }
+    /// The store's read-only handles (on SQLite, connections beside the writer; on PostgreSQL the database's pool).
+    public var readers: ReaderPool { store.readers }
     /// "sqlite" or "postgres".
     public let kind: String
     /// The PostgreSQL connections a node opens at most (as its requests need them). The handle is bound to one

@@ -153,7 +153,7 @@ struct ServeCommand: SatchelAsyncCommand {
         // FairPlay: rentals bound to the device that leased them, each download's offline key, and leases taking
         // stream slots of the account (the backplane's, in the same database); a persistent Satchel license takes the
         // device's download permission (the backplane's limits, enforced where the license is issued).
-        let slots = FluentStreamSlots(database: database.database), backplaneStore = FluentBackplaneStore(database: database.database)
+        let slots = FluentStreamSlots(database: database.database), backplaneStore = FluentBackplaneStore(database: database.database, readers: database.readers)
         service.fairPlayRecords = FluentFairPlayRecords(database: database.database)
         service.leaseSlots = BackplaneService.leaseSlots(slots)
         service.offlineGrants = BackplaneService.offlineGrants(backplaneStore)
@@ -192,7 +192,11 @@ struct ServeCommand: SatchelAsyncCommand {
         }
         let app = LicenseServer.application(service: service, devices: devices, backplane: backplane, origin: files, web: web, admin: admin, demoTokens: demoTokens, certificate: credentials.first?.certificate, host: host, port: port,
                                             connections: connections,
-                                            services: lifecycle + [LifecycleService(name: "key store") { await database.shutdown() }], tls: tls,
+                                            services: lifecycle + [LifecycleService(name: "key store") {
+                                                // The devices' last sync times noted by the final requests, then the database.
+                                                do { try await backplaneStore.flush() } catch { logger.warning("\(error)") }
+                                                await database.shutdown()
+                                            }], tls: tls,
                                             logger: logger,
                                             onServerRunning: { channel in
                                                 whenListening(Self.address(scheme: scheme, host: host, port: channel.localAddress?.port ?? port))

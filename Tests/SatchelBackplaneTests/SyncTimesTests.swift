@@ -1,0 +1,106 @@
+import Foundation
+import SQLKit
+import SatchelBytes
+import Testing
+@testable import SatchelBackplane
+
+/// Devices' sync times written together a moment after their syncs (`SyncTimes`): on a real SQLite file and, when
+/// `SATCHEL_TEST_DATABASE_URL` names one, a real PostgreSQL (in the store's suite: one test at a time on its tables).
+extension BackplaneStoreTests {
+    /// The last sync in `device`'s row, read from the table itself (not through the store, which shows times not yet written).
+    static func storedSync(_ device: String, _ sql: any SQLDatabase) async throws -> Date? {
+        try await sql.raw("SELECT last_sync FROM backplane_devices WHERE device_id = \(bind: device)").first()?.decode(column: "last_sync", as: Date?.self)
+    }
+
+    @Test("a sync is answered before its time is written; the time reaches the row by itself within moments, and until then a read of the device shows it", arguments: Self.kinds)
+    func writtenSoon(kind: String) async throws {
+        try await Self.using(kind) { stores, sql in
+            let store = stores[0]
+            _ = try await store.register(Self.device("d1"))
+            _ = try await store.syncView(device: "d1", after: 0, limit: 10, at: Self.now)
+            #expect(try await store.device(.device("d1")).lastSync == Self.now)
+            #expect(try await store.devices(user: "alice", page: ListingRequest()).items.map(\.lastSync) == [Self.now])
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await Self.storedSync("d1", sql) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(try await Self.storedSync("d1", sql) == Self.now, "written without a flush")
+        }
+    }
+
+    @Test("more devices than one statement writes: every one's time is in its row after a flush; a time never goes back, whichever node writes last", arguments: Self.kinds)
+    func batchesAndOrder(kind: String) async throws {
+        try await Self.using(kind, nodes: 2) { stores, sql in
+            let ids = (0..<(SyncTimes.batch * 2 + 10)).map { String(format: "n%04d", $0) }
+            for start in stride(from: 0, to: ids.count, by: 200) {
+                let rows: [SQLQueryString] = ids[start..<min(start + 200, ids.count)].map {
+                    "(\(bind: $0), 'alice', 'phone', 'linux', \(bind: false), 'active', \(bind: Self.now), 1)"
+                }
+                try await sql.raw("""
+                    INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, next_sequence)
+                    VALUES \(rows.joined(separator: ", "))
+                    """).run()
+            }
+            for (index, id) in ids.enumerated() {
+                _ = try await stores[0].syncView(device: id, after: 0, limit: 10, at: Self.now.addingTimeInterval(Double(index)))
+            }
+            try await stores[0].flush()
+            let written = try await sql.raw("SELECT COUNT(*) AS n FROM backplane_devices WHERE last_sync IS NOT NULL").first()?.decode(column: "n", as: Int.self)
+            #expect(written == ids.count)
+            #expect(try await Self.storedSync(ids[700], sql) == Self.now.addingTimeInterval(700))
+            // Another node (or this one) notes an older sync of a device after a newer one was written: the row keeps the newer.
+            let other = stores.count > 1 ? stores[1] : stores[0]
+            _ = try await other.syncView(device: ids[0], after: 0, limit: 10, at: Self.now.addingTimeInterval(-60))
+            try await other.flush()
+            #expect(try await Self.storedSync(ids[0], sql) == Self.now)
+            _ = try await stores[0].syncView(device: ids[1], after: 0, limit: 10, at: Self.now.addingTimeInterval(600))
+            _ = try await other.syncView(device: ids[1], after: 0, limit: 10, at: Self.now.addingTimeInterval(300))
+            try await stores[0].flush()
+            try await other.flush()
+            #expect(try await Self.storedSync(ids[1], sql) == Self.now.addingTimeInterval(600))
+        }
+    }
+
+    @Test("a write that fails keeps its times: once the table is back they are written, the later of two syncs of a device kept", arguments: ["sqlite"])
+    func failedWriteKept(kind: String) async throws {
+        try await Self.using(kind) { stores, sql in
+            let store = stores[0]
+            _ = try await store.register(Self.device("d1"))
+            _ = try await store.register(Self.device("d2"))
+            _ = try await store.syncView(device: "d1", after: 0, limit: 10, at: Self.now)
+            _ = try await store.syncView(device: "d2", after: 0, limit: 10, at: Self.now)
+            try await sql.raw("ALTER TABLE backplane_devices RENAME TO backplane_devices_away").run()
+            await #expect(throws: BackplaneError.self) { try await store.flush() }
+            try await sql.raw("ALTER TABLE backplane_devices_away RENAME TO backplane_devices").run()
+            // The device reads as synced meanwhile; a later sync of d1 noted while the failed times wait.
+            #expect(try await store.device(.device("d2")).lastSync == Self.now)
+            _ = try await store.syncView(device: "d1", after: 0, limit: 10, at: Self.now.addingTimeInterval(5))
+            try await store.flush()
+            #expect(try await Self.storedSync("d1", sql) == Self.now.addingTimeInterval(5))
+            #expect(try await Self.storedSync("d2", sql) == Self.now)
+        }
+    }
+
+    @Test("noting keeps a device's latest time and refuses new devices past its bound; a write's times stay readable until it ends")
+    func noting() {
+        let times = SyncTimes()
+        #expect(times.note("a", at: Self.now), "the first note schedules the write")
+        #expect(!times.note("b", at: Self.now), "one write at a time")
+        #expect(!times.note("a", at: Self.now.addingTimeInterval(-1)))
+        #expect(times.unwritten("a") == Self.now, "an older time does not replace a newer")
+        let taken = times.take()
+        #expect(taken == ["a": Self.now, "b": Self.now])
+        #expect(times.unwritten("a") == Self.now, "readable while written")
+        _ = times.note("a", at: Self.now.addingTimeInterval(1))
+        times.finished(taken, succeeded: true)
+        #expect(times.unwritten("a") == Self.now.addingTimeInterval(1) && times.unwritten("b") == nil)
+        #expect(times.continues(), "a time noted during the write: another write")
+        times.finished(times.take(), succeeded: true)
+        #expect(!times.continues(), "nothing left: the next note schedules")
+        #expect(times.note("c", at: Self.now))
+        let bounded = SyncTimes(limit: 2)
+        _ = bounded.note("a", at: Self.now)
+        _ = bounded.note("b", at: Self.now)
+        _ = bounded.note("c", at: Self.now)
+        _ = bounded.note("a", at: Self.now.addingTimeInterval(1))
+        #expect(bounded.take() == ["a": Self.now.addingTimeInterval(1), "b": Self.now], "a third device waits for its next sync; a known one is updated")
+    }
+}
