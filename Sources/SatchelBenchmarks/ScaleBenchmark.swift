@@ -158,15 +158,20 @@ struct ScaleBenchmark {
         }
 
         /// Brings the open stores to the state each round starts in: every store's audit records and devices' sync times
-        /// of earlier rounds written and a SQLite store's log copied into its files (a round pays neither for the last one's writes nor for the other
-        /// store's), and for a round on keys not looked up before the timed store's cache of opened keys emptied, so that
-        /// each lookup goes to the database.
+        /// of earlier rounds written and a SQLite store's log copied into its files, a PostgreSQL server's dirty buffers
+        /// written out (a round pays neither for the last one's writes nor for the other store's), and for a round on
+        /// keys not looked up before the timed store's cache of opened keys emptied, so that each lookup goes to the
+        /// database.
         static func settle(_ stores: [Seeded], emptyingCacheOf timed: Seeded?) async throws {
             for store in stores {
                 try await store.database.audit.flush()
                 try await store.world.backplane.flush()
                 let (main, audit) = (try store.database.sql(), try store.database.auditSQL())
-                guard main.dialect.name == "sqlite" else { continue }
+                guard main.dialect.name == "sqlite" else {
+                    // PostgreSQL: the buffers earlier rounds dirtied written out (the role may lack pg_checkpoint: the seeding said so).
+                    try? await main.raw("CHECKPOINT").run()
+                    continue
+                }
                 for sql in [main, audit] { try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").run() }
             }
             timed?.keys.forgetCachedKeys()

@@ -28,15 +28,19 @@ struct BackplaneStoreTests {
             let folder = try TestMedia.temporaryDirectory("backplane")
             (configuration, id) = (.sqlite(.file(folder.appendingPathComponent("backplane.sqlite").path)), .sqlite)
         }
-        for _ in 0..<(kind == "postgres" ? nodes : 1) { opened.append(try await FluentStore.open(configuration, as: id, migrations: [], logger: Logger(label: "test"))) }
-        let close: () async -> Void = { [opened] in for store in opened { await store.databases.shutdownAsync() } }
+        // SQLite as the server opens it: its reads (a sync, the listings) through reader connections beside the writer.
+        let sqlite = kind == "postgres" ? nil : SQLiteSettings(durability: .processCrash, large: true)
+        for _ in 0..<(kind == "postgres" ? nodes : 1) {
+            opened.append(try await FluentStore.open(configuration, as: id, migrations: [], sqlite: sqlite, logger: Logger(label: "test")))
+        }
+        let close: () async -> Void = { [opened] in for store in opened { await store.shutdown() } }
         do {
             guard let sql = opened[0].database as? any SQLDatabase else { throw BackplaneError.storage("not SQL") }
             for table in ["backplane_subscriptions", "backplane_feed_items", "backplane_feeds", "backplane_events", "backplane_slots", "backplane_documents", "backplane_commands", "backplane_grants", "backplane_devices", "backplane_users"] {
                 try await sql.raw("DROP TABLE IF EXISTS \(ident: table)").run()
             }
             for migration in BackplaneMigrations.all { try await migration.prepare(on: opened[0].database).get() }
-            return (opened.map { FluentBackplaneStore(database: $0.database) }, sql, close)
+            return (opened.map { FluentBackplaneStore(database: $0.database, readers: $0.readers) }, sql, close)
         } catch {
             await close()
             throw error
