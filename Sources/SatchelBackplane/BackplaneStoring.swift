@@ -41,9 +41,10 @@ public protocol BackplaneStoring: Sendable {
     func acknowledge(device: String, command: String) async throws(BackplaneError)
     /// A device's sync: the device, its commands not yet acknowledged after `after` (at most
     /// `limit`), the sequence every command up to which is acknowledged, the settings; an active device's sync is
-    /// recorded at `now`. A killed device is refused (`deviceKilled`) once it has acknowledged its kill.
+    /// recorded at `now` (a store may write it a moment later; its reads of the device show it meanwhile). A killed
+    /// device is refused (`deviceKilled`) once it has acknowledged its kill.
     func syncView(device: String, after: Int64, limit: Int, at now: Date) async throws(BackplaneError) -> BackplaneSyncAnswer
-    /// Records that the device synced at `now`.
+    /// Records that the device synced at `now`, at once (a later time already recorded is kept).
     func synced(device: String, at now: Date) async throws(BackplaneError)
     /// The settings every device takes (the global EAP/EAD defaults, and download rules).
     func settings() async throws(BackplaneError) -> BackplaneSettings

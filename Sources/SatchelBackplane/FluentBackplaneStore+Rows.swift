@@ -59,9 +59,9 @@ extension FluentBackplaneStore {
         return command
     }
 
-    /// Runs `body` in a transaction (not `atomic`: each statement on its own, for a read that needs no common
-    /// snapshot — no BEGIN and COMMIT round trips, no SQLite connection held — through a reader): a ``BackplaneError`` thrown inside
-    /// comes out as it is, any other failure as `storage`, naming what could not be done.
+    /// Runs `body` in a transaction (not `atomic`: each statement on its own through a reader, for a read that needs
+    /// no common snapshot — no BEGIN and COMMIT round trips, no wait behind SQLite's writer): a ``BackplaneError``
+    /// thrown inside comes out as it is, any other failure as `storage`, naming what could not be done.
     func transaction<T: Sendable>(_ what: String, atomic: Bool = true,
                                   _ body: @escaping @Sendable (any Database) async throws -> T) async throws(BackplaneError) -> T {
         do {

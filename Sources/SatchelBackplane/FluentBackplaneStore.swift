@@ -211,9 +211,8 @@ public struct FluentBackplaneStore: BackplaneStoring {
 
     public func synced(device: String, at now: Date) async throws(BackplaneError) {
         try await transaction("record the sync") { database async throws in
-            let model = try await Self.model(.device(device), on: database)
-            model.lastSync = now
-            try await model.save(on: database)
+            _ = try await Self.model(.device(device), on: database)
+            try await BackplaneQueries.sqlDatabase(database).raw(BackplaneQueries.recordSyncs([(key: device, value: now)])).run()
         }
     }
 

@@ -56,6 +56,10 @@ extension BackplaneStoreTests {
             try await stores[0].flush()
             try await other.flush()
             #expect(try await Self.storedSync(ids[1], sql) == Self.now.addingTimeInterval(600))
+            try await other.synced(device: ids[1], at: Self.now.addingTimeInterval(100))
+            #expect(try await Self.storedSync(ids[1], sql) == Self.now.addingTimeInterval(600), "recorded at once, never back either")
+            try await other.synced(device: ids[1], at: Self.now.addingTimeInterval(900))
+            #expect(try await Self.storedSync(ids[1], sql) == Self.now.addingTimeInterval(900))
         }
     }
 
