@@ -10,16 +10,19 @@ import SatchelStorage
 /// the one writer does the same.
 public struct FluentBackplaneStore: BackplaneStoring {
     let databaseHandle: any Database
-    /// Where reads go (a sync, a listing): a SQLite store's readers, beside its one writer; nil: the database.
-    let readers: ReaderPool?
-    /// Sync times noted and not yet written (shared by the copies of this store).
-    let syncTimes = SyncTimes()
+    /// Where reads go (a sync, a listing): a SQLite store's readers, beside its one writer; nil: the database. And
+    /// the devices' sync times, noted and written a moment later.
+    let readers: ReaderPool?, syncWriter: SyncTimeWriter
 
-    /// A store on `database`, whose migrations include ``CreateBackplaneSchema``; reads through `readers` when given
-    /// (a SQLite store's: a sync does not wait behind a write). Devices' sync times are written a moment after their
-    /// syncs, several together: call ``flush()`` before the database closes.
+    /// A store on `database`, whose migrations include ``CreateBackplaneSchema``, reading through `readers` when given
+    /// (a SQLite store's); devices' sync times are written a moment after their syncs: ``flush()`` before it closes.
     public init(database: any Database, readers: ReaderPool? = nil) {
-        (databaseHandle, self.readers) = (database, readers)
+        (databaseHandle, self.readers, syncWriter) = (database, readers, SyncTimeWriter(database: database))
+    }
+
+    /// Writes the devices' sync times noted and not yet written, now: before the database closes.
+    public func flush() async throws(BackplaneError) {
+        try await syncWriter.flush()
     }
 
     public func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration {
@@ -57,14 +60,14 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice {
-        withUnwrittenSync(try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value })
+        syncWriter.withUnwrittenSync(try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value })
     }
 
     public func devices(user: String?, page: ListingRequest) async throws(BackplaneError) -> ListingPage<BackplaneDevice> {
         var page = try await transaction("list the devices", atomic: false) { database async throws in
             try await BackplaneQueries.devices(user: user, page: page, on: database)
         }
-        page.items = page.items.map(withUnwrittenSync)
+        page.items = page.items.map(syncWriter.withUnwrittenSync)
         return page
     }
 
@@ -205,7 +208,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
         let answer = try await transaction("read the device's sync", atomic: false) { database async throws in
             try await BackplaneQueries.syncView(device: device, after: after, limit: limit, at: now, on: database)
         }
-        if answer.state == .active { noteSync(device: device, at: now) }
+        if answer.state == .active { syncWriter.note(device: device, at: now) }
         return answer
     }
 

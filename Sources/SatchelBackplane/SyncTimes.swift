@@ -2,7 +2,7 @@ import Foundation
 import SatchelBytes
 
 /// Devices' sync times on their way to the database. A sync notes its device's time here and is answered; what was
-/// noted is written together soon after (``FluentBackplaneStore`` writes every ``interval``, one statement for up to
+/// noted is written together soon after (``SyncTimeWriter`` writes every ``interval``, one statement for up to
 /// ``batch`` devices), so the syncs of a million devices do not each queue for a write of their own on the database's
 /// writer (SQLite's one, PostgreSQL's commits). A device read in between shows the time noted. A time written never
 /// goes back: a later one is kept, whichever write comes last.

@@ -23,13 +23,18 @@ enum AuditFile {
 }
 
 /// The audit's tables and their indexes, as the store's own migrations make them (`CreateLicensingSchema`,
-/// `AddLicenseCustomData`, `IndexForScale`).
+/// `AddLicenseCustomData`, `IndexForScale`): in one transaction, so a process killed while it ran leaves all of them or
+/// none; found all there (killed after they were made, before the migration was logged), they are kept.
 struct CreateAuditTables: AsyncMigration {
     func prepare(on database: any Database) async throws {
-        try await CreateLicensingSchema.licenses(on: database).field("custom_data", .string).create()
-        try await CreateLicensingSchema.syncs(on: database).create()
-        guard let sql = database as? any SQLDatabase else { return }
-        try await IndexForScale.create(IndexForScale.indexes.filter { AuditFile.tables.contains($0.table) }, on: sql)
+        try await database.transaction { database in
+            guard let sql = database as? any SQLDatabase else { return }
+            let made = try await sql.raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name = \(bind: AuditFile.tables[0])").first()
+            guard made == nil else { return }
+            try await CreateLicensingSchema.licenses(on: database).field("custom_data", .string).create()
+            try await CreateLicensingSchema.syncs(on: database).create()
+            try await IndexForScale.create(IndexForScale.indexes.filter { AuditFile.tables.contains($0.table) }, on: sql)
+        }
     }
 
     func revert(on database: any Database) async throws {

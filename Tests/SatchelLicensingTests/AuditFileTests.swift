@@ -48,6 +48,32 @@ struct AuditFileTests {
         #expect(mode == 0o600, "the audit names who was issued what: owner only, not \(String(mode ?? 0, radix: 8))")
     }
 
+    @Test("a process killed after the audit file's tables were made, before that was logged: the next opening keeps them and their records")
+    func tablesMadeNotLogged() async throws {
+        let directory = try AuditJournalTests.directory("audit-unlogged")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var (store, database) = try await AuditJournalTests.store(directory)
+        do {
+            try await store.recordLicense(assetID: "film", keyID: "k", subject: "user", type: "clearkey-temporary", customData: nil, at: Self.start)
+            try await database.audit.flush()
+            try await database.auditSQL().raw("DELETE FROM _fluent_migrations WHERE name LIKE '%CreateAuditTables%'").run()
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+        (store, database) = try await AuditJournalTests.store(directory)
+        do {
+            #expect(try await Self.held(on: try database.auditSQL()) == [1, 0, 1])
+            #expect(try await database.auditSQL().raw("SELECT COUNT(*) AS n FROM _fluent_migrations WHERE name LIKE '%CreateAuditTables%'").first()?
+                .decode(column: "n", as: Int.self) == 1, "logged this time")
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+
     @Test("a store whose audit is in satchel.sqlite has it moved on opening: each record once, the hourly counts with them, even after a move cut short")
     func moveFromStore() async throws {
         let directory = try AuditJournalTests.directory("audit-move")
