@@ -53,7 +53,8 @@ struct SyncTimeWriter: Sendable {
         let taken = times.take()
         guard !taken.isEmpty else { return }
         do {
-            let sql = try BackplaneQueries.sqlDatabase(database), rows = Array(taken)
+            // In the key's order: two nodes writing the same devices lock their rows in the same order (no deadlock).
+            let sql = try BackplaneQueries.sqlDatabase(database), rows = taken.sorted { $0.key < $1.key }
             for start in stride(from: 0, to: rows.count, by: SyncTimes.batch) {
                 try await sql.raw(BackplaneQueries.recordSyncs(rows[start..<min(start + SyncTimes.batch, rows.count)])).run()
             }
