@@ -52,7 +52,7 @@ final class SyncTimes: Sendable {
         }
     }
 
-    /// The times noted so far, for a write (they stay visible to ``unwritten(_:)`` until ``written(_:)``).
+    /// The times noted so far, for a write (they stay visible to ``unwritten(_:)`` until ``finished(_:succeeded:)``).
     func take() -> [String: Date] {
         state.withLock { state in
             state.writing.merge(state.pending) { max($0, $1) }

@@ -11,8 +11,8 @@ import SatchelStorage
 /// `scale`: every request a device or a player makes, and the first and a deep page of each operator listing, timed
 /// (p50, p99 under 8 concurrent callers) on a small store (1,000 assets, users and devices) and on one seeded at an
 /// operator's size — SQLite: 100,000 assets (200,000 keys) and 100,000 devices; PostgreSQL (`SATCHEL_BENCH_DATABASE_URL`,
-/// a database it may empty): 100,000 assets, 1,000,000 users, 2,000,000 devices, 10,000,000 audit records and
-/// 10,000,000 events — in the same run. Keys are seeded through the key store's catalogue import (its rate printed);
+/// a database it may empty; the small store in `SATCHEL_BENCH_SMALL_DATABASE_URL`, another, to alternate their rounds):
+/// 100,000 assets, 1,000,000 users, 2,000,000 devices, 10,000,000 audit records and 10,000,000 events — in the same run. Keys are seeded through the key store's catalogue import (its rate printed);
 /// users, devices and history through multi-row SQL. The services are called in process: what grows with the data is
 /// in the store, and HTTP's cost does not change with it.
 struct ScaleBenchmark {
@@ -50,13 +50,14 @@ struct ScaleBenchmark {
     func compare(kind: String, url: String?, large: Sizes) async throws {
         let large = scaled(large)
         var small = Result(), big = Result()
-        if url == nil {
-            // SQLite: both stores open at once, each operation's rounds alternating between them, so whatever else
-            // the machine does in those minutes falls on both.
-            let first = try await Seeded(url: nil, sizes: .small)
+        let smallURL = url == nil ? nil : ProcessInfo.processInfo.environment["SATCHEL_BENCH_SMALL_DATABASE_URL"]
+        if url == nil || smallURL != nil {
+            // Both stores open at once (PostgreSQL: the small one in a database of its own), each operation's rounds
+            // alternating between them, so whatever else the machine and the server do in those minutes falls on both.
+            let first = try await Seeded(url: smallURL, sizes: .small)
             let stores: [Seeded]
             do {
-                stores = [first, try await Seeded(url: nil, sizes: large)]
+                stores = [first, try await Seeded(url: url, sizes: large)]
             } catch {
                 await first.close()
                 throw error
@@ -82,7 +83,8 @@ struct ScaleBenchmark {
             for store in stores { await store.close() }
             big.notes = stores[1].notes
         } else {
-            // PostgreSQL: one database, so one store after the other.
+            // PostgreSQL without a second database: one store after the other.
+            print("  (the small store is timed before the large one: set SATCHEL_BENCH_SMALL_DATABASE_URL to a second database to alternate their rounds)")
             small = try await measure(url: url, sizes: .small)
             big = try await measure(url: url, sizes: large)
         }
@@ -117,7 +119,7 @@ struct ScaleBenchmark {
         init(url: String?, sizes: Sizes) async throws {
             directory = NSTemporaryDirectory() + "satchel-scale-\(UUID().uuidString)"
             if let url, Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) == nil {
-                throw StorageError.cannotOpen("cannot empty the PostgreSQL database named by SATCHEL_BENCH_DATABASE_URL (psql)")
+                throw StorageError.cannotOpen("cannot empty the PostgreSQL database named by SATCHEL_BENCH_DATABASE_URL or SATCHEL_BENCH_SMALL_DATABASE_URL (psql)")
             }
             database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all)
             do {
