@@ -22,12 +22,23 @@ struct AuditFileTests {
         return [try await count("satchel_licenses", on: sql), try await count("satchel_syncs", on: sql), rollups ?? -1]
     }
 
+    /// Runs `body` on a store opened in `directory` (`AuditJournalTests.store`), closed afterwards whatever happens.
+    static func withStore(_ directory: String, _ body: (FluentKeyStore, LicensingDatabase) async throws -> Void) async throws {
+        let (store, database) = try await AuditJournalTests.store(directory)
+        do {
+            try await body(store, database)
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+    }
+
     @Test("licenses and sync reports go to the audit's own file (owner only); the store's file keeps none of them")
     func ownFile() async throws {
         let directory = try AuditJournalTests.directory("audit-file")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (store, database) = try await AuditJournalTests.store(directory)
-        do {
+        try await Self.withStore(directory) { store, database async throws in
             for index in 0..<5 {
                 try await store.recordLicense(assetID: "film", keyID: "k\(index)", subject: "user", type: "clearkey-temporary", customData: nil,
                                               at: Self.start.addingTimeInterval(Double(index)))
@@ -39,11 +50,7 @@ struct AuditFileTests {
             #expect(try await Self.held(on: main) == [0, 0, 0], "nothing in satchel.sqlite")
             let hours = [Date(timeIntervalSince1970: TimeInterval(Rollups.hour(of: Self.start)))]
             #expect(try await store.issuedPerHour(types: ["clearkey-temporary"], hours: hours) == ["clearkey-temporary": [5]])
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
         let mode = try FileManager.default.attributesOfItem(atPath: directory + "/" + AuditFile.name)[.posixPermissions] as? Int
         #expect(mode == 0o600, "the audit names who was issued what: owner only, not \(String(mode ?? 0, radix: 8))")
     }
@@ -52,26 +59,16 @@ struct AuditFileTests {
     func tablesMadeNotLogged() async throws {
         let directory = try AuditJournalTests.directory("audit-unlogged")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var (store, database) = try await AuditJournalTests.store(directory)
-        do {
+        try await Self.withStore(directory) { store, database async throws in
             try await store.recordLicense(assetID: "film", keyID: "k", subject: "user", type: "clearkey-temporary", customData: nil, at: Self.start)
             try await database.audit.flush()
             try await database.auditSQL().raw("DELETE FROM _fluent_migrations WHERE name LIKE '%CreateAuditTables%'").run()
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
-        (store, database) = try await AuditJournalTests.store(directory)
-        do {
+        try await Self.withStore(directory) { _, database async throws in
             #expect(try await Self.held(on: try database.auditSQL()) == [1, 0, 1])
             #expect(try await database.auditSQL().raw("SELECT COUNT(*) AS n FROM _fluent_migrations WHERE name LIKE '%CreateAuditTables%'").first()?
                 .decode(column: "n", as: Int.self) == 1, "logged this time")
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
     }
 
     @Test("a store whose audit is in satchel.sqlite has it moved on opening: each record once, the hourly counts with them, even after a move cut short")
@@ -100,8 +97,7 @@ struct AuditFileTests {
         await before.shutdown()
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: directory + "/" + AuditFile.name + suffix) }
 
-        let (store, database) = try await AuditJournalTests.store(directory)
-        do {
+        try await Self.withStore(directory) { store, database async throws in
             let (main, audit) = (try database.sql(), try database.auditSQL())
             #expect(try await Self.held(on: audit) == [300, 1, 300], "moved")
             #expect(try await Self.held(on: main) == [0, 0, 0], "and gone from the store")
@@ -118,10 +114,6 @@ struct AuditFileTests {
             try await MoveAuditIntoItsFile(store: directory + "/satchel.sqlite").prepare(on: database.audit.database)
             #expect(try await Self.held(on: audit) == [300, 1, 300], "each record and count once")
             #expect(try await Self.held(on: main) == [0, 0, 0])
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
     }
 }
