@@ -33,7 +33,7 @@ struct ScaleBenchmark {
     var only: Set<String>? = nil
 
     func run() async throws {
-        print("== scale: requests on a small store beside a store at an operator's size (p50 / p99 ms, \(concurrency) callers, \(operations) operations each) ==")
+        print("== scale: requests on a small store beside a store at an operator's size (p50 / p99 ms, \(concurrency) callers, rounds of at least \(operations) operations and 2 s) ==")
         try await compare(kind: "sqlite", url: nil, large: Sizes.sqlite)
         if let url = ProcessInfo.processInfo.environment["SATCHEL_BENCH_DATABASE_URL"] {
             try await compare(kind: "postgresql", url: url, large: Sizes.postgres)
@@ -67,10 +67,7 @@ struct ScaleBenchmark {
                     var rounds: [[(p50: Double, p99: Double)]] = [[], []]
                     for round in 0..<Self.rounds {
                         for (index, operation) in [first, second].enumerated() {
-                            let cold = ScaleWorld.cold.contains(name), store = stores[index]
-                            rounds[index].append(try await time(operation, round: round) {
-                                try await Seeded.settle(stores, emptyingCacheOf: cold ? store : nil)
-                            })
+                            rounds[index].append(try await time(operation, round: round) { try await Seeded.settle(stores) })
                         }
                     }
                     small.figures.append((name, Self.median(rounds[0])))
@@ -110,7 +107,6 @@ struct ScaleBenchmark {
     /// A store seeded to its sizes and open, with the services over it.
     struct Seeded {
         let database: LicensingDatabase
-        let keys: FluentKeyStore
         let world: ScaleWorld
         let directory: String
         var notes: [(String, String)] = []
@@ -126,7 +122,6 @@ struct ScaleBenchmark {
                 let sql = try database.sql()
                 let kek = try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32)))
                 let store = FluentKeyStore(database: database, kek: kek)
-                keys = store
                 // Keys through the catalogue import, in batches of 5,000 keys.
                 let started = ContinuousClock.now
                 var keyIDs: [KeyID] = []
@@ -161,10 +156,8 @@ struct ScaleBenchmark {
 
         /// Brings the open stores to the state each round starts in: every store's audit records and devices' sync times
         /// of earlier rounds written and a SQLite store's log copied into its files, a PostgreSQL server's dirty buffers
-        /// written out (a round pays neither for the last one's writes nor for the other store's), and for a round on
-        /// keys not looked up before the timed store's cache of opened keys emptied, so that each lookup goes to the
-        /// database.
-        static func settle(_ stores: [Seeded], emptyingCacheOf timed: Seeded?) async throws {
+        /// written out (a round pays neither for the last one's writes nor for the other store's).
+        static func settle(_ stores: [Seeded]) async throws {
             for store in stores {
                 try await store.database.audit.flush()
                 try await store.world.backplane.flush()
@@ -176,7 +169,6 @@ struct ScaleBenchmark {
                 }
                 for sql in [main, audit] { try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").run() }
             }
-            timed?.keys.forgetCachedKeys()
         }
 
         /// Closes the store and deletes its folder.
@@ -193,8 +185,7 @@ struct ScaleBenchmark {
         var result = Result(notes: store.notes)
         do {
             for (name, operation) in store.world.operations() where only?.contains(name) ?? true {
-                let cold = ScaleWorld.cold.contains(name)
-                result.figures.append((name, try await time(operation) { try await Seeded.settle([store], emptyingCacheOf: cold ? store : nil) }))
+                result.figures.append((name, try await time(operation) { try await Seeded.settle([store]) }))
             }
         } catch {
             await store.close()
@@ -221,20 +212,27 @@ struct ScaleBenchmark {
         return Self.median(figures)
     }
 
-    /// p50 and p99 in milliseconds of `operation` run `operations` times by `concurrency` callers, with numbers of the
-    /// round's own (a cold operation's keys are not the last round's).
+    /// The shortest round: a request of a millisecond would otherwise be timed for a fraction of a second, and whether
+    /// the server's checkpointer or the kernel paused once in that fraction would decide its p99.
+    static let shortestRound = Duration.seconds(2)
+
+    /// p50 and p99 in milliseconds of `operation` run at least `operations` times, and for at least ``shortestRound``,
+    /// by `concurrency` callers, with numbers of the round's own.
     func time(_ operation: @escaping @Sendable (Int) async throws -> Void, round: Int, settle: () async throws -> Void) async throws -> (p50: Double, p99: Double) {
-        let base = round * operations
+        let base = round * 100_000_000, (operations, concurrency) = (operations, concurrency)
         for index in 0..<20 { try await operation(-1 - index - round * 20) }  // warm-up
         try await settle()
+        let started = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for caller in 0..<concurrency {
                 group.addTask {
                     var own: [Double] = []
-                    for index in stride(from: caller, to: operations, by: concurrency) {
+                    var index = caller
+                    while index < operations || ContinuousClock.now - started < Self.shortestRound {
                         let start = ContinuousClock.now
                         try await operation(base + index)
                         own.append((ContinuousClock.now - start) / .milliseconds(1))
+                        index += concurrency
                     }
                     return own
                 }

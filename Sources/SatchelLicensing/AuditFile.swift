@@ -23,18 +23,16 @@ enum AuditFile {
 }
 
 /// The audit's tables and their indexes, as the store's own migrations make them (`CreateLicensingSchema`,
-/// `AddLicenseCustomData`, `IndexForScale`): in one transaction, so a process killed while it ran leaves all of them or
-/// none; found all there (killed after they were made, before the migration was logged), they are kept.
+/// `AddLicenseCustomData`, `IndexForScale`). Found all there, they are kept: an earlier Satchel, whose migrations ran
+/// outside a transaction, may have been killed after they were made and before the migration was logged.
 struct CreateAuditTables: AsyncMigration {
     func prepare(on database: any Database) async throws {
-        try await database.transaction { database in
-            guard let sql = database as? any SQLDatabase else { return }
-            let made = try await sql.raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name = \(bind: AuditFile.tables[0])").first()
-            guard made == nil else { return }
-            try await CreateLicensingSchema.licenses(on: database).field("custom_data", .string).create()
-            try await CreateLicensingSchema.syncs(on: database).create()
-            try await IndexForScale.create(IndexForScale.indexes.filter { AuditFile.tables.contains($0.table) }, on: sql)
-        }
+        guard let sql = database as? any SQLDatabase else { return }
+        let made = try await sql.raw("SELECT name FROM sqlite_master WHERE type = 'table' AND name = \(bind: AuditFile.tables[0])").first()
+        guard made == nil else { return }
+        try await CreateLicensingSchema.licenses(on: database).field("custom_data", .string).create()
+        try await CreateLicensingSchema.syncs(on: database).create()
+        try await IndexForScale.create(IndexForScale.indexes.filter { AuditFile.tables.contains($0.table) }, on: sql)
     }
 
     func revert(on database: any Database) async throws {
@@ -44,8 +42,9 @@ struct CreateAuditTables: AsyncMigration {
 
 /// Moves the audit a store kept in `satchel.sqlite` (before the audit had a file of its own) into the audit's file:
 /// each table's rows copied (a row already there is left as it is), then deleted from the store, then the `license:*`
-/// roll-ups the same way. Each step can run again after a crash: nothing is lost or counted twice.
-struct MoveAuditIntoItsFile: AsyncMigration {
+/// roll-ups the same way. Each step can run again after a crash: nothing is lost or counted twice. It runs outside a
+/// transaction (SQLite attaches a file only outside one).
+struct MoveAuditIntoItsFile: AsyncMigration, RunsOutsideATransaction {
     /// The store's file.
     let store: String
 

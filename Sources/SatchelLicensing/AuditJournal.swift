@@ -18,8 +18,9 @@ import Darwin
 /// the journal opens and folded again (each carries its row ID, so a record folded twice is one row). One process at
 /// a time owns the journal (`audit.lock`); another process on the same data directory writes to the database directly.
 final class AuditJournal: Sendable {
-    /// Records held in memory and the journals at most; beyond it a license is refused (the database is unreachable
-    /// for long), rather than memory growing without bound.
+    /// Records held in memory and the journals at most, those a fold is writing included; beyond it a record waits for
+    /// a fold to make room, and its license is refused when none does for long (the database is unreachable), rather
+    /// than memory growing without bound.
     static let maximumPending = 200_000
 
     private struct State {
@@ -31,6 +32,8 @@ final class AuditJournal: Sendable {
         var sizes: [Int] = [0, 0]
         var appended = 0
         var folded = 0
+        /// Records a fold has taken and not yet written: they count toward the limit until it ends.
+        var inFold = 0
     }
 
     private let descriptors: [Int32]
@@ -118,14 +121,19 @@ final class AuditJournal: Sendable {
         _ = flock(lock, LOCK_UN)
     }
 
-    /// Appends a record; when this returns the record survives a crash of the process. True when the caller should
-    /// start a fold (none is under way).
-    func append(_ record: AuditRecord) throws(LicensingError) -> Bool {
+    /// What an append did.
+    enum Appended: Equatable {
+        /// The record survives a crash of the process; the caller starts a fold when `foldWanted` (none is under way).
+        case kept(foldWanted: Bool)
+        /// The journal holds as many records as it may: nothing was appended.
+        case full
+    }
+
+    /// Appends a record unless the journal is full.
+    func append(_ record: AuditRecord) throws(LicensingError) -> Appended {
         let bytes = record.encoded
-        let outcome = state.withLock { (state: inout State) -> Result<Bool, LicensingError> in
-            guard state.pending.count < limit else {
-                return .failure(.storage("the audit journal is full: the database has not taken its records"))
-            }
+        let outcome = state.withLock { (state: inout State) -> Result<Appended, LicensingError> in
+            guard state.pending.count + state.inFold < limit else { return .success(.full) }
             let file = state.active
             do {
                 try Self.appendAll(bytes, to: descriptors[file], path: paths[file])
@@ -138,7 +146,7 @@ final class AuditJournal: Sendable {
             state.pending.append(record)
             state.appended += 1
             defer { state.scheduled = true }
-            return .success(!state.scheduled)
+            return .success(.kept(foldWanted: !state.scheduled))
         }
         return try outcome.get()
     }
@@ -162,6 +170,7 @@ final class AuditJournal: Sendable {
                 return nil
             }
             let taken = (state.pending, state.active)
+            state.inFold = state.pending.count
             state.pending = []
             state.active = 1 - state.active
             return taken
@@ -177,6 +186,7 @@ final class AuditJournal: Sendable {
         _ = ftruncate(descriptors[file], 0)
         state.withLock { state in
             state.folded += records.count
+            state.inFold = 0
             state.sizes[file] = 0
             let active = state.active
             guard active != file, state.pending.isEmpty, state.sizes[active] > 0 else { return }
@@ -189,6 +199,7 @@ final class AuditJournal: Sendable {
     func restore(_ records: [AuditRecord]) {
         state.withLock { state in
             state.pending = records + state.pending
+            state.inFold = 0
             state.scheduled = false
         }
     }

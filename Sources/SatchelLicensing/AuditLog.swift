@@ -64,26 +64,48 @@ public actor AuditLog {
     /// Transactions written so far (records / transactions = the group-commit batch size).
     public private(set) var transactions = 0
 
-    init(database: any Database, journal: AuditJournal? = nil) {
-        self.database = database
-        self.journal = journal
+    /// How long a record waits for room in a full journal before its license is refused: licenses issued faster than
+    /// the database takes their records wait for the folds (issuing slows to the database's pace) rather than fail; a
+    /// database that takes nothing for this long fails them.
+    let roomWait: Duration
+
+    init(database: any Database, journal: AuditJournal? = nil, roomWait: Duration = .seconds(5)) {
+        (self.database, self.journal, self.roomWait) = (database, journal, roomWait)
         if journal?.needsFold() == true { Task { await self.fold() } }  // what a previous process left
     }
 
     /// Records a license; returns when the record is durable, throws when it could not be written.
     nonisolated func record(_ license: LicenseEntry) async throws {
-        if let journal { return try append(.license(license), to: journal) }
+        if let journal { return try await append(.license(license), to: journal) }
         try await commit(license: license)
     }
 
     /// Records a sync report; returns when the record is durable.
     nonisolated func record(_ sync: SyncEntry) async throws {
-        if let journal { return try append(.sync(sync), to: journal) }
+        if let journal { return try await append(.sync(sync), to: journal) }
         try await commit(sync: sync)
     }
 
-    private nonisolated func append(_ record: AuditRecord, to journal: AuditJournal) throws {
-        if try journal.append(record) { Task { await self.fold() } }
+    private nonisolated func append(_ record: AuditRecord, to journal: AuditJournal) async throws {
+        let deadline = ContinuousClock.now + roomWait
+        while true {
+            switch try journal.append(record) {
+            case let .kept(foldWanted):
+                if foldWanted { Task { await self.fold() } }
+                return
+            case .full:
+                guard ContinuousClock.now < deadline else { throw LicensingError.storage("the audit journal is full: the database has not taken its records") }
+                await roomMade()
+            }
+        }
+    }
+
+    /// Returns when the fold under way ends; with none under way (a failed fold asks for no other), starts the folds
+    /// and returns after a moment.
+    private func roomMade() async {
+        if folding { return await withCheckedContinuation { foldEnded.append($0) } }
+        Task { await self.fold() }
+        try? await Task.sleep(for: .milliseconds(20))
     }
 
     private func commit(license: LicenseEntry? = nil, sync: SyncEntry? = nil) async throws {

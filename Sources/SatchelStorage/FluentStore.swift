@@ -108,19 +108,13 @@ public struct FluentStore: Sendable {
                 throw .cannotOpen("cannot set up the SQLite file: \(String(String(describing: error).prefix(200)))")
             }
         }
-        let list = Migrations()
-        for migration in migrations { list.add(migration) }
-        let migrator = Migrator(databases: databases, migrations: list, logger: logger, on: loop, migrationLogLevel: .debug)
         // Several nodes starting at once against a new database would migrate it at once, one's statement failing on
         // what the other made: on PostgreSQL they take turns under an advisory lock (held by a connection of its own
         // while the migrations run on others); a failure is tried again after a pause, which finds what the other
         // process migrated logged (two processes opening one SQLite file).
         for attempt in 1...migrationAttempts {
             do {
-                try await store.oneNodeAtATime {
-                    try await migrator.setupIfNeeded().get()
-                    try await migrator.prepareBatch().get()
-                }
+                try await store.oneNodeAtATime { try await MigrationRunner.run(migrations, on: database) }
                 break
             } catch {
                 let failure = DatabaseFailure(error)
