@@ -291,6 +291,7 @@ let package = Package(
                                                           .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdTesting", package: "hummingbird"),
                                                           .product(name: "HTTPTypes", package: "swift-http-types")]),
         .testTarget(name: "SatchelLicensingTests", dependencies: ["SatchelBytes", "SatchelLicensing", "SatchelProtection", "SatchelRights", "SatchelBackplane", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit"),
+                                                          .product(name: "FluentKit", package: "fluent-kit"),
                                                           .product(name: "FluentSQLiteDriver", package: "fluent-sqlite-driver"), .product(name: "Logging", package: "swift-log")]),
         // Test fixtures shared by test targets: media made with ffmpeg at test time, tool runners.
         .target(name: "SatchelTestSupport", dependencies: ["SatchelBytes", "SatchelSystem", "SatchelMedia", "SatchelHTTP", .product(name: "Hummingbird", package: "hummingbird"),

@@ -14,7 +14,7 @@ import SatchelSystem
 // The fuzz targets: swift run -c release SatchelBenchmarks fuzz [--inputs N] [--seconds S] [--seed X] [--target NAME] (scripts/fuzz).
 // `scale [--factor F] [--operations N] [--only NAME,…]` (not in the default run) times every device and player request and the operator listings on a small
 // store beside one seeded at an operator's size (SQLite; PostgreSQL too with SATCHEL_BENCH_DATABASE_URL, and SATCHEL_BENCH_SMALL_DATABASE_URL
-// for the small store, so their rounds alternate); --factor scales the seeded sizes.
+// for the small store, so their rounds alternate); --factor scales the seeded sizes, --operations sets a round's least number of requests.
 // Every figure is printed next to its reference measured in the same run; nothing here asserts.
 
 

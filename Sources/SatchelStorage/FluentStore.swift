@@ -109,12 +109,14 @@ public struct FluentStore: Sendable {
             }
         }
         // Several nodes starting at once against a new database would migrate it at once, one's statement failing on
-        // what the other made: on PostgreSQL they take turns under an advisory lock (held by a connection of its own
-        // while the migrations run on others); a failure is tried again after a pause, which finds what the other
+        // what the other made: on PostgreSQL they take turns under an advisory lock (held by a connection of another event
+        // loop's pool while the migrations run on this one's: a pool may have one connection); a failure is tried again after a pause, which finds what the other
         // process migrated logged (two processes opening one SQLite file).
         for attempt in 1...migrationAttempts {
             do {
-                try await store.oneNodeAtATime { try await MigrationRunner.run(migrations, on: database) }
+                try await store.oneNodeAtATime(locking: databases.database(logger: logger, on: readLoop) ?? database) {
+                    try await MigrationRunner.run(migrations, on: database)
+                }
                 break
             } catch {
                 let failure = DatabaseFailure(error)
@@ -135,10 +137,11 @@ public struct FluentStore: Sendable {
     /// The advisory lock nodes migrating one PostgreSQL database take turns under (any constant they agree on).
     static let migrationLock: Int64 = 0x5341_5443_4845_4C4D
 
-    /// Runs `body` while this node holds the migration lock (PostgreSQL), or at once (SQLite).
-    private func oneNodeAtATime(_ body: @escaping @Sendable () async throws -> Void) async throws {
+    /// Runs `body` while this node holds the migration lock on a connection of `lockHandle` (PostgreSQL), or at once
+    /// (SQLite).
+    private func oneNodeAtATime(locking lockHandle: any Database, _ body: @escaping @Sendable () async throws -> Void) async throws {
         guard (database as? any SQLDatabase)?.dialect.name == "postgresql" else { return try await body() }
-        try await database.withConnection { connection in
+        try await lockHandle.withConnection { connection in
             guard let sql = connection as? any SQLDatabase else { return try await body() }
             try await sql.raw("SELECT pg_advisory_lock(\(bind: Self.migrationLock))").run()
             do {
