@@ -109,9 +109,9 @@ public struct FluentStore: Sendable {
             }
         }
         // Several nodes starting at once against a new database would migrate it at once, one's statement failing on
-        // what the other made: on PostgreSQL they take turns under an advisory lock (held by a connection of another event
-        // loop's pool while the migrations run on this one's: a pool may have one connection); a failure is tried again after a pause, which finds what the other
-        // process migrated logged (two processes opening one SQLite file).
+        // what the other made: on PostgreSQL they take turns under an advisory lock (held by a connection of another
+        // event loop's pool while the migrations run on this one's: a pool may have one connection); a failure is tried
+        // again after a pause, which finds what the other process migrated logged (two processes opening one SQLite file).
         for attempt in 1...migrationAttempts {
             do {
                 try await store.oneNodeAtATime(locking: databases.database(logger: logger, on: readLoop) ?? database) {
