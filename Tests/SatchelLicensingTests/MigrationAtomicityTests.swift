@@ -40,8 +40,7 @@ struct MigrationAtomicityTests {
         } catch {
             #expect(!"\(error)".contains("already exists"), "\(error)")
         }
-        let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: [TwoSteps(name: name, table: table, fails: false)])
-        do {
+        try await Self.withDatabase(directory, url: url, more: [TwoSteps(name: name, table: table, fails: false)]) { database in
             let sql = try database.sql()
             let rows = try await sql.raw("SELECT COUNT(*) AS n FROM \(ident: table)").first()?.decode(column: "n", as: Int.self)
             let logged = try await sql.raw("SELECT COUNT(*) AS n FROM _fluent_migrations WHERE name = \(bind: name)").first()?.decode(column: "n", as: Int.self)
@@ -51,11 +50,7 @@ struct MigrationAtomicityTests {
                 try await sql.raw("DROP TABLE \(ident: table)").run()
                 try await sql.raw("DELETE FROM _fluent_migrations WHERE name = \(bind: name)").run()
             }
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
     }
 
     @Test("a migration already logged does not run again; one added later runs at the next opening, in a batch after the first")
@@ -65,13 +60,19 @@ struct MigrationAtomicityTests {
         let first = TwoSteps(name: "first", table: "test_first", fails: false), second = TwoSteps(name: "second", table: "test_second", fails: false)
         await (try await LicensingDatabase(dataDirectory: directory, url: nil, more: [first])).shutdown()
         // Run again, the first would fail on its table (and its row's key).
-        let database = try await LicensingDatabase(dataDirectory: directory, url: nil, more: [first, second])
-        do {
+        try await Self.withDatabase(directory, url: nil, more: [first, second]) { database in
             let rows = try await database.sql().raw("SELECT name, batch FROM _fluent_migrations WHERE name IN ('first', 'second') ORDER BY batch").all()
             let batches = try rows.map { (try $0.decode(column: "name", as: String.self), try $0.decode(column: "batch", as: Int.self)) }
             #expect(batches.map(\.0) == ["first", "second"])
             #expect(batches.count == 2 && batches[1].1 == batches[0].1 + 1)
-        } catch {
+        }
+    }
+
+    /// Runs `body` on the store opened in `directory` (or the PostgreSQL database at `url`) with `more` migrations,
+    /// closed afterwards whatever happens.
+    static func withDatabase(_ directory: String, url: String?, more: [any Migration], _ body: (LicensingDatabase) async throws -> Void) async throws {
+        let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: more)
+        do { try await body(database) } catch {
             await database.shutdown()
             throw error
         }
