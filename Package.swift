@@ -339,7 +339,7 @@ let package = Package(
                                                                 .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "SatchelProtectionTests", dependencies: ["SatchelBytes", "SatchelMedia", "SatchelProtection", "SatchelTestSupport", "CSatchelCrypto", .product(name: "Crypto", package: "swift-crypto")]),
         // Drives the built `satchel` binary end to end; depending on the target makes `swift test` build it.
-        .testTarget(name: "SatchelCLITests", dependencies: ["SatchelDevice", "SatchelDownloads", "SatchelBackplane", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
+        .testTarget(name: "SatchelCLITests", dependencies: ["SatchelSystem", "SatchelDevice", "SatchelDownloads", "SatchelBackplane", "SatchelRights", "satchel", "SatchelAgent", "SatchelBytes", "SatchelFairPlay", "SatchelMedia", "SatchelPackager",
                                                              "SatchelLicensing", "SatchelProtection", "SatchelTestSupport", "SatchelStreams", .product(name: "Crypto", package: "swift-crypto"),
                                                              .product(name: "Logging", package: "swift-log"), .product(name: "SQLKit", package: "sql-kit")]),
         .testTarget(

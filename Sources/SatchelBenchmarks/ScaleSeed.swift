@@ -55,8 +55,6 @@ enum ScaleSeed {
             for statement in statements { try await sql.raw(statement).run() }
             try await audit.raw(auditRecords).run()
         }
-        try await settle(sql)
-        if audit.dialect.name != "postgresql" { try await settle(audit) }
     }
 
     /// Brings a freshly loaded store to the state an operator's store is in at rest, so the first timed requests do
@@ -65,7 +63,12 @@ enum ScaleSeed {
     /// and the vacuum dirtied written out (`CHECKPOINT`: else the server's checkpointer writes gigabytes during the
     /// timing, and every commit's sync waits behind it); on SQLite the log copied into the file and emptied (else the
     /// first commit's checkpoint copies the whole load).
-    static func settle(_ sql: any SQLDatabase) async throws {
+    static func settle(_ sql: any SQLDatabase, audit: any SQLDatabase) async throws {
+        try await settle(sql)
+        if audit.dialect.name != "postgresql" { try await settle(audit) }
+    }
+
+    private static func settle(_ sql: any SQLDatabase) async throws {
         if sql.dialect.name == "postgresql" {
             try await sql.raw("VACUUM ANALYZE").run()
             do {

@@ -29,6 +29,15 @@ package final class StallWatchdog: @unchecked Sendable {
         package var ranMilliseconds: Int?
         package var waitedMilliseconds: Int?
         package var measuredMilliseconds: Int?
+        /// A few stacks of its threads taken while they ran late (when the watchdog samples them: ``StackSampler``).
+        package var stacks: [StackSample]?
+    }
+
+    /// One thread's stack, innermost frame first, as ``StackSampler`` writes frames.
+    package struct StackSample: Codable, Sendable {
+        /// The thread's name.
+        package var thread: String
+        package var frames: [String]
     }
 
     /// A heartbeat: call ``beat()`` from the context it watches.
@@ -62,6 +71,8 @@ package final class StallWatchdog: @unchecked Sendable {
         var lastBeat: UInt64 { state.current.last }
         /// The kernel's IDs of the threads it has beaten from.
         var threadIDs: [Int32] { Array(state.current.threads.values) }
+        /// The threads it has beaten from: their `pthread_t` and kernel ID.
+        var threads: [(handle: UInt, id: Int32)] { state.current.threads.map { ($0.key, $0.value) } }
 
         private static func currentThread() -> UInt {
             #if canImport(Darwin)
@@ -77,6 +88,10 @@ package final class StallWatchdog: @unchecked Sendable {
 
     private let report: @Sendable (Stall) -> Void
     private let found: (@Sendable (String) -> Void)?
+    private let samplesStacks: Bool
+    /// Stacks a stall keeps at most, and the time between two rounds of them.
+    package static let stacksKept = 6
+    static let stackInterval: UInt64 = 20_000_000
     private let heartbeats = Locked<[Heartbeat]>([])
     private let stopped = Locked(false)
     /// The task pool's heartbeat task, kept to be cancelled at ``stop()``.
@@ -84,9 +99,12 @@ package final class StallWatchdog: @unchecked Sendable {
 
     /// A watchdog that hands each stall, when it ends, to `report`, and names the heartbeat to `found` the moment a
     /// stall is found, while it lasts (both called on the sampler's thread; `found` may take its time: a diagnosis).
-    package init(report: @escaping @Sendable (Stall) -> Void, found: (@Sendable (String) -> Void)? = nil) {
+    /// With `stacks`, the late heartbeat's running threads are sampled while it is late (``StackSampler``: a signal to
+    /// each, for a diagnosis, a test run's).
+    package init(report: @escaping @Sendable (Stall) -> Void, found: (@Sendable (String) -> Void)? = nil, stacks: Bool = false) {
         self.report = report
         self.found = found
+        samplesStacks = stacks && StackSampler.available
         let thread = Thread { [self] in sample() }
         thread.name = "satchel-watchdog"
         thread.start()
@@ -125,6 +143,8 @@ package final class StallWatchdog: @unchecked Sendable {
         /// When it was found, and its heartbeat's threads' scheduler times then.
         var found: UInt64
         var schedule: [Int32: SchedulerTime]
+        var stacks: [StackSample] = []
+        var sampled: UInt64 = 0
     }
 
     private func sample() {
@@ -141,13 +161,18 @@ package final class StallWatchdog: @unchecked Sendable {
                     // It beat again: the stall lasted from its last beat before to the next one.
                     open[key] = nil
                     let length = max(stall.worst, last > stall.since ? last - stall.since : 0)
-                    var found = Stall(source: heartbeat.name, milliseconds: Int(length / 1_000_000), since: stall.wall, threads: stall.threads)
+                    var found = Stall(source: heartbeat.name, milliseconds: Int(length / 1_000_000), since: stall.wall, threads: stall.threads,
+                                      stacks: stall.stacks.isEmpty ? nil : stall.stacks)
                     Self.account(&found, from: stall, now: now, limit: heartbeat.limitNanoseconds)
                     report(found)
                 }
                 guard late else { continue }
                 if var stall = open[key] {
                     stall.worst = max(stall.worst, age)
+                    if samplesStacks, stall.stacks.count < Self.stacksKept, now - stall.sampled >= Self.stackInterval {
+                        stall.sampled = now
+                        stall.stacks += Self.stacks(of: heartbeat)
+                    }
                     open[key] = stall
                 } else {
                     let wall = Date().timeIntervalSince1970 - Double(age) / 1e9
@@ -157,6 +182,16 @@ package final class StallWatchdog: @unchecked Sendable {
                     found?(heartbeat.name)
                 }
             }
+        }
+    }
+
+    /// The stacks of `heartbeat`'s threads that are running now (one asleep in a system call is left alone: the signal
+    /// would end its call early).
+    private static func stacks(of heartbeat: Heartbeat) -> [StackSample] {
+        heartbeat.threads.compactMap { thread in
+            guard let snapshot = ThreadSnapshot.thread(Int(thread.id)), snapshot.state == "R",
+                  let frames = StackSampler.sample(thread: thread.handle) else { return nil }
+            return StackSample(thread: snapshot.name, frames: frames)
         }
     }
 

@@ -14,7 +14,8 @@ struct StallWatchdogTests {
     func blockedLoop() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let stalls = Locked<[StallWatchdog.Stall]>([]), found = Locked<[String]>([])
-        let watchdog = StallWatchdog(report: { stall in stalls.withLock { $0.append(stall) } }, found: { source in found.withLock { $0.append(source) } })
+        let watchdog = StallWatchdog(report: { stall in stalls.withLock { $0.append(stall) } }, found: { source in found.withLock { $0.append(source) } },
+                                     stacks: true)
         watchdog.watch(group, limit: .milliseconds(100))
         try await Task.sleep(for: .milliseconds(200))
         let loops = Array(group.makeIterator())
@@ -35,30 +36,56 @@ struct StallWatchdogTests {
         let thread = stall.threads.first { $0.name == String(blocked.prefix(15)) }
         #expect(thread.map { ["nanosleep", "clock_nanosleep"].contains($0.syscall ?? "") && $0.state == "S" } == true,
                 "\(stall.threads.map(\.line).joined(separator: "\n"))")
+        #expect(stall.stacks == nil, "a thread asleep in a call is not sent the sampler's signal (it would end the call early)")
         #expect(stall.cause == .blocked, "asleep in a call: \(String(describing: stall.cause)), ran \(stall.ranMilliseconds ?? -1) ms, waited \(stall.waitedMilliseconds ?? -1) ms")
         #endif
     }
 
     @Test("a loop that computes for 400 ms of its thread's CPU time is a busy stall: its thread ran past the limit while it was late, even on a loaded machine")
     func busyLoop() async throws {
-        let stall = try await Self.stall { loop in
-            _ = try await loop.submit { () -> Int in
-                // CPU time, not the wall's: on a loaded machine the thread also waits for a CPU meanwhile.
-                func used() -> Int64 {
-                    var time = timespec()
-                    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-                    return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-                }
-                let (start, clock) = (used(), ContinuousClock())
-                let deadline = clock.now + .seconds(10)
-                var spins = 0
-                while used() - start < 400_000_000, clock.now < deadline { spins &+= 1 }
-                return spins
-            }.get()
-        }
+        let stall = try await Self.stall { loop in _ = try await loop.submit { Self.holdTheLoop() }.get() }
         #if os(Linux)
         #expect(stall?.cause == .busy, "\(String(describing: stall?.cause)): ran \(stall?.ranMilliseconds ?? -1) ms, waited \(stall?.waitedMilliseconds ?? -1) ms of \(stall?.measuredMilliseconds ?? -1)")
         #endif
+    }
+
+    #if os(Linux)
+    @Test("a busy loop's stall carries its thread's stacks, taken while it ran: addr2line names the function that held the loop in them")
+    func busyLoopStacks() async throws {
+        let stall = try await Self.stall(stacks: true) { loop in _ = try await loop.submit { Self.holdTheLoop() }.get() }
+        let stacks = try #require(stall?.stacks, "no stack was taken")
+        #expect((2...StallWatchdog.stacksKept).contains(stacks.count), "a few, one every 20 ms while late: \(stacks.count)")
+        // Innermost first, as `image+0xoffset`: this test binary's innermost frame of each, named by addr2line.
+        let image = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let offsets = stacks.compactMap { $0.frames.first { $0.hasPrefix(image + "+0x") } }.map { String($0.dropFirst(image.count + 1)) }
+        let names = try await OwnThread.run { () throws -> String in
+            let process = Process(), output = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["addr2line", "-f", "-e", image] + offsets
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()  // blocking-ok: a thread of its own
+            return text
+        }
+        #expect(names.contains("holdTheLoop"), "the innermost frames of this binary: \(names)")
+    }
+    #endif
+
+    /// Computes for 400 ms of its thread's CPU time (at most 10 s of the wall's).
+    @inline(never)
+    static func holdTheLoop() -> Int {
+        // CPU time, not the wall's: on a loaded machine the thread also waits for a CPU meanwhile.
+        func used() -> Int64 {
+            var time = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+            return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        }
+        let (start, clock) = (used(), ContinuousClock())
+        let deadline = clock.now + .seconds(10)
+        var spins = 0
+        while used() - start < 400_000_000, clock.now < deadline { spins &+= 1 }
+        return spins
     }
 
     #if os(Linux)
@@ -100,10 +127,10 @@ struct StallWatchdogTests {
     }
 
     /// The one stall of a loop of a group of its own (watched past 100 ms) that `act` causes, once the loop has beaten a while.
-    static func stall(_ act: (any EventLoop) async throws -> Void) async throws -> StallWatchdog.Stall? {
+    static func stall(stacks: Bool = false, _ act: (any EventLoop) async throws -> Void) async throws -> StallWatchdog.Stall? {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let stalls = Locked<[StallWatchdog.Stall]>([])
-        let watchdog = StallWatchdog { stall in stalls.withLock { $0.append(stall) } }
+        let watchdog = StallWatchdog(report: { stall in stalls.withLock { $0.append(stall) } }, stacks: stacks)
         watchdog.watch(group, limit: .milliseconds(100))
         try await Task.sleep(for: .milliseconds(200))
         try await act(group.next())

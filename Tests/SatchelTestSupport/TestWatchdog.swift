@@ -5,8 +5,8 @@ import SatchelSystem
 
 /// The stall watchdog of the test process (issue 48): when `$SATCHEL_STALL_FILE` names a file (`scripts/test` sets it),
 /// every event loop of SwiftNIO's shared group and Swift's task pool beat every 20 ms, and each stall (a loop late past
-/// 100 ms, the pool past 1 s) is appended to the file as a JSON line with every thread's state, for
-/// `scripts/stall-report` to set beside the tests running at that moment.
+/// 100 ms, the pool past 1 s) is appended to the file as a JSON line with every thread's state and a few stacks of its
+/// threads while they ran late, for `scripts/stall-report` to set beside the tests running at that moment.
 public enum TestWatchdog {
     private static let watchdog = Locked<StallWatchdog?>(nil)
 
@@ -29,7 +29,7 @@ public enum TestWatchdog {
                     handle?.seekToEndOfFile()
                     handle?.write(data + Data("\n".utf8))
                 }
-            }, found: stacks(into: ProcessInfo.processInfo.environment["SATCHEL_STALL_STACKS"]))
+            }, found: stacks(into: ProcessInfo.processInfo.environment["SATCHEL_STALL_STACKS"]), stacks: true)
             dog.watch(limit: .milliseconds(100))
             dog.watchTaskPool(limit: .seconds(1))
             running = dog
