@@ -87,7 +87,9 @@ struct ImageMap {
 
     /// This process's map, now.
     static func current() -> ImageMap {
-        guard let data = FileManager.default.contents(atPath: "/proc/self/maps") else { return ImageMap() }
+        // Read to its end: a /proc file says it is empty, and one read gives only its first page of lines.
+        guard let file = FileHandle(forReadingAtPath: "/proc/self/maps"), let data = try? file.readToEnd() else { return ImageMap() }
+        try? file.close()
         return ImageMap(maps: String(decoding: data, as: UTF8.self))
     }
 

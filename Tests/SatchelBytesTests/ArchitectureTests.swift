@@ -6,6 +6,14 @@ import Testing
 struct ArchitectureTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
+    /// `body` on a thread of its own: these checks read and scan every source file for seconds, and on Swift's task
+    /// pool (a thread per core) they held the threads the in-process servers of the suites beside them wait for.
+    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+
     static func read(_ path: String) throws -> String {
         try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
     }
@@ -53,42 +61,48 @@ struct ArchitectureTests {
     }
 
     @Test("every module in Sources has a layer, and none imports a module of a higher layer")
-    func layering() throws {
+    func layering() async throws {
         let layers = try Self.layers()
         #expect(layers.count >= 10, "the module table was read")
-        var violations: [String] = []
-        for module in try Self.sourceModules() {
-            guard let layer = layers[module] else {
-                violations.append("\(module) is not in ARCHITECTURE.md's module table")
-                continue
-            }
-            for file in Self.swiftFiles(in: module) {
-                for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
-                    let name = String(line.split(separator: " ").last ?? "")
-                    if let imported = layers[name], imported > layer {
-                        violations.append("\(module) (layer \(layer)) imports \(name) (layer \(imported)) in \(file.lastPathComponent)")
+        let violations = try await Self.onThread { () throws -> [String] in
+            var violations: [String] = []
+            for module in try Self.sourceModules() {
+                guard let layer = layers[module] else {
+                    violations.append("\(module) is not in ARCHITECTURE.md's module table")
+                    continue
+                }
+                for file in Self.swiftFiles(in: module) {
+                    for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
+                        let name = String(line.split(separator: " ").last ?? "")
+                        if let imported = layers[name], imported > layer {
+                            violations.append("\(module) (layer \(layer)) imports \(name) (layer \(imported)) in \(file.lastPathComponent)")
+                        }
                     }
                 }
             }
+            return violations
         }
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
     }
 
     @Test("every error type in Sources adopts ProblemConvertible (a stable code, an HTTP status, a safe detail)")
-    func errorCodes() throws {
-        var missing: [String] = []
-        let declaration = try NSRegularExpression(pattern: #"(?m)^\s*(?:public |internal |private |fileprivate )?(?:final )?(?:enum|struct|class) (\w+)\s*:\s*([^{]+)\{"#)
-        for module in try Self.sourceModules() {
-            for file in Self.swiftFiles(in: module) {
-                let text = try String(contentsOf: file, encoding: .utf8)
-                for match in declaration.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
-                    guard let name = Range(match.range(at: 1), in: text), let conformances = Range(match.range(at: 2), in: text) else { continue }
-                    let list = text[conformances].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-                    if list.contains(where: { $0 == "Error" || $0.hasSuffix("Error") && $0 != "HTTPResponseError" }) && !list.contains("ProblemConvertible") {
-                        missing.append("\(module).\(text[name])")
+    func errorCodes() async throws {
+        let missing = try await Self.onThread { () throws -> [String] in
+            var missing: [String] = []
+            let declaration = try NSRegularExpression(pattern: #"(?m)^\s*(?:public |internal |private |fileprivate )?(?:final )?(?:enum|struct|class) (\w+)\s*:\s*([^{]+)\{"#)
+            for module in try Self.sourceModules() {
+                for file in Self.swiftFiles(in: module) {
+                    let text = try String(contentsOf: file, encoding: .utf8)
+                    for match in declaration.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                        guard let name = Range(match.range(at: 1), in: text), let conformances = Range(match.range(at: 2), in: text) else { continue }
+                        let list = text[conformances].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                        if list.contains(where: { $0 == "Error" || $0.hasSuffix("Error") && $0 != "HTTPResponseError" }) && !list.contains("ProblemConvertible") {
+                            missing.append("\(module).\(text[name])")
+                        }
                     }
                 }
             }
+            return missing
         }
         #expect(missing.isEmpty, "\(missing)")
     }
@@ -115,28 +129,31 @@ struct ArchitectureTests {
     }
 
     @Test("every module imports only what Package.swift declares it depends on (or the system's own modules)")
-    func declaredImports() throws {
-        let system: Set<String> = ["Foundation", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin", "Security", "Network", "AVFoundation", "Testing", "Synchronization"]
-        var undeclared: [String] = []
-        for (name, text) in try Self.packageTargets() {
-            // A module's own name is not a dependency: importing itself is a warning (and a sign of a file moved without care).
-            let declared = Set(text.matches(of: try Regex(#""([A-Za-z0-9_]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
-                .subtracting([name])
-            // A dependency named twice is a warning of SwiftPM's (and a clean build must have none).
-            let named = text.matches(of: try Regex(#""(Satchel[A-Za-z0-9_]+)""#)).compactMap { $0.output[1].substring.map(String.init) }
-            for module in Set(named) where named.filter({ $0 == module }).count > 1 { undeclared.append("\(name) names \(module) twice") }
-            let folder = ["Sources/\(name)", "Tests/\(name)"].map { Self.root.appendingPathComponent($0) }
-                .first { FileManager.default.fileExists(atPath: $0.path) }
-            guard let folder, let walker = FileManager.default.enumerator(atPath: folder.path) else { continue }
-            while let path = walker.nextObject() as? String {
-                guard path.hasSuffix(".swift") else { continue }
-                // Imports stand at the start of a line (an indented "import" is text in a string: a Python snippet).
-                for line in try String(contentsOf: folder.appendingPathComponent(path), encoding: .utf8).split(separator: "\n")
-                where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
-                    let module = String(line.split(separator: " ").last ?? "")
-                    if !system.contains(module), !declared.contains(module) { undeclared.append("\(name) imports \(module) (\(path))") }
+    func declaredImports() async throws {
+        let undeclared = try await Self.onThread { () throws -> [String] in
+            let system: Set<String> = ["Foundation", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin", "Security", "Network", "AVFoundation", "Testing", "Synchronization"]
+            var undeclared: [String] = []
+            for (name, text) in try Self.packageTargets() {
+                // A module's own name is not a dependency: importing itself is a warning (and a sign of a file moved without care).
+                let declared = Set(text.matches(of: try Regex(#""([A-Za-z0-9_]+)""#)).compactMap { $0.output[1].substring.map(String.init) })
+                    .subtracting([name])
+                // A dependency named twice is a warning of SwiftPM's (and a clean build must have none).
+                let named = text.matches(of: try Regex(#""(Satchel[A-Za-z0-9_]+)""#)).compactMap { $0.output[1].substring.map(String.init) }
+                for module in Set(named) where named.filter({ $0 == module }).count > 1 { undeclared.append("\(name) names \(module) twice") }
+                let folder = ["Sources/\(name)", "Tests/\(name)"].map { Self.root.appendingPathComponent($0) }
+                    .first { FileManager.default.fileExists(atPath: $0.path) }
+                guard let folder, let walker = FileManager.default.enumerator(atPath: folder.path) else { continue }
+                while let path = walker.nextObject() as? String {
+                    guard path.hasSuffix(".swift") else { continue }
+                    // Imports stand at the start of a line (an indented "import" is text in a string: a Python snippet).
+                    for line in try String(contentsOf: folder.appendingPathComponent(path), encoding: .utf8).split(separator: "\n")
+                    where line.hasPrefix("import ") || line.hasPrefix("@testable import ") {
+                        let module = String(line.split(separator: " ").last ?? "")
+                        if !system.contains(module), !declared.contains(module) { undeclared.append("\(name) imports \(module) (\(path))") }
+                    }
                 }
             }
+            return undeclared
         }
         #expect(undeclared.isEmpty, "\(undeclared.joined(separator: "\n"))")
     }
@@ -183,33 +200,36 @@ struct ArchitectureTests {
     }
 
     @Test("no file in Sources is over 400 lines and no type over 300 (its declaration and extensions, its nested types apart)")
-    func sizes() throws {
-        let declaration = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate|final|nonisolated|indirect)\s+)*(actor|class|struct|enum|extension|protocol)\s+([A-Za-z_][\w.]*)"#)
-        var long: [String] = []
-        var types: [String: Int] = [:]
-        for module in try Self.sourceModules() {
-            for file in Self.swiftFiles(in: module) {
-                let text = try String(contentsOf: file, encoding: .utf8)
-                let count = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
-                if count > 400 { long.append("\(module)/\(file.lastPathComponent): \(count) lines") }
-                var stack: [(name: String, start: Int, depth: Int)] = []
-                var depth = 0
-                for (number, line) in Self.code(text).enumerated() {
-                    let opens = line.filter { $0 == "{" }.count, closes = line.filter { $0 == "}" }.count
-                    if opens > 0, let match = line.firstMatch(of: declaration), let kind = match.output[1].substring, let name = match.output[2].substring {
-                        let base = String(name.split(separator: ".").first ?? name)
-                        let key = stack.last.map { kind == "extension" ? "\(module).\(base)" : "\($0.name).\(base)" } ?? "\(module).\(base)"
-                        stack.append((key, number, depth))
-                    }
-                    depth += opens - closes
-                    while let top = stack.last, depth <= top.depth, opens + closes > 0 {
-                        stack.removeLast()
-                        let length = number - top.start + 1
-                        types[top.name, default: 0] += length
-                        if let outer = stack.last { types[outer.name, default: 0] -= length }
+    func sizes() async throws {
+        let (long, types) = try await Self.onThread { () throws -> ([String], [String: Int]) in
+            let declaration = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate|final|nonisolated|indirect)\s+)*(actor|class|struct|enum|extension|protocol)\s+([A-Za-z_][\w.]*)"#)
+            var long: [String] = []
+            var types: [String: Int] = [:]
+            for module in try Self.sourceModules() {
+                for file in Self.swiftFiles(in: module) {
+                    let text = try String(contentsOf: file, encoding: .utf8)
+                    let count = text.split(separator: "\n", omittingEmptySubsequences: false).count - (text.hasSuffix("\n") ? 1 : 0)
+                    if count > 400 { long.append("\(module)/\(file.lastPathComponent): \(count) lines") }
+                    var stack: [(name: String, start: Int, depth: Int)] = []
+                    var depth = 0
+                    for (number, line) in Self.code(text).enumerated() {
+                        let opens = line.filter { $0 == "{" }.count, closes = line.filter { $0 == "}" }.count
+                        if opens > 0, let match = line.firstMatch(of: declaration), let kind = match.output[1].substring, let name = match.output[2].substring {
+                            let base = String(name.split(separator: ".").first ?? name)
+                            let key = stack.last.map { kind == "extension" ? "\(module).\(base)" : "\($0.name).\(base)" } ?? "\(module).\(base)"
+                            stack.append((key, number, depth))
+                        }
+                        depth += opens - closes
+                        while let top = stack.last, depth <= top.depth, opens + closes > 0 {
+                            stack.removeLast()
+                            let length = number - top.start + 1
+                            types[top.name, default: 0] += length
+                            if let outer = stack.last { types[outer.name, default: 0] -= length }
+                        }
                     }
                 }
             }
+            return (long, types)
         }
         #expect(long.isEmpty, "\(long)")
         let large = types.filter { $0.value > 300 }.map { "\($0.key): \($0.value) lines" }.sorted()

@@ -103,22 +103,18 @@ struct BlockingCallTests {
     @Test("no blocking call in async code in Sources or the tests, unless marked with why")
     func noBlockingCalls() async throws {
         // Seconds of reading and scanning: on a thread of its own, not one of the task pool's.
-        let offences = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[String], any Error>) in
-            Thread {
-                continuation.resume(with: Result {
-                    var offences: [String] = []
-                    for folder in ["Sources", "Tests"] {
-                        let directory = ArchitectureTests.root.appendingPathComponent(folder)
-                        let walker = FileManager.default.enumerator(atPath: directory.path)
-                        while let path = walker?.nextObject() as? String {
-                            guard path.hasSuffix(".swift"), !path.hasSuffix("BlockingCallTests.swift") else { continue }
-                            let text = try String(contentsOf: directory.appendingPathComponent(path), encoding: .utf8)
-                            offences += Self.findings(in: text).map { "\(folder)/\(path):\($0.line): \($0.call)" }
-                        }
-                    }
-                    return offences
-                })
-            }.start()
+        let offences = try await ArchitectureTests.onThread { () throws -> [String] in
+            var offences: [String] = []
+            for folder in ["Sources", "Tests"] {
+                let directory = ArchitectureTests.root.appendingPathComponent(folder)
+                let walker = FileManager.default.enumerator(atPath: directory.path)
+                while let path = walker?.nextObject() as? String {
+                    guard path.hasSuffix(".swift"), !path.hasSuffix("BlockingCallTests.swift") else { continue }
+                    let text = try String(contentsOf: directory.appendingPathComponent(path), encoding: .utf8)
+                    offences += Self.findings(in: text).map { "\(folder)/\(path):\($0.line): \($0.call)" }
+                }
+            }
+            return offences
         }
         #expect(offences.isEmpty, "blocking calls in async code (move them to a thread of their own, or mark the line `// blocking-ok: why`):\n\(offences.joined(separator: "\n"))")
     }

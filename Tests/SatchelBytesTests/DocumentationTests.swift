@@ -37,42 +37,48 @@ struct DocumentationTests {
     }
 
     @Test("every public declaration of a library product has a doc comment (a protocol requirement's implementation apart)")
-    func publicDeclarationsDocumented() throws {
-        let declaration = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:public|open)\s+(?:(?:static|final|override|mutating|nonisolated|indirect|convenience|required|private\(set\))\s+)*(func|var|let|init|struct|enum|class|actor|protocol|typealias|case|subscript)\b\s*([A-Za-z_]\w*)?"#)
-        let exempt = Self.standardRequirements.union(try Self.requirements())
-        var undocumented: [String] = []
-        for module in try Self.libraries() {
-            for file in ArchitectureTests.swiftFiles(in: module) {
-                let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
-                for (index, line) in lines.enumerated() {
-                    guard let match = line.firstMatch(of: declaration) else { continue }
-                    let kind = match.output[1].substring ?? ""
-                    guard let name = kind == "init" ? "init" : match.output[2].substring.map(String.init) else { continue }  // an operator
-                    var above = index - 1
-                    while above >= 0, lines[above].trimmingCharacters(in: .whitespaces).hasPrefix("@") { above -= 1 }
-                    let previous = above >= 0 ? lines[above].trimmingCharacters(in: .whitespaces) : ""
-                    if previous.hasPrefix("///") || previous.hasSuffix("*/") || exempt.contains(name) { continue }
-                    undocumented.append("\(module)/\(file.lastPathComponent):\(index + 1): \(line.trimmingCharacters(in: .whitespaces).prefix(80))")
+    func publicDeclarationsDocumented() async throws {
+        let undocumented = try await ArchitectureTests.onThread { () throws -> [String] in
+            let declaration = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:public|open)\s+(?:(?:static|final|override|mutating|nonisolated|indirect|convenience|required|private\(set\))\s+)*(func|var|let|init|struct|enum|class|actor|protocol|typealias|case|subscript)\b\s*([A-Za-z_]\w*)?"#)
+            let exempt = Self.standardRequirements.union(try Self.requirements())
+            var undocumented: [String] = []
+            for module in try Self.libraries() {
+                for file in ArchitectureTests.swiftFiles(in: module) {
+                    let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+                    for (index, line) in lines.enumerated() {
+                        guard let match = line.firstMatch(of: declaration) else { continue }
+                        let kind = match.output[1].substring ?? ""
+                        guard let name = kind == "init" ? "init" : match.output[2].substring.map(String.init) else { continue }  // an operator
+                        var above = index - 1
+                        while above >= 0, lines[above].trimmingCharacters(in: .whitespaces).hasPrefix("@") { above -= 1 }
+                        let previous = above >= 0 ? lines[above].trimmingCharacters(in: .whitespaces) : ""
+                        if previous.hasPrefix("///") || previous.hasSuffix("*/") || exempt.contains(name) { continue }
+                        undocumented.append("\(module)/\(file.lastPathComponent):\(index + 1): \(line.trimmingCharacters(in: .whitespaces).prefix(80))")
+                    }
                 }
             }
+            return undocumented
         }
         #expect(undocumented.isEmpty, "\(undocumented.count) undocumented: \(undocumented.prefix(40))")
     }
 
     @Test("no doc comment of a library, nor its catalog, cites a document the repository does not hold (the project's seed documents, its issues): the public specification is named, or it is said in plain words")
-    func documentationCitesPublicSources() throws {
-        let unpublished = try Regex(#"\b[Ss]eeds? 00\d|\bissue \d+\b"#)
-        var citing: [String] = []
-        for module in try Self.libraries() {
-            let folder = URL(fileURLWithPath: "Sources/\(module)")
-            let catalogs = (FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "md" }
-            for file in ArchitectureTests.swiftFiles(in: module) + catalogs {
-                let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
-                for (index, line) in lines.enumerated() where (file.pathExtension == "md" || line.trimmingCharacters(in: .whitespaces).hasPrefix("///"))
-                    && line.contains(unpublished) {
-                    citing.append("\(module)/\(file.lastPathComponent):\(index + 1)")
+    func documentationCitesPublicSources() async throws {
+        let citing = try await ArchitectureTests.onThread { () throws -> [String] in
+            let unpublished = try Regex(#"\b[Ss]eeds? 00\d|\bissue \d+\b"#)
+            var citing: [String] = []
+            for module in try Self.libraries() {
+                let folder = URL(fileURLWithPath: "Sources/\(module)")
+                let catalogs = (FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil)?.allObjects as? [URL] ?? []).filter { $0.pathExtension == "md" }
+                for file in ArchitectureTests.swiftFiles(in: module) + catalogs {
+                    let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+                    for (index, line) in lines.enumerated() where (file.pathExtension == "md" || line.trimmingCharacters(in: .whitespaces).hasPrefix("///"))
+                        && line.contains(unpublished) {
+                        citing.append("\(module)/\(file.lastPathComponent):\(index + 1)")
+                    }
                 }
             }
+            return citing
         }
         #expect(citing.isEmpty, "\(citing.count) cite internal documents: \(citing.prefix(40))")
     }

@@ -33,6 +33,7 @@ struct StallReportTests {
         #expect(report.stdout.contains("stack of NIO-ELT-0-#1, running (1 of 1 samples)"), "\(report.stdout)")
         #expect(report.stdout.contains("StallReportTests.spin()") && report.stdout.contains("StallReportTests.swift:"), "\(report.stdout)")
         #expect(report.stdout.contains("    0x12345"), "\(report.stdout)")
+        #expect(frames.allSatisfy { $0.hasPrefix("/") }, "every frame in an image, the shared libraries' too (libc's signal return first): \(frames)")
     }
     #endif
 
