@@ -1,0 +1,53 @@
+import Foundation
+import Logging
+import SQLKit
+import SatchelBytes
+import SatchelLicensing
+import Testing
+
+/// A store's database drivers log at debug at the finest, whatever the process's level: at trace PostgreSQL's driver
+/// wrote out every protocol message on the connection's event loop, rows and parameters hex-dumped (a test run at
+/// trace found a loop held 219 ms by it), and those bytes are the store's contents.
+@Suite("Database drivers' log")
+struct DriverLogTests {
+    /// Every line logged, with its level.
+    struct Capture: LogHandler {
+        let lines: Locked<[(Logger.Level, String)]>
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+            let fields = (metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+            lines.withLock { $0.append((level, "\(message) \(fields)")) }
+        }
+    }
+
+    @Test("a store opened with a logger at trace: PostgreSQL's driver logs none of its protocol messages, and no bytes of them reach the log hex-dumped",
+          .enabled(if: ProcessInfo.processInfo.environment["SATCHEL_TEST_DATABASE_URL"] != nil))
+    func noProtocolTrace() async throws {
+        let lines = Locked<[(Logger.Level, String)]>([])
+        var logger = Logger(label: "satchel.licensing") { _ in Capture(lines: lines) }
+        logger.logLevel = .trace
+        let database = try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: ProcessInfo.processInfo.environment["SATCHEL_TEST_DATABASE_URL"],
+                                                   logger: logger)
+        do {
+            let row = try await database.sql().raw("SELECT \(bind: "a-value-of-the-store") AS v").first()
+            #expect(try row?.decode(column: "v", as: String.self) == "a-value-of-the-store")
+        } catch {
+            await database.shutdown()
+            throw error
+        }
+        await database.shutdown()
+        let logged = lines.current
+        #expect(!logged.isEmpty, "the store logged (at debug): its drivers were given the logger")
+        #expect(!logged.contains { $0.0 == .trace }, "\(logged.filter { $0.0 == .trace }.prefix(3).map(\.1))")
+        // The value's bytes as a hex dump shows them (at debug the SQL and its parameters are logged, as the operator asked).
+        let dumped = Hex.encode(Array("a-value-of".utf8))
+        #expect(!logged.contains { $0.1.replacingOccurrences(of: " ", with: "").contains(dumped) }, "\(logged.filter { $0.1.contains("61") }.prefix(3).map(\.1))")
+    }
+}
