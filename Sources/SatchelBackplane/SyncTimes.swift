@@ -2,15 +2,24 @@ import Foundation
 import SatchelBytes
 
 /// Devices' sync times on their way to the database. A sync notes its device's time here and is answered; what was
-/// noted is written together soon after (``SyncTimeWriter`` writes every ``interval``, one statement for up to
-/// ``batch`` devices), so the syncs of a million devices do not each queue for a write of their own on the database's
+/// noted is written together soon after (``SyncTimeWriter`` writes every ``interval``, statements of up to ``batch``
+/// devices spread over it), so the syncs of a million devices do not each queue for a write of their own on the database's
 /// writer (SQLite's one, PostgreSQL's commits). A device read in between shows the time noted. A time written never
 /// goes back: a later one is kept, whichever write comes last.
 final class SyncTimes: Sendable {
     /// How long a time noted waits for the others of its write.
     static let interval: Duration = .milliseconds(250)
-    /// Devices one statement writes at most.
-    static let batch = 500
+    /// Devices one statement of the writes along the way names at most.
+    static let batch = 25
+    /// Devices one statement of a flush names at most.
+    static let flushBatch = 500
+
+    /// The pause between the statements of one write of `statements`: they spread over most of the interval, at
+    /// least 1 ms apart (a write longer than the interval delays the next) and at most 10 ms.
+    static func pause(statements: Int) -> Duration {
+        guard statements > 1 else { return .zero }
+        return min(.milliseconds(10), max(.milliseconds(1), interval * 0.8 / Double(statements - 1)))
+    }
     /// Times held at most: past it a sync's time is dropped (the database has been unreachable for long), rather
     /// than memory growing without bound. The device's next sync notes it again.
     static let maximumPending = 1_000_000

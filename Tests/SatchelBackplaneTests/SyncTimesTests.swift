@@ -34,7 +34,7 @@ extension BackplaneStoreTests {
     @Test("more devices than one statement writes: every one's time is in its row after a flush; a time never goes back, whichever node writes last", arguments: Self.kinds)
     func batchesAndOrder(kind: String) async throws {
         try await Self.using(kind, nodes: 2) { stores, sql in
-            let ids = (0..<(SyncTimes.batch * 2 + 10)).map { String(format: "n%04d", $0) }
+            let ids = (0..<(SyncTimes.flushBatch * 2 + 10)).map { String(format: "n%04d", $0) }
             for start in stride(from: 0, to: ids.count, by: 200) {
                 let rows: [SQLQueryString] = ids[start..<min(start + 200, ids.count)].map {
                     "(\(bind: $0), 'alice', 'phone', 'linux', \(bind: false), 'active', \(bind: Self.now), 1)"
@@ -111,5 +111,15 @@ extension BackplaneStoreTests {
         _ = bounded.note("c", at: Self.now)
         _ = bounded.note("a", at: Self.now.addingTimeInterval(1))
         #expect(bounded.take() == ["a": Self.now.addingTimeInterval(1), "b": Self.now], "a third device waits for its next sync; a known one is updated")
+    }
+
+    @Test("a write's statements spread over most of the interval: 1 ms to 10 ms apart, none for a write of one statement")
+    func spread() {
+        #expect(SyncTimes.pause(statements: 1) == .zero && SyncTimes.pause(statements: 0) == .zero)
+        #expect(SyncTimes.pause(statements: 2) == .milliseconds(10), "a few statements: 10 ms apart")
+        // 1,200 devices, 48 statements: 47 pauses over 80 % of the interval.
+        let pause = SyncTimes.pause(statements: 48)
+        #expect(pause > .milliseconds(4) && pause < .milliseconds(4.5) && pause * 47 <= SyncTimes.interval, "\(pause)")
+        #expect(SyncTimes.pause(statements: 10_000) == .milliseconds(1), "a write longer than the interval: the next waits")
     }
 }
