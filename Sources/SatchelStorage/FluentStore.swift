@@ -135,12 +135,13 @@ public struct FluentStore: Sendable {
         return store
     }
 
-    /// `logger` as the database drivers get it: at debug at the finest. At trace PostgreSQL's driver writes out every
-    /// message of its protocol on the connection's event loop, the rows' and the parameters' bytes hex-dumped (a test
-    /// run at trace found a loop held 219 ms doing it), and those bytes are a store's contents.
+    /// `logger` as the database drivers get it: at info at the finest. Below it they log a store's contents: at debug
+    /// every statement with its parameters, at trace (PostgreSQL's driver) every message of the protocol with the rows'
+    /// and the parameters' bytes hex-dumped, on the connection's event loop (a test run at trace found a loop held
+    /// 219 ms doing it).
     static func driverLogger(_ logger: Logger) -> Logger {
         var capped = logger
-        if capped.logLevel < .debug { capped.logLevel = .debug }
+        if capped.logLevel < .info { capped.logLevel = .info }
         return capped
     }
 

@@ -37,6 +37,7 @@ package final class StallWatchdog: @unchecked Sendable {
     package struct StackSample: Codable, Sendable {
         /// The thread's name.
         package var thread: String
+        /// Its frames, `image+0xoffset`.
         package var frames: [String]
     }
 
@@ -171,7 +172,7 @@ package final class StallWatchdog: @unchecked Sendable {
                     stall.worst = max(stall.worst, age)
                     if samplesStacks, stall.stacks.count < Self.stacksKept, now - stall.sampled >= Self.stackInterval {
                         stall.sampled = now
-                        stall.stacks += Self.stacks(of: heartbeat)
+                        stall.stacks += Self.stacks(of: heartbeat).prefix(Self.stacksKept - stall.stacks.count)
                     }
                     open[key] = stall
                 } else {
