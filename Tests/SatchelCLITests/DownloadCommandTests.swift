@@ -147,8 +147,12 @@ struct DownloadCommandTests {
             process.executableURL = binary
             process.arguments = ["download", "run", "--data-dir", data, "--headroom", "0"]
             process.standardError = FileHandle.nullDevice
+            let asked = origin.log.count
             try process.run()
-            try await Task.sleep(for: .milliseconds(700))
+            // Once it is fetching (a loaded machine took over 700 ms to start it, and a pause recorded before it looked
+            // at the queue left it nothing to do: exit 0), and a moment more.
+            for _ in 0..<1_500 where origin.log.count == asked && process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+            try await Task.sleep(for: .milliseconds(300))
             #expect(try await Self.run(["download"] + command + ["--data-dir", data]).status == 0)
             // Counted from the moment the command has recorded the pause: the throttled asset needs minutes, so stopping
             // within seconds is the running process taking the pause or disable into account (room for a loaded machine).
