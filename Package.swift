@@ -273,7 +273,7 @@ let package = Package(
                 "SatchelBackplane", "SatchelHTTP", "SatchelStorage", .product(name: "SQLKit", package: "sql-kit"),
             ]
         ),
-        .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes"]),
+        .testTarget(name: "SatchelBytesTests", dependencies: ["SatchelBytes", "SatchelSystem"]),
         .testTarget(name: "SatchelSystemTests", dependencies: ["SatchelSystem"]),
         .testTarget(name: "SatchelAgentTests", dependencies: ["SatchelBytes", "SatchelAgent", "SatchelBackplane", "SatchelRights", .product(name: "Crypto", package: "swift-crypto"),
                                                             .product(name: "Logging", package: "swift-log")]),

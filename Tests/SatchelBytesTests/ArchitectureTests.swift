@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 import Testing
 
 /// The structure ARCHITECTURE.md describes, checked against the sources.
@@ -6,13 +7,6 @@ import Testing
 struct ArchitectureTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// `body` on a thread of its own: these checks read and scan every source file for seconds, and on Swift's task
-    /// pool (a thread per core) they held the threads the in-process servers of the suites beside them wait for.
-    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
-    }
 
     static func read(_ path: String) throws -> String {
         try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
@@ -64,7 +58,7 @@ struct ArchitectureTests {
     func layering() async throws {
         let layers = try Self.layers()
         #expect(layers.count >= 10, "the module table was read")
-        let violations = try await Self.onThread { () throws -> [String] in
+        let violations = try await OwnThread.run { () throws -> [String] in
             var violations: [String] = []
             for module in try Self.sourceModules() {
                 guard let layer = layers[module] else {
@@ -87,7 +81,7 @@ struct ArchitectureTests {
 
     @Test("every error type in Sources adopts ProblemConvertible (a stable code, an HTTP status, a safe detail)")
     func errorCodes() async throws {
-        let missing = try await Self.onThread { () throws -> [String] in
+        let missing = try await OwnThread.run { () throws -> [String] in
             var missing: [String] = []
             let declaration = try NSRegularExpression(pattern: #"(?m)^\s*(?:public |internal |private |fileprivate )?(?:final )?(?:enum|struct|class) (\w+)\s*:\s*([^{]+)\{"#)
             for module in try Self.sourceModules() {
@@ -130,7 +124,7 @@ struct ArchitectureTests {
 
     @Test("every module imports only what Package.swift declares it depends on (or the system's own modules)")
     func declaredImports() async throws {
-        let undeclared = try await Self.onThread { () throws -> [String] in
+        let undeclared = try await OwnThread.run { () throws -> [String] in
             let system: Set<String> = ["Foundation", "FoundationNetworking", "Dispatch", "Glibc", "Musl", "Darwin", "Security", "Network", "AVFoundation", "Testing", "Synchronization"]
             var undeclared: [String] = []
             for (name, text) in try Self.packageTargets() {
@@ -201,7 +195,7 @@ struct ArchitectureTests {
 
     @Test("no file in Sources is over 400 lines and no type over 300 (its declaration and extensions, its nested types apart)")
     func sizes() async throws {
-        let (long, types) = try await Self.onThread { () throws -> ([String], [String: Int]) in
+        let (long, types) = try await OwnThread.run { () throws -> ([String], [String: Int]) in
             let declaration = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate|final|nonisolated|indirect)\s+)*(actor|class|struct|enum|extension|protocol)\s+([A-Za-z_][\w.]*)"#)
             var long: [String] = []
             var types: [String: Int] = [:]

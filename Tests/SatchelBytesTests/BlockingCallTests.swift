@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 import Testing
 
 /// Issue 48, point 2: no call that blocks a thread runs in async code (where it holds one of the task pool's few
@@ -18,7 +19,7 @@ struct BlockingCallTests {
     static let asyncWords: Set<String> = ["Task", "addTask", "addTaskUnlessCancelled", "detached"]
     static let syncWords: Set<String> = ["Thread", "DispatchQueue", "concurrentPerform", "execute", "deinit", "get", "set", "atexit",
                                          "onTermination", "readabilityHandler", "terminationHandler",
-                                         "offloaded", "onThread"]
+                                         "offloaded"]
 
     /// The lines of `text` (a Swift file) that call a refused function where it is refused, unmarked.
     static func findings(in text: String) -> [(line: Int, call: String)] {
@@ -103,7 +104,7 @@ struct BlockingCallTests {
     @Test("no blocking call in async code in Sources or the tests, unless marked with why")
     func noBlockingCalls() async throws {
         // Seconds of reading and scanning: on a thread of its own, not one of the task pool's.
-        let offences = try await ArchitectureTests.onThread { () throws -> [String] in
+        let offences = try await OwnThread.run { () throws -> [String] in
             var offences: [String] = []
             for folder in ["Sources", "Tests"] {
                 let directory = ArchitectureTests.root.appendingPathComponent(folder)

@@ -1,4 +1,5 @@
 import Foundation
+import SatchelSystem
 import Testing
 
 /// The libraries an app embeds document what they offer: every public declaration of a library product has a doc
@@ -38,7 +39,7 @@ struct DocumentationTests {
 
     @Test("every public declaration of a library product has a doc comment (a protocol requirement's implementation apart)")
     func publicDeclarationsDocumented() async throws {
-        let undocumented = try await ArchitectureTests.onThread { () throws -> [String] in
+        let undocumented = try await OwnThread.run { () throws -> [String] in
             let declaration = try Regex(#"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:public|open)\s+(?:(?:static|final|override|mutating|nonisolated|indirect|convenience|required|private\(set\))\s+)*(func|var|let|init|struct|enum|class|actor|protocol|typealias|case|subscript)\b\s*([A-Za-z_]\w*)?"#)
             let exempt = Self.standardRequirements.union(try Self.requirements())
             var undocumented: [String] = []
@@ -64,7 +65,7 @@ struct DocumentationTests {
 
     @Test("no doc comment of a library, nor its catalog, cites a document the repository does not hold (the project's seed documents, its issues): the public specification is named, or it is said in plain words")
     func documentationCitesPublicSources() async throws {
-        let citing = try await ArchitectureTests.onThread { () throws -> [String] in
+        let citing = try await OwnThread.run { () throws -> [String] in
             let unpublished = try Regex(#"\b[Ss]eeds? 00\d|\bissue \d+\b"#)
             var citing: [String] = []
             for module in try Self.libraries() {

@@ -2,6 +2,7 @@ import Foundation
 import SQLKit
 import SatchelBytes
 import SatchelLicensing
+import SatchelSystem
 import SatchelTestSupport
 import Testing
 
@@ -13,17 +14,10 @@ struct CatalogImportTests {
     static func keyID(_ number: Int) -> String { String(format: "%032x", number) }
     static func keyValue(_ number: Int) -> String { "ab" + String(format: "%030x", number * 7 + 3) }
 
-    /// `body` on a thread of its own: a hundred thousand keys made or opened would hold one of the task pool's threads
-    /// (two on this machine) for seconds, and the suite's in-process servers with it.
-    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
-    }
 
     /// A catalogue of `assets` assets of two keys each; `broken`, when given, is a line that is not an entry.
     static func write(assets: Int, broken: Int? = nil, to url: URL) async throws {
-        try await onThread { try writeNow(assets: assets, broken: broken, to: url) }
+        try await OwnThread.run { try writeNow(assets: assets, broken: broken, to: url) }
     }
 
     static func writeNow(assets: Int, broken: Int?, to url: URL) throws {
@@ -53,7 +47,7 @@ struct CatalogImportTests {
                     SELECT key_id, asset_id, sealed_key FROM satchel_keys WHERE key_id > \(bind: after) ORDER BY key_id LIMIT 5000
                     """).all()
                 guard !rows.isEmpty else { break }
-                let (ids, wrongHere) = try await onThread { () throws -> ([String], Int) in
+                let (ids, wrongHere) = try await OwnThread.run { () throws -> ([String], Int) in
                     var ids: [String] = [], wrong = 0
                     for row in rows {
                         let id = try row.decode(column: "key_id", as: String.self), asset = try row.decode(column: "asset_id", as: String.self)
@@ -88,11 +82,11 @@ struct CatalogImportTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let catalogue = directory.appendingPathComponent("catalogue.jsonl"), data = directory.appendingPathComponent("data").path
         try await Self.write(assets: 50_000, broken: 30_000, to: catalogue)
-        let stopped = try await Self.onThread { try CLIRunner.run(["keys", "import", "--catalog", catalogue.path, "--data-dir", data]) }
+        let stopped = try await OwnThread.run { try CLIRunner.run(["keys", "import", "--catalog", catalogue.path, "--data-dir", data]) }
         #expect(stopped.status != 0 && stopped.stderr.contains("line 30001") && stopped.stderr.contains("run the same command again"), "\(stopped.stderr)")
         #expect(!stopped.stderr.contains(Self.keyValue(60_000)), "no key's value in an error")
         try await Self.write(assets: 50_000, to: catalogue)
-        let imported = try await Self.onThread { try CLIRunner.run(["keys", "import", "--catalog", catalogue.path, "--data-dir", data]) }
+        let imported = try await OwnThread.run { try CLIRunner.run(["keys", "import", "--catalog", catalogue.path, "--data-dir", data]) }
         #expect(imported.status == 0 && imported.stdout.contains("imported 100000 keys of 50000 assets"), "\(imported.stdout) \(imported.stderr)")
         try await Self.checkStore(data, keys: 100_000)
     }
@@ -119,8 +113,8 @@ struct CatalogImportTests {
         }
         let wasRunning = process.isRunning
         kill(process.processIdentifier, SIGKILL)
-        try await Self.onThread { process.waitUntilExit() }
-        let again = try await Self.onThread { try CLIRunner.run(["keys", "import", "--catalog", catalogue.path, "--data-dir", data]) }
+        try await OwnThread.run { process.waitUntilExit() }  // blocking-ok: a thread of its own
+        let again = try await OwnThread.run { try CLIRunner.run(["keys", "import", "--catalog", catalogue.path, "--data-dir", data]) }
         #expect(again.status == 0 && again.stdout.contains("imported 40000 keys"), "\(again.stdout) \(again.stderr)")
         try await Self.checkStore(data, keys: 40_000)
         #expect(wasRunning, "the first import was still running when it was killed (it ended too soon to test a kill)")
