@@ -31,6 +31,29 @@ extension BackplaneStoreTests {
         }
     }
 
+    @Test("written along the way, many devices' times go in small statements spread over the interval: the table is seen with some of them written and the rest not yet", arguments: ["sqlite"])
+    func spreadWrite(kind: String) async throws {
+        try await Self.using(kind) { stores, sql in
+            let ids = (0..<100).map { String(format: "s%04d", $0) }
+            let rows: [SQLQueryString] = ids.map { "(\(bind: $0), 'alice', 'phone', 'linux', \(bind: false), 'active', \(bind: Self.now), 1)" }
+            try await sql.raw("""
+                INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, next_sequence)
+                VALUES \(rows.joined(separator: ", "))
+                """).run()
+            for id in ids { _ = try await stores[0].syncView(device: id, after: 0, limit: 10, at: Self.now) }
+            // Four statements 10 ms apart: one statement for all (as before) would go from none written to all at once.
+            var seen: Set<Int> = []
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !seen.contains(ids.count), ContinuousClock.now < deadline {
+                let written = try await sql.raw("SELECT COUNT(*) AS n FROM backplane_devices WHERE last_sync IS NOT NULL").first()?.decode(column: "n", as: Int.self) ?? 0
+                seen.insert(written)
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(seen.contains(ids.count), "every time written without a flush")
+            #expect(seen.contains { $0 > 0 && $0 < ids.count }, "a part written before the rest: \(seen.sorted())")
+        }
+    }
+
     @Test("more devices than one statement writes: every one's time is in its row after a flush; a time never goes back, whichever node writes last", arguments: Self.kinds)
     func batchesAndOrder(kind: String) async throws {
         try await Self.using(kind, nodes: 2) { stores, sql in
