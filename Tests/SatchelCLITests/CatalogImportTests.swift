@@ -113,7 +113,7 @@ struct CatalogImportTests {
         }
         let wasRunning = process.isRunning
         kill(process.processIdentifier, SIGKILL)
-        try await OwnThread.run { process.waitUntilExit() }  // blocking-ok: a thread of its own
+        await OwnThread.run { process.waitUntilExit() }  // blocking-ok: a thread of its own
         let again = try await OwnThread.run { try CLIRunner.run(["keys", "import", "--catalog", catalogue.path, "--data-dir", data]) }
         #expect(again.status == 0 && again.stdout.contains("imported 40000 keys"), "\(again.stdout) \(again.stderr)")
         try await Self.checkStore(data, keys: 40_000)

@@ -21,9 +21,9 @@ struct DriverLogTests {
             set { metadata[key] = newValue }
         }
 
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
-            let fields = (metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
-            lines.withLock { $0.append((level, "\(message) \(fields)")) }
+        func log(event: LogEvent) {
+            let fields = (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.sorted().joined(separator: " ")
+            lines.withLock { $0.append((event.level, "\(event.message) \(fields)")) }
         }
     }
 
