@@ -27,7 +27,6 @@ final class BackplaneDeviceModel: Model, @unchecked Sendable {
     @Field(key: "platform") var platform: String
     @Field(key: "download_enabled") var downloadEnabled: Bool
     @Field(key: "state") var state: String
-    @OptionalField(key: "last_sync") var lastSync: Date?
     @Field(key: "registered_at") var registered: Date
     /// The sequence the device's next command gets.
     @Field(key: "next_sequence") var nextSequence: Int64
@@ -36,7 +35,7 @@ final class BackplaneDeviceModel: Model, @unchecked Sendable {
 
     var value: BackplaneDevice {
         BackplaneDevice(deviceID: id ?? "", user: user, externalID: externalID, name: name, platform: platform, downloadEnabled: downloadEnabled,
-                        state: BackplaneDevice.State(rawValue: state) ?? .active, lastSync: lastSync, registered: registered)
+                        state: BackplaneDevice.State(rawValue: state) ?? .active, registered: registered)
     }
 }
 

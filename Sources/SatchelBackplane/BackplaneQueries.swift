@@ -88,7 +88,7 @@ package enum BackplaneQueries {
     /// A device's row (every sync).
     static func device(_ device: String) -> SQLQueryString {
         """
-        SELECT user_id, external_id, name, platform, download_enabled, state, last_sync, registered_at, next_sequence
+        SELECT user_id, external_id, name, platform, download_enabled, state, registered_at, next_sequence
         FROM backplane_devices WHERE device_id = \(bind: device)
         """
     }
@@ -99,7 +99,7 @@ package enum BackplaneQueries {
                         name: try row.decode(column: "name", as: String.self), platform: try row.decode(column: "platform", as: String.self),
                         downloadEnabled: try row.decode(column: "download_enabled", as: Bool.self),
                         state: BackplaneDevice.State(rawValue: try row.decode(column: "state", as: String.self)) ?? .active,
-                        lastSync: try row.decode(column: "last_sync", as: Date?.self), registered: try row.decode(column: "registered_at", as: Date.self))
+                        registered: try row.decode(column: "registered_at", as: Date.self))
     }
 
     /// A page of the devices, or of a user's, by device ID (plain SQL: an operator's page of a thousand rows).
@@ -119,7 +119,7 @@ package enum BackplaneQueries {
         if let prefix { conditions.append("device_id >= \(bind: prefix)") }
         let condition: SQLQueryString = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         return """
-            SELECT device_id, user_id, external_id, name, platform, download_enabled, state, last_sync, registered_at FROM backplane_devices
+            SELECT device_id, user_id, external_id, name, platform, download_enabled, state, registered_at FROM backplane_devices
             \(condition) ORDER BY device_id LIMIT \(literal: limit)
             """
     }
@@ -153,15 +153,25 @@ package enum BackplaneQueries {
         """
     }
 
-    /// Records devices' syncs (``SyncTimes``), one row each through the key: a device's time is kept only when later
-    /// than the one written (another node's, or an earlier write that came last).
+    /// Records devices' syncs (``SyncTimes``) in ``SyncTimesTable``, one row each through the key: a device's time is
+    /// kept only when later than the one written (another node's, or an earlier write that came last).
     static func recordSyncs(_ times: some Collection<(key: String, value: Date)>) -> SQLQueryString {
         let rows: [SQLQueryString] = times.map { "(\(bind: $0.key), \(bind: $0.value))" }
         return """
-            UPDATE backplane_devices SET last_sync = synced.column2 FROM (VALUES \(rows.joined(separator: ", "))) AS synced
-            WHERE backplane_devices.device_id = synced.column1
-            AND (backplane_devices.last_sync IS NULL OR backplane_devices.last_sync < synced.column2)
+            INSERT INTO backplane_device_syncs (device_id, last_sync) VALUES \(rows.joined(separator: ", "))
+            ON CONFLICT (device_id) DO UPDATE SET last_sync = excluded.last_sync WHERE backplane_device_syncs.last_sync < excluded.last_sync
             """
+    }
+
+    /// The last syncs written of `devices` (at most a page's), through ``SyncTimesTable``'s key.
+    static func syncTimes(of devices: some Collection<String>) -> SQLQueryString {
+        let ids: [SQLQueryString] = devices.map { "\(bind: $0)" }
+        return "SELECT device_id, last_sync FROM backplane_device_syncs WHERE device_id IN (\(ids.joined(separator: ", ")))"
+    }
+
+    /// Forgets a device's sync time (the device is forgotten).
+    static func forgetSync(device: String) -> SQLQueryString {
+        "DELETE FROM backplane_device_syncs WHERE device_id = \(bind: device)"
     }
 
     /// The one number a counting query of this file answers.
@@ -182,6 +192,7 @@ package enum BackplaneQueries {
             HotQuery("a device", device("device-1")),
             HotQuery("a device's pending commands", unacknowledged(device: "device-1", limit: 100)),
             HotQuery("devices' syncs recorded", recordSyncs(["device-1": Date(), "device-2": Date()])),
+            HotQuery("a page of devices' syncs", syncTimes(of: ["device-1", "device-2"])),
             // A user's devices are few: sorted after an index read of them, they are bounded by the user, not the table.
             HotQuery("a user's devices, a later page", devicePage(user: "user-7", after: "device-20", prefix: nil, limit: 101)),
         ]

@@ -14,10 +14,11 @@ public struct FluentBackplaneStore: BackplaneStoring {
     /// the devices' sync times, noted and written a moment later.
     let readers: ReaderPool?, syncWriter: SyncTimeWriter
 
-    /// A store on `database`, whose migrations include ``CreateBackplaneSchema``, reading through `readers` when given
-    /// (a SQLite store's); devices' sync times are written a moment after their syncs: ``flush()`` before it closes.
-    public init(database: any Database, readers: ReaderPool? = nil) {
-        (databaseHandle, self.readers, syncWriter) = (database, readers, SyncTimeWriter(database: database))
+    /// A store on `database`, migrated with ``BackplaneMigrations/all``, reading through `readers` when given (a
+    /// SQLite store's); devices' sync times are written a moment after their syncs (``flush()`` before it closes) to
+    /// ``SyncTimesTable`` in `syncTimes` (a SQLite store's own file for them, ``SyncTimesTable/file``), or in `database`.
+    public init(database: any Database, readers: ReaderPool? = nil, syncTimes: (any Database)? = nil) {
+        (databaseHandle, self.readers, syncWriter) = (database, readers, SyncTimeWriter(database: syncTimes ?? database))
     }
 
     /// Writes the devices' sync times noted and not yet written, now: before the database closes.
@@ -26,7 +27,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func register(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneRegistration {
-        try await transaction("register the device") { database async throws in
+        var registration = try await transaction("register the device") { database async throws in
             try await BackplaneRowLocks.user(device.user, on: database)
             if let external = device.externalID,
                try await BackplaneDeviceModel.query(on: database).filter(\.$externalID == external).filter(\.$id != device.deviceID).count() > 0 {
@@ -39,7 +40,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
                 if !device.platform.isEmpty { existing.platform = device.platform }
                 if device.externalID != nil { existing.externalID = device.externalID }
                 try await existing.save(on: database)
-                return BackplaneRegistration(device: existing.value, notice: .alreadyRegistered)
+                return BackplaneRegistration(device: existing.value, notice: .alreadyRegistered)  // its last sync: below
             }
             let limits = try await BackplaneLimitRows.effectiveLimits(of: device.user, on: database)
             let enabled = try await BackplaneQueries.count(BackplaneQueries.enabledDevices(user: device.user, except: ""), on: database)
@@ -57,29 +58,33 @@ public struct FluentBackplaneStore: BackplaneStoring {
             try await model.create(on: database)
             return BackplaneRegistration(device: model.value, notice: enrollment.notice)
         }
+        if registration.notice == .alreadyRegistered { registration.device = try await syncWriter.withSync(registration.device) }
+        return registration
     }
 
     public func device(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice {
-        syncWriter.withUnwrittenSync(try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value })
+        try await syncWriter.withSync(try await transaction("read the device") { database async throws in try await Self.model(reference, on: database).value })
     }
 
     public func devices(user: String?, page: ListingRequest) async throws(BackplaneError) -> ListingPage<BackplaneDevice> {
         var page = try await transaction("list the devices", atomic: false) { database async throws in
             try await BackplaneQueries.devices(user: user, page: page, on: database)
         }
-        page.items = page.items.map(syncWriter.withUnwrittenSync)
+        page.items = try await syncWriter.withSyncs(page.items)
         return page
     }
 
     public func delete(_ reference: DeviceReference) async throws(BackplaneError) -> BackplaneDevice {
-        try await transaction("forget the device") { database async throws in
+        let device = try await syncWriter.withSync(try await transaction("forget the device") { database async throws in
             try await BackplaneRowLocks.user(try await Self.model(reference, on: database).user, on: database)
             return try await BackplaneQueries.delete(try await Self.model(reference, on: database), on: database)
-        }
+        })
+        await syncWriter.forget(device: device.deviceID)
+        return device
     }
 
     public func setDownloadEnabled(_ reference: DeviceReference, _ wanted: Bool, at now: Date) async throws(BackplaneError) -> BackplaneDevice {
-        try await transaction("change the device's downloading") { database async throws in
+        try await syncWriter.withSync(try await transaction("change the device's downloading") { database async throws in
             let user = try await Self.model(reference, on: database).user
             try await BackplaneRowLocks.user(user, on: database)
             let model = try await Self.model(reference, on: database)  // read again under the lock
@@ -91,7 +96,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
                 try await Self.append(.downloadEnabled(enabled), to: model, at: now, on: database)
             }
             return model.value
-        }
+        })
     }
 
     public func users(_ page: ListingRequest) async throws(BackplaneError) -> ListingPage<String> {
@@ -213,10 +218,10 @@ public struct FluentBackplaneStore: BackplaneStoring {
     }
 
     public func synced(device: String, at now: Date) async throws(BackplaneError) {
-        try await transaction("record the sync") { database async throws in
+        try await transaction("record the sync", atomic: false) { database async throws in
             _ = try await Self.model(.device(device), on: database)
-            try await BackplaneQueries.sqlDatabase(database).raw(BackplaneQueries.recordSyncs([(key: device, value: now)])).run()
         }
+        try await syncWriter.record([(key: device, value: now)])
     }
 
     public func settings() async throws(BackplaneError) -> BackplaneSettings {

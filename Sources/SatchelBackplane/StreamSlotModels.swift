@@ -58,5 +58,5 @@ public enum BackplaneMigrations {
     public static var all: [any Migration] { [CreateBackplaneSchema(), AddStreamSlots(), AddDeviceEvents(), AddFeeds(), AddSubscriptions(), IndexBackplaneForScale(),
                                                     CreateRollups(name: "satchel-backplane-rollups"),
                                                     PartitionByMonth(name: "satchel-backplane-events-by-month", tables: [FluentEventStore.history]),
-                                                    IndexOwnLimits(), RoomForSyncTimes()] }
+                                                    IndexOwnLimits(), RoomForSyncTimes(), MoveSyncTimesToTheirTable()] }
 }

@@ -3,11 +3,13 @@ import Foundation
 import Logging
 import SQLKit
 
-/// Writes the devices' sync times a store notes (``SyncTimes``) to its database: every ``SyncTimes/interval`` while
-/// syncs keep coming, ``SyncTimes/batch`` devices a statement with pauses between them, and at once on ``flush()``.
+/// Writes the devices' sync times a store notes (``SyncTimes``) to ``SyncTimesTable``: every ``SyncTimes/interval``
+/// while syncs keep coming, ``SyncTimes/batch`` devices a statement with pauses between them, and at once on
+/// ``flush()``; and reads them back onto the devices a store answers with.
 struct SyncTimeWriter: Sendable {
     /// The times noted and not yet written (shared by the copies of this writer and of its store).
     let times = SyncTimes()
+    /// The table's database (a SQLite store's: its own file, ``SyncTimesTable/file``).
     let database: any Database
 
     /// Notes `device`'s sync at `now`, starting the write that takes it when none is scheduled.
@@ -16,12 +18,42 @@ struct SyncTimeWriter: Sendable {
         Task { await writeAlong() }
     }
 
-    /// `device` with its last sync as noted, when a later one waits to be written.
-    func withUnwrittenSync(_ device: BackplaneDevice) -> BackplaneDevice {
-        guard let unwritten = times.unwritten(device.deviceID), device.lastSync.map({ $0 < unwritten }) ?? true else { return device }
-        var device = device
-        device.lastSync = unwritten
-        return device
+    /// `devices` (a page at most) with their last syncs: as written, or as noted when a later one waits to be written.
+    func withSyncs(_ devices: [BackplaneDevice]) async throws(BackplaneError) -> [BackplaneDevice] {
+        guard !devices.isEmpty else { return devices }
+        var written: [String: Date] = [:]
+        do {
+            for row in try await BackplaneQueries.sqlDatabase(database).raw(BackplaneQueries.syncTimes(of: devices.map(\.deviceID))).all() {
+                written[try row.decode(column: "device_id", as: String.self)] = try row.decode(column: "last_sync", as: Date.self)
+            }
+        } catch {
+            throw .storage("cannot read the devices' sync times: \(String(describing: error).prefix(200))")
+        }
+        return devices.map { device in
+            var device = device
+            device.lastSync = [written[device.deviceID], times.unwritten(device.deviceID)].compactMap { $0 }.max()
+            return device
+        }
+    }
+
+    /// `device` with its last sync (``withSyncs(_:)``).
+    func withSync(_ device: BackplaneDevice) async throws(BackplaneError) -> BackplaneDevice {
+        try await withSyncs([device])[0]
+    }
+
+    /// Writes `times` now.
+    func record(_ times: [(key: String, value: Date)]) async throws(BackplaneError) {
+        do {
+            try await BackplaneQueries.sqlDatabase(database).raw(BackplaneQueries.recordSyncs(times)).run()
+        } catch {
+            throw .storage("cannot record the devices' sync times: \(String(describing: error).prefix(200))")
+        }
+    }
+
+    /// Forgets a forgotten device's sync time (a time noted meanwhile may still be written: a row of a device that is
+    /// no more, never read).
+    func forget(device: String) async {
+        try? await BackplaneQueries.sqlDatabase(database).raw(BackplaneQueries.forgetSync(device: device)).run()
     }
 
     /// Writes the times noted, every ``SyncTimes/interval`` while syncs keep coming. A write that fails leaves its

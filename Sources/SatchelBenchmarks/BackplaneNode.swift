@@ -20,11 +20,12 @@ enum BackplaneNode {
         var logger = Logger(label: "satchel.bench.node")
         logger.logLevel = .error
         do {
-            let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all, logger: logger)
+            let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all, files: [SyncTimesTable.file], logger: logger)
             let kek = try KeyEncryptionKey(try SecretBytes(hex: kekHex, count: 32))
             let service = LicenseService(store: FluentKeyStore(database: database, kek: kek), ksm: nil, verifier: nil)
             let devices = DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek))
-            let hub = BackplaneWakeHub(), store = FluentBackplaneStore(database: database.database, readers: database.readers)
+            let hub = BackplaneWakeHub(), store = FluentBackplaneStore(database: database.database, readers: database.readers,
+                                                                           syncTimes: database.database(of: SyncTimesTable.file))
             let backplane = BackplaneService(store: store, slots: FluentStreamSlots(database: database.database),
                                          events: FluentEventStore(database: try database.sql()),
                                          feeds: FluentFeedStore(database: database.database),

@@ -117,7 +117,7 @@ struct ScaleBenchmark {
             if let url, Tool.output(["psql", url, "-qc", "DROP SCHEMA public CASCADE; CREATE SCHEMA public"]) == nil {
                 throw StorageError.cannotOpen("cannot empty the PostgreSQL database named by SATCHEL_BENCH_DATABASE_URL or SATCHEL_BENCH_SMALL_DATABASE_URL (psql)")
             }
-            database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all)
+            database = try await LicensingDatabase(dataDirectory: directory, url: url, more: BackplaneMigrations.all, files: [SyncTimesTable.file])
             do {
                 let sql = try database.sql()
                 let kek = try KeyEncryptionKey(SecretBytes(SecureRandom.bytes(32)))
@@ -137,9 +137,10 @@ struct ScaleBenchmark {
                 }
                 let keySeconds = (ContinuousClock.now - started) / .seconds(1)
                 let seeding = ContinuousClock.now
-                try await ScaleSeed.rows(sizes, on: sql, audit: try database.auditSQL())
+                let files = [try database.auditSQL(), try Self.syncTimes(database)]
+                try await ScaleSeed.rows(sizes, on: sql, audit: files[0], syncTimes: files[1])
                 let rowSeconds = (ContinuousClock.now - seeding) / .seconds(1), settling = ContinuousClock.now
-                try await ScaleSeed.settle(sql, audit: try database.auditSQL())
+                try await ScaleSeed.settle(sql, files: files)
                 let settleSeconds = (ContinuousClock.now - settling) / .seconds(1)
                 let rows = sizes.users + 2 * sizes.devices + sizes.audit + sizes.events
                 notes.append(("seeding", String(format: "%d keys through the catalogue import at %.0f keys/s; %d rows of users, devices and history at %.0f rows/s, "
@@ -165,14 +166,20 @@ struct ScaleBenchmark {
             for store in stores {
                 try await store.database.audit.flush()
                 try await store.world.backplane.flush()
-                let (main, audit) = (try store.database.sql(), try store.database.auditSQL())
+                let main = try store.database.sql()
                 guard main.dialect.name == "sqlite" else {
                     // PostgreSQL: the buffers earlier rounds dirtied written out (the role may lack pg_checkpoint: the seeding said so).
                     try? await main.raw("CHECKPOINT").run()
                     continue
                 }
-                for sql in [main, audit] { try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").run() }
+                for sql in [main, try store.database.auditSQL(), try syncTimes(store.database)] { try await sql.raw("PRAGMA wal_checkpoint(PASSIVE)").run() }
             }
+        }
+
+        /// The sync times' database (a SQLite store's own file for them).
+        static func syncTimes(_ database: LicensingDatabase) throws -> any SQLDatabase {
+            guard let sql = database.database(of: SyncTimesTable.file) as? any SQLDatabase else { throw StorageError.cannotOpen("the sync times' database does not speak SQL") }
+            return sql
         }
 
         /// Closes the store and deletes its folder.

@@ -1,12 +1,14 @@
 import Foundation
 import SQLKit
+import SatchelBackplane
 
 /// The scale benchmark's users, devices and history, written with multi-row SQL (`INSERT … SELECT` over a series of
 /// numbers): names `user-0000001`, `device-0000001`, audit records and events spread over the last 60 days, each
 /// device synced in the last day (an operator's devices have: a row never synced would be written bigger at its
-/// first sync). The audit goes to `audit` (a SQLite store's own file for it; PostgreSQL's one database).
+/// first sync). The audit goes to `audit`, the sync times to `syncTimes` (a SQLite store's own files for them;
+/// PostgreSQL's one database).
 enum ScaleSeed {
-    static func rows(_ sizes: ScaleBenchmark.Sizes, on sql: any SQLDatabase, audit: any SQLDatabase) async throws {
+    static func rows(_ sizes: ScaleBenchmark.Sizes, on sql: any SQLDatabase, audit: any SQLDatabase, syncTimes: any SQLDatabase) async throws {
         let postgres = sql.dialect.name == "postgresql"
         func numbers(_ count: Int) -> SQLQueryString {
             postgres ? "SELECT i FROM generate_series(1, \(literal: count)) AS n(i)"
@@ -34,8 +36,8 @@ enum ScaleSeed {
             SELECT \(name("device-", "i")), \(name("user-", user)), '{}', 'f' || i, \(ago("i % 5184000")), \(bind: no) FROM (\(numbers(sizes.devices))) AS n
             """,
             """
-            INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, last_sync, next_sequence)
-            SELECT \(name("device-", "i")), \(name("user-", user)), 'phone', 'linux', \(bind: yes), 'active', \(ago("i % 5184000")), \(ago("i % 86400")), 1
+            INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, next_sequence)
+            SELECT \(name("device-", "i")), \(name("user-", user)), 'phone', 'linux', \(bind: yes), 'active', \(ago("i % 5184000")), 1
             FROM (\(numbers(sizes.devices))) AS n
             """,
             """
@@ -45,15 +47,19 @@ enum ScaleSeed {
             FROM (\(numbers(sizes.events))) AS n
             """,
         ]
+        let syncs: SQLQueryString = """
+            INSERT INTO backplane_device_syncs (device_id, last_sync) SELECT \(name("device-", "i")), \(ago("i % 86400")) FROM (\(numbers(sizes.devices))) AS n
+            """
         if postgres {
             // The tables have no keys into each other: each statement on a connection of its own, the server's cores at once.
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for statement in statements + [auditRecords] { group.addTask { try await sql.raw(statement).run() } }
+                for statement in statements + [auditRecords, syncs] { group.addTask { try await sql.raw(statement).run() } }
                 try await group.waitForAll()
             }
         } else {
             for statement in statements { try await sql.raw(statement).run() }
             try await audit.raw(auditRecords).run()
+            try await syncTimes.raw(syncs).run()
         }
     }
 
@@ -63,9 +69,9 @@ enum ScaleSeed {
     /// and the vacuum dirtied written out (`CHECKPOINT`: else the server's checkpointer writes gigabytes during the
     /// timing, and every commit's sync waits behind it); on SQLite the log copied into the file and emptied (else the
     /// first commit's checkpoint copies the whole load).
-    static func settle(_ sql: any SQLDatabase, audit: any SQLDatabase) async throws {
+    static func settle(_ sql: any SQLDatabase, files: [any SQLDatabase]) async throws {
         try await settle(sql)
-        if audit.dialect.name != "postgresql" { try await settle(audit) }
+        for file in files where file.dialect.name != "postgresql" { try await settle(file) }
     }
 
     private static func settle(_ sql: any SQLDatabase) async throws {
@@ -82,13 +88,13 @@ enum ScaleSeed {
         }
     }
 
-    /// The database's size in bytes: PostgreSQL's own figure, or SQLite's files (the store's and the audit's) with their
-    /// write-ahead logs.
+    /// The database's size in bytes: PostgreSQL's own figure, or SQLite's files (the store's, the audit's and the sync
+    /// times') with their write-ahead logs.
     static func databaseBytes(_ sql: any SQLDatabase, directory: String) async throws -> Int? {
         if sql.dialect.name == "postgresql" {
             return try await sql.raw("SELECT pg_database_size(current_database()) AS n").first()?.decode(column: "n", as: Int.self)
         }
-        let files = ["satchel.sqlite", "satchel.sqlite-wal", "satchel-audit.sqlite", "satchel-audit.sqlite-wal"].map { (directory as NSString).appendingPathComponent($0) }
+        let files = ["satchel.sqlite", "satchel-audit.sqlite", SyncTimesTable.file.name].flatMap { [$0, $0 + "-wal"] }.map { (directory as NSString).appendingPathComponent($0) }
         return files.compactMap { try? FileManager.default.attributesOfItem(atPath: $0)[.size] as? Int }.reduce(0, +)
     }
 }

@@ -26,7 +26,7 @@ struct ScaleWorld: Sendable {
         let service = LicenseService(store: store, ksm: nil, verifier: verifier)
         licensing = DeviceLicensing(service: service, registry: DeviceRegistry(database: database.database, kek: kek))
         keys = store
-        backplane = FluentBackplaneStore(database: database.database, readers: database.readers)
+        backplane = FluentBackplaneStore(database: database.database, readers: database.readers, syncTimes: database.database(of: SyncTimesTable.file))
         slots = FluentStreamSlots(database: database.database)
         events = FluentEventStore(database: try database.sql())
         token = try await verifier.sign(Entitlement(subject: "user-0000001", asset: "*", expires: Date().addingTimeInterval(30 * 86_400), persistent: true))

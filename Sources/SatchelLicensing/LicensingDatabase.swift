@@ -13,6 +13,8 @@ public final class LicensingDatabase: Sendable {
     private let store: FluentStore
     /// SQLite: the audit's own file (`AuditFile`); nil on PostgreSQL, whose one database holds the audit.
     private let auditStore: FluentStore?
+    /// SQLite: the files of other modules' tables (``StoreFile``), by name; empty on PostgreSQL.
+    private let fileStores: [String: FluentStore]
     /// The database handle.
     public let database: any Database
     /// A handle for key lookups, the next in turn (`FluentStore.reader`): on SQLite a connection beside the audit's
@@ -33,8 +35,10 @@ public final class LicensingDatabase: Sendable {
     public let audit: AuditLog
 
     /// Opens (and migrates) the database; `more` are the migrations of other modules that keep tables in it (the
-    /// backplane's), run after the license service's own.
-    public init(dataDirectory: String, url: String?, more: [any Migration] = [], logger: Logger = Logger(label: "satchel.licensing")) async throws(LicensingError) {
+    /// backplane's), run after the license service's own; `files`, the files of their own those modules keep beside a
+    /// SQLite store, migrated last (on PostgreSQL their tables are in the one database, made by `more`).
+    public init(dataDirectory: String, url: String?, more: [any Migration] = [], files: [StoreFile] = [],
+                logger: Logger = Logger(label: "satchel.licensing")) async throws(LicensingError) {
         let configuration: DatabaseConfigurationFactory
         let id: DatabaseID
         if let url, url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
@@ -47,12 +51,12 @@ public final class LicensingDatabase: Sendable {
         } else if let url {
             throw .configuration("unsupported --database-url scheme in \(url.prefix(12))… (use postgres://)")
         } else {
-            let path = (dataDirectory as NSString).appendingPathComponent("satchel.sqlite")
+            let path = Self.storeFile(dataDirectory)
             do {
                 // Owner only: the store holds sealed keys; the audit's file, who was issued what.
                 try PrivateFiles.folder(dataDirectory)
                 try PrivateFiles.file(path)
-                try PrivateFiles.file((dataDirectory as NSString).appendingPathComponent(AuditFile.name))
+                for name in [AuditFile.name] + files.map(\.name) { try PrivateFiles.file((dataDirectory as NSString).appendingPathComponent(name)) }
             } catch {
                 throw .configuration("cannot create the data directory \(dataDirectory) (owner only): \(error.description)")
             }
@@ -74,7 +78,7 @@ public final class LicensingDatabase: Sendable {
             throw .storage("cannot open or migrate the \(kind) database: \(error)")
         }
         guard kind == "sqlite" else {
-            (auditStore, audit) = (nil, AuditLog(database: database))
+            (auditStore, audit, fileStores) = (nil, AuditLog(database: database), [:])
             return
         }
         let journal: AuditJournal?
@@ -87,7 +91,7 @@ public final class LicensingDatabase: Sendable {
         do {
             let directory = dataDirectory as NSString
             auditStore = try await FluentStore.open(.sqlite(.file(directory.appendingPathComponent(AuditFile.name))), as: .sqlite,
-                                                    migrations: AuditFile.migrations(store: directory.appendingPathComponent("satchel.sqlite")),
+                                                    migrations: AuditFile.migrations(store: Self.storeFile(dataDirectory)),
                                                     sqlite: SQLiteSettings(durability: .processCrash, large: true), logger: logger)
         } catch {
             journal?.release()
@@ -95,6 +99,32 @@ public final class LicensingDatabase: Sendable {
             throw .storage("cannot open or migrate the audit's file \(AuditFile.name): \(error)")
         }
         audit = AuditLog(database: auditStore?.database ?? database, journal: journal)
+        var opened: [String: FluentStore] = [:]
+        for file in files {
+            let path = (dataDirectory as NSString).appendingPathComponent(file.name)
+            do {
+                opened[file.name] = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: file.migrations(Self.storeFile(dataDirectory)),
+                                                               sqlite: SQLiteSettings(durability: .processCrash), logger: logger)
+            } catch {
+                for store in opened.values { await store.shutdown() }
+                await audit.release()
+                await auditStore?.shutdown()
+                await store.shutdown()
+                throw .storage("cannot open or migrate \(file.name): \(error)")
+            }
+        }
+        fileStores = opened
+    }
+
+    /// The handle of `file`'s tables: on SQLite the file's own (opened by ``init(dataDirectory:url:more:files:logger:)``
+    /// with it), otherwise the database's.
+    public func database(of file: StoreFile) -> any Database {
+        fileStores[file.name]?.database ?? database
+    }
+
+    /// The SQLite store's main file in `dataDirectory`.
+    static func storeFile(_ dataDirectory: String) -> String {
+        (dataDirectory as NSString).appendingPathComponent("satchel.sqlite")
     }
 
     /// The handle as an SQL database (FluentKit's SQLite and PostgreSQL drivers both are).
@@ -115,6 +145,7 @@ public final class LicensingDatabase: Sendable {
         try? await audit.flush()
         await audit.release()
         await auditStore?.shutdown()
+        for store in fileStores.values { await store.shutdown() }
         await store.shutdown()
     }
 }

@@ -28,7 +28,7 @@ struct StoreOptions: ParsableArguments {
         if let created {
             FileHandle.standardError.write(Data("satchel: created a new key-encryption key in \(created); back it up: without it the stored keys cannot be opened\n".utf8))
         }
-        let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url, more: BackplaneMigrations.all)
+        let database = try await LicensingDatabase(dataDirectory: resolvedDataDirectory, url: url, more: BackplaneMigrations.all, files: [SyncTimesTable.file])
         return (FluentKeyStore(database: database, kek: kek), database)
     }
 

@@ -36,7 +36,7 @@ struct BackplaneStoreTests {
         let close: () async -> Void = { [opened] in for store in opened { await store.shutdown() } }
         do {
             guard let sql = opened[0].database as? any SQLDatabase else { throw BackplaneError.storage("not SQL") }
-            for table in ["backplane_subscriptions", "backplane_feed_items", "backplane_feeds", "backplane_events", "backplane_slots", "backplane_documents", "backplane_commands", "backplane_grants", "backplane_devices", "backplane_users"] {
+            for table in ["backplane_device_syncs", "backplane_subscriptions", "backplane_feed_items", "backplane_feeds", "backplane_events", "backplane_slots", "backplane_documents", "backplane_commands", "backplane_grants", "backplane_devices", "backplane_users"] {
                 try await sql.raw("DROP TABLE IF EXISTS \(ident: table)").run()
             }
             for migration in BackplaneMigrations.all { try await migration.prepare(on: opened[0].database).get() }

@@ -1,3 +1,4 @@
+import FluentKit
 import Foundation
 import SQLKit
 import SatchelBytes
@@ -7,12 +8,17 @@ import Testing
 /// Devices' sync times written together a moment after their syncs (`SyncTimes`): on a real SQLite file and, when
 /// `SATCHEL_TEST_DATABASE_URL` names one, a real PostgreSQL (in the store's suite: one test at a time on its tables).
 extension BackplaneStoreTests {
-    /// The last sync in `device`'s row, read from the table itself (not through the store, which shows times not yet written).
+    /// The last sync written of `device`, read from the table itself (not through the store, which shows times not yet written).
     static func storedSync(_ device: String, _ sql: any SQLDatabase) async throws -> Date? {
-        try await sql.raw("SELECT last_sync FROM backplane_devices WHERE device_id = \(bind: device)").first()?.decode(column: "last_sync", as: Date?.self)
+        try await sql.raw("SELECT last_sync FROM backplane_device_syncs WHERE device_id = \(bind: device)").first()?.decode(column: "last_sync", as: Date?.self)
     }
 
-    @Test("a sync is answered before its time is written; the time reaches the row by itself within moments, and until then a read of the device shows it; PostgreSQL keeps room in the devices' pages", arguments: Self.kinds)
+    /// How many devices' sync times are written.
+    static func writtenSyncs(_ sql: any SQLDatabase) async throws -> Int {
+        try await sql.raw("SELECT COUNT(*) AS n FROM backplane_device_syncs").first()?.decode(column: "n", as: Int.self) ?? 0
+    }
+
+    @Test("a sync is answered before its time is written; the time reaches the table by itself within moments, and until then a read of the device shows it; PostgreSQL keeps room in the table's pages", arguments: Self.kinds)
     func writtenSoon(kind: String) async throws {
         try await Self.using(kind) { stores, sql in
             let store = stores[0]
@@ -24,7 +30,7 @@ extension BackplaneStoreTests {
             while try await Self.storedSync("d1", sql) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
             #expect(try await Self.storedSync("d1", sql) == Self.now, "written without a flush")
             if kind == "postgres" {  // room in each page for a row's next version (a heap-only update)
-                let options = try await sql.raw("SELECT array_to_string(reloptions, ',') AS o FROM pg_class WHERE relname = 'backplane_devices'").first()?
+                let options = try await sql.raw("SELECT array_to_string(reloptions, ',') AS o FROM pg_class WHERE relname = 'backplane_device_syncs'").first()?
                     .decode(column: "o", as: String?.self)
                 #expect(options == "fillfactor=85")
             }
@@ -45,8 +51,7 @@ extension BackplaneStoreTests {
             var seen: Set<Int> = []
             let deadline = ContinuousClock.now + .seconds(10)
             while !seen.contains(ids.count), ContinuousClock.now < deadline {
-                let written = try await sql.raw("SELECT COUNT(*) AS n FROM backplane_devices WHERE last_sync IS NOT NULL").first()?.decode(column: "n", as: Int.self) ?? 0
-                seen.insert(written)
+                seen.insert(try await Self.writtenSyncs(sql))
                 try await Task.sleep(for: .milliseconds(1))
             }
             #expect(seen.contains(ids.count), "every time written without a flush")
@@ -54,7 +59,7 @@ extension BackplaneStoreTests {
         }
     }
 
-    @Test("more devices than one statement writes: every one's time is in its row after a flush; a time never goes back, whichever node writes last", arguments: Self.kinds)
+    @Test("more devices than one statement writes: every one's time is written after a flush; a time never goes back, whichever node writes last", arguments: Self.kinds)
     func batchesAndOrder(kind: String) async throws {
         try await Self.using(kind, nodes: 2) { stores, sql in
             let ids = (0..<(SyncTimes.flushBatch * 2 + 10)).map { String(format: "n%04d", $0) }
@@ -71,8 +76,7 @@ extension BackplaneStoreTests {
                 _ = try await stores[0].syncView(device: id, after: 0, limit: 10, at: Self.now.addingTimeInterval(Double(index)))
             }
             try await stores[0].flush()
-            let written = try await sql.raw("SELECT COUNT(*) AS n FROM backplane_devices WHERE last_sync IS NOT NULL").first()?.decode(column: "n", as: Int.self)
-            #expect(written == ids.count)
+            #expect(try await Self.writtenSyncs(sql) == ids.count)
             #expect(try await Self.storedSync(ids[700], sql) == Self.now.addingTimeInterval(700))
             // Another node (or this one) notes an older sync of a device after a newer one was written: the row keeps the newer.
             let other = stores.count > 1 ? stores[1] : stores[0]
@@ -99,15 +103,47 @@ extension BackplaneStoreTests {
             _ = try await store.register(Self.device("d2"))
             _ = try await store.syncView(device: "d1", after: 0, limit: 10, at: Self.now)
             _ = try await store.syncView(device: "d2", after: 0, limit: 10, at: Self.now)
-            try await sql.raw("ALTER TABLE backplane_devices RENAME TO backplane_devices_away").run()
+            try await sql.raw("ALTER TABLE backplane_device_syncs RENAME TO backplane_device_syncs_away").run()
             await #expect(throws: BackplaneError.self) { try await store.flush() }
-            try await sql.raw("ALTER TABLE backplane_devices_away RENAME TO backplane_devices").run()
+            try await sql.raw("ALTER TABLE backplane_device_syncs_away RENAME TO backplane_device_syncs").run()
             // The device reads as synced meanwhile; a later sync of d1 noted while the failed times wait.
             #expect(try await store.device(.device("d2")).lastSync == Self.now)
             _ = try await store.syncView(device: "d1", after: 0, limit: 10, at: Self.now.addingTimeInterval(5))
             try await store.flush()
             #expect(try await Self.storedSync("d1", sql) == Self.now.addingTimeInterval(5))
             #expect(try await Self.storedSync("d2", sql) == Self.now)
+        }
+    }
+
+    @Test("an earlier store's sync times, kept in the devices' rows, move to their own table when it is migrated, and the column goes", arguments: Self.kinds)
+    func movedFromTheRows(kind: String) async throws {
+        try await Self.using(kind) { stores, sql in
+            guard let database = sql as? any Database else { throw BackplaneError.storage("not a FluentKit database") }
+            try await MoveSyncTimesToTheirTable().revert(on: database)  // the layout before: a time in each device's row
+            try await sql.raw("""
+                INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, next_sequence, last_sync)
+                VALUES ('m1', 'alice', 'phone', 'linux', \(bind: false), 'active', \(bind: Self.now), 1, \(bind: Self.now)),
+                       ('m2', 'alice', 'phone', 'linux', \(bind: false), 'active', \(bind: Self.now), 1, NULL)
+                """).run()
+            try await MoveSyncTimesToTheirTable().prepare(on: database)
+            #expect(try await Self.storedSync("m1", sql) == Self.now)
+            #expect(try await Self.writtenSyncs(sql) == 1, "a device never synced has no row")
+            #expect(try await stores[0].devices(user: "alice", page: ListingRequest()).items.map(\.lastSync) == [Self.now, nil])
+            await #expect(throws: (any Error).self, "the column is gone") { try await sql.raw("SELECT last_sync FROM backplane_devices").run() }
+        }
+    }
+
+    @Test("a forgotten device's sync time goes with it; a device registered again shows its last sync", arguments: Self.kinds)
+    func forgottenWithTheDevice(kind: String) async throws {
+        try await Self.using(kind) { stores, sql in
+            let store = stores[0]
+            _ = try await store.register(Self.device("f1"))
+            try await store.synced(device: "f1", at: Self.now)
+            #expect(try await store.register(Self.device("f1")).device.lastSync == Self.now)
+            #expect(try await store.setDownloadEnabled(.device("f1"), false, at: Self.now).lastSync == Self.now)
+            #expect(try await store.delete(.device("f1")).lastSync == Self.now)
+            #expect(try await Self.storedSync("f1", sql) == nil)
+            await #expect(throws: BackplaneError.self) { try await store.synced(device: "f1", at: Self.now) }
         }
     }
 
