@@ -104,7 +104,7 @@ public final class LicensingDatabase: Sendable {
             let path = (dataDirectory as NSString).appendingPathComponent(file.name)
             do {
                 opened[file.name] = try await FluentStore.open(.sqlite(.file(path)), as: .sqlite, migrations: file.migrations(Self.storeFile(dataDirectory)),
-                                                               sqlite: SQLiteSettings(durability: .processCrash), logger: logger)
+                                                               sqlite: SQLiteSettings(durability: .processCrash, large: true), logger: logger)
             } catch {
                 for store in opened.values { await store.shutdown() }
                 await audit.release()
