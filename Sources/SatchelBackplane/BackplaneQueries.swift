@@ -226,6 +226,17 @@ package enum BackplaneQueries {
         return ListingPage(reading: users, limit: page.limit, listing: backplaneUsersListing) { [$0] }
     }
 
+    /// Records the device's grant of `asset` (the user's row is held by the caller).
+    static func grant(_ asset: String, to device: String, of user: String, on database: any Database) async throws {
+        let grant = BackplaneGrantModel()
+        grant.id = SecureRandom.uuid().uuidString.lowercased()
+        grant.device = device
+        grant.user = user
+        grant.asset = asset
+        grant.granted = Date()
+        try await grant.create(on: database)
+    }
+
     /// Forgets a device (the user's row is held by the caller): its grants, commands and stream slots go with it, so
     /// its place under the user's limits is free; a killed device stays on record (it stays refused).
     static func delete(_ model: BackplaneDeviceModel, on database: any Database) async throws -> BackplaneDevice {

@@ -138,15 +138,7 @@ public struct FluentBackplaneStore: BackplaneStoring {
             let account = try await BackplaneQueries.count(BackplaneQueries.grants(user: user), on: database)
             let answer = BackplaneRules.permission(device: model.value, alreadyGranted: already, downloadable: downloadable, assetsOnDevice: onDevice,
                                                    accountDownloads: account, limits: try await BackplaneLimitRows.effectiveLimits(of: user, on: database))
-            if answer.isGranted, !already {
-                let grant = BackplaneGrantModel()
-                grant.id = SecureRandom.uuid().uuidString.lowercased()
-                grant.device = device
-                grant.user = user
-                grant.asset = asset
-                grant.granted = Date()
-                try await grant.create(on: database)
-            }
+            if answer.isGranted, !already { try await BackplaneQueries.grant(asset, to: device, of: user, on: database) }
             return answer
         }
     }

@@ -7,13 +7,10 @@ import SatchelStorage
 ///
 /// On a SQLite store the table has a file of its own (``file``): every commit to a SQLite file makes each of its
 /// readers drop its page cache, so sync times written in the store's file made every sync's reads start cold, and
-/// more so the larger the store (a sync's p99 on 100,000 devices was 1.17–1.26 times that on 1,000; 1.04–1.08 with
+/// more so the larger the store (a sync's p99 on 100,000 devices was 1.17–1.26 times that on 1,000; 1.05–1.10 with
 /// the times in their own file). On PostgreSQL the table is in the one database: a narrow row per device, whose
 /// updates leave the devices' wide rows and their indexes alone.
 public enum SyncTimesTable {
-    /// The table's name.
-    static let name = "backplane_device_syncs"
-
     /// A SQLite store's file for the table, `satchel-sync-times.sqlite` (give it to the store's database when it
     /// opens): the table, then the times the store's file held moved in.
     public static let file = StoreFile(name: "satchel-sync-times.sqlite") { store in [CreateSyncTimesTable(), MoveSyncTimesIntoTheirFile(store: store)] }

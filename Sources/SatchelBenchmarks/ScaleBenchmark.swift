@@ -142,7 +142,7 @@ struct ScaleBenchmark {
                 let rowSeconds = (ContinuousClock.now - seeding) / .seconds(1), settling = ContinuousClock.now
                 try await ScaleSeed.settle(sql, files: files)
                 let settleSeconds = (ContinuousClock.now - settling) / .seconds(1)
-                let rows = sizes.users + 2 * sizes.devices + sizes.audit + sizes.events
+                let rows = sizes.users + 3 * sizes.devices + sizes.audit + sizes.events  // a device: its license registration, its backplane row, its last sync
                 notes.append(("seeding", String(format: "%d keys through the catalogue import at %.0f keys/s; %d rows of users, devices and history at %.0f rows/s, "
                                                 + "then %.0f s to analyse (and on PostgreSQL vacuum and checkpoint) the loaded store, %.0f rows/s with it",
                                                 sizes.assets * 2, Double(sizes.assets * 2) / keySeconds, rows, Double(rows) / rowSeconds, settleSeconds,

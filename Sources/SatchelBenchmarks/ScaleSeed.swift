@@ -4,8 +4,8 @@ import SatchelBackplane
 
 /// The scale benchmark's users, devices and history, written with multi-row SQL (`INSERT … SELECT` over a series of
 /// numbers): names `user-0000001`, `device-0000001`, audit records and events spread over the last 60 days, each
-/// device synced in the last day (an operator's devices have: a row never synced would be written bigger at its
-/// first sync). The audit goes to `audit`, the sync times to `syncTimes` (a SQLite store's own files for them;
+/// device synced in the last day (an operator's devices have: a sync then updates its time, where a device never
+/// synced would add a row). The audit goes to `audit`, the sync times to `syncTimes` (a SQLite store's own files for them;
 /// PostgreSQL's one database).
 enum ScaleSeed {
     static func rows(_ sizes: ScaleBenchmark.Sizes, on sql: any SQLDatabase, audit: any SQLDatabase, syncTimes: any SQLDatabase) async throws {
