@@ -3,7 +3,7 @@ import SQLKit
 import SatchelStorage
 
 /// The devices' last syncs, a row each (`backplane_device_syncs`: device ID, time), apart from the devices' rows: they
-/// are written every few milliseconds while devices sync (``SyncTimeWriter``), the devices' rows seldom.
+/// are written every few milliseconds while devices sync, the devices' rows seldom.
 ///
 /// On a SQLite store the table has a file of its own (``file``): every commit to a SQLite file makes each of its
 /// readers drop its page cache, so sync times written in the store's file made every sync's reads start cold, and
