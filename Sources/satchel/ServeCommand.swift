@@ -153,8 +153,8 @@ struct ServeCommand: SatchelAsyncCommand {
         // FairPlay: rentals bound to the device that leased them, each download's offline key, and leases taking
         // stream slots of the account (the backplane's, in the same database); a persistent Satchel license takes the
         // device's download permission (the backplane's limits, enforced where the license is issued).
-        let slots = FluentStreamSlots(database: database.database), backplaneStore = FluentBackplaneStore(database: database.database, readers: database.readers,
-                                                                                                                  syncTimes: database.database(of: SyncTimesTable.file))
+        let slots = FluentStreamSlots(database: database.database)
+        let backplaneStore = FluentBackplaneStore(database: database.database, readers: database.readers, syncTimes: database.database(of: SyncTimesTable.file))
         service.fairPlayRecords = FluentFairPlayRecords(database: database.database)
         service.leaseSlots = BackplaneService.leaseSlots(slots)
         service.offlineGrants = BackplaneService.offlineGrants(backplaneStore)
