@@ -67,20 +67,12 @@ struct MoveSyncTimesIntoTheirFile: AsyncMigration, RunsOutsideATransaction {
     let store: String
 
     func prepare(on database: any Database) async throws {
-        try await database.withConnection { connection in
-            guard let sql = connection as? any SQLDatabase else { return }
-            try await sql.raw("ATTACH DATABASE \(bind: store) AS store").run()
-            do {
-                try await sql.raw("""
-                    INSERT INTO main.backplane_device_syncs (device_id, last_sync) SELECT device_id, last_sync FROM store.backplane_device_syncs WHERE true
-                    ON CONFLICT (device_id) DO UPDATE SET last_sync = excluded.last_sync WHERE main.backplane_device_syncs.last_sync < excluded.last_sync
-                    """).run()
-                try await sql.raw("DELETE FROM store.backplane_device_syncs").run()
-            } catch {
-                try? await sql.raw("DETACH DATABASE store").run()
-                throw error
-            }
-            try await sql.raw("DETACH DATABASE store").run()
+        try await AttachedStore.with(store, on: database) { sql in
+            try await sql.raw("""
+                INSERT INTO main.backplane_device_syncs (device_id, last_sync) SELECT device_id, last_sync FROM store.backplane_device_syncs WHERE true
+                ON CONFLICT (device_id) DO UPDATE SET last_sync = excluded.last_sync WHERE main.backplane_device_syncs.last_sync < excluded.last_sync
+                """).run()
+            try await sql.raw("DELETE FROM store.backplane_device_syncs").run()
         }
     }
 

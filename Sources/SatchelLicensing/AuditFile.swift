@@ -49,25 +49,17 @@ struct MoveAuditIntoItsFile: AsyncMigration, RunsOutsideATransaction {
     let store: String
 
     func prepare(on database: any Database) async throws {
-        try await database.withConnection { connection in
-            guard let sql = connection as? any SQLDatabase else { return }
-            try await sql.raw("ATTACH DATABASE \(bind: store) AS store").run()
-            do {
-                let columns = [LicensingQueries.licenseHistory.name: "id, asset_id, key_id, subject, type, issued_at, custom_data",
-                               LicensingQueries.syncHistory.name: "id, content_id, duration_to_expiry, subject, received_at"]
-                for table in AuditFile.tables {
-                    guard let list = columns[table] else { continue }
-                    try await sql.raw("INSERT OR IGNORE INTO main.\(ident: table) (\(unsafeRaw: list)) SELECT \(unsafeRaw: list) FROM store.\(ident: table)").run()
-                    try await sql.raw("DELETE FROM store.\(ident: table)").run()
-                }
-                let licenses: SQLQueryString = "series LIKE 'license:%'"
-                try await sql.raw("INSERT OR IGNORE INTO main.satchel_rollups SELECT hour, series, slot, count FROM store.satchel_rollups WHERE \(licenses)").run()
-                try await sql.raw("DELETE FROM store.satchel_rollups WHERE \(licenses)").run()
-            } catch {
-                try? await sql.raw("DETACH DATABASE store").run()
-                throw error
+        try await AttachedStore.with(store, on: database) { sql in
+            let columns = [LicensingQueries.licenseHistory.name: "id, asset_id, key_id, subject, type, issued_at, custom_data",
+                           LicensingQueries.syncHistory.name: "id, content_id, duration_to_expiry, subject, received_at"]
+            for table in AuditFile.tables {
+                guard let list = columns[table] else { continue }
+                try await sql.raw("INSERT OR IGNORE INTO main.\(ident: table) (\(unsafeRaw: list)) SELECT \(unsafeRaw: list) FROM store.\(ident: table)").run()
+                try await sql.raw("DELETE FROM store.\(ident: table)").run()
             }
-            try await sql.raw("DETACH DATABASE store").run()
+            let licenses: SQLQueryString = "series LIKE 'license:%'"
+            try await sql.raw("INSERT OR IGNORE INTO main.satchel_rollups SELECT hour, series, slot, count FROM store.satchel_rollups WHERE \(licenses)").run()
+            try await sql.raw("DELETE FROM store.satchel_rollups WHERE \(licenses)").run()
         }
     }
 
