@@ -122,6 +122,19 @@ public final class LicensingDatabase: Sendable {
         fileStores[file.name]?.database ?? database
     }
 
+    /// Runs `body` on the database, then closes it (``shutdown()``) whether `body` returns or throws.
+    package func using<T>(_ body: (LicensingDatabase) async throws -> T) async throws -> T {
+        let result: T
+        do {
+            result = try await body(self)
+        } catch {
+            await shutdown()
+            throw error
+        }
+        await shutdown()
+        return result
+    }
+
     /// The SQLite store's main file in `dataDirectory`.
     static func storeFile(_ dataDirectory: String) -> String {
         (dataDirectory as NSString).appendingPathComponent("satchel.sqlite")

@@ -39,8 +39,7 @@ struct CatalogImportTests {
     /// whole table at once held a loop for a third of a second, and decoding it the task pool for two.
     static func checkStore(_ data: String, keys expected: Int) async throws {
         let kek = try KeyEncryptionKey.load(file: nil, dataDirectory: data).kek
-        let database = try await LicensingDatabase(dataDirectory: data, url: nil)
-        do {
+        try await LicensingDatabase(dataDirectory: data, url: nil).using { database in
             var after = "", count = 0, wrong = 0, seen = Set<String>()
             while true {
                 let rows = try await database.sql().raw("""
@@ -69,11 +68,7 @@ struct CatalogImportTests {
             let keys = try await store.keys(asset: "movie-\(last)")
             #expect(keys.map(\.key.keyID.hex) == [keyID(last * 2), keyID(last * 2 + 1)] && keys.first?.policy.rentalSeconds == 172_800,
                     "an asset's keys in the catalogue's order, with its policy")
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
     }
 
     @Test("100,000 keys import and each opens to the value given; a broken line stops the import naming its line, and the same command run again after the fix ends with every key once")

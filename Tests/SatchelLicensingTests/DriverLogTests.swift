@@ -33,16 +33,11 @@ struct DriverLogTests {
         let lines = Locked<[(Logger.Level, String)]>([])
         var logger = Logger(label: "satchel.licensing") { _ in Capture(lines: lines) }
         logger.logLevel = .trace
-        let database = try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: ProcessInfo.processInfo.environment["SATCHEL_TEST_DATABASE_URL"],
-                                                   logger: logger)
-        do {
+        try await LicensingDatabase(dataDirectory: NSTemporaryDirectory(), url: ProcessInfo.processInfo.environment["SATCHEL_TEST_DATABASE_URL"],
+                                    logger: logger).using { database in
             let row = try await database.sql().raw("SELECT \(bind: "a-value-of-the-store") AS v").first()
             #expect(try row?.decode(column: "v", as: String.self) == "a-value-of-the-store")
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
         let logged = lines.current
         #expect(!logged.contains { $0.0 < .info }, "\(logged.filter { $0.0 < .info }.prefix(3).map(\.1))")
         // The parameter as a debug line gives it, and its bytes as a trace line's hex dump shows them.

@@ -71,11 +71,6 @@ struct MigrationAtomicityTests {
     /// Runs `body` on the store opened in `directory` (or the PostgreSQL database at `url`) with `more` migrations,
     /// closed afterwards whatever happens.
     static func withDatabase(_ directory: String, url: String?, more: [any Migration], _ body: (LicensingDatabase) async throws -> Void) async throws {
-        let database = try await LicensingDatabase(dataDirectory: directory, url: url, more: more)
-        do { try await body(database) } catch {
-            await database.shutdown()
-            throw error
-        }
-        await database.shutdown()
+        try await LicensingDatabase(dataDirectory: directory, url: url, more: more).using(body)
     }
 }

@@ -26,8 +26,7 @@ struct SyncTimesFileTests {
     func writesLeaveTheStoreAlone() async throws {
         let directory = NSTemporaryDirectory() + "satchel-sync-file-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let database = try await LicensingDatabase(dataDirectory: directory, url: nil, more: BackplaneMigrations.all, files: [SyncTimesTable.file])
-        do {
+        try await LicensingDatabase(dataDirectory: directory, url: nil, more: BackplaneMigrations.all, files: [SyncTimesTable.file]).using { database in
             let store = FluentBackplaneStore(database: database.database, readers: database.readers, syncTimes: database.database(of: SyncTimesTable.file))
             for id in ["d1", "d2", "d3"] { _ = try await store.register(Self.device(id)) }
             // SQLite's data version, per connection: it changes when another connection has committed to the file.
@@ -45,11 +44,7 @@ struct SyncTimesFileTests {
             #expect(try await store.devices(user: "alice", page: ListingRequest()).items.map(\.lastSync) == [0, 1, 2].map { Self.now.addingTimeInterval($0) })
             let mode = try FileManager.default.attributesOfItem(atPath: directory + "/" + SyncTimesTable.file.name)[.posixPermissions] as? Int
             #expect(mode == 0o600)
-        } catch {
-            await database.shutdown()
-            throw error
         }
-        await database.shutdown()
     }
 
     @Test("an earlier store's sync times (in the devices' rows of satchel.sqlite) are in the sync times' file after it opens, and in no other place")
@@ -57,30 +52,20 @@ struct SyncTimesFileTests {
         let directory = NSTemporaryDirectory() + "satchel-sync-file-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // The store as an earlier Satchel left it: every migration before the move, a time in a device's row.
-        let earlier = try await LicensingDatabase(dataDirectory: directory, url: nil, more: Array(BackplaneMigrations.all.dropLast()))
-        do {
+        try await LicensingDatabase(dataDirectory: directory, url: nil, more: Array(BackplaneMigrations.all.dropLast())).using { earlier in
             try await earlier.sql().raw("""
                 INSERT INTO backplane_devices (device_id, user_id, name, platform, download_enabled, state, registered_at, next_sequence, last_sync)
                 VALUES ('e1', 'alice', 'phone', 'linux', \(bind: false), 'active', \(bind: Self.now), 1, \(bind: Self.now))
                 """).run()
-        } catch {
-            await earlier.shutdown()
-            throw error
         }
-        await earlier.shutdown()
         for _ in 0..<2 {  // and opened again: the move is not made twice
-            let database = try await LicensingDatabase(dataDirectory: directory, url: nil, more: BackplaneMigrations.all, files: [SyncTimesTable.file])
-            do {
+            try await LicensingDatabase(dataDirectory: directory, url: nil, more: BackplaneMigrations.all, files: [SyncTimesTable.file]).using { database in
                 let file = try Self.sql(database.database(of: SyncTimesTable.file))
                 #expect(try await file.raw("SELECT last_sync FROM backplane_device_syncs WHERE device_id = 'e1'").first()?.decode(column: "last_sync", as: Date.self) == Self.now)
                 #expect(try await database.sql().raw("SELECT COUNT(*) AS n FROM backplane_device_syncs").first()?.decode(column: "n", as: Int.self) == 0)
                 let store = FluentBackplaneStore(database: database.database, readers: database.readers, syncTimes: database.database(of: SyncTimesTable.file))
                 #expect(try await store.device(.device("e1")).lastSync == Self.now)
-            } catch {
-                await database.shutdown()
-                throw error
             }
-            await database.shutdown()
         }
     }
 }
