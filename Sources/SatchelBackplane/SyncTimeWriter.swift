@@ -82,11 +82,12 @@ struct SyncTimeWriter: Sendable {
 
     /// Writes what ``SyncTimes`` holds; `spread`, with a pause between statements (``SyncTimes/pause(statements:)``).
     ///
-    /// Spread, because once the devices' table is large each statement's commit writes a page of it for nearly every
-    /// device it names (a write's devices lie one to a page), and copying those pages into the file follows. Written
-    /// at once, 500 devices a statement, that work took the CPU from the syncs answered beside it: their p99 was
-    /// 1.4–1.6 times as long on a SQLite store of 100,000 devices as on one of 1,000 (about 1.27 times spread, both
-    /// faster). A flush, which its caller waits for, writes ``SyncTimes/flushBatch`` devices a statement at once.
+    /// Spread, because once there are many devices each statement's commit writes a page for nearly every device it
+    /// names (a write's devices lie one to a page), and copying those pages into the file follows. Written at once,
+    /// 500 devices a statement (then in the devices' own table), that work took the CPU from the syncs answered beside
+    /// it: their p99 was 1.4–1.6 times as long on a SQLite store of 100,000 devices as on one of 1,000 (about 1.27
+    /// times spread, both faster; 1.05–1.10 with the times in their own file, ``SyncTimesTable``). A flush, which its
+    /// caller waits for, writes ``SyncTimes/flushBatch`` devices a statement at once.
     private func write(spread: Bool = false) async throws {
         let taken = times.take()
         guard !taken.isEmpty else { return }
